@@ -1,0 +1,90 @@
+// LaunchOptions: everything the agent needs to know to launch a job, after
+// the command line, PET_* environment variables and the --config file have
+// been merged and validated. Values here are already checked: ranges hold,
+// enums are known, MIN <= MAX. What still depends on the machine (GPU ids,
+// core count) is resolved later by the launch plan.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace muster {
+
+// How --nproc-per-node was given: a number, or a rule resolved against the
+// machine (GPU ids, cores).
+struct ProcsPerNode {
+  enum class Kind { kCount, kGpu, kCpu, kAuto };
+  Kind kind = Kind::kCount;
+  int count = 1;  // meaningful only for kCount; >= 1
+};
+
+enum class GpuVisibility {
+  kIsolate,  // worker i sees only the i-th GPU id
+  kAll,      // every worker sees every GPU id
+};
+
+// Which of a worker's streams go to files (--redirects) or to files and the
+// console (--tee). Bit 1 = stdout, bit 2 = stderr, like torchrun's Std.
+enum StdMask : int { kStdNone = 0, kStdOut = 1, kStdErr = 2, kStdAll = 3 };
+
+// A torchrun "Std" spec: one mask for every local rank ("3"), or a mask per
+// local rank ("0:1,1:2"); ranks not listed get kStdNone.
+struct StdSpec {
+  int all = kStdNone;
+  std::map<int, int> per_rank;
+  int For(int local_rank) const {
+    auto it = per_rank.find(local_rank);
+    return it != per_rank.end() ? it->second : all;
+  }
+};
+
+struct LaunchOptions {
+  // Nodes: --nnodes N or MIN:MAX. 1 <= min_nodes <= max_nodes.
+  int min_nodes = 1;
+  int max_nodes = 1;
+  ProcsPerNode nproc_per_node;
+
+  // Rendezvous.
+  std::string rdzv_backend = "static";  // static | c10d | muster
+  std::string rdzv_endpoint;            // host[:port], empty if not given
+  std::string rdzv_id = "none";
+  std::map<std::string, std::string> rdzv_conf;
+  bool standalone = false;
+  int node_rank = 0;              // static rendezvous only; 0 <= node_rank < max_nodes
+  std::string master_addr = "127.0.0.1";
+  std::optional<int> master_port;  // unset: 0 on one node (agent binds any), 29500 on several
+  std::string local_addr;          // address this node advertises; empty = hostname
+
+  // Workers.
+  int max_restarts = 0;              // >= 0
+  double monitor_interval_s = 0.1;   // > 0; exits are event-driven, see README
+  std::string start_method = "spawn";  // spawn | fork | forkserver; accepted, no effect
+  std::string role = "default";
+  bool run_as_module = false;  // -m: python -m SCRIPT
+  bool no_python = false;      // SCRIPT is an executable, not a Python file
+  bool run_path = false;       // python -c 'runpy.run_path(SCRIPT)'
+  std::string python;          // interpreter; resolved from --python/$MUSTER_PYTHON/PATH
+
+  // Output.
+  std::string log_dir;  // empty: no per-rank files unless redirects/tee need them
+  StdSpec redirects;
+  StdSpec tee;
+  std::optional<std::vector<int>> local_ranks_filter;  // console shows only these local ranks
+  bool prefix_output = true;                           // "[rankN]:" before each line
+
+  // GPUs.
+  std::optional<std::vector<std::string>> gpus;  // --gpus LIST
+  GpuVisibility gpu_visibility = GpuVisibility::kIsolate;
+
+  double shutdown_timeout_s = 30;  // SIGTERM -> SIGKILL grace, >= 0
+
+  std::string config_file;  // the --config given, for reporting only
+
+  // The training program and its arguments, passed through untouched.
+  std::string script;
+  std::vector<std::string> script_args;
+};
+
+}  // namespace muster

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages muster needs to build and test, and only the
+# ones that are missing. Safe to run any number of times.
+#
+# Usage: scripts/install-deps.sh [--build-only]
+#   --build-only  skip packages needed only by the test suite (torch, SLURM).
+set -euo pipefail
+
+BUILD_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  libboost1.81-all-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
+  catch2 libgloo-dev clang-format
+)
+TEST_PACKAGES=(python3 python3-torch procps iproute2 util-linux)
+
+packages=("${BUILD_PACKAGES[@]}")
+if [[ "${1:-}" != "--build-only" ]]; then
+  packages+=("${TEST_PACKAGES[@]}")
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
