@@ -1,0 +1,324 @@
+#include "launcher/agent.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+
+#include "launcher/failure_report.h"
+#include "launcher/worker_env.h"
+#include "rendezvous/store/store_server.h"
+
+namespace muster {
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+namespace {
+
+// After the last worker exits, how long to wait for grandchildren that still
+// hold its stdout/stderr before closing the pipes anyway.
+constexpr auto kOutputDrainTimeout = std::chrono::milliseconds(500);
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+bool ConsoleShows(const LaunchOptions& options, int local_rank) {
+  if (!options.local_ranks_filter) return true;
+  for (int r : *options.local_ranks_filter) {
+    if (r == local_rank) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Agent::Agent(LaunchOptions options, LaunchPlan plan, std::unique_ptr<RendezvousHandler> rendezvous,
+             std::vector<std::string> inherited_env, EnvLookup env)
+    : options_(std::move(options)),
+      plan_(std::move(plan)),
+      rendezvous_(std::move(rendezvous)),
+      inherited_env_(std::move(inherited_env)),
+      env_(std::move(env)),
+      host_(HostName()),
+      signals_(io_, SIGINT, SIGTERM, SIGHUP),
+      timer_(io_),
+      spawner_(io_, *this) {
+  signals_.add(SIGQUIT);
+}
+
+Agent::~Agent() {
+  if (remove_run_dir_ && !run_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(run_dir_, ec);
+  }
+}
+
+int Agent::Run() {
+  // A console that goes away must not kill the agent (and with it, the job).
+  std::signal(SIGPIPE, SIG_IGN);
+  for (const auto& warning : plan_.warnings) spdlog::warn("{}", warning);
+
+  auto assignment = rendezvous_->NextRound(plan_.nproc_per_node);
+  if (!assignment.ok()) {
+    spdlog::error("{}", assignment.status().message());
+    return 2;
+  }
+  node_ = *assignment;
+  if (node_.hosts_store) {
+    // One node: loopback only. Several: every interface, since other nodes'
+    // workers connect to MASTER_ADDR, whatever interface that names.
+    const std::string bind_host = node_.group_world_size == 1 ? node_.master_addr : "0.0.0.0";
+    auto server = store::StoreServer::Start(io_, bind_host, static_cast<uint16_t>(node_.master_port));
+    if (!server.ok()) {
+      spdlog::error("worker store: {}", server.status().message());
+      return 1;
+    }
+    store_ = std::move(server).value();
+    node_.master_port = store_->port();
+  }
+  if (auto s = PrepareRunDirectory(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+  spdlog::info("run_id={} rendezvous=\"{}\" node_rank={} nnodes={} nproc_per_node={} world_size={} "
+               "master={}:{} gpus={} ({})",
+               plan_.run_id, rendezvous_->Describe(), node_.group_rank, node_.group_world_size,
+               node_.local_world_size, node_.world_size, node_.master_addr, node_.master_port,
+               plan_.gpus.ids.size(), plan_.gpus.source);
+
+  WaitForSignal();
+  if (auto s = StartAttempt(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    exit_code_ = 127;
+    if (group_ && !group_->finished()) {
+      done_ = true;  // let the stopping workers exit, then leave
+    } else {
+      return exit_code_;
+    }
+  }
+  io_.run();
+  return exit_code_;
+}
+
+Status Agent::PrepareRunDirectory() {
+  std::error_code ec;
+  if (!options_.log_dir.empty()) {
+    run_dir_ = (fs::path(options_.log_dir) / plan_.run_id).string();
+    fs::create_directories(run_dir_, ec);
+    if (ec) return Status::IoError("--log-dir: cannot create '" + run_dir_ + "': " + ec.message());
+    return Status::Ok();
+  }
+  // Error files (and redirected output) need a home even without --log-dir.
+  std::string pattern = (fs::temp_directory_path(ec) / ("muster-" + plan_.run_id + "-XXXXXX")).string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return Status::IoError("cannot create a run directory under '" + fs::temp_directory_path(ec).string() + "'");
+  }
+  run_dir_ = pattern;
+  bool keeps_files = options_.redirects.all || options_.tee.all ||
+                     !options_.redirects.per_rank.empty() || !options_.tee.per_rank.empty();
+  remove_run_dir_ = !keeps_files;
+  if (keeps_files) spdlog::info("worker logs in {}", run_dir_);
+  return Status::Ok();
+}
+
+Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attempt_dir) {
+  std::vector<WorkerSpec> specs;
+  for (int local_rank = 0; local_rank < node_.local_world_size; ++local_rank) {
+    const std::string rank_dir = attempt_dir + "/" + std::to_string(local_rank);
+    std::error_code ec;
+    fs::create_directories(rank_dir, ec);
+    if (ec) return Status::IoError("cannot create '" + rank_dir + "': " + ec.message());
+
+    WorkerIdentity id;
+    id.local_rank = local_rank;
+    id.restart_count = restart_count_;
+    id.max_restarts = options_.max_restarts;
+    id.run_id = plan_.run_id;
+    id.role = options_.role;
+    id.error_file = rank_dir + "/error.json";
+    id.cuda_visible_devices = VisibleDevicesFor(plan_.gpus.ids, plan_.isolate_gpus, local_rank);
+
+    WorkerSpec spec;
+    spec.local_rank = local_rank;
+    spec.global_rank = node_.global_rank_offset + local_rank;
+    spec.error_file = id.error_file;
+    spec.request.executable = plan_.executable;
+    spec.request.argv = plan_.argv;
+    spec.request.env = MergeEnvironment(inherited_env_, WorkerVariables(node_, id, env_));
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+Status Agent::StartAttempt() {
+  const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(restart_count_);
+  auto specs = MakeWorkerSpecs(attempt_dir);
+  if (!specs.ok()) return specs.status();
+
+  group_ = std::make_unique<WorkerGroup>(
+      spawner_, static_cast<uint32_t>(restart_count_),
+      std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)));
+  outputs_.clear();
+  open_streams_.clear();
+  const bool keep_files = !options_.log_dir.empty();
+  for (const auto& spec : *specs) {
+    const int lr = spec.local_rank;
+    const int redirect = options_.redirects.For(lr);
+    const int tee = options_.tee.For(lr);
+    const bool shown = ConsoleShows(options_, lr);
+    const std::string base = attempt_dir + "/" + std::to_string(lr) + "/";
+    StreamRoute out{shown && !(redirect & kStdOut),
+                    (keep_files || ((redirect | tee) & kStdOut)) ? base + "stdout.log" : ""};
+    StreamRoute err{shown && !(redirect & kStdErr),
+                    (keep_files || ((redirect | tee) & kStdErr)) ? base + "stderr.log" : ""};
+    const std::string prefix =
+        options_.prefix_output ? "[rank" + std::to_string(spec.global_rank) + "]: " : "";
+    auto output = WorkerOutput::Open(prefix, out, err);
+    if (!output.ok()) return output.status();
+    outputs_[group_->TagFor(lr)] = std::move(output).value();
+    open_streams_[group_->TagFor(lr)] = 2;
+  }
+  settling_ = false;
+  auto status = group_->Start(std::move(specs).value(), std::chrono::steady_clock::now());
+  if (!status.ok()) return status;
+  spdlog::info("attempt={} started {} workers ranks={}..{}", restart_count_,
+               node_.local_world_size, node_.global_rank_offset,
+               node_.global_rank_offset + node_.local_world_size - 1);
+  return Status::Ok();
+}
+
+void Agent::WaitForSignal() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    received_signal_ = sig;
+    spdlog::info("received {}; stopping workers", SignalName(sig));
+    if (group_ && !group_->finished()) {
+      group_->Stop(sig, std::chrono::steady_clock::now());
+      AfterGroupEvent();
+    } else {
+      Finish(128 + sig);
+    }
+    if (!done_) WaitForSignal();
+  });
+}
+
+void Agent::OnOutput(uint64_t tag, Stream stream, std::string_view bytes) {
+  if (auto it = outputs_.find(tag); it != outputs_.end()) it->second->Write(stream, bytes);
+}
+
+void Agent::OnOutputClosed(uint64_t tag, Stream stream) {
+  if (auto it = outputs_.find(tag); it != outputs_.end()) it->second->Close(stream);
+  if (auto it = open_streams_.find(tag); it != open_streams_.end() && --it->second == 0) {
+    open_streams_.erase(it);
+  }
+  if (settling_ && open_streams_.empty()) Settle();
+}
+
+void Agent::OnExit(uint64_t tag, pid_t pid, int wait_status) {
+  if (!group_) return;
+  const ExitStatus status = ExitStatus::FromWaitStatus(wait_status);
+  spdlog::debug("worker exited tag={} pid={} {}", tag, pid, status.Describe());
+  group_->OnExit(tag, status, std::chrono::steady_clock::now(), std::chrono::system_clock::now());
+  AfterGroupEvent();
+}
+
+void Agent::ArmTimer() {
+  const auto deadline = settling_ ? std::optional<SteadyTime>() : group_->deadline();
+  if (!deadline) return;
+  timer_.expires_at(*deadline);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || !group_) return;
+    group_->OnTick(std::chrono::steady_clock::now());
+    AfterGroupEvent();
+  });
+}
+
+void Agent::AfterGroupEvent() {
+  if (settling_ || !group_->finished()) {
+    ArmTimer();
+    return;
+  }
+  // The attempt is over. Take down grandchildren of failed or stopped
+  // workers, then give their output a moment to drain before deciding.
+  if (group_->state() != WorkerGroup::State::kSucceeded) group_->KillAllGroups();
+  settling_ = true;
+  timer_.cancel();
+  if (open_streams_.empty()) {
+    Settle();
+    return;
+  }
+  timer_.expires_after(kOutputDrainTimeout);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && settling_) Settle();
+  });
+}
+
+void Agent::Settle() {
+  settling_ = false;
+  timer_.cancel();
+  for (auto& [tag, output] : outputs_) {
+    output->Close(Stream::kStdout);
+    output->Close(Stream::kStderr);
+  }
+  outputs_.clear();
+  open_streams_.clear();
+  if (done_) {
+    Finish(exit_code_);
+    return;
+  }
+
+  switch (group_->state()) {
+    case WorkerGroup::State::kSucceeded:
+      spdlog::info("attempt={} all {} workers succeeded", restart_count_, node_.local_world_size);
+      Finish(0);
+      return;
+    case WorkerGroup::State::kInterrupted:
+      Finish(128 + (received_signal_ ? received_signal_ : group_->stop_signal()));
+      return;
+    case WorkerGroup::State::kFailed:
+      break;
+    default:
+      return;
+  }
+  const auto& failures = group_->failures();
+  const bool will_restart = restart_count_ < options_.max_restarts;
+  const int root_code = failures.empty() ? 1 : failures.front().status.ShellCode();
+  if (!failures.empty()) {
+    std::string report = FormatFailureReport(
+        failures, ReportContext{host_, restart_count_, options_.max_restarts, will_restart});
+    WriteAll(STDERR_FILENO, report);
+  }
+  if (!will_restart) {
+    Finish(root_code);
+    return;
+  }
+  ++restart_count_;
+  // Workers of the next attempt must not see keys of the last one. Torch also
+  // prefixes its keys by attempt; clearing covers other clients. With several
+  // nodes the other nodes' workers may still be using the store.
+  if (store_ && node_.group_world_size == 1) store_->Clear();
+  spdlog::info("restarting workers: attempt={} of max_restarts={}", restart_count_,
+               options_.max_restarts);
+  if (auto s = StartAttempt(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    exit_code_ = 127;
+    done_ = true;
+    AfterGroupEvent();
+  }
+}
+
+void Agent::Finish(int exit_code) {
+  exit_code_ = exit_code;
+  done_ = true;
+  signals_.cancel();
+  timer_.cancel();
+  if (store_) store_->Stop();
+  io_.stop();
+}
+
+}  // namespace muster

@@ -1,0 +1,83 @@
+// Agent: runs this node's part of a job. It joins the rendezvous, hosts the
+// worker store when this is the master node, starts one attempt of the
+// workers after another (restarts), routes their output, forwards signals,
+// and turns the outcome into muster's exit code.
+//
+// Single-threaded: everything happens on one Asio io_context, on the thread
+// that calls Run() (which must be the thread that lives longest: workers are
+// tied to it with PR_SET_PDEATHSIG).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launcher/launch_options.h"
+#include "launcher/launch_plan.h"
+#include "launcher/posix_spawner.h"
+#include "launcher/rendezvous_handler.h"
+#include "launcher/worker_group.h"
+#include "launcher/worker_output.h"
+
+namespace muster {
+namespace store {
+class StoreServer;
+}
+
+class Agent final : public SpawnEvents {
+ public:
+  Agent(LaunchOptions options, LaunchPlan plan, std::unique_ptr<RendezvousHandler> rendezvous,
+        std::vector<std::string> inherited_env, EnvLookup env);
+  ~Agent() override;
+
+  // Runs the job to completion. Returns muster's exit code: 0 on success, the
+  // root-cause worker's code (128+signal when killed) on failure, 128+signal
+  // when muster itself was signalled, 1 when the job could not be set up.
+  int Run();
+
+  void OnOutput(uint64_t tag, Stream stream, std::string_view bytes) override;
+  void OnOutputClosed(uint64_t tag, Stream stream) override;
+  void OnExit(uint64_t tag, pid_t pid, int wait_status) override;
+
+ private:
+  Status PrepareRunDirectory();
+  Status StartAttempt();
+  Result<std::vector<WorkerSpec>> MakeWorkerSpecs(const std::string& attempt_dir);
+  void WaitForSignal();
+  void ArmTimer();
+  void AfterGroupEvent();
+  void Settle();
+  void Finish(int exit_code);
+
+  LaunchOptions options_;
+  LaunchPlan plan_;
+  std::unique_ptr<RendezvousHandler> rendezvous_;
+  std::vector<std::string> inherited_env_;
+  EnvLookup env_;
+  std::string host_;
+
+  boost::asio::io_context io_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer timer_;
+  PosixSpawner spawner_;
+  std::unique_ptr<store::StoreServer> store_;
+
+  NodeAssignment node_;
+  std::unique_ptr<WorkerGroup> group_;
+  std::map<uint64_t, std::unique_ptr<WorkerOutput>> outputs_;
+  std::map<uint64_t, int> open_streams_;
+  int restart_count_ = 0;
+  bool settling_ = false;
+  int received_signal_ = 0;
+  int exit_code_ = 0;
+  bool done_ = false;
+
+  std::string run_dir_;
+  bool remove_run_dir_ = false;
+};
+
+}  // namespace muster

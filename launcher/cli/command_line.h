@@ -1,0 +1,44 @@
+// The public entry point of muster_cli: `muster [options] SCRIPT [ARGS...]`
+// into validated LaunchOptions.
+//
+//   auto outcome = muster::cli::ParseLaunchCommandLine({argv + 1, argv + argc},
+//                                                      muster::cli::SystemEnv());
+//   if (!outcome.options) {
+//     (outcome.exit_code == 0 ? std::cout : std::cerr) << outcome.text << "\n";
+//     return outcome.exit_code;
+//   }
+//
+// Sources and precedence, per flag: command line > PET_<FLAG> environment
+// variable > --config file (named by --config or PET_CONFIG) > default.
+// Only the winning value of a flag is parsed, so a bad value that is
+// overridden does no harm. Rules across flags (flag_rules.h) run on the
+// merged result.
+//
+// Thread-safety: reentrant; reads the --config file and calls `env`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/cli/env_source.h"
+#include "launcher/cli/extra_options.h"
+#include "launcher/launch_options.h"
+
+namespace muster::cli {
+
+struct CliOutcome {
+  std::optional<LaunchOptions> options;  // set: go launch
+  ExtraOptions extras;                   // meaningful when options is set
+  int exit_code = 0;                     // when no options: 0 for --help/--version, 2 for errors
+  std::string text;  // help/version text, or ONE line "muster: error: ..."; no trailing newline
+};
+
+// args: argv[1..]. env: where PET_* and MUSTER_PYTHON are read (SystemEnv()
+// for the real process). Everything from SCRIPT on lands untouched in
+// options->script and options->script_args. Errors name the flag as the user
+// gave it (--nproc_per_node, PET_NNODES, "job.json: nnodes") and quote the
+// bad value; the first error found is reported.
+CliOutcome ParseLaunchCommandLine(const std::vector<std::string>& args, const EnvLookup& env);
+
+}  // namespace muster::cli

@@ -1,0 +1,27 @@
+#include "launcher/cli/env_source.h"
+
+#include <cstdlib>
+
+namespace muster::cli {
+
+EnvLookup SystemEnv() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+RawSettings ReadEnvSettings(const EnvLookup& env) {
+  RawSettings settings;
+  if (!env) return settings;
+  for (const FlagSpec& flag : Flags()) {
+    if (!(flag.sources & kFromEnv)) continue;
+    std::string name = EnvName(flag);
+    std::optional<std::string> value = env(name);
+    if (value && !value->empty()) settings.Set(flag, {std::move(*value), std::move(name)});
+  }
+  return settings;
+}
+
+}  // namespace muster::cli

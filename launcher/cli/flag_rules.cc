@@ -1,0 +1,79 @@
+#include "launcher/cli/flag_rules.h"
+
+#include <cstdio>
+#include <random>
+
+#include "launcher/cli/quote.h"
+
+namespace muster::cli {
+namespace {
+
+const RawValue* Given(const RawSettings& given, std::string_view name) {
+  return given.Get(*FindFlag(name));
+}
+
+}  // namespace
+
+std::string RandomRunId() {
+  std::random_device device;
+  std::mt19937_64 rng((static_cast<std::uint64_t>(device()) << 32) ^ device());
+  std::uint64_t hi = rng();
+  std::uint64_t lo = rng();
+  hi = (hi & ~0xf000ULL) | 0x4000ULL;        // version 4
+  lo = (lo & ~(3ULL << 62)) | (2ULL << 62);  // RFC 4122 variant
+  char buf[37];
+  std::snprintf(buf, sizeof buf, "%08llx-%04llx-%04llx-%04llx-%012llx",
+                static_cast<unsigned long long>(hi >> 32),
+                static_cast<unsigned long long>((hi >> 16) & 0xffff),
+                static_cast<unsigned long long>(hi & 0xffff),
+                static_cast<unsigned long long>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+  return buf;
+}
+
+Status ApplyFlagRules(const RawSettings& given, const EnvLookup& env, LaunchOptions& options) {
+  // Run modes: each picks a different way to start SCRIPT, so two of them
+  // cannot both be meant. Only modes switched on count (PET_MODULE=0 is off).
+  const std::pair<bool, std::string_view> modes[] = {{options.run_as_module, "module"},
+                                                     {options.no_python, "no-python"},
+                                                     {options.run_path, "run-path"}};
+  const RawValue* first_mode = nullptr;
+  for (const auto& [on, name] : modes) {
+    if (!on) continue;
+    const RawValue* mode = Given(given, name);
+    if (first_mode != nullptr) {
+      return Status::InvalidArgument(first_mode->origin + " and " + mode->origin +
+                                     " cannot be used together");
+    }
+    first_mode = mode;
+  }
+
+  if (options.standalone) {
+    if (options.min_nodes != 1 || options.max_nodes != 1) {
+      const RawValue* nnodes = Given(given, "nnodes");
+      return Status::InvalidArgument(Given(given, "standalone")->origin +
+                                     " runs a single node, but " + nnodes->origin + " is " +
+                                     Quote(nnodes->text));
+    }
+    // As torchrun: standalone owns the rendezvous. Unlike torchrun, an id the
+    // user chose is kept, so logs and files can be found by it.
+    options.rdzv_backend = "c10d";
+    options.rdzv_endpoint = "localhost:0";
+    if (Given(given, "rdzv-id") == nullptr) options.rdzv_id = RandomRunId();
+  }
+
+  if (options.node_rank >= options.max_nodes) {
+    const RawValue* rank = Given(given, "node-rank");
+    return Status::InvalidArgument(rank->origin + ": " + Quote(rank->text) +
+                                   " must be less than the maximum node count " +
+                                   std::to_string(options.max_nodes));
+  }
+
+  if (Given(given, "python") == nullptr) {
+    std::optional<std::string> from_env = env ? env("MUSTER_PYTHON") : std::nullopt;
+    options.python = from_env && !from_env->empty() ? *from_env : "python3";
+  }
+  return Status::Ok();
+}
+
+}  // namespace muster::cli

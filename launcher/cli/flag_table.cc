@@ -1,0 +1,248 @@
+#include "launcher/cli/flag_table.h"
+
+#include "launcher/cli/list_parsers.h"
+#include "launcher/cli/number_parsers.h"
+#include "launcher/cli/quote.h"
+#include "launcher/cli/spec_parsers.h"
+
+namespace muster::cli {
+namespace {
+
+// Stores a parsed value, or passes the parse error on.
+template <typename T, typename Field>
+Status Assign(Result<T> parsed, Field& field) {
+  if (!parsed.ok()) return parsed.status();
+  field = std::move(*parsed);
+  return Status::Ok();
+}
+
+using V = std::string_view;
+using P = ParsedFlags;
+constexpr unsigned kCliEnv = kFromCommandLine | kFromEnv;
+constexpr unsigned kIntOrText = kJsonInteger | kJsonString;
+constexpr unsigned kNumberOrText = kJsonNumber | kJsonString;
+constexpr unsigned kListOrText = kJsonArray | kJsonInteger | kJsonString;
+
+// constexpr: the table is built at compile time, so parsing costs no
+// start-up work. Order is the --help order.
+constexpr FlagSpec
+    kFlags
+        [] =
+            {
+                // Nodes and workers.
+                {"nnodes", 0, ValueKind::kValue, kFromAll, kIntOrText, FlagGroup::kNodes,
+                 "N|MIN:MAX", "1", "Number of nodes, or MIN:MAX nodes for an elastic job.",
+                 [](V v, P& o) -> Status {
+                   auto range = ParseNnodes(v);
+                   if (!range.ok()) return range.status();
+                   o.options.min_nodes = range->min;
+                   o.options.max_nodes = range->max;
+                   return Status::Ok();
+                 }},
+                {"nproc-per-node", 0, ValueKind::kValue, kFromAll, kIntOrText, FlagGroup::kNodes,
+                 "N|gpu|cpu|auto", "1",
+                 "Workers per node: a count, one per GPU, one per CPU core, or auto (GPUs if any, "
+                 "else "
+                 "cores).",
+                 [](V v, P& o) { return Assign(ParseProcsPerNode(v), o.options.nproc_per_node); }},
+                {"node-rank", 0, ValueKind::kValue, kFromAll, kIntOrText, FlagGroup::kNodes, "N",
+                 "0", "Rank of this node for static rendezvous; 0 <= N < max nodes.",
+                 [](V v, P& o) { return Assign(ParseNonNegativeInt(v), o.options.node_rank); }},
+
+                // Rendezvous.
+                {"rdzv-backend", 0, ValueKind::kValue, kFromAll, kJsonString,
+                 FlagGroup::kRendezvous, "static|c10d|muster", "static",
+                 "static: fixed node ranks; c10d or muster (a musterd daemon): elastic membership.",
+                 [](V v, P& o) { return Assign(ParseRdzvBackend(v), o.options.rdzv_backend); }},
+                {"rdzv-endpoint", 0, ValueKind::kValue, kFromAll, kJsonString,
+                 FlagGroup::kRendezvous, "HOST[:PORT]", "",
+                 "Where the rendezvous runs (e.g. a musterd at node0:29400).",
+                 [](V v, P& o) { return Assign(ParseEndpoint(v), o.options.rdzv_endpoint); }},
+                {"rdzv-id", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kRendezvous,
+                 "ID", "none", "Job id shared by all nodes of one job.",
+                 [](V v, P& o) { return Assign(ParseNonEmpty(v), o.options.rdzv_id); }},
+                {"rdzv-conf", 0, ValueKind::kValue, kFromAll, kJsonString | kJsonObject,
+                 FlagGroup::kRendezvous, "K=V,...", "",
+                 "Extra rendezvous settings, e.g. join_timeout=900.",
+                 [](V v, P& o) { return Assign(ParseRdzvConf(v), o.options.rdzv_conf); }},
+                {"standalone", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kRendezvous,
+                 "", "",
+                 "Single node: rendezvous in-process (c10d at localhost:0) with a fresh --rdzv-id.",
+                 [](V v, P& o) { return Assign(ParseBool(v), o.options.standalone); }},
+                {"master-addr", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kRendezvous,
+                 "ADDR", "127.0.0.1", "Address of node 0 for static rendezvous.",
+                 [](V v, P& o) { return Assign(ParseNonEmpty(v), o.options.master_addr); }},
+                {"master-port", 0, ValueKind::kValue, kFromAll, kIntOrText, FlagGroup::kRendezvous,
+                 "PORT", "0 on one node, 29500 on several", "Port of the worker store on node 0.",
+                 [](V v, P& o) -> Status {
+                   auto port = ParsePort(v);
+                   if (!port.ok()) return port.status();
+                   o.options.master_port = *port;
+                   return Status::Ok();
+                 }},
+                {"local-addr", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kRendezvous,
+                 "ADDR", "hostname", "Address this node advertises to the others.",
+                 [](V v, P& o) {
+                   return Assign(Result<std::string>(std::string(v)), o.options.local_addr);
+                 }},
+
+                // Workers.
+                {"max-restarts", 0, ValueKind::kValue, kFromAll, kIntOrText, FlagGroup::kWorkers,
+                 "N", "0", "Restarts of the worker group before the job fails.",
+                 [](V v, P& o) { return Assign(ParseNonNegativeInt(v), o.options.max_restarts); }},
+                {"monitor-interval", 0, ValueKind::kValue, kFromAll, kNumberOrText,
+                 FlagGroup::kWorkers, "SECONDS", "0.1",
+                 "Worker health-check period (> 0); exits are noticed at once anyway.",
+                 [](V v, P& o) {
+                   return Assign(ParseSeconds(v, false), o.options.monitor_interval_s);
+                 }},
+                {"start-method", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kWorkers,
+                 "spawn|fork|forkserver", "spawn",
+                 "Accepted for torchrun compatibility; no effect.",
+                 [](V v, P& o) {
+                   return Assign(ParseChoice(v, {"spawn", "fork", "forkserver"}),
+                                 o.options.start_method);
+                 }},
+                {"role", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kWorkers, "NAME",
+                 "default", "Role name given to the workers (ROLE_NAME).",
+                 [](V v, P& o) { return Assign(ParseNonEmpty(v), o.options.role); }},
+                {"module", 'm', ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kWorkers, "",
+                 "", "Run SCRIPT as a Python module (python -m SCRIPT).",
+                 [](V v, P& o) { return Assign(ParseBool(v), o.options.run_as_module); }},
+                {"no-python", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kWorkers, "",
+                 "", "SCRIPT is an executable; run it without Python.",
+                 [](V v, P& o) { return Assign(ParseBool(v), o.options.no_python); }},
+                {"run-path", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kWorkers, "",
+                 "", "Run SCRIPT with runpy.run_path.",
+                 [](V v, P& o) { return Assign(ParseBool(v), o.options.run_path); }},
+                {"python", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kWorkers, "PATH",
+                 "$MUSTER_PYTHON, else python3", "Python interpreter that runs SCRIPT.",
+                 [](V v, P& o) { return Assign(ParseNonEmpty(v), o.options.python); }},
+                {"shutdown-timeout", 0, ValueKind::kValue, kFromAll, kNumberOrText,
+                 FlagGroup::kWorkers, "SECONDS", "30",
+                 "Grace between SIGTERM and SIGKILL when stopping workers (>= 0).",
+                 [](V v, P& o) {
+                   return Assign(ParseSeconds(v, true), o.options.shutdown_timeout_s);
+                 }},
+
+                // Output.
+                {"log-dir", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kOutput, "DIR",
+                 "", "Directory for per-rank log files.",
+                 [](V v, P& o) {
+                   return Assign(Result<std::string>(std::string(v)), o.options.log_dir);
+                 }},
+                {"redirects", 'r', ValueKind::kValue, kFromAll, kIntOrText, FlagGroup::kOutput,
+                 "STD", "0",
+                 "Streams sent to files only: 0 none, 1 stdout, 2 stderr, 3 both; or per local "
+                 "rank "
+                 "'0:1,1:2'.",
+                 [](V v, P& o) { return Assign(ParseStdSpec(v), o.options.redirects); }},
+                {"tee", 't', ValueKind::kValue, kFromAll, kIntOrText, FlagGroup::kOutput, "STD",
+                 "0", "Streams sent to files and the console (same syntax as --redirects).",
+                 [](V v, P& o) { return Assign(ParseStdSpec(v), o.options.tee); }},
+                {"local-ranks-filter", 0, ValueKind::kValue, kFromAll, kListOrText,
+                 FlagGroup::kOutput, "RANKS", "all",
+                 "Console shows only these local ranks, e.g. 0,2.",
+                 [](V v, P& o) {
+                   return Assign(ParseLocalRanks(v), o.options.local_ranks_filter);
+                 }},
+                {"no-prefix", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kOutput, "",
+                 "", "Do not put \"[rankN]:\" before each line of worker output.",
+                 [](V v, P& o) -> Status {
+                   auto off = ParseBool(v);
+                   if (!off.ok()) return off.status();
+                   o.options.prefix_output = !*off;
+                   return Status::Ok();
+                 }},
+
+                // GPUs.
+                {"gpus", 0, ValueKind::kValue, kFromAll, kListOrText, FlagGroup::kGpus, "LIST",
+                 "all visible", "GPU ids to use: indices or GPU-/MIG- UUIDs, e.g. 0,1.",
+                 [](V v, P& o) { return Assign(ParseGpuList(v), o.options.gpus); }},
+                {"gpu-visibility", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kGpus,
+                 "isolate|all", "isolate",
+                 "isolate: worker i sees only the i-th GPU; all: every worker sees every GPU.",
+                 [](V v, P& o) -> Status {
+                   auto mode = ParseChoice(v, {"isolate", "all"});
+                   if (!mode.ok()) return mode.status();
+                   o.options.gpu_visibility =
+                       *mode == "all" ? GpuVisibility::kAll : GpuVisibility::kIsolate;
+                   return Status::Ok();
+                 }},
+
+                // Accepted so that recent torchrun command lines work unchanged.
+                {"event-log-handler", 0, ValueKind::kValue, kFromAll, kJsonString,
+                 FlagGroup::kCompat, "NAME", "null", "Accepted; no effect.",
+                 [](V v, P& o) { return Assign(ParseNonEmpty(v), o.extras.event_log_handler); }},
+                {"numa-binding", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kCompat,
+                 "node|socket|exclusive|core-complex", "", "Accepted; not applied yet.",
+                 [](V v, P& o) {
+                   return Assign(ParseChoice(v, {"node", "socket", "exclusive", "core-complex"}),
+                                 o.extras.numa_binding);
+                 }},
+                {"signals-to-handle", 0, ValueKind::kValue, kFromAll, kListOrText,
+                 FlagGroup::kCompat, "SIGNALS", "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
+                 "Signals muster forwards to its workers.",
+                 [](V v, P& o) { return Assign(ParseSignalList(v), o.extras.signals_to_handle); }},
+                {"logs-specs", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kCompat,
+                 "NAME", "", "Rejected: names a Python plugin, which muster cannot load.",
+                 [](V v, P&) -> Status {
+                   return Status::InvalidArgument(Quote(v) +
+                                                  " names a torchrun LogsSpecs plugin, which "
+                                                  "muster cannot load; use --log-dir, "
+                                                  "--redirects and --tee");
+                 }},
+
+                // General.
+                {"config", 0, ValueKind::kValue, kCliEnv, 0, FlagGroup::kGeneral, "FILE", "",
+                 "JSON file of flag settings (keys are flag names, e.g. \"nproc_per_node\").",
+                 [](V v, P& o) { return Assign(ParseNonEmpty(v), o.options.config_file); }},
+                {"help", 'h', ValueKind::kAction, kFromCommandLine, 0, FlagGroup::kGeneral, "", "",
+                 "Show this help and exit.", nullptr},
+                {"version", 0, ValueKind::kAction, kFromCommandLine, 0, FlagGroup::kGeneral, "", "",
+                 "Show the version and exit.", nullptr},
+};
+
+}  // namespace
+
+std::span<const FlagSpec> Flags() { return kFlags; }
+
+std::size_t FlagIndex(const FlagSpec& flag) { return static_cast<std::size_t>(&flag - kFlags); }
+
+const FlagSpec* FindFlag(std::string_view name) {
+  for (const FlagSpec& flag : kFlags) {
+    if (flag.name.size() != name.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < name.size() && same; ++i) {
+      same = flag.name[i] == (name[i] == '_' ? '-' : name[i]);
+    }
+    if (same) return &flag;
+  }
+  return nullptr;
+}
+
+const FlagSpec* FindShortFlag(char name) {
+  if (name == 0) return nullptr;
+  for (const FlagSpec& flag : kFlags) {
+    if (flag.short_name == name) return &flag;
+  }
+  return nullptr;
+}
+
+std::string UnderscoreName(const FlagSpec& flag) {
+  std::string out(flag.name);
+  for (char& c : out) {
+    if (c == '-') c = '_';
+  }
+  return out;
+}
+
+std::string EnvName(const FlagSpec& flag) {
+  std::string out = "PET_";
+  for (char c : flag.name) {
+    out += c == '-' ? '_' : static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  }
+  return out;
+}
+
+}  // namespace muster::cli

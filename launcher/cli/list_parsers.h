@@ -1,0 +1,27 @@
+// Parsers for comma-separated lists: --gpus, --local-ranks-filter and
+// --signals-to-handle. Same contract as number_parsers.h. An empty item
+// ("0,,1") is always an error: it is a typo, never a wish.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace muster::cli {
+
+// GPU ids: non-negative indices ("0,1") or UUIDs ("GPU-8f3c...", "MIG-..."),
+// in the order given, each at most once, at least one.
+Result<std::vector<std::string>> ParseGpuList(std::string_view text);
+
+// "" means no filter (nullopt); otherwise non-negative local ranks, returned
+// sorted without repeats (torchrun keeps a set).
+Result<std::optional<std::vector<int>>> ParseLocalRanks(std::string_view text);
+
+// Signal names such as "SIGTERM,SIGUSR1", each one muster can catch and
+// forward (not SIGKILL/SIGSTOP), in the order given.
+Result<std::vector<std::string>> ParseSignalList(std::string_view text);
+
+}  // namespace muster::cli

@@ -1,0 +1,22 @@
+#include "launcher/cli/raw_settings.h"
+
+namespace muster::cli {
+
+RawSettings::RawSettings() : slots_(Flags().size()) {}
+
+void RawSettings::Set(const FlagSpec& flag, RawValue value) {
+  slots_[FlagIndex(flag)] = std::move(value);
+}
+
+const RawValue* RawSettings::Get(const FlagSpec& flag) const {
+  const auto& slot = slots_[FlagIndex(flag)];
+  return slot ? &*slot : nullptr;
+}
+
+void RawSettings::OverlayWith(const RawSettings& higher) {
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (higher.slots_[i]) slots_[i] = higher.slots_[i];
+  }
+}
+
+}  // namespace muster::cli

@@ -1,0 +1,170 @@
+#include "launcher/cli/spec_parsers.h"
+
+#include <limits>
+
+#include "launcher/cli/number_parsers.h"
+#include "launcher/cli/quote.h"
+
+namespace muster::cli {
+namespace {
+
+constexpr int kIntMax = std::numeric_limits<int>::max();
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+bool IsHostChar(char c, bool bracketed) {
+  const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  if (bracketed) return alnum || c == ':' || c == '.' || c == '%';
+  return alnum || c == '.' || c == '-' || c == '_';
+}
+
+bool IsHost(std::string_view host, bool bracketed) {
+  if (host.empty()) return false;
+  for (char c : host) {
+    if (!IsHostChar(c, bracketed)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<NodeRange> ParseNnodes(std::string_view text) {
+  const std::size_t colon = text.find(':');
+  const std::string_view min_text = text.substr(0, colon);
+  const std::string_view max_text =
+      colon == std::string_view::npos ? min_text : text.substr(colon + 1);
+  auto min = ParseIntInRange(min_text, 1, kIntMax, "");
+  auto max = ParseIntInRange(max_text, 1, kIntMax, "");
+  if (!min.ok() || !max.ok()) {
+    return Status::InvalidArgument(Quote(text) + " must be N or MIN:MAX with positive integers");
+  }
+  if (*min > *max) return Status::InvalidArgument(Quote(text) + " has MIN greater than MAX");
+  return NodeRange{*min, *max};
+}
+
+Result<ProcsPerNode> ParseProcsPerNode(std::string_view text) {
+  if (text == "gpu") return ProcsPerNode{ProcsPerNode::Kind::kGpu, 1};
+  if (text == "cpu") return ProcsPerNode{ProcsPerNode::Kind::kCpu, 1};
+  if (text == "auto") return ProcsPerNode{ProcsPerNode::Kind::kAuto, 1};
+  auto count = ParseIntInRange(text, 1, kIntMax, "");
+  if (!count.ok()) {
+    return Status::InvalidArgument(Quote(text) +
+                                   " must be a positive integer, 'gpu', 'cpu' or 'auto'");
+  }
+  return ProcsPerNode{ProcsPerNode::Kind::kCount, *count};
+}
+
+Result<std::string> ParseRdzvBackend(std::string_view text) {
+  if (text == "static" || text == "c10d" || text == "muster") return std::string(text);
+  // torchrun users arrive with etcd command lines; say plainly it is absent
+  // rather than "not a backend", and list what exists.
+  if (text == "etcd" || text == "etcd-v2") {
+    return Status::InvalidArgument(
+        Quote(text) +
+        " is not supported by muster; the rendezvous backends are 'static', 'c10d' and 'muster'");
+  }
+  return Status::InvalidArgument(Quote(text) +
+                                 " is not a rendezvous backend; use 'static', 'c10d' or 'muster'");
+}
+
+Result<std::string> ParseEndpoint(std::string_view text) {
+  if (text.empty()) return std::string();
+  std::string_view host = text;
+  std::string_view port;
+  bool has_port = false;
+  const bool bracketed = text.front() == '[';
+  if (bracketed) {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos) {
+      return Status::InvalidArgument(Quote(text) + " has '[' without a closing ']'");
+    }
+    host = text.substr(1, close - 1);
+    std::string_view rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') {
+        return Status::InvalidArgument(Quote(text) + " must be [IPV6] or [IPV6]:PORT");
+      }
+      port = rest.substr(1);
+      has_port = true;
+    }
+  } else {
+    const std::size_t colon = text.find(':');
+    if (colon != std::string_view::npos && text.find(':', colon + 1) != std::string_view::npos) {
+      return Status::InvalidArgument(Quote(text) +
+                                     " has several ':'; write an IPv6 address in brackets, e.g. "
+                                     "'[::1]:29400'");
+    }
+    if (colon != std::string_view::npos) {
+      host = text.substr(0, colon);
+      port = text.substr(colon + 1);
+      has_port = true;
+    }
+  }
+  if (!IsHost(host, bracketed)) {
+    return Status::InvalidArgument(Quote(text) +
+                                   " must be HOST[:PORT] with a host name or address");
+  }
+  if (has_port && !ParsePort(port).ok()) {
+    return Status::InvalidArgument(Quote(text) +
+                                   " has a port that is not a number from 0 to 65535");
+  }
+  return std::string(text);
+}
+
+Result<std::map<std::string, std::string>> ParseRdzvConf(std::string_view text) {
+  std::map<std::string, std::string> conf;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (Trim(item).empty()) continue;
+    const std::size_t eq = item.find('=');
+    const std::string_view key = Trim(item.substr(0, eq));
+    const std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : Trim(item.substr(eq + 1));
+    if (eq == std::string_view::npos || key.empty() || value.empty()) {
+      return Status::InvalidArgument("pair " + Quote(item) +
+                                     " is not KEY=VALUE (expected 'key=value,key2=value2')");
+    }
+    conf[std::string(key)] = std::string(value);
+  }
+  return conf;
+}
+
+Result<StdSpec> ParseStdSpec(std::string_view text) {
+  const auto bad = [&] {
+    return Status::InvalidArgument(Quote(text) +
+                                   " must be 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or "
+                                   "LOCAL_RANK:MASK pairs like '0:1,1:2'");
+  };
+  StdSpec spec;
+  if (text.find(':') == std::string_view::npos) {
+    auto mask = ParseIntInRange(text, kStdNone, kStdAll, "");
+    if (!mask.ok()) return bad();
+    spec.all = *mask;
+    return spec;
+  }
+  std::string_view rest = text;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const std::size_t colon = item.find(':');
+    if (colon == std::string_view::npos) return bad();
+    auto rank = ParseIntInRange(item.substr(0, colon), 0, kIntMax, "");
+    auto mask = ParseIntInRange(item.substr(colon + 1), kStdNone, kStdAll, "");
+    if (!rank.ok() || !mask.ok()) return bad();
+    if (!spec.per_rank.emplace(*rank, *mask).second) {
+      return Status::InvalidArgument(Quote(text) + " sets local rank " + std::to_string(*rank) +
+                                     " twice");
+    }
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return spec;
+}
+
+}  // namespace muster::cli

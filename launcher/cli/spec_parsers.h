@@ -1,0 +1,44 @@
+// Parsers for the structured values torchrun defines: --nnodes,
+// --nproc-per-node, --rdzv-backend, --rdzv-endpoint, --rdzv-conf and the Std
+// spec of --redirects/--tee. Same contract as number_parsers.h: the typed
+// value, or InvalidArgument whose message starts with the quoted value and
+// says what was expected.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "launcher/launch_options.h"
+
+namespace muster::cli {
+
+struct NodeRange {
+  int min = 1;
+  int max = 1;
+};
+
+// "N" or "MIN:MAX" with 1 <= MIN <= MAX.
+Result<NodeRange> ParseNnodes(std::string_view text);
+
+// A positive count, or "gpu", "cpu", "auto".
+Result<ProcsPerNode> ParseProcsPerNode(std::string_view text);
+
+// "static", "c10d" or "muster". torchrun's etcd backends get their own line
+// saying muster does not have them.
+Result<std::string> ParseRdzvBackend(std::string_view text);
+
+// "" (not given), HOST, HOST:PORT, [IPV6] or [IPV6]:PORT; returns it as given.
+Result<std::string> ParseEndpoint(std::string_view text);
+
+// "k=v,k2=v2": keys and values trimmed of spaces, both non-empty, empty items
+// skipped, a repeated key keeps its last value (torchrun's rules). The error
+// quotes the malformed pair.
+Result<std::map<std::string, std::string>> ParseRdzvConf(std::string_view text);
+
+// torchrun's Std: "0".."3" for every local rank, or "RANK:MASK,..." per local
+// rank (each local rank at most once).
+Result<StdSpec> ParseStdSpec(std::string_view text);
+
+}  // namespace muster::cli

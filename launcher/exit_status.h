@@ -1,0 +1,28 @@
+// ExitStatus: how a worker ended, decoded from a waitpid() status once, so no
+// caller confuses "exit(15)" with "killed by SIGTERM".
+#pragma once
+
+#include <string>
+
+namespace muster {
+
+struct ExitStatus {
+  bool signaled = false;
+  int code = 0;    // exit code when !signaled
+  int signal = 0;  // terminating signal when signaled
+
+  static ExitStatus FromWaitStatus(int wait_status);
+  static ExitStatus Exited(int code) { return {false, code, 0}; }
+  static ExitStatus Killed(int sig) { return {true, 0, sig}; }
+
+  bool success() const { return !signaled && code == 0; }
+  // The shell convention muster exits with: the code, or 128 + signal.
+  int ShellCode() const { return signaled ? 128 + signal : code; }
+  // "exit code 7" or "signal 11 (SIGSEGV)".
+  std::string Describe() const;
+};
+
+// "SIGSEGV" for 11; "SIG<n>" for numbers without a name.
+std::string SignalName(int sig);
+
+}  // namespace muster

@@ -1,0 +1,83 @@
+#include "launcher/failure_report.h"
+
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace muster {
+
+std::string ReadErrorFileMessage(const std::string& path) {
+  if (path.empty()) return "";
+  std::ifstream in(path);
+  if (!in) return "";
+  // A half-written or foreign file must not break the report.
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("message")) return "";
+  const auto& message = doc["message"];
+  if (message.is_string()) return message.get<std::string>();
+  if (message.is_object() && message.contains("message") && message["message"].is_string()) {
+    return message["message"].get<std::string>();
+  }
+  return message.dump();
+}
+
+std::string FormatWallTime(WallTime t) {
+  const auto since_epoch = t.time_since_epoch();
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch - seconds).count();
+  const std::time_t tt = seconds.count();
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(millis));
+  return buf;
+}
+
+namespace {
+
+void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const std::string& host,
+                     const char* indent) {
+  out << indent << "rank       : " << f.global_rank << " (local_rank " << f.local_rank << ")\n"
+      << indent << "host       : " << host << "\n"
+      << indent << "pid        : " << f.pid << "\n"
+      << indent << "exit       : " << f.status.Describe() << "\n"
+      << indent << "time       : " << FormatWallTime(f.time) << "\n";
+  const std::string message = ReadErrorFileMessage(f.error_file);
+  if (!message.empty()) {
+    out << indent << "error file : " << f.error_file << "\n";
+    // Keep multi-line Python tracebacks readable under the indent.
+    std::istringstream lines(message);
+    std::string line;
+    bool first = true;
+    while (std::getline(lines, line)) {
+      out << indent << (first ? "message    : " : "             ") << line << "\n";
+      first = false;
+    }
+  }
+}
+
+}  // namespace
+
+std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
+                                const ReportContext& context) {
+  std::ostringstream out;
+  out << "muster: worker failure in attempt " << context.attempt << " (max restarts "
+      << context.max_restarts << "); "
+      << (context.will_restart ? "restarting all local workers" : "no restarts left") << "\n";
+  out << "  root cause (first failure):\n";
+  DescribeFailure(out, failures.front(), context.host, "    ");
+  if (failures.size() > 1) {
+    out << "  other failures:\n";
+    for (size_t i = 1; i < failures.size(); ++i) {
+      DescribeFailure(out, failures[i], context.host, "    ");
+      if (i + 1 < failures.size()) out << "    --\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace muster

@@ -1,0 +1,52 @@
+// LaunchPlan: LaunchOptions resolved against this machine — how many workers,
+// which GPU each sees, the exact command each runs, and how the node finds
+// its peers. Everything that can be wrong with the machine (no GPU for
+// `--nproc-per-node gpu`, an interpreter not on PATH) fails here, before any
+// worker starts, with one line naming the flag and value.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/gpu_ids.h"
+#include "launcher/launch_options.h"
+#include "launcher/rendezvous_handler.h"
+
+namespace muster {
+
+// What the plan needs to know about the machine; injected so tests need no GPU.
+struct MachineFacts {
+  std::function<std::vector<std::string>()> discover_gpus;
+  int cpu_count = 1;
+  // Absolute path of an executable name (PATH search when it has no '/').
+  std::function<std::optional<std::string>(const std::string&)> find_executable;
+};
+
+struct LaunchPlan {
+  int nproc_per_node = 1;
+  GpuIds gpus;
+  bool isolate_gpus = true;
+  std::string executable;         // absolute path of what each worker execs
+  std::vector<std::string> argv;  // argv[0] included
+  std::string run_id;
+  std::vector<std::string> warnings;  // printed once at start
+};
+
+Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup& env,
+                                  const MachineFacts& machine);
+
+// The rendezvous this node joins: static (torchrun's default), or the embedded
+// single-node one for --standalone and one-node c10d/muster backends.
+Result<std::unique_ptr<RendezvousHandler>> MakeRendezvous(const LaunchOptions& options);
+
+// MachineFacts of the machine this runs on.
+MachineFacts ThisMachine(const EnvLookup& env);
+
+// PATH search like execvp's: returns the first executable match.
+std::optional<std::string> FindExecutable(const std::string& name, const std::string& path_var);
+
+}  // namespace muster

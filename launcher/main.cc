@@ -1,0 +1,66 @@
+// muster: the per-node launch agent, a drop-in replacement for torchrun.
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "launcher/agent.h"
+#include "launcher/cli/command_line.h"
+#include "launcher/launch_plan.h"
+
+extern char** environ;
+
+namespace {
+
+muster::EnvLookup ProcessEnv() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (!value) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+void SetUpLogging(const muster::EnvLookup& env) {
+  // Unsynchronized sink: muster logs from one thread only.
+  auto logger = std::make_shared<spdlog::logger>(
+      "muster", std::make_shared<spdlog::sinks::stderr_sink_st>());
+  logger->set_pattern("muster: %l: %v");
+  logger->set_level(spdlog::level::info);
+  if (auto level = env("MUSTER_LOG_LEVEL")) {
+    logger->set_level(spdlog::level::from_str(*level));
+  }
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const muster::EnvLookup env = ProcessEnv();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  muster::cli::CliOutcome outcome = muster::cli::ParseLaunchCommandLine(args, env);
+  if (!outcome.options) {
+    (outcome.exit_code == 0 ? std::cout : std::cerr) << outcome.text
+                                                     << (outcome.text.ends_with('\n') ? "" : "\n");
+    return outcome.exit_code;
+  }
+  SetUpLogging(env);
+
+  auto plan = muster::MakeLaunchPlan(*outcome.options, env, muster::ThisMachine(env));
+  if (!plan.ok()) {
+    std::cerr << "muster: error: " << plan.status().message() << "\n";
+    return 2;
+  }
+  auto rendezvous = muster::MakeRendezvous(*outcome.options);
+  if (!rendezvous.ok()) {
+    std::cerr << "muster: error: " << rendezvous.status().message() << "\n";
+    return 2;
+  }
+  std::vector<std::string> inherited;
+  for (char** e = environ; *e != nullptr; ++e) inherited.emplace_back(*e);
+
+  muster::Agent agent(std::move(*outcome.options), std::move(plan).value(),
+                      std::move(rendezvous).value(), std::move(inherited), env);
+  return agent.Run();
+}

@@ -1,0 +1,56 @@
+// ProcessSpawner: the one way the agent creates and signals worker processes.
+// The POSIX implementation forks real processes; unit tests use a fake that
+// records requests, so supervision logic is tested without processes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace muster {
+
+enum class Stream { kStdout, kStderr };
+
+struct SpawnRequest {
+  uint64_t tag = 0;  // chosen by the caller; echoed in every event of this process
+  std::string executable;          // absolute path
+  std::vector<std::string> argv;   // argv[0] included
+  std::vector<std::string> env;    // complete environment, "NAME=value"
+};
+
+// Receives what spawned processes do. Called on the spawner's event loop.
+class SpawnEvents {
+ public:
+  virtual ~SpawnEvents() = default;
+  virtual void OnOutput(uint64_t tag, Stream stream, std::string_view bytes) = 0;
+  // The stream reached end of file (every writer, grandchildren too, closed it).
+  virtual void OnOutputClosed(uint64_t tag, Stream stream) = 0;
+  // The process terminated; `wait_status` is the raw waitpid() status.
+  virtual void OnExit(uint64_t tag, pid_t pid, int wait_status) = 0;
+};
+
+class ProcessSpawner {
+ public:
+  virtual ~ProcessSpawner() = default;
+  ProcessSpawner(const ProcessSpawner&) = delete;
+  ProcessSpawner& operator=(const ProcessSpawner&) = delete;
+
+  // Starts a process that leads its own process group and is SIGKILLed by the
+  // kernel if the agent dies. Its stdout/stderr are delivered as OnOutput
+  // events. Returns the pid, or an error quoting the executable.
+  virtual Result<pid_t> Spawn(const SpawnRequest& request) = 0;
+
+  // Sends `sig` to the whole process group led by `pid` (the worker and any
+  // children it made). A group that no longer exists is not an error.
+  virtual void SignalGroup(pid_t pid, int sig) = 0;
+
+ protected:
+  ProcessSpawner() = default;
+};
+
+}  // namespace muster

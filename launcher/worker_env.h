@@ -1,0 +1,46 @@
+// The environment each worker starts with: torchrun's variables, computed from
+// the node's assignment, layered over the agent's own environment.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/gpu_ids.h"
+#include "launcher/node_assignment.h"
+
+namespace muster {
+
+struct WorkerIdentity {
+  int local_rank = 0;
+  int restart_count = 0;
+  int max_restarts = 0;
+  std::string run_id;
+  std::string role = "default";
+  std::string error_file;                          // TORCHELASTIC_ERROR_FILE
+  std::optional<std::string> cuda_visible_devices;  // unset: leave the inherited value alone
+};
+
+// The variables muster sets for one worker: RANK, LOCAL_RANK, GROUP_RANK,
+// ROLE_RANK, ROLE_NAME, LOCAL_WORLD_SIZE, WORLD_SIZE, GROUP_WORLD_SIZE,
+// ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_* and
+// CUDA_VISIBLE_DEVICES when GPU ids are known; TORCH_NCCL_ASYNC_ERROR_HANDLING=1
+// and (with more than one local worker) OMP_NUM_THREADS=1 only when `inherited`
+// does not already set them.
+std::map<std::string, std::string> WorkerVariables(const NodeAssignment& node,
+                                                   const WorkerIdentity& worker,
+                                                   const EnvLookup& inherited);
+
+// `inherited` ("NAME=value" entries, as in environ) with `variables` replacing
+// or adding entries. Order: inherited entries first, then new ones sorted.
+std::vector<std::string> MergeEnvironment(const std::vector<std::string>& inherited,
+                                          const std::map<std::string, std::string>& variables);
+
+// The CUDA_VISIBLE_DEVICES value for local rank `local_rank`, or nullopt when
+// no GPU ids are known (then the inherited value is left alone). With
+// isolate=true a worker sees one id, assigned round-robin; otherwise all ids.
+std::optional<std::string> VisibleDevicesFor(const std::vector<std::string>& gpu_ids,
+                                             bool isolate, int local_rank);
+
+}  // namespace muster

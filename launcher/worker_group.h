@@ -1,0 +1,101 @@
+// WorkerGroup: supervises one attempt of this node's workers. It starts them,
+// notices the first failure, stops the rest (the received signal or SIGTERM
+// to each process group, SIGKILL after the shutdown timeout) and reports how
+// the attempt ended. Restarting is the agent's decision, not the group's.
+//
+// No clock or event loop inside: the caller feeds exits and time (OnExit,
+// OnTick) and arms a timer for deadline(). Unit tests drive it with a fake
+// spawner and fake time.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/exit_status.h"
+#include "launcher/process_spawner.h"
+
+namespace muster {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+using WallTime = std::chrono::system_clock::time_point;
+
+struct WorkerSpec {
+  int local_rank = 0;
+  int global_rank = 0;
+  std::string error_file;  // TORCHELASTIC_ERROR_FILE of this worker
+  SpawnRequest request;    // tag is set by the group
+};
+
+struct WorkerFailure {
+  int local_rank = 0;
+  int global_rank = 0;
+  pid_t pid = 0;
+  ExitStatus status;
+  WallTime time;
+  std::string error_file;
+};
+
+class WorkerGroup {
+ public:
+  // States and transitions:
+  //   kRunning   --every worker exited 0-------------------> kSucceeded
+  //   kRunning   --a worker exited non-zero or was killed---> kStopping (failure)
+  //   kRunning   --Stop(sig)--------------------------------> kStopping (interrupted)
+  //   kStopping  --shutdown timeout-------------------------> SIGKILL to the rest, stays kStopping
+  //   kStopping  --last worker gone-------------------------> kFailed | kInterrupted
+  // A Stop() during kStopping escalates to SIGKILL at once.
+  enum class State { kRunning, kStopping, kSucceeded, kFailed, kInterrupted };
+
+  // `attempt` distinguishes this group's processes from earlier attempts'.
+  WorkerGroup(ProcessSpawner& spawner, uint32_t attempt, std::chrono::milliseconds shutdown_timeout);
+
+  // Spawns every worker. If one cannot be started, the ones already started
+  // are stopped and the error is returned (the group is then kStopping).
+  Status Start(std::vector<WorkerSpec> workers, SteadyTime now);
+
+  // A process exited. Events for other attempts' tags are ignored.
+  void OnExit(uint64_t tag, ExitStatus status, SteadyTime now, WallTime wall);
+  // muster received `sig`: forward it to every worker's group and stop.
+  void Stop(int sig, SteadyTime now);
+  // Escalates to SIGKILL once the shutdown deadline has passed.
+  void OnTick(SteadyTime now);
+
+  // When OnTick() next has something to do, if ever.
+  std::optional<SteadyTime> deadline() const;
+  State state() const { return state_; }
+  bool finished() const;
+  int stop_signal() const { return stop_signal_; }
+  // Failures in the order they happened; the first is the root cause. Workers
+  // that muster itself stopped are not failures.
+  const std::vector<WorkerFailure>& failures() const { return failures_; }
+  uint64_t TagFor(int local_rank) const;
+  // SIGKILL to every process group this attempt created, alive or not: reaps
+  // grandchildren that outlived their worker.
+  void KillAllGroups();
+  std::vector<pid_t> pids() const;
+
+ private:
+  struct Worker {
+    WorkerSpec spec;
+    pid_t pid = 0;
+    bool running = false;
+  };
+  void BeginStopping(int sig, SteadyTime now);
+  void SignalRunning(int sig);
+  void MaybeFinish();
+
+  ProcessSpawner& spawner_;
+  uint32_t attempt_;
+  std::chrono::milliseconds shutdown_timeout_;
+  std::vector<Worker> workers_;
+  State state_ = State::kRunning;
+  bool interrupted_ = false;
+  bool killed_ = false;
+  int stop_signal_ = 0;
+  std::optional<SteadyTime> kill_deadline_;
+  std::vector<WorkerFailure> failures_;
+};
+
+}  // namespace muster

@@ -1,0 +1,105 @@
+// The worker store's data and semantics, exactly as PyTorch's TCPStore server
+// behaves, with no sockets: a map from key to bytes, ADD on decimal-ASCII
+// integers, COMPARE_SET, and waiters that are woken when every key they wait
+// for has been written.
+//
+// Waiters belong to an owner (a connection id). A mutation that completes a
+// waiter queues its owner; the caller drains the queue with
+// TakeReadyWaiters() after each request and notifies those owners. This keeps
+// the store free of callbacks into the network layer.
+//
+// Thread-safety: none; used from the store server's io_context thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+
+namespace muster::store {
+
+class KeyValueStore {
+ public:
+  using Owner = uint64_t;
+
+  KeyValueStore() = default;
+  KeyValueStore(const KeyValueStore&) = delete;
+  KeyValueStore& operator=(const KeyValueStore&) = delete;
+
+  // Stores `value` under `key` (replacing any old value) and wakes waiters.
+  void Set(const std::string& key, std::string value);
+
+  // The value under `key`, or nullptr when absent. The pointer is valid until
+  // the next mutation.
+  const std::string* Get(const std::string& key) const;
+
+  // TCPStore's COMPARE_SET: if `key` is absent, it is created with `desired`
+  // only when `expected` is empty, and the reply is `desired` (created) or
+  // `expected` (not created). If present, it is replaced by `desired` when its
+  // value equals `expected`. Returns the reply value: the key's value after
+  // the call in every case but "absent and expected non-empty".
+  std::string CompareSet(const std::string& key, const std::string& expected, std::string desired);
+
+  // Adds `delta` to the decimal-ASCII integer under `key` (absent = 0), stores
+  // the sum as decimal ASCII, wakes waiters and returns the sum.
+  // Errors (InvalidArgument): the existing value is not a decimal int64
+  // (optional '-', digits only), or the sum overflows. The key is unchanged.
+  Result<int64_t> Add(const std::string& key, int64_t delta);
+
+  // Appends `value` to the value under `key`, creating it when absent; wakes
+  // waiters.
+  void Append(const std::string& key, const std::string& value);
+
+  // True when every key in `keys` is present (true for no keys).
+  bool Check(const std::vector<std::string>& keys) const;
+
+  // Removes `key`; returns whether it was present. Waiters are unaffected: a
+  // key that was written once while they waited stays counted.
+  bool Delete(const std::string& key);
+
+  size_t NumKeys() const { return data_.size(); }
+
+  // Drops every key (a fresh namespace for a restarted job). Pending waiters
+  // stay pending on the keys they still miss.
+  void Clear() { data_.clear(); }
+
+  // Waits for all of `keys` on behalf of `owner`. Returns true when they are
+  // all present now (nothing is registered); otherwise registers a waiter that
+  // is queued for TakeReadyWaiters() once each missing key has been written,
+  // and returns false. An owner may have several waiters.
+  bool Wait(Owner owner, const std::vector<std::string>& keys);
+
+  // Removes every pending waiter of `owner` (it cancelled, or disconnected),
+  // including ones already queued as ready. Returns how many were removed.
+  size_t CancelWaits(Owner owner);
+
+  size_t PendingWaits(Owner owner) const;
+  size_t TotalPendingWaits() const { return waiters_.size(); }
+
+  // Owners whose waiters completed since the last call, one entry per
+  // completed waiter, in completion order.
+  std::vector<Owner> TakeReadyWaiters();
+
+ private:
+  using WaiterId = uint64_t;
+  struct Waiter {
+    Owner owner;
+    std::vector<std::string> missing_keys;  // keys registered in waiting_on_
+    size_t missing = 0;                     // how many of them are still unwritten
+  };
+
+  void KeyWritten(const std::string& key);
+
+  std::unordered_map<std::string, std::string> data_;
+  std::unordered_map<std::string, std::vector<WaiterId>> waiting_on_;  // key -> waiters
+  std::map<WaiterId, Waiter> waiters_;
+  std::unordered_map<Owner, std::vector<WaiterId>> by_owner_;
+  std::vector<std::pair<Owner, WaiterId>> ready_;
+  WaiterId next_waiter_ = 1;
+};
+
+}  // namespace muster::store

@@ -1,0 +1,106 @@
+#include "rendezvous/store/request_handler.h"
+
+#include <utility>
+
+#include "rendezvous/store/tcpstore_codec.h"
+
+namespace muster::store {
+namespace {
+
+HandlerOutcome Close(std::string reason) { return {{}, true, std::move(reason)}; }
+
+// Keys can be binary; logs get a bounded, printable rendering.
+std::string Printable(const std::string& key) {
+  std::string out;
+  for (char c : key.substr(0, 200)) {
+    out.push_back(c >= 0x20 && c < 0x7f && c != '\'' ? c : '?');
+  }
+  if (key.size() > 200) out += "...";
+  return out;
+}
+
+}  // namespace
+
+HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, Dialect dialect,
+                             Request request) {
+  if (dialect == Dialect::kLegacy && store.PendingWaits(owner) > 0) {
+    store.CancelWaits(owner);  // see the header: the client abandoned its WAIT
+  }
+
+  HandlerOutcome out;
+  switch (request.op) {
+    case Op::kValidate:
+      if (request.word != kValidationMagic) {
+        return Close("bad validation magic magic=" + std::to_string(request.word));
+      }
+      break;
+    case Op::kPing:
+      EncodeUint32(request.word, &out.reply);
+      break;
+    case Op::kSet:
+      store.Set(request.keys[0], std::move(request.values[0]));
+      break;
+    case Op::kCompareSet:
+      EncodeBytes(
+          store.CompareSet(request.keys[0], request.values[0], std::move(request.values[1])),
+          &out.reply);
+      break;
+    case Op::kGet: {
+      // torch clients WAIT before GET, so a missing key is a client bug; torch's
+      // server drops the connection here too.
+      const std::string* value = store.Get(request.keys[0]);
+      if (value == nullptr)
+        return Close("GET of a missing key key='" + Printable(request.keys[0]) + "'");
+      EncodeBytes(*value, &out.reply);
+      break;
+    }
+    case Op::kAdd: {
+      Result<int64_t> sum = store.Add(request.keys[0], request.delta);
+      if (!sum.ok()) return Close(sum.status().message());
+      EncodeInt64(*sum, &out.reply);
+      break;
+    }
+    case Op::kCheck:
+      EncodeByte(store.Check(request.keys) ? kCheckReady : kCheckNotReady, &out.reply);
+      break;
+    case Op::kWait:
+      if (store.PendingWaits(owner) >= kMaxPendingWaitsPerConnection) {
+        return Close("too many pending waits waits=" + std::to_string(store.PendingWaits(owner)));
+      }
+      if (store.Wait(owner, request.keys)) EncodeByte(kStopWaiting, &out.reply);
+      break;
+    case Op::kGetNumKeys:
+      EncodeInt64(static_cast<int64_t>(store.NumKeys()), &out.reply);
+      break;
+    case Op::kWatchKey:
+      // Only torch 1.13's C++ API can issue it (Python has no watch_key) and
+      // no torch.distributed code path uses it.
+      return Close("unsupported query");
+    case Op::kDeleteKey:
+      EncodeInt64(store.Delete(request.keys[0]) ? 1 : 0, &out.reply);
+      break;
+    case Op::kAppend:
+      store.Append(request.keys[0], request.values[0]);
+      break;
+    case Op::kMultiGet:
+      for (const auto& key : request.keys) {
+        const std::string* value = store.Get(key);
+        if (value == nullptr)
+          return Close("MULTI_GET of a missing key key='" + Printable(key) + "'");
+        EncodeBytes(*value, &out.reply);
+      }
+      break;
+    case Op::kMultiSet:
+      for (size_t i = 0; i < request.keys.size(); ++i) {
+        store.Set(request.keys[i], std::move(request.values[i]));
+      }
+      break;
+    case Op::kCancelWait:
+      store.CancelWaits(owner);
+      EncodeByte(kWaitCanceled, &out.reply);
+      break;
+  }
+  return out;
+}
+
+}  // namespace muster::store

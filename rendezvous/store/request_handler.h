@@ -1,0 +1,41 @@
+// Applies one decoded TCPStore request to a KeyValueStore and says what the
+// connection must do next, with no sockets: the pure core of a store session.
+//
+// Replies follow torch's server byte for byte. Where torch's server would
+// throw and drop the connection (GET of a missing key, ADD on a non-number)
+// the outcome is "close" with a reason. Two deliberate additions:
+//   - Legacy clients cannot cancel a WAIT that timed out on their side, and
+//     torch 1.13 serializes every operation of a client (one op in flight), so
+//     a new request from a legacy connection that still has a pending WAIT
+//     means the client gave up: the stale waiter is dropped instead of later
+//     sending a stray STOP_WAITING byte that would desynchronize the stream.
+//   - A connection may hold at most kMaxPendingWaitsPerConnection waiters.
+//
+// Waiters completed by the request (of any connection) are left in
+// store.TakeReadyWaiters(); the caller delivers kStopWaiting to each owner.
+//
+// Thread-safety: none; same thread as the store.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "rendezvous/store/key_value_store.h"
+#include "rendezvous/store/tcpstore_protocol.h"
+
+namespace muster::store {
+
+inline constexpr size_t kMaxPendingWaitsPerConnection = 1024;
+
+struct HandlerOutcome {
+  std::string reply;         // bytes to send to the requester now (may be empty)
+  bool close = false;        // the connection must be closed
+  std::string close_reason;  // when close: why, key=value style
+};
+
+// REQUIRES: dialect is the connection's detected dialect (not kUnknown).
+HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, Dialect dialect,
+                             Request request);
+
+}  // namespace muster::store

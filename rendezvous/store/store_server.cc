@@ -1,0 +1,150 @@
+#include "rendezvous/store/store_server.h"
+
+#include <chrono>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+namespace muster::store {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+class StoreServer::Impl : public SessionHost, public std::enable_shared_from_this<Impl> {
+ public:
+  Impl(asio::io_context& io, SessionLimits limits)
+      : acceptor_(io), retry_timer_(io), limits_(limits) {}
+
+  Status Listen(const std::string& host, uint16_t port);
+  void Accept();
+  void Stop();
+
+  KeyValueStore& store() override { return store_; }
+  void DeliverReadyWaiters() override;
+  void OnSessionClosed(uint64_t id) override { sessions_.erase(id); }
+
+  tcp::acceptor acceptor_;
+  asio::steady_timer retry_timer_;  // paces accept retries after an error
+  const SessionLimits limits_;
+  KeyValueStore store_;
+  std::map<uint64_t, std::shared_ptr<StoreSession>> sessions_;
+  uint64_t next_id_ = 1;
+  uint16_t port_ = 0;
+  bool stopped_ = false;
+};
+
+Status StoreServer::Impl::Listen(const std::string& host, uint16_t port) {
+  const std::string where = "store: cannot listen on " + host + ":" + std::to_string(port) + ": ";
+  boost::system::error_code ec;
+  tcp::endpoint endpoint;
+  auto address = asio::ip::make_address(host, ec);
+  if (!ec) {
+    endpoint = tcp::endpoint(address, port);
+  } else {
+    // A host name: resolve synchronously. This runs once at start-up, before
+    // the server has anything to serve.
+    tcp::resolver resolver(acceptor_.get_executor());
+    auto results = resolver.resolve(host, std::to_string(port), ec);
+    if (ec || results.empty()) {
+      return Status::InvalidArgument(
+          where + "cannot resolve host: " + (ec ? ec.message() : std::string("no addresses")));
+    }
+    endpoint = results.begin()->endpoint();
+  }
+
+  acceptor_.open(endpoint.protocol(), ec);
+  if (ec) return Status::IoError(where + ec.message());
+  // Lets a restarted launcher re-bind a port whose old connections linger in
+  // TIME_WAIT; a port with a live listener is still refused.
+  acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  acceptor_.bind(endpoint, ec);
+  if (ec) return Status::IoError(where + ec.message());
+  acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::IoError(where + ec.message());
+  port_ = acceptor_.local_endpoint(ec).port();
+  if (ec) return Status::IoError(where + ec.message());
+  return Status::Ok();
+}
+
+void StoreServer::Impl::Accept() {
+  acceptor_.async_accept(
+      [weak = weak_from_this()](const boost::system::error_code& ec, tcp::socket socket) {
+        auto self = weak.lock();
+        if (!self || self->stopped_) return;
+        if (ec == asio::error::operation_aborted) return;
+        if (ec) {
+          // Transient (e.g. out of file descriptors): retry after a pause rather
+          // than spinning on an error that is still there.
+          spdlog::warn("store accept failed port={} error=\"{}\"", self->port_, ec.message());
+          self->retry_timer_.expires_after(std::chrono::milliseconds(100));
+          self->retry_timer_.async_wait([weak](const boost::system::error_code& timer_ec) {
+            auto again = weak.lock();
+            if (!timer_ec && again && !again->stopped_) again->Accept();
+          });
+          return;
+        }
+        const uint64_t id = self->next_id_++;
+        auto session = std::make_shared<StoreSession>(
+            id, std::move(socket), std::weak_ptr<SessionHost>(self), self->limits_);
+        spdlog::debug("store connection accepted conn={} peer={}", id, session->peer());
+        self->sessions_.emplace(id, session);
+        session->Start();
+        self->Accept();
+      });
+}
+
+void StoreServer::Impl::DeliverReadyWaiters() {
+  std::string stop_waiting(1, static_cast<char>(kStopWaiting));
+  for (uint64_t owner : store_.TakeReadyWaiters()) {
+    auto it = sessions_.find(owner);
+    if (it == sessions_.end()) continue;
+    auto session = it->second;  // Send may close it and erase the map entry
+    session->Send(stop_waiting);
+  }
+}
+
+void StoreServer::Impl::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  retry_timer_.cancel();
+  auto sessions = std::move(sessions_);
+  sessions_.clear();
+  for (auto& [id, session] : sessions) {
+    store_.CancelWaits(id);
+    session->Close("server stopped", /*warn=*/false, /*notify_host=*/false);
+  }
+}
+
+Result<std::unique_ptr<StoreServer>> StoreServer::Start(asio::io_context& io,
+                                                        const std::string& host, uint16_t port,
+                                                        SessionLimits limits) {
+  auto impl = std::make_shared<Impl>(io, limits);
+  if (Status s = impl->Listen(host, port); !s.ok()) return s;
+  impl->Accept();
+  spdlog::info("store listening host={} port={}", host, impl->port_);
+  return std::unique_ptr<StoreServer>(new StoreServer(std::move(impl)));
+}
+
+StoreServer::StoreServer(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+StoreServer::~StoreServer() { Stop(); }
+
+uint16_t StoreServer::port() const { return impl_->port_; }
+
+void StoreServer::Clear() { impl_->store_.Clear(); }
+
+void StoreServer::Stop() { impl_->Stop(); }
+
+size_t StoreServer::num_connections() const { return impl_->sessions_.size(); }
+
+size_t StoreServer::num_keys() const { return impl_->store_.NumKeys(); }
+
+size_t StoreServer::num_pending_waits() const { return impl_->store_.TotalPendingWaits(); }
+
+}  // namespace muster::store

@@ -1,0 +1,72 @@
+// StoreServer: the worker key-value store, a TCP server that speaks PyTorch's
+// TCPStore protocol (torch 1.13 and torch >= 2 clients; see
+// tcpstore_protocol.h). The launcher hosts one on the master node and points
+// every worker's MASTER_ADDR/MASTER_PORT at it.
+//
+//   auto server = StoreServer::Start(io, "0.0.0.0", 0);
+//   if (!server.ok()) return server.status();
+//   env["MASTER_PORT"] = std::to_string((*server)->port());
+//
+// Contract:
+//   - Runs entirely on `io` (no threads of its own) and never blocks it.
+//   - The listening socket is bound once and kept until Stop(): the port
+//     handed to workers can not be taken by anyone else in between.
+//   - A bad client (garbage, oversized or unsupported request) loses its own
+//     connection, with one warning log line; everyone else is unaffected.
+//   - A client's pending waits are dropped when it disconnects.
+//   - Destroying the server stops it. Pending handlers on `io` then find it
+//     gone and do nothing, so `io` may outlive the server.
+//     REQUIRES: `io` is not destroyed before the server.
+//
+// Thread-safety: none. Every method, and `io.run()`, on one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/status.h"
+#include "rendezvous/store/store_session.h"
+
+namespace muster::store {
+
+class StoreServer {
+ public:
+  // Binds host:port (port 0 = any free port; the bound socket is kept, never
+  // closed and re-opened, so there is no port race) and starts accepting on
+  // `io`. `host` is an IP address or a resolvable name. Errors (address in
+  // use, bad host) come back as a Status whose message quotes host and port.
+  static Result<std::unique_ptr<StoreServer>> Start(boost::asio::io_context& io,
+                                                    const std::string& host, uint16_t port,
+                                                    SessionLimits limits = {});
+
+  StoreServer(const StoreServer&) = delete;
+  StoreServer& operator=(const StoreServer&) = delete;
+  ~StoreServer();
+
+  // The bound port.
+  uint16_t port() const;
+
+  // Drops every key: a fresh namespace for a restart. Connections and their
+  // pending waits are kept.
+  void Clear();
+
+  // Closes the listener and every connection. Idempotent.
+  void Stop();
+
+  size_t num_connections() const;
+  size_t num_keys() const;
+  size_t num_pending_waits() const;
+
+  class Impl;
+
+ private:
+  explicit StoreServer(std::shared_ptr<Impl> impl);
+
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace muster::store

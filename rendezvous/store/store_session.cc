@@ -1,0 +1,147 @@
+#include "rendezvous/store/store_session.h"
+
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/write.hpp>
+
+#include "rendezvous/store/request_handler.h"
+
+namespace muster::store {
+
+namespace asio = boost::asio;
+
+StoreSession::StoreSession(uint64_t id, asio::ip::tcp::socket socket,
+                           std::weak_ptr<SessionHost> host, SessionLimits limits)
+    : id_(id),
+      socket_(std::move(socket)),
+      host_(std::move(host)),
+      limits_(limits),
+      decoder_(limits.decoder) {
+  boost::system::error_code ec;
+  auto endpoint = socket_.remote_endpoint(ec);
+  peer_ = ec ? std::string("?")
+             : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  // Every reply is tiny and awaited by a blocking client: never let Nagle
+  // hold one back.
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+}
+
+void StoreSession::Start() { DoRead(); }
+
+void StoreSession::DoRead() {
+  if (closed_ || reading_) return;
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(read_buffer_),
+                          [self = shared_from_this()](const boost::system::error_code& ec,
+                                                      size_t n) { self->OnRead(ec, n); });
+}
+
+void StoreSession::OnRead(const boost::system::error_code& ec, size_t n) {
+  reading_ = false;
+  if (closed_) return;
+  if (ec) {
+    Close(ec == asio::error::eof ? "peer closed" : ec.message(), /*warn=*/false);
+    return;
+  }
+  decoder_.Feed(std::span<const uint8_t>(read_buffer_.data(), n));
+  Pump();
+}
+
+void StoreSession::Pump() {
+  ProcessRequests();
+  // Backpressure: while a client leaves its replies unread, its further
+  // requests stay unprocessed and its socket unread; OnWrite resumes.
+  if (!closed_ && queued_bytes_ <= limits_.pause_reading_bytes) DoRead();
+}
+
+void StoreSession::ProcessRequests() {
+  while (!closed_ && queued_bytes_ <= limits_.pause_reading_bytes) {
+    auto host = host_.lock();
+    if (!host) {
+      Close("server gone", /*warn=*/false, /*notify_host=*/false);
+      return;
+    }
+    DecodeResult decoded = decoder_.Next();
+    if (decoded.state == DecodeResult::kNeedMore) return;
+    if (decoded.state == DecodeResult::kError) {
+      Close(decoded.error, /*warn=*/true);
+      return;
+    }
+    const Op op = decoded.request.op;
+    HandlerOutcome outcome =
+        HandleRequest(host->store(), id_, decoder_.dialect(), std::move(decoded.request));
+    if (outcome.close) {
+      Close(outcome.close_reason + " query=" + std::string(OpName(op)), /*warn=*/true);
+      host->DeliverReadyWaiters();
+      return;
+    }
+    if (!outcome.reply.empty()) Send(std::move(outcome.reply));
+    host->DeliverReadyWaiters();
+  }
+}
+
+void StoreSession::Send(std::string bytes) {
+  if (closed_ || bytes.empty()) return;
+  queued_bytes_ += bytes.size();
+  queue_.push_back(std::move(bytes));
+  if (queued_bytes_ > limits_.max_queued_bytes) {
+    Close("write queue over limit queued_bytes=" + std::to_string(queued_bytes_) +
+              " max=" + std::to_string(limits_.max_queued_bytes),
+          /*warn=*/true);
+    return;
+  }
+  DoWrite();
+}
+
+void StoreSession::DoWrite() {
+  if (closed_ || writing_ || queue_.empty()) return;
+  writing_ = true;
+  // Gather everything queued into one write: a burst of small replies (or
+  // STOP_WAITING notifications) costs one syscall.
+  in_flight_ = std::move(queue_);
+  queue_.clear();
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(in_flight_.size());
+  for (const auto& b : in_flight_) buffers.push_back(asio::buffer(b));
+  asio::async_write(socket_, buffers,
+                    [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                      self->OnWrite(ec, n);
+                    });
+}
+
+void StoreSession::OnWrite(const boost::system::error_code& ec, size_t n) {
+  writing_ = false;
+  queued_bytes_ -= n <= queued_bytes_ ? n : queued_bytes_;
+  in_flight_.clear();
+  if (closed_) return;
+  if (ec) {
+    Close("write failed: " + ec.message(), /*warn=*/false);
+    return;
+  }
+  DoWrite();
+  if (!reading_ && queued_bytes_ <= limits_.pause_reading_bytes) Pump();
+}
+
+void StoreSession::Close(std::string_view reason, bool warn, bool notify_host) {
+  if (closed_) return;
+  closed_ = true;
+  if (warn) {
+    spdlog::warn("store connection closed conn={} peer={} dialect={} reason=\"{}\"", id_, peer_,
+                 DialectName(decoder_.dialect()), reason);
+  } else {
+    spdlog::debug("store connection closed conn={} peer={} reason=\"{}\"", id_, peer_, reason);
+  }
+  boost::system::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  queue_.clear();
+  if (!notify_host) return;
+  if (auto host = host_.lock()) {
+    host->store().CancelWaits(id_);
+    host->OnSessionClosed(id_);
+  }
+}
+
+}  // namespace muster::store

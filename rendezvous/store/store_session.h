@@ -1,0 +1,99 @@
+// One client connection of the store server: reads bytes, decodes requests,
+// applies them through HandleRequest and writes replies in order.
+//
+// Contract:
+//   - Replies are queued and written with one outstanding async_write at a
+//     time, in request order. While more than pause_reading_bytes are queued
+//     (a client that does not read its replies) the session neither decodes
+//     nor reads further requests; it closes if the queue ever exceeds
+//     max_queued_bytes (one huge reply, e.g. a MULTI_GET of large values).
+//   - A malformed, oversized or unsupported request closes this session only,
+//     with one warning log line; the host keeps serving everyone else.
+//   - Close() is idempotent; it cancels the socket's operations, drops the
+//     session's pending waits and tells the host, which forgets the session.
+//   - Handlers keep the session alive (shared_from_this); the host is held
+//     weakly, so a destroyed server leaves sessions inert, never dangling.
+//
+// Thread-safety: none; every call on the io_context's (single) thread.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "rendezvous/store/key_value_store.h"
+#include "rendezvous/store/tcpstore_codec.h"
+
+namespace muster::store {
+
+// What a session needs from the server that owns it.
+class SessionHost {
+ public:
+  virtual ~SessionHost() = default;
+  virtual KeyValueStore& store() = 0;
+  // Sends kStopWaiting to the owners of every waiter the store completed.
+  virtual void DeliverReadyWaiters() = 0;
+  // The session with `id` has closed; drop it.
+  virtual void OnSessionClosed(uint64_t id) = 0;
+};
+
+struct SessionLimits {
+  DecoderLimits decoder;
+  size_t pause_reading_bytes = 4u << 20;  // stop reading while this much is queued
+  size_t max_queued_bytes = 512u << 20;   // close the session beyond this
+};
+
+class StoreSession : public std::enable_shared_from_this<StoreSession> {
+ public:
+  StoreSession(uint64_t id, boost::asio::ip::tcp::socket socket, std::weak_ptr<SessionHost> host,
+               SessionLimits limits);
+  StoreSession(const StoreSession&) = delete;
+  StoreSession& operator=(const StoreSession&) = delete;
+
+  // Starts reading. REQUIRES: called once, on a session owned by a shared_ptr.
+  void Start();
+
+  // Queues bytes for the client (a reply or a STOP_WAITING notification).
+  // No-op once closed.
+  void Send(std::string bytes);
+
+  // Closes the connection. `warn` logs the reason at warning level (protocol
+  // errors), otherwise at debug level (disconnects, shutdown). Does not call
+  // the host back when `notify_host` is false (the host is closing it).
+  void Close(std::string_view reason, bool warn, bool notify_host = true);
+
+  uint64_t id() const { return id_; }
+  bool closed() const { return closed_; }
+  const std::string& peer() const { return peer_; }
+
+ private:
+  void DoRead();
+  void OnRead(const boost::system::error_code& ec, size_t n);
+  void Pump();             // process buffered requests, then read more if allowed
+  void ProcessRequests();  // stops at need-more, close, or a full write queue
+  void DoWrite();
+  void OnWrite(const boost::system::error_code& ec, size_t n);
+
+  const uint64_t id_;
+  boost::asio::ip::tcp::socket socket_;
+  std::weak_ptr<SessionHost> host_;
+  const SessionLimits limits_;
+  std::string peer_;
+  RequestDecoder decoder_;
+  std::array<uint8_t, 64 * 1024> read_buffer_;
+
+  std::deque<std::string> queue_;      // replies not yet handed to async_write
+  std::deque<std::string> in_flight_;  // replies of the outstanding async_write
+  size_t queued_bytes_ = 0;            // in queue_ and in_flight_
+  bool writing_ = false;
+  bool reading_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace muster::store

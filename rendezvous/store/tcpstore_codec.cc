@@ -1,0 +1,214 @@
+#include "rendezvous/store/tcpstore_codec.h"
+
+#include <bit>
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace muster::store {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "TCPStore sends native-endian integers; muster assumes little-endian hosts");
+
+template <typename T>
+T LoadLittle(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+template <typename T>
+void AppendLittle(T v, std::string* out) {
+  char raw[sizeof(T)];
+  std::memcpy(raw, &v, sizeof(T));
+  out->append(raw, sizeof(T));
+}
+
+}  // namespace
+
+RequestDecoder::RequestDecoder(DecoderLimits limits) : limits_(limits) {}
+
+void RequestDecoder::Feed(std::span<const uint8_t> bytes) {
+  Feed(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+void RequestDecoder::Feed(std::string_view bytes) {
+  if (!error_.empty()) return;
+  Compact();
+  buffer_.append(bytes);
+}
+
+// Drops consumed bytes, but only once they are at least half the buffer, so
+// that a large partial value is moved O(1) times on average, not per Feed.
+void RequestDecoder::Compact() {
+  if (pos_ == 0) return;
+  if (pos_ == buffer_.size()) {
+    buffer_.clear();
+    pos_ = 0;
+  } else if (pos_ >= buffer_.size() - pos_) {
+    buffer_.erase(0, pos_);
+    pos_ = 0;
+  }
+}
+
+DecodeResult RequestDecoder::Fail(std::string message) {
+  error_ = std::move(message);
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+  pos_ = 0;
+  return {DecodeResult::kError, {}, error_};
+}
+
+bool RequestDecoder::DetectDialect() {
+  const size_t avail = buffer_.size() - pos_;
+  if (avail < 1) return false;
+  if (buffer_[pos_] != 0) {
+    dialect_ = Dialect::kLegacy;
+    return true;
+  }
+  // 0x00 is legacy SET and modern VALIDATE; the magic decides.
+  if (avail < 5) return false;
+  dialect_ = LoadLittle<uint32_t>(buffer_.data() + pos_ + 1) == kValidationMagic ? Dialect::kModern
+                                                                                 : Dialect::kLegacy;
+  return true;
+}
+
+RequestDecoder::Field RequestDecoder::NextField() const {
+  const size_t i = fields_done_;
+  switch (request_.op) {
+    case Op::kValidate:
+    case Op::kPing:
+      return i == 0 ? Field::kU32 : Field::kDone;
+    case Op::kGetNumKeys:
+    case Op::kCancelWait:
+      return Field::kDone;
+    case Op::kGet:
+    case Op::kDeleteKey:
+    case Op::kWatchKey:
+      return i == 0 ? Field::kKey : Field::kDone;
+    case Op::kSet:
+    case Op::kAppend:
+      return i == 0 ? Field::kKey : i == 1 ? Field::kValue : Field::kDone;
+    case Op::kCompareSet:
+      return i == 0 ? Field::kKey : i <= 2 ? Field::kValue : Field::kDone;
+    case Op::kAdd:
+      return i == 0 ? Field::kKey : i == 1 ? Field::kI64 : Field::kDone;
+    case Op::kCheck:
+    case Op::kWait:
+    case Op::kMultiGet:
+      if (i == 0) return Field::kCount;
+      return i - 1 < count_ ? Field::kKey : Field::kDone;
+    case Op::kMultiSet:
+      if (i == 0) return Field::kCount;
+      if (i - 1 >= 2 * count_) return Field::kDone;
+      return (i - 1) % 2 == 0 ? Field::kKey : Field::kValue;
+  }
+  return Field::kDone;
+}
+
+DecodeResult RequestDecoder::Next() {
+  if (!error_.empty()) return {DecodeResult::kError, {}, error_};
+  if (dialect_ == Dialect::kUnknown && !DetectDialect()) return {};
+
+  if (!in_request_) {
+    if (pos_ == buffer_.size()) return {};
+    const auto wire = static_cast<uint8_t>(buffer_[pos_]);
+    const auto op = OpFromWire(dialect_, wire);
+    if (!op) {
+      return Fail("unknown query type query=" + std::to_string(wire) +
+                  " dialect=" + std::string(DialectName(dialect_)));
+    }
+    ++pos_;
+    in_request_ = true;
+    request_ = Request{};
+    request_.op = *op;
+    fields_done_ = 0;
+    count_ = 0;
+    have_pending_len_ = false;
+    request_bytes_ = 1;
+  }
+
+  for (Field field = NextField(); field != Field::kDone; field = NextField()) {
+    const size_t avail = buffer_.size() - pos_;
+    const char* p = buffer_.data() + pos_;
+    switch (field) {
+      case Field::kU32:
+        if (avail < 4) return {};
+        request_.word = LoadLittle<uint32_t>(p);
+        pos_ += 4;
+        request_bytes_ += 4;
+        break;
+      case Field::kI64:
+        if (avail < 8) return {};
+        request_.delta = LoadLittle<int64_t>(p);
+        pos_ += 8;
+        request_bytes_ += 8;
+        break;
+      case Field::kCount: {
+        if (avail < 8) return {};
+        const uint64_t n = LoadLittle<uint64_t>(p);
+        if (n > limits_.max_keys) {
+          return Fail("too many keys query=" + std::string(OpName(request_.op)) +
+                      " count=" + std::to_string(n) + " max=" + std::to_string(limits_.max_keys));
+        }
+        count_ = n;
+        pos_ += 8;
+        request_bytes_ += 8;
+        break;
+      }
+      case Field::kKey:
+      case Field::kValue: {
+        if (!have_pending_len_) {
+          if (avail < 8) return {};
+          const uint64_t len = LoadLittle<uint64_t>(p);
+          // Checked before a single byte of the body is buffered for it.
+          if (len > limits_.max_string_bytes) {
+            return Fail(std::string(field == Field::kKey ? "key" : "value") + " too large query=" +
+                        std::string(OpName(request_.op)) + " length=" + std::to_string(len) +
+                        " max=" + std::to_string(limits_.max_string_bytes));
+          }
+          if (request_bytes_ + 8 + len > limits_.max_request_bytes) {
+            return Fail("request too large query=" + std::string(OpName(request_.op)) +
+                        " bytes=" + std::to_string(request_bytes_ + 8 + len) +
+                        " max=" + std::to_string(limits_.max_request_bytes));
+          }
+          pos_ += 8;
+          request_bytes_ += 8 + len;
+          pending_len_ = len;
+          have_pending_len_ = true;
+          break;  // re-evaluate avail for the body
+        }
+        if (avail < pending_len_) return {};
+        std::string s(p, pending_len_);
+        pos_ += pending_len_;
+        have_pending_len_ = false;
+        (field == Field::kKey ? request_.keys : request_.values).push_back(std::move(s));
+        break;
+      }
+      case Field::kDone:
+        break;
+    }
+    // A string's length prefix alone does not complete its field.
+    if (!have_pending_len_) ++fields_done_;
+  }
+
+  in_request_ = false;
+  DecodeResult result{DecodeResult::kRequest, std::move(request_), {}};
+  request_ = Request{};
+  Compact();
+  return result;
+}
+
+void EncodeBytes(std::string_view value, std::string* out) {
+  AppendLittle<uint64_t>(value.size(), out);
+  out->append(value);
+}
+
+void EncodeInt64(int64_t value, std::string* out) { AppendLittle<int64_t>(value, out); }
+
+void EncodeUint32(uint32_t value, std::string* out) { AppendLittle<uint32_t>(value, out); }
+
+void EncodeByte(uint8_t value, std::string* out) { out->push_back(static_cast<char>(value)); }
+
+}  // namespace muster::store

@@ -1,0 +1,100 @@
+// Bounded, incremental, socket-free codec for the TCPStore wire protocol
+// (dialects and layouts in tcpstore_protocol.h).
+//
+//   RequestDecoder decoder;
+//   decoder.Feed(bytes_from_socket);
+//   for (;;) {
+//     DecodeResult r = decoder.Next();
+//     if (r.state == DecodeResult::kNeedMore) break;       // read more bytes
+//     if (r.state == DecodeResult::kError) close(r.error);  // sticky
+//     handle(r.request);
+//   }
+//
+// The dialect is detected from the first request of a connection: a modern
+// client always opens with 0x00 followed by the uint32 magic; the same bytes
+// as a legacy SET would announce a key over 1 GB, which is never accepted.
+//
+// Bounds: every announced length and count is checked against DecoderLimits
+// as soon as its prefix arrives, before any byte of the body is buffered or
+// allocated; a request's total size is bounded too. Decoding is linear in
+// the bytes fed (a partial request is resumed, not re-parsed).
+//
+// Thread-safety: none; one decoder per connection.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "rendezvous/store/tcpstore_protocol.h"
+
+namespace muster::store {
+
+struct DecoderLimits {
+  uint64_t max_string_bytes = 64ull << 20;    // any one key or value
+  uint64_t max_keys = 1ull << 16;             // n in CHECK/WAIT/MULTI_GET/MULTI_SET
+  uint64_t max_request_bytes = 256ull << 20;  // one whole request, prefixes included
+};
+
+struct DecodeResult {
+  enum State { kNeedMore, kRequest, kError };
+  State state = kNeedMore;
+  Request request;    // when kRequest
+  std::string error;  // when kError: what was wrong, key=value style
+};
+
+class RequestDecoder {
+ public:
+  explicit RequestDecoder(DecoderLimits limits = {});
+
+  // Appends bytes received from the client. Never fails; limits are enforced
+  // by Next(). After an error further bytes are ignored.
+  void Feed(std::span<const uint8_t> bytes);
+  void Feed(std::string_view bytes);
+
+  // Decodes the next complete request from the bytes fed so far.
+  // kNeedMore: no complete request yet (the partial one is kept).
+  // kError: the stream is not a valid request sequence; every later call
+  // returns the same error. The caller should close the connection.
+  DecodeResult Next();
+
+  // kUnknown until the first request's dialect has been recognized.
+  Dialect dialect() const { return dialect_; }
+  // Bytes fed but not yet consumed by a returned request.
+  size_t buffered_bytes() const { return buffer_.size() - pos_; }
+
+ private:
+  enum class Field { kDone, kU32, kI64, kCount, kKey, kValue };
+
+  Field NextField() const;
+  bool DetectDialect();  // false: need more bytes
+  DecodeResult Fail(std::string message);
+  void Compact();
+
+  DecoderLimits limits_;
+  Dialect dialect_ = Dialect::kUnknown;
+  std::string buffer_;
+  size_t pos_ = 0;  // first unconsumed byte of buffer_
+
+  // The request being decoded; resumed field by field across Feed calls.
+  bool in_request_ = false;
+  Request request_;
+  size_t fields_done_ = 0;
+  uint64_t count_ = 0;             // n of a list request, once read
+  bool have_pending_len_ = false;  // a string's length prefix was read...
+  uint64_t pending_len_ = 0;       // ...and its body is awaited
+  uint64_t request_bytes_ = 0;     // bytes of this request consumed or announced
+
+  std::string error_;  // non-empty once failed
+};
+
+// Response encoders: each appends one wire value to *out. Layouts are the same
+// in both dialects.
+void EncodeBytes(std::string_view value, std::string* out);  // uint64 length + bytes
+void EncodeInt64(int64_t value, std::string* out);           // ADD, GETNUMKEYS, DELETE_KEY
+void EncodeUint32(uint32_t value, std::string* out);         // PING
+void EncodeByte(uint8_t value, std::string* out);            // CHECK, WAIT, CANCEL_WAIT
+
+}  // namespace muster::store

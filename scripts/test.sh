@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds muster and runs the whole test suite:
+#   1. formatting check (.clang-format) of every C++ file,
+#   2. the full suite (unit + integration) on the regular build in build/,
+#   3. unit and launcher integration tests again under ASan+UBSan (build-asan/).
+# Set MUSTER_SKIP_SANITIZERS=1 to skip step 3 (for quick local runs).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+scripts/install-deps.sh
+
+echo "== format check"
+mapfile -t sources < <(git ls-files '*.cc' '*.h' '*.cu' 2>/dev/null || find . -name '*.cc' -o -name '*.h')
+if ((${#sources[@]} > 0)); then
+  clang-format --dry-run --Werror "${sources[@]}"
+fi
+
+echo "== build (build/)"
+scripts/build.sh "$ROOT/build"
+
+echo "== tests (build/)"
+ctest --test-dir "$ROOT/build" --output-on-failure --parallel 2 --timeout 300
+
+if [[ "${MUSTER_SKIP_SANITIZERS:-0}" != "1" ]]; then
+  echo "== build with ASan+UBSan (build-asan/)"
+  scripts/build.sh "$ROOT/build-asan" -DMUSTER_SANITIZE=address -DMUSTER_CUDA=off
+  echo "== tests under ASan+UBSan (unit and launcher integration)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$ROOT/build-asan" --output-on-failure --parallel 2 --timeout 300 -L 'unit|sanitize'
+fi

@@ -1,0 +1,153 @@
+"""Shared helpers for muster's integration tests.
+
+Tests are plain functions decorated with @test; run_tests() runs them in
+order, prints one line per test and a closing "N passed, M failed" line, and
+exits non-zero on any failure. Every process a test starts through this module
+is killed by PID (its whole process group) when the test ends, pass or fail.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("MUSTER_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "..", "..")))
+BIN_DIR = os.environ.get("MUSTER_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
+MUSTER = os.path.join(BIN_DIR, "muster")
+PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch
+WORKERS = os.path.join(HERE, "workers")
+TORCH_SCRIPTS = os.path.join(SOURCE_DIR, "tests", "torch")
+
+_tests = []
+_started = []
+
+
+def test(fn):
+    _tests.append(fn)
+    return fn
+
+
+def base_env(**extra):
+    env = dict(os.environ)
+    env["MUSTER_PYTHON"] = PYTHON
+    for key in list(env):
+        if key.startswith("PET_") or key in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"):
+            del env[key]
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def start(args, env=None, **kwargs):
+    """Starts a process in its own session; it is killed when the test ends."""
+    proc = subprocess.Popen(args, env=env or base_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs)
+    _started.append(proc)
+    return proc
+
+
+def run_muster(args, env=None, timeout=60):
+    """Runs muster to completion; returns (exit code, stdout, stderr)."""
+    proc = start([MUSTER] + list(args), env=env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_tree(proc.pid)
+        out, err = proc.communicate()
+        raise AssertionError(f"muster {args} did not finish in {timeout}s\nstdout:\n{out}\nstderr:\n{err}")
+    return proc.returncode, out, err
+
+
+def kill_tree(pid):
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def kill_pids(pids):
+    for pid in pids:
+        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def pid_alive(pid):
+    """True if `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def wait_for(predicate, timeout, interval=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+def free_port():
+    # Test-only: the port is handed to muster, which binds it itself.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker(name):
+    return os.path.join(WORKERS, name)
+
+
+def read_dumps(directory):
+    """Env dumps written by workers/env_dump.py, keyed by RANK."""
+    dumps = {}
+    for name in os.listdir(directory):
+        if name.endswith(".json"):
+            with open(os.path.join(directory, name)) as f:
+                env = json.load(f)
+            dumps[int(env["RANK"])] = env
+    return dumps
+
+
+def check(condition, message, *context):
+    if not condition:
+        raise AssertionError(message + "".join(f"\n--- {c}" for c in context))
+
+
+def tempdir():
+    return tempfile.mkdtemp(prefix="muster-test-")
+
+
+def run_tests():
+    only = sys.argv[1:]
+    passed = failed = 0
+    for fn in _tests:
+        if only and fn.__name__ not in only:
+            continue
+        start_time = time.monotonic()
+        try:
+            fn()
+            passed += 1
+            print(f"PASS {fn.__name__} ({time.monotonic() - start_time:.2f}s)", flush=True)
+        except Exception:  # noqa: BLE001 - report every kind of failure
+            failed += 1
+            print(f"FAIL {fn.__name__}\n{traceback.format_exc()}", flush=True)
+        finally:
+            for proc in _started:
+                if proc.poll() is None:
+                    kill_tree(proc.pid)
+                    proc.wait()
+            _started.clear()
+    print(f"{passed} passed, {failed} failed", flush=True)
+    sys.exit(1 if failed or not passed else 0)

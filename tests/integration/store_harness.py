@@ -1,0 +1,187 @@
+"""Helpers for the worker-store integration tests.
+
+StoreServerProcess runs tests/store_server_main (built by store_tests.cmake)
+and talks to its stdin command channel. Every process a test starts is
+recorded and killed by PID in a finally block.
+"""
+import datetime
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR")
+if not BIN_DIR:
+    sys.exit("MUSTER_TEST_BIN_DIR is not set (run through ctest)")
+SERVER_BIN = os.path.join(BIN_DIR, "store_server_main")
+
+
+class LineReader:
+    """Reads lines from a pipe with a deadline (no blocking readline)."""
+
+    def __init__(self, pipe):
+        self.fd = pipe.fileno()
+        self.buf = b""
+
+    def readline(self, timeout):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no line within {timeout}s (have {self.buf!r})")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                chunk = os.read(self.fd, 4096)
+                if not chunk:
+                    raise EOFError(f"pipe closed (have {self.buf!r})")
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+
+class StoreServerProcess:
+    def __init__(self, port=0):
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([SERVER_BIN, str(port)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr)
+        self.out = LineReader(self.proc.stdout)
+        try:
+            line = self.out.readline(10)
+        except Exception:
+            self.stop()
+            raise
+        if not line.startswith("port="):
+            self.stop()
+            raise AssertionError(f"expected port=N, got {line!r}")
+        self.port = int(line[len("port="):])
+
+    def command(self, cmd):
+        self.proc.stdin.write((cmd + "\n").encode())
+        self.proc.stdin.flush()
+        return self.out.readline(10)
+
+    def stats(self):
+        """{'connections': C, 'keys': K, 'waits': W}"""
+        return {k: int(v) for k, v in (kv.split("=") for kv in self.command("stats").split())}
+
+    def wait_for_stats(self, timeout=10, **want):
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self.stats()
+            if all(got[k] == v for k, v in want.items()):
+                return got
+            if time.monotonic() > deadline:
+                raise AssertionError(f"stats never reached {want}: last {got}")
+            time.sleep(0.05)
+
+    def log(self):
+        self.stderr.seek(0)
+        return self.stderr.read().decode(errors="replace")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+
+def torch_client(port, timeout_s=10, world_size=1):
+    """A real torch 1.13 TCPStore client, as a worker under an agent store uses it."""
+    import torch.distributed as dist
+    return dist.TCPStore("127.0.0.1", port, world_size, False,
+                         timeout=datetime.timedelta(seconds=timeout_s))
+
+
+def raw_connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def recv_exact(sock, n, timeout=10):
+    sock.settimeout(timeout)
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise EOFError(f"closed after {len(data)} of {n} bytes")
+        data += chunk
+    return data
+
+
+def closed_by_peer(sock, timeout=5):
+    """True when the server closes `sock` (EOF or reset) within `timeout`."""
+    sock.settimeout(timeout)
+    try:
+        while True:
+            chunk = sock.recv(4096)
+            if not chunk:
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def u8(v):
+    return struct.pack("<B", v)
+
+
+def u32(v):
+    return struct.pack("<I", v)
+
+
+def u64(v):
+    return struct.pack("<Q", v)
+
+
+def i64(v):
+    return struct.pack("<q", v)
+
+
+def s(b):
+    if isinstance(b, str):
+        b = b.encode()
+    return u64(len(b)) + b
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def run_tests(tests):
+    """Runs each (name, fn); prints PASS/FAIL lines; exits 1 if any failed."""
+    failed = []
+    for name, fn in tests:
+        t0 = time.monotonic()
+        try:
+            fn()
+            print(f"PASS {name} ({time.monotonic() - t0:.2f}s)", flush=True)
+        except Exception:
+            failed.append(name)
+            print(f"FAIL {name}", flush=True)
+            traceback.print_exc()
+    if failed:
+        print(f"{len(failed)} of {len(tests)} failed: {', '.join(failed)}", flush=True)
+        sys.exit(1)
+    print(f"all {len(tests)} passed", flush=True)
+
+
+def with_server(fn):
+    """Runs fn(server) against a fresh store server, killed afterwards."""
+    def run():
+        server = StoreServerProcess()
+        try:
+            fn(server)
+        except Exception:
+            print("---- store server log ----\n" + server.log(), flush=True)
+            raise
+        finally:
+            server.stop()
+    return run

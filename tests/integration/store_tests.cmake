@@ -1,0 +1,10 @@
+# Integration tests of the worker store against Debian's real torch 1.13
+# TCPStore client and gloo workers. store_server_main is a test-only wrapper
+# that serves a StoreServer on 127.0.0.1:0 and prints "port=N".
+add_executable(store_server_main ${CMAKE_CURRENT_LIST_DIR}/store_server_main.cc)
+target_link_libraries(store_server_main PRIVATE muster_store)
+set_target_properties(store_server_main PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+
+muster_integration_test(store_torch_client store_torch_client_test.py TIMEOUT 120 LABELS store)
+muster_integration_test(store_torch_workers store_torch_workers_test.py TIMEOUT 180 LABELS store)
+muster_integration_test(store_bad_clients store_bad_clients_test.py TIMEOUT 120 LABELS store)

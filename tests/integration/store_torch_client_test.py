@@ -1,0 +1,185 @@
+"""The worker store against Debian's real torch 1.13 TCPStore client
+(is_master=False, as every worker is under an agent store)."""
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from store_harness import (SERVER_BIN, StoreServerProcess, check, run_tests, torch_client,
+                           with_server)
+
+T = datetime.timedelta
+
+
+@with_server
+def test_basic_operations(server):
+    c = torch_client(server.port)  # world_size=1: the constructor ADDs "init/"
+    c.set("k1", "v1")
+    check(c.get("k1") == b"v1", "get returns what set stored")
+    binary = bytes(range(256)) * 3
+    c.set("bin", binary)
+    check(c.get("bin") == binary, "binary values round-trip")
+    c.set("empty", b"")
+    check(c.get("empty") == b"", "empty values round-trip")
+
+    check(c.add("cnt", 5) == 5, "add on a missing key starts from 0")
+    check(c.add("cnt", -2) == 3, "add a negative delta")
+    check(c.get("cnt") == b"3", "add stores decimal ASCII")
+    c.set("num", "40")
+    check(c.add("num", 2) == 42, "add continues a decimal value set by set")
+
+    check(c.compare_set("cas", "", "new") == b"new", "compare_set creates on empty expected")
+    check(c.compare_set("cas2", "x", "new") == b"x", "compare_set on missing key echoes expected")
+    check(c.compare_set("cas", "new", "newer") == b"newer", "compare_set swaps on match")
+    check(c.compare_set("cas", "zzz", "q") == b"newer", "compare_set keeps on mismatch")
+
+    # init/, k1, bin, empty, cnt, num, cas
+    check(c.num_keys() == 7, f"num_keys counts every key, got {c.num_keys()}")
+    c.wait(["k1", "cnt"])
+    c.wait(["k1"], T(seconds=1))
+    check(c.delete_key("k1") is True, "delete_key of a present key")
+    check(c.delete_key("k1") is False, "delete_key of a missing key")
+    check(c.num_keys() == 6, "num_keys after delete")
+    check(server.stats()["keys"] == 6, "the server agrees on the key count")
+
+
+@with_server
+def test_large_value(server):
+    c = torch_client(server.port)
+    big = os.urandom(16 << 20)
+    c.set("big", big)
+    check(c.get("big") == big, "a 16 MiB value round-trips")
+
+
+@with_server
+def test_wait_times_out_and_the_connection_stays_usable(server):
+    c = torch_client(server.port)
+    other = torch_client(server.port)
+    t0 = time.monotonic()
+    try:
+        c.wait(["late"], T(seconds=1))
+        raise AssertionError("wait on a missing key returned")
+    except RuntimeError as e:
+        check("Timeout" in str(e), f"wait fails with a timeout, got {e!r}")
+    elapsed = time.monotonic() - t0
+    check(0.9 <= elapsed < 5, f"wait timed out after {elapsed:.2f}s, wanted ~1s")
+
+    # torch 1.13 cannot cancel a timed-out WAIT; the server drops it when the
+    # client's next request arrives, so "late" appearing now must not send a
+    # stray STOP_WAITING byte that would desynchronize c's stream.
+    c.set("after", "x")
+    other.set("late", "now")
+    check(c.get("after") == b"x", "get after an abandoned wait")
+    check(c.add("n", 7) == 7, "add after an abandoned wait")
+    check(c.get("late") == b"now", "the late key is there")
+    check(server.stats()["waits"] == 0, "no waiter is left behind")
+
+
+@with_server
+def test_wait_is_woken_by_another_client(server):
+    waiter = torch_client(server.port)
+    setter = torch_client(server.port)
+    result = {}
+
+    def wait():
+        t0 = time.monotonic()
+        try:
+            waiter.wait(["a", "b"], T(seconds=20))
+            result["elapsed"] = time.monotonic() - t0
+        except Exception as e:  # reported by the main thread
+            result["error"] = e
+
+    th = threading.Thread(target=wait, daemon=True)
+    th.start()
+    server.wait_for_stats(waits=1)
+    setter.set("a", "1")
+    time.sleep(0.3)
+    check(th.is_alive(), "a wait on two keys is not woken by one")
+    setter.add("b", 1)
+    th.join(10)
+    check(not th.is_alive(), "the wait returned after both keys were written")
+    check("error" not in result, f"wait raised {result.get('error')!r}")
+    check(result["elapsed"] < 5, f"woken promptly, took {result['elapsed']:.2f}s")
+    check(waiter.get("b") == b"1", "the waiter's connection still works")
+
+
+CHILD_WAITER = """
+import datetime, sys, torch.distributed as dist
+c = dist.TCPStore("127.0.0.1", int(sys.argv[1]), 1, False, timeout=datetime.timedelta(seconds=60))
+print("waiting", flush=True)
+c.wait(["never"], datetime.timedelta(seconds=60))
+"""
+
+
+@with_server
+def test_pending_wait_is_cleaned_up_when_its_client_dies(server):
+    base = server.stats()["connections"]
+    child = subprocess.Popen([sys.executable, "-c", CHILD_WAITER, str(server.port)],
+                             stdout=subprocess.PIPE)
+    try:
+        server.wait_for_stats(waits=1, timeout=30)
+        check(server.stats()["connections"] > base, "the child is connected")
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        server.wait_for_stats(waits=0, connections=base)
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(10)
+
+
+@with_server
+def test_clear_gives_a_fresh_namespace(server):
+    c = torch_client(server.port)
+    c.set("a", "1")
+    check(server.stats()["keys"] == 2, "init/ and a")
+    check(server.command("clear") == "cleared", "clear acknowledged")
+    check(c.num_keys() == 0, "no keys after clear")
+    check(c.add("a", 1) == 1, "counters restart from zero")
+
+
+@with_server
+def test_client_sees_an_error_when_the_server_goes_away(server):
+    c = torch_client(server.port)
+    c.set("k", "v")
+    os.kill(server.proc.pid, signal.SIGTERM)
+    check(server.proc.wait(10) == 0, "the server exits 0 on SIGTERM")
+    t0 = time.monotonic()
+    try:
+        c.add("k2", 1)
+        raise AssertionError("an op on a closed store succeeded")
+    except RuntimeError as e:
+        print(f"client error after server stop: {e}", flush=True)
+    check(time.monotonic() - t0 < 5, "the error comes promptly, not at the timeout")
+
+
+@with_server
+def test_a_port_in_use_is_reported_with_host_and_port(server):
+    second = subprocess.run([SERVER_BIN, str(server.port)], stdin=subprocess.DEVNULL,
+                            capture_output=True, timeout=10)
+    err = second.stderr.decode()
+    check(second.returncode == 1, f"second server on the same port exits 1, got {second.returncode}")
+    check(f"127.0.0.1:{server.port}" in err, f"the error quotes host:port: {err!r}")
+    c = torch_client(server.port)
+    c.set("still", "serving")
+    check(c.get("still") == b"serving", "the first server is unaffected")
+
+
+if __name__ == "__main__":
+    run_tests([
+        ("basic operations", test_basic_operations),
+        ("large value", test_large_value),
+        ("wait times out and the connection stays usable",
+         test_wait_times_out_and_the_connection_stays_usable),
+        ("wait is woken by another client", test_wait_is_woken_by_another_client),
+        ("pending wait is cleaned up when its client dies",
+         test_pending_wait_is_cleaned_up_when_its_client_dies),
+        ("clear gives a fresh namespace", test_clear_gives_a_fresh_namespace),
+        ("client sees an error when the server goes away",
+         test_client_sees_an_error_when_the_server_goes_away),
+        ("a port in use is reported with host and port",
+         test_a_port_in_use_is_reported_with_host_and_port),
+    ])

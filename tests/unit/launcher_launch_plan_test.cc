@@ -1,0 +1,131 @@
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "launcher/launch_plan.h"
+
+using namespace muster;
+
+namespace {
+EnvLookup EnvOf(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+MachineFacts Machine(std::vector<std::string> gpus, int cores) {
+  MachineFacts m;
+  m.discover_gpus = [gpus] { return gpus; };
+  m.cpu_count = cores;
+  m.find_executable = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "missing") return std::nullopt;
+    return name.front() == '/' ? name : "/usr/bin/" + name;
+  };
+  return m;
+}
+
+LaunchOptions Script(std::string script) {
+  LaunchOptions o;
+  o.python = "python3";
+  o.script = std::move(script);
+  o.script_args = {"--lr", "0.1"};
+  return o;
+}
+}  // namespace
+
+TEST_CASE("nproc 'gpu' counts GPU ids and fails clearly without any", "[plan]") {
+  auto o = Script("train.py");
+  o.nproc_per_node.kind = ProcsPerNode::Kind::kGpu;
+  auto plan = MakeLaunchPlan(o, EnvOf({}), Machine({"0", "1", "2"}, 8));
+  REQUIRE(plan.ok());
+  CHECK(plan->nproc_per_node == 3);
+
+  auto none = MakeLaunchPlan(o, EnvOf({}), Machine({}, 8));
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message().find("--nproc-per-node: 'gpu'") == 0);
+}
+
+TEST_CASE("nproc 'cpu' counts cores and 'auto' prefers GPUs", "[plan]") {
+  auto o = Script("train.py");
+  o.nproc_per_node.kind = ProcsPerNode::Kind::kCpu;
+  CHECK(MakeLaunchPlan(o, EnvOf({}), Machine({"0"}, 6))->nproc_per_node == 6);
+  o.nproc_per_node.kind = ProcsPerNode::Kind::kAuto;
+  CHECK(MakeLaunchPlan(o, EnvOf({}), Machine({"0"}, 6))->nproc_per_node == 1);
+  CHECK(MakeLaunchPlan(o, EnvOf({}), Machine({}, 6))->nproc_per_node == 6);
+}
+
+TEST_CASE("the worker command line matches torchrun's for each script mode", "[plan]") {
+  auto o = Script("train.py");
+  CHECK(MakeLaunchPlan(o, EnvOf({}), Machine({}, 1))->argv ==
+        std::vector<std::string>{"python3", "-u", "train.py", "--lr", "0.1"});
+  o.run_as_module = true;
+  CHECK(MakeLaunchPlan(o, EnvOf({}), Machine({}, 1))->argv ==
+        std::vector<std::string>{"python3", "-u", "-m", "train.py", "--lr", "0.1"});
+  o.run_as_module = false;
+  o.no_python = true;
+  o.script = "/bin/true";
+  auto plan = MakeLaunchPlan(o, EnvOf({}), Machine({}, 1));
+  CHECK(plan->executable == "/bin/true");
+  CHECK(plan->argv == std::vector<std::string>{"/bin/true", "--lr", "0.1"});
+}
+
+TEST_CASE("an interpreter or executable that is not found is named in the error", "[plan]") {
+  auto o = Script("train.py");
+  o.python = "missing";
+  auto plan = MakeLaunchPlan(o, EnvOf({}), Machine({}, 1));
+  REQUIRE_FALSE(plan.ok());
+  CHECK(plan.status().message().find("--python: 'missing'") == 0);
+}
+
+TEST_CASE("more isolated workers than GPUs share them with a warning", "[plan]") {
+  auto o = Script("train.py");
+  o.nproc_per_node.count = 4;
+  auto plan = MakeLaunchPlan(o, EnvOf({{"CUDA_VISIBLE_DEVICES", "0,1"}}), Machine({}, 1));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->warnings.size() == 1);
+  CHECK(plan->warnings[0].find("round-robin") != std::string::npos);
+}
+
+TEST_CASE("static rendezvous puts node ranks in order and node 0 hosts the store", "[plan]") {
+  LaunchOptions o = Script("train.py");
+  o.min_nodes = o.max_nodes = 2;
+  o.node_rank = 1;
+  o.master_addr = "10.1.1.1";
+  auto rdzv = MakeRendezvous(o);
+  REQUIRE(rdzv.ok());
+  auto a = (*rdzv)->NextRound(4);
+  REQUIRE(a.ok());
+  CHECK(a->global_rank_offset == 4);
+  CHECK(a->world_size == 8);
+  CHECK(a->master_port == 29500);
+  CHECK_FALSE(a->hosts_store);
+}
+
+TEST_CASE("the static endpoint flag overrides master address and port", "[plan]") {
+  LaunchOptions o = Script("train.py");
+  o.min_nodes = o.max_nodes = 2;
+  o.rdzv_endpoint = "node0:1234";
+  auto a = (*MakeRendezvous(o))->NextRound(1);
+  CHECK(a->master_addr == "node0");
+  CHECK(a->master_port == 1234);
+  CHECK(a->hosts_store);
+}
+
+TEST_CASE("standalone binds loopback on any port", "[plan]") {
+  LaunchOptions o = Script("train.py");
+  o.standalone = true;
+  auto a = (*MakeRendezvous(o))->NextRound(3);
+  CHECK(a->master_addr == "127.0.0.1");
+  CHECK(a->master_port == 0);
+  CHECK(a->world_size == 3);
+}
+
+TEST_CASE("elastic node ranges are refused until the rendezvous daemon exists", "[plan]") {
+  LaunchOptions o = Script("train.py");
+  o.min_nodes = 1;
+  o.max_nodes = 2;
+  auto r = MakeRendezvous(o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("--nnodes: '1:2'") == 0);
+}

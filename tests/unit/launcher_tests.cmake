@@ -1,0 +1,11 @@
+# Unit tests of the launcher's pure logic: environment, GPU ids, launch plan,
+# supervision state machine (fake spawner, fake time), output splitting, report.
+muster_unit_test(launcher_unit_tests
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_env_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_gpu_ids_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_launch_plan_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_group_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_line_splitter_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_failure_report_test.cc
+  LIBS muster_launcher)

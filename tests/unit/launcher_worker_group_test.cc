@@ -1,0 +1,138 @@
+#include <catch2/catch.hpp>
+#include <csignal>
+
+#include "launcher/worker_group.h"
+
+using namespace muster;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Records spawns and signals; processes "exist" until the test reports an exit.
+class FakeSpawner final : public ProcessSpawner {
+ public:
+  Result<pid_t> Spawn(const SpawnRequest& request) override {
+    if (fail_at_spawn == static_cast<int>(spawned.size())) {
+      return Status::IoError("cannot start '" + request.executable + "'");
+    }
+    spawned.push_back(request);
+    return static_cast<pid_t>(1000 + spawned.size() - 1);
+  }
+  void SignalGroup(pid_t pid, int sig) override { signals.emplace_back(pid, sig); }
+
+  std::vector<SpawnRequest> spawned;
+  std::vector<std::pair<pid_t, int>> signals;
+  int fail_at_spawn = -1;
+};
+
+std::vector<WorkerSpec> Specs(int n) {
+  std::vector<WorkerSpec> specs;
+  for (int i = 0; i < n; ++i) {
+    WorkerSpec s;
+    s.local_rank = i;
+    s.global_rank = 10 + i;
+    s.request.executable = "/bin/worker";
+    specs.push_back(s);
+  }
+  return specs;
+}
+
+const SteadyTime t0{};
+const WallTime w0{};
+
+}  // namespace
+
+TEST_CASE("workers that all exit 0 make the attempt succeed", "[group]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 30s);
+  REQUIRE(group.Start(Specs(3), t0).ok());
+  CHECK(spawner.spawned.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(group.state() == WorkerGroup::State::kRunning);
+    group.OnExit(group.TagFor(i), ExitStatus::Exited(0), t0, w0);
+  }
+  CHECK(group.state() == WorkerGroup::State::kSucceeded);
+  CHECK(group.failures().empty());
+  CHECK(spawner.signals.empty());
+}
+
+TEST_CASE("the first failure stops the others with SIGTERM, then SIGKILL after the timeout",
+          "[group]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 5s);
+  REQUIRE(group.Start(Specs(3), t0).ok());
+  group.OnExit(group.TagFor(1), ExitStatus::Exited(7), t0 + 1s, w0);
+  CHECK(group.state() == WorkerGroup::State::kStopping);
+  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{{1000, SIGTERM}, {1002, SIGTERM}});
+  REQUIRE(group.deadline() == t0 + 6s);
+
+  group.OnTick(t0 + 5s);  // not yet
+  CHECK(spawner.signals.size() == 2);
+  group.OnExit(group.TagFor(0), ExitStatus::Killed(SIGTERM), t0 + 5s, w0);
+  group.OnTick(t0 + 6s);
+  CHECK(spawner.signals.back() == std::pair<pid_t, int>{1002, SIGKILL});
+  group.OnExit(group.TagFor(2), ExitStatus::Killed(SIGKILL), t0 + 6s, w0);
+
+  CHECK(group.state() == WorkerGroup::State::kFailed);
+  REQUIRE(group.failures().size() == 1);
+  CHECK(group.failures()[0].global_rank == 11);
+  CHECK(group.failures()[0].status.code == 7);
+}
+
+TEST_CASE("a worker that fails on its own while others are stopped is reported second",
+          "[group]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 5s);
+  REQUIRE(group.Start(Specs(3), t0).ok());
+  group.OnExit(group.TagFor(2), ExitStatus::Killed(SIGSEGV), t0, w0);
+  group.OnExit(group.TagFor(0), ExitStatus::Exited(3), t0, w0);
+  group.OnExit(group.TagFor(1), ExitStatus::Killed(SIGTERM), t0, w0);
+  CHECK(group.state() == WorkerGroup::State::kFailed);
+  REQUIRE(group.failures().size() == 2);
+  CHECK(group.failures()[0].local_rank == 2);
+  CHECK(group.failures()[0].status.ShellCode() == 128 + SIGSEGV);
+  CHECK(group.failures()[1].local_rank == 0);
+}
+
+TEST_CASE("a signal to muster is forwarded to every worker group and ends interrupted",
+          "[group]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 5s);
+  REQUIRE(group.Start(Specs(2), t0).ok());
+  group.Stop(SIGINT, t0);
+  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{{1000, SIGINT}, {1001, SIGINT}});
+  group.OnExit(group.TagFor(0), ExitStatus::Killed(SIGINT), t0, w0);
+  group.OnExit(group.TagFor(1), ExitStatus::Exited(1), t0, w0);
+  CHECK(group.state() == WorkerGroup::State::kInterrupted);
+  CHECK(group.stop_signal() == SIGINT);
+  CHECK(group.failures().empty());
+}
+
+TEST_CASE("a second signal while stopping escalates to SIGKILL at once", "[group]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 30s);
+  REQUIRE(group.Start(Specs(1), t0).ok());
+  group.Stop(SIGTERM, t0);
+  group.Stop(SIGTERM, t0 + 1s);
+  CHECK(spawner.signals.back() == std::pair<pid_t, int>{1000, SIGKILL});
+}
+
+TEST_CASE("exits from an earlier attempt are ignored", "[group]") {
+  FakeSpawner spawner;
+  WorkerGroup old_group(spawner, 0, 5s);
+  WorkerGroup group(spawner, 1, 5s);
+  REQUIRE(group.Start(Specs(1), t0).ok());
+  group.OnExit(old_group.TagFor(0), ExitStatus::Exited(1), t0, w0);
+  CHECK(group.state() == WorkerGroup::State::kRunning);
+}
+
+TEST_CASE("a worker that cannot be spawned stops the ones already started", "[group]") {
+  FakeSpawner spawner;
+  spawner.fail_at_spawn = 1;
+  WorkerGroup group(spawner, 0, 5s);
+  auto status = group.Start(Specs(3), t0);
+  CHECK(status.IsIoError());
+  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{{1000, SIGTERM}});
+  group.OnExit(group.TagFor(0), ExitStatus::Killed(SIGTERM), t0, w0);
+  CHECK(group.finished());
+}

@@ -1,0 +1,121 @@
+// HandleRequest: what each request replies and when a connection must close.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "rendezvous/store/request_handler.h"
+#include "store_wire_bytes.h"
+
+namespace muster::store {
+namespace {
+
+using namespace muster::store::testing;
+using Owners = std::vector<KeyValueStore::Owner>;
+
+Request Make(Op op, std::vector<std::string> keys = {}, std::vector<std::string> values = {},
+             int64_t delta = 0, uint32_t word = 0) {
+  return Request{op, std::move(keys), std::move(values), delta, word};
+}
+
+struct Fixture {
+  KeyValueStore store;
+  HandlerOutcome Do(Request r, Dialect dialect = Dialect::kLegacy, uint64_t owner = 1) {
+    return HandleRequest(store, owner, dialect, std::move(r));
+  }
+};
+
+TEST_CASE_METHOD(Fixture, "replies are encoded per query type", "[store][handler]") {
+  CHECK(Do(Make(Op::kSet, {"k"}, {"v1"})).reply.empty());
+  CHECK(Do(Make(Op::kGet, {"k"})).reply == Str("v1"));
+  CHECK(Do(Make(Op::kAdd, {"n"}, {}, 5)).reply == I64(5));
+  CHECK(Do(Make(Op::kCompareSet, {"c"}, {"", "new"})).reply == Str("new"));
+  CHECK(Do(Make(Op::kCompareSet, {"c"}, {"zzz", "q"})).reply == Str("new"));
+  CHECK(Do(Make(Op::kCheck, {"k", "n"})).reply == U8(kCheckReady));
+  CHECK(Do(Make(Op::kCheck, {"k", "missing"})).reply == U8(kCheckNotReady));
+  CHECK(Do(Make(Op::kWait, {"k"})).reply == U8(kStopWaiting));
+  CHECK(Do(Make(Op::kGetNumKeys)).reply == I64(3));
+  CHECK(Do(Make(Op::kDeleteKey, {"k"})).reply == I64(1));
+  CHECK(Do(Make(Op::kDeleteKey, {"k"})).reply == I64(0));
+}
+
+TEST_CASE_METHOD(Fixture, "modern-only requests reply as torch 2 expects", "[store][handler]") {
+  const auto m = Dialect::kModern;
+  CHECK(Do(Make(Op::kValidate, {}, {}, 0, kValidationMagic), m).reply.empty());
+  CHECK(Do(Make(Op::kPing, {}, {}, 0, 0xabcd), m).reply == U32(0xabcd));
+  CHECK(Do(Make(Op::kMultiSet, {"a", "b"}, {"1", "2"}), m).reply.empty());
+  CHECK(Do(Make(Op::kAppend, {"a"}, {"x"}), m).reply.empty());
+  CHECK(Do(Make(Op::kMultiGet, {"b", "a"}), m).reply == Str("2") + Str("1x"));
+  CHECK(Do(Make(Op::kCancelWait), m).reply == U8(kWaitCanceled));
+}
+
+TEST_CASE_METHOD(Fixture, "a pending wait replies later through the ready queue",
+                 "[store][handler]") {
+  HandlerOutcome wait = Do(Make(Op::kWait, {"k"}), Dialect::kLegacy, /*owner=*/4);
+  CHECK(wait.reply.empty());
+  CHECK_FALSE(wait.close);
+  CHECK(store.TakeReadyWaiters().empty());
+  Do(Make(Op::kSet, {"k"}, {"v"}), Dialect::kLegacy, /*owner=*/9);
+  CHECK(store.TakeReadyWaiters() == Owners{4});
+}
+
+TEST_CASE_METHOD(Fixture, "a legacy client's next request drops the wait it abandoned",
+                 "[store][handler]") {
+  // torch 1.13 has one operation in flight per client: a request after an
+  // unanswered WAIT means that WAIT timed out on the client side.
+  Do(Make(Op::kWait, {"late"}), Dialect::kLegacy, 4);
+  REQUIRE(store.PendingWaits(4) == 1);
+  CHECK(Do(Make(Op::kSet, {"x"}, {"1"}), Dialect::kLegacy, 4).reply.empty());
+  CHECK(store.PendingWaits(4) == 0);
+  Do(Make(Op::kSet, {"late"}, {"v"}), Dialect::kLegacy, 9);
+  CHECK(store.TakeReadyWaiters().empty());  // no stray STOP_WAITING for owner 4
+}
+
+TEST_CASE_METHOD(Fixture, "a modern client keeps its wait until it sends CANCEL_WAIT",
+                 "[store][handler]") {
+  const auto m = Dialect::kModern;
+  Do(Make(Op::kWait, {"late"}), m, 4);
+  Do(Make(Op::kPing, {}, {}, 0, 1), m, 4);
+  CHECK(store.PendingWaits(4) == 1);
+  CHECK(Do(Make(Op::kCancelWait), m, 4).reply == U8(kWaitCanceled));
+  CHECK(store.PendingWaits(4) == 0);
+}
+
+TEST_CASE_METHOD(Fixture, "requests torch's server would die on close the connection",
+                 "[store][handler]") {
+  SECTION("GET of a missing key") {
+    HandlerOutcome o = Do(Make(Op::kGet, {"nope"}));
+    CHECK(o.close);
+    CHECK(o.close_reason.find("key='nope'") != std::string::npos);
+  }
+  SECTION("MULTI_GET with one missing key") {
+    store.Set("a", "1");
+    CHECK(Do(Make(Op::kMultiGet, {"a", "nope"}), Dialect::kModern).close);
+  }
+  SECTION("ADD on a non-number") {
+    store.Set("n", "abc");
+    CHECK(Do(Make(Op::kAdd, {"n"}, {}, 1)).close);
+  }
+  SECTION("VALIDATE with a wrong magic") {
+    HandlerOutcome o = Do(Make(Op::kValidate, {}, {}, 0, 0x12345678), Dialect::kModern);
+    CHECK(o.close);
+    CHECK(o.close_reason.find("magic=305419896") != std::string::npos);
+  }
+  SECTION("WATCH_KEY is not supported") {
+    HandlerOutcome o = Do(Make(Op::kWatchKey, {"w"}));
+    CHECK(o.close);
+    CHECK(o.close_reason.find("unsupported") != std::string::npos);
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "a connection may not pile up unbounded waits", "[store][handler]") {
+  for (size_t i = 0; i < kMaxPendingWaitsPerConnection; ++i) {
+    REQUIRE_FALSE(Do(Make(Op::kWait, {"k" + std::to_string(i)}), Dialect::kModern).close);
+  }
+  HandlerOutcome o = Do(Make(Op::kWait, {"one-more"}), Dialect::kModern);
+  CHECK(o.close);
+  CHECK(o.close_reason.find("too many pending waits") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace muster::store
