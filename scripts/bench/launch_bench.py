@@ -17,18 +17,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
 
-def measure(cmd):
-    env = dict(os.environ)
-    env.pop("PET_NPROC_PER_NODE", None)
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
+def run(cmd):
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
-        sys.exit(f"{cmd[0]} failed with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
-    proc.stderr.close()
-    return elapsed, usage.ru_maxrss / 1024.0  # MiB
+        sys.exit(f"{cmd} failed with {proc.returncode}: {proc.stderr[-2000:]}")
+    return proc.stderr
+
+
+def measure(cmd):
+    """(wall seconds, peak RSS MiB) of one launch.
+
+    Wall time is taken around a plain run. Peak RSS comes from a second run
+    under GNU time (%M: the largest RSS in the launcher's process tree): a
+    child forked by this Python script would otherwise be charged the Python
+    interpreter's own memory until it execs.
+    """
+    start = time.perf_counter()
+    run(cmd)
+    elapsed = time.perf_counter() - start
+    rss_kib = int(run(["/usr/bin/time", "-f", "%M"] + cmd).strip().splitlines()[-1])
+    return elapsed, rss_kib / 1024.0
 
 
 def main():
@@ -39,7 +47,8 @@ def main():
     parser.add_argument("--python", default="/usr/bin/python3")
     args = parser.parse_args()
 
-    common = ["--nproc-per-node", str(args.nproc), "--no-python", "/bin/true"]
+    # torch 1.13's torchrun knows only the underscore spellings; muster takes both.
+    common = ["--nproc_per_node", str(args.nproc), "--no_python", "/bin/true"]
     launchers = {
         "muster": [args.muster, "--standalone"] + common,
         "torchrun": [args.python, os.path.join(HERE, "torchrun_compat.py"), "--standalone",

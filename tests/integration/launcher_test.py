@@ -106,10 +106,10 @@ def worker_ignoring_sigterm_is_killed_after_shutdown_timeout():
     proc = start([MUSTER, "--nproc-per-node", "1", "--shutdown-timeout", "1"] + behave("ignore-term", 60))
     time.sleep(1.0)
     sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=10)
     elapsed = time.monotonic() - sent
-    check(proc.returncode == 128 + signal.SIGINT, f"exit {proc.returncode}", err)
+    check(proc.returncode == 128 + signal.SIGTERM, f"exit {proc.returncode}", err)
     check(0.9 <= elapsed < 3.0, f"took {elapsed:.2f}s, want about the 1 s shutdown timeout")
 
 
@@ -133,9 +133,11 @@ def failed_workers_are_restarted_with_incremented_restart_count():
     code, out, err = run_muster(["--nproc-per-node", "2", "--max-restarts", "2"] +
                                 behave("fail-until", 2, 3))
     check(code == 0, f"exit {code}", err)
+    # A failing attempt may stop its peer before it prints; every attempt must
+    # still have run, and the last one on both ranks.
     for attempt in range(3):
-        check(f"ATTEMPT {attempt} RANK 0" in out and f"ATTEMPT {attempt} RANK 1" in out,
-              f"attempt {attempt} missing", out)
+        check(f"ATTEMPT {attempt} RANK" in out, f"attempt {attempt} missing", out)
+    check("ATTEMPT 2 RANK 0" in out and "ATTEMPT 2 RANK 1" in out, "last attempt on both ranks", out)
     check(err.count("restarting all local workers") == 2, "two restart reports", err)
 
 
