@@ -38,17 +38,18 @@ bool ConsoleShows(const LaunchOptions& options, int local_rank) {
 }  // namespace
 
 Agent::Agent(LaunchOptions options, LaunchPlan plan, std::unique_ptr<RendezvousHandler> rendezvous,
-             std::vector<std::string> inherited_env, EnvLookup env)
+             std::vector<std::string> inherited_env, EnvLookup env,
+             std::vector<int> handled_signals)
     : options_(std::move(options)),
       plan_(std::move(plan)),
       rendezvous_(std::move(rendezvous)),
       inherited_env_(std::move(inherited_env)),
       env_(std::move(env)),
       host_(HostName()),
-      signals_(io_, SIGINT, SIGTERM, SIGHUP),
+      signals_(io_),
       timer_(io_),
       spawner_(io_, *this) {
-  signals_.add(SIGQUIT);
+  for (int sig : handled_signals) signals_.add(sig);
 }
 
 Agent::~Agent() {
@@ -73,7 +74,8 @@ int Agent::Run() {
     // One node: loopback only. Several: every interface, since other nodes'
     // workers connect to MASTER_ADDR, whatever interface that names.
     const std::string bind_host = node_.group_world_size == 1 ? node_.master_addr : "0.0.0.0";
-    auto server = store::StoreServer::Start(io_, bind_host, static_cast<uint16_t>(node_.master_port));
+    auto server =
+        store::StoreServer::Start(io_, bind_host, static_cast<uint16_t>(node_.master_port));
     if (!server.ok()) {
       spdlog::error("worker store: {}", server.status().message());
       return 1;
@@ -85,11 +87,12 @@ int Agent::Run() {
     spdlog::error("{}", s.message());
     return 1;
   }
-  spdlog::info("run_id={} rendezvous=\"{}\" node_rank={} nnodes={} nproc_per_node={} world_size={} "
-               "master={}:{} gpus={} ({})",
-               plan_.run_id, rendezvous_->Describe(), node_.group_rank, node_.group_world_size,
-               node_.local_world_size, node_.world_size, node_.master_addr, node_.master_port,
-               plan_.gpus.ids.size(), plan_.gpus.source);
+  spdlog::info(
+      "run_id={} rendezvous=\"{}\" node_rank={} nnodes={} nproc_per_node={} world_size={} "
+      "master={}:{} gpus={} ({})",
+      plan_.run_id, rendezvous_->Describe(), node_.group_rank, node_.group_world_size,
+      node_.local_world_size, node_.world_size, node_.master_addr, node_.master_port,
+      plan_.gpus.ids.size(), plan_.gpus.source);
 
   WaitForSignal();
   if (auto s = StartAttempt(); !s.ok()) {
@@ -114,9 +117,11 @@ Status Agent::PrepareRunDirectory() {
     return Status::Ok();
   }
   // Error files (and redirected output) need a home even without --log-dir.
-  std::string pattern = (fs::temp_directory_path(ec) / ("muster-" + plan_.run_id + "-XXXXXX")).string();
+  std::string pattern =
+      (fs::temp_directory_path(ec) / ("muster-" + plan_.run_id + "-XXXXXX")).string();
   if (mkdtemp(pattern.data()) == nullptr) {
-    return Status::IoError("cannot create a run directory under '" + fs::temp_directory_path(ec).string() + "'");
+    return Status::IoError("cannot create a run directory under '" +
+                           fs::temp_directory_path(ec).string() + "'");
   }
   run_dir_ = pattern;
   bool keeps_files = options_.redirects.all || options_.tee.all ||
@@ -186,9 +191,8 @@ Status Agent::StartAttempt() {
   settling_ = false;
   auto status = group_->Start(std::move(specs).value(), std::chrono::steady_clock::now());
   if (!status.ok()) return status;
-  spdlog::info("attempt={} started {} workers ranks={}..{}", restart_count_,
-               node_.local_world_size, node_.global_rank_offset,
-               node_.global_rank_offset + node_.local_world_size - 1);
+  spdlog::info("attempt={} started {} workers ranks={}..{}", restart_count_, node_.local_world_size,
+               node_.global_rank_offset, node_.global_rank_offset + node_.local_world_size - 1);
   return Status::Ok();
 }
 

@@ -30,8 +30,10 @@ class StoreServer;
 
 class Agent final : public SpawnEvents {
  public:
+  // `handled_signals`: the signals that stop the job; each is forwarded to
+  // every worker's process group (torchrun's --signals-to-handle).
   Agent(LaunchOptions options, LaunchPlan plan, std::unique_ptr<RendezvousHandler> rendezvous,
-        std::vector<std::string> inherited_env, EnvLookup env);
+        std::vector<std::string> inherited_env, EnvLookup env, std::vector<int> handled_signals);
   ~Agent() override;
 
   // Runs the job to completion. Returns muster's exit code: 0 on success, the

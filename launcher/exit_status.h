@@ -25,4 +25,7 @@ struct ExitStatus {
 // "SIGSEGV" for 11; "SIG<n>" for numbers without a name.
 std::string SignalName(int sig);
 
+// 11 for "SIGSEGV"; 0 for a name SignalName() does not produce.
+int SignalNumber(const std::string& name);
+
 }  // namespace muster

@@ -11,7 +11,7 @@ namespace muster {
 
 struct ReportContext {
   std::string host;
-  int attempt = 0;        // restart count of the failed attempt
+  int attempt = 0;  // restart count of the failed attempt
   int max_restarts = 0;
   bool will_restart = false;
 };

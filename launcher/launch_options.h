@@ -52,14 +52,14 @@ struct LaunchOptions {
   std::string rdzv_id = "none";
   std::map<std::string, std::string> rdzv_conf;
   bool standalone = false;
-  int node_rank = 0;              // static rendezvous only; 0 <= node_rank < max_nodes
+  int node_rank = 0;  // static rendezvous only; 0 <= node_rank < max_nodes
   std::string master_addr = "127.0.0.1";
   std::optional<int> master_port;  // unset: 0 on one node (agent binds any), 29500 on several
   std::string local_addr;          // address this node advertises; empty = hostname
 
   // Workers.
-  int max_restarts = 0;              // >= 0
-  double monitor_interval_s = 0.1;   // > 0; exits are event-driven, see README
+  int max_restarts = 0;                // >= 0
+  double monitor_interval_s = 0.1;     // > 0; exits are event-driven, see README
   std::string start_method = "spawn";  // spawn | fork | forkserver; accepted, no effect
   std::string role = "default";
   bool run_as_module = false;  // -m: python -m SCRIPT

@@ -63,8 +63,9 @@ MachineFacts ThisMachine(const EnvLookup& env) {
   // The cores this process may run on (taskset, cgroup cpusets), not all cores.
   cpu_set_t set;
   CPU_ZERO(&set);
-  m.cpu_count = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-                                                             : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  m.cpu_count = sched_getaffinity(0, sizeof(set), &set) == 0
+                    ? CPU_COUNT(&set)
+                    : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   if (m.cpu_count < 1) m.cpu_count = 1;
   const std::string path = env("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
   m.find_executable = [path](const std::string& name) { return FindExecutable(name, path); };
@@ -90,8 +91,9 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
   if (options.no_python) {
     auto exe = machine.find_executable(options.script);
     if (!exe) {
-      return Status::InvalidArgument("script '" + options.script +
-                                     "' (with --no-python) is not an executable file or not on PATH");
+      return Status::InvalidArgument(
+          "script '" + options.script +
+          "' (with --no-python) is not an executable file or not on PATH");
     }
     plan.executable = *exe;
     plan.argv = {options.script};
@@ -108,11 +110,10 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
       plan.argv.insert(plan.argv.end(), {"-m", options.script});
     } else if (options.run_path) {
       // torchrun's --run-path runs the file through runpy; so does this.
-      plan.argv.insert(plan.argv.end(),
-                       {"-c",
-                        "import runpy, sys; sys.argv = sys.argv[1:]; "
-                        "runpy.run_path(sys.argv[0], run_name='__main__')",
-                        options.script});
+      plan.argv.insert(plan.argv.end(), {"-c",
+                                         "import runpy, sys; sys.argv = sys.argv[1:]; "
+                                         "runpy.run_path(sys.argv[0], run_name='__main__')",
+                                         options.script});
     } else {
       plan.argv.push_back(options.script);
     }
@@ -134,8 +135,8 @@ Result<std::unique_ptr<RendezvousHandler>> MakeRendezvous(const LaunchOptions& o
   if (options.standalone || (single_node && options.rdzv_backend != "static")) {
     // Embedded single-node rendezvous: every worker is local, so the store binds
     // loopback on any free port unless a port was asked for.
-    return std::unique_ptr<RendezvousHandler>(std::make_unique<StaticRendezvous>(
-        1, 0, "127.0.0.1", options.master_port.value_or(0)));
+    return std::unique_ptr<RendezvousHandler>(
+        std::make_unique<StaticRendezvous>(1, 0, "127.0.0.1", options.master_port.value_or(0)));
   }
   if (options.rdzv_backend != "static") {
     return Status::InvalidArgument("--rdzv-backend: '" + options.rdzv_backend +

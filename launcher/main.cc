@@ -8,6 +8,7 @@
 
 #include "launcher/agent.h"
 #include "launcher/cli/command_line.h"
+#include "launcher/exit_status.h"
 #include "launcher/launch_plan.h"
 
 extern char** environ;
@@ -24,8 +25,8 @@ muster::EnvLookup ProcessEnv() {
 
 void SetUpLogging(const muster::EnvLookup& env) {
   // Unsynchronized sink: muster logs from one thread only.
-  auto logger = std::make_shared<spdlog::logger>(
-      "muster", std::make_shared<spdlog::sinks::stderr_sink_st>());
+  auto logger =
+      std::make_shared<spdlog::logger>("muster", std::make_shared<spdlog::sinks::stderr_sink_st>());
   logger->set_pattern("muster: %l: %v");
   logger->set_level(spdlog::level::info);
   if (auto level = env("MUSTER_LOG_LEVEL")) {
@@ -41,8 +42,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   muster::cli::CliOutcome outcome = muster::cli::ParseLaunchCommandLine(args, env);
   if (!outcome.options) {
-    (outcome.exit_code == 0 ? std::cout : std::cerr) << outcome.text
-                                                     << (outcome.text.ends_with('\n') ? "" : "\n");
+    (outcome.exit_code == 0 ? std::cout : std::cerr)
+        << outcome.text << (outcome.text.ends_with('\n') ? "" : "\n");
     return outcome.exit_code;
   }
   SetUpLogging(env);
@@ -60,7 +61,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) inherited.emplace_back(*e);
 
+  std::vector<int> handled_signals;
+  for (const auto& name : outcome.extras.signals_to_handle) {
+    if (int sig = muster::SignalNumber(name)) handled_signals.push_back(sig);
+  }
   muster::Agent agent(std::move(*outcome.options), std::move(plan).value(),
-                      std::move(rendezvous).value(), std::move(inherited), env);
+                      std::move(rendezvous).value(), std::move(inherited), env,
+                      std::move(handled_signals));
   return agent.Run();
 }

@@ -142,20 +142,21 @@ void PosixSpawner::ReadOutput(Child& child, Stream stream) {
   auto& descriptor = stream == Stream::kStdout ? child.out : child.err;
   auto& buffer = stream == Stream::kStdout ? child.out_buffer : child.err_buffer;
   const pid_t pid = child.process.id();
-  descriptor.async_read_some(
-      asio::buffer(buffer), [this, pid, stream](bp::error_code ec, size_t n) {
-        auto it = children_.find(pid);
-        if (it == children_.end()) return;
-        Child& c = *it->second;
-        auto& buf = stream == Stream::kStdout ? c.out_buffer : c.err_buffer;
-        if (n > 0) events_.OnOutput(c.tag, stream, std::string_view(buf.data(), n));
-        if (!ec) {
-          ReadOutput(c, stream);
-          return;
-        }
-        events_.OnOutputClosed(c.tag, stream);
-        if (--c.open_parts == 0) Forget(pid);
-      });
+  descriptor.async_read_some(asio::buffer(buffer),
+                             [this, pid, stream](bp::error_code ec, size_t n) {
+                               auto it = children_.find(pid);
+                               if (it == children_.end()) return;
+                               Child& c = *it->second;
+                               auto& buf = stream == Stream::kStdout ? c.out_buffer : c.err_buffer;
+                               if (n > 0)
+                                 events_.OnOutput(c.tag, stream, std::string_view(buf.data(), n));
+                               if (!ec) {
+                                 ReadOutput(c, stream);
+                                 return;
+                               }
+                               events_.OnOutputClosed(c.tag, stream);
+                               if (--c.open_parts == 0) Forget(pid);
+                             });
 }
 
 void PosixSpawner::Forget(pid_t pid) {

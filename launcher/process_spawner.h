@@ -17,10 +17,10 @@ namespace muster {
 enum class Stream { kStdout, kStderr };
 
 struct SpawnRequest {
-  uint64_t tag = 0;  // chosen by the caller; echoed in every event of this process
-  std::string executable;          // absolute path
-  std::vector<std::string> argv;   // argv[0] included
-  std::vector<std::string> env;    // complete environment, "NAME=value"
+  uint64_t tag = 0;               // chosen by the caller; echoed in every event of this process
+  std::string executable;         // absolute path
+  std::vector<std::string> argv;  // argv[0] included
+  std::vector<std::string> env;   // complete environment, "NAME=value"
 };
 
 // Receives what spawned processes do. Called on the spawner's event loop.

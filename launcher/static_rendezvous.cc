@@ -35,8 +35,8 @@ Result<NodeAssignment> StaticRendezvous::NextRound(int local_world_size) {
 }
 
 std::string StaticRendezvous::Describe() const {
-  return "static nnodes=" + std::to_string(num_nodes_) + " node_rank=" +
-         std::to_string(node_rank_) + " master=" + master_addr_ + ":" +
+  return "static nnodes=" + std::to_string(num_nodes_) +
+         " node_rank=" + std::to_string(node_rank_) + " master=" + master_addr_ + ":" +
          std::to_string(master_port_);
 }
 

@@ -58,8 +58,8 @@ std::vector<std::string> MergeEnvironment(const std::vector<std::string>& inheri
   return merged;
 }
 
-std::optional<std::string> VisibleDevicesFor(const std::vector<std::string>& gpu_ids,
-                                             bool isolate, int local_rank) {
+std::optional<std::string> VisibleDevicesFor(const std::vector<std::string>& gpu_ids, bool isolate,
+                                             int local_rank) {
   if (gpu_ids.empty()) return std::nullopt;
   if (isolate) return gpu_ids[static_cast<size_t>(local_rank) % gpu_ids.size()];
   std::string all;

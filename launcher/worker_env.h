@@ -18,7 +18,7 @@ struct WorkerIdentity {
   int max_restarts = 0;
   std::string run_id;
   std::string role = "default";
-  std::string error_file;                          // TORCHELASTIC_ERROR_FILE
+  std::string error_file;                           // TORCHELASTIC_ERROR_FILE
   std::optional<std::string> cuda_visible_devices;  // unset: leave the inherited value alone
 };
 
@@ -40,7 +40,7 @@ std::vector<std::string> MergeEnvironment(const std::vector<std::string>& inheri
 // The CUDA_VISIBLE_DEVICES value for local rank `local_rank`, or nullopt when
 // no GPU ids are known (then the inherited value is left alone). With
 // isolate=true a worker sees one id, assigned round-robin; otherwise all ids.
-std::optional<std::string> VisibleDevicesFor(const std::vector<std::string>& gpu_ids,
-                                             bool isolate, int local_rank);
+std::optional<std::string> VisibleDevicesFor(const std::vector<std::string>& gpu_ids, bool isolate,
+                                             int local_rank);
 
 }  // namespace muster

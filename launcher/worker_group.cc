@@ -91,8 +91,7 @@ std::optional<SteadyTime> WorkerGroup::deadline() const {
 }
 
 bool WorkerGroup::finished() const {
-  return state_ == State::kSucceeded || state_ == State::kFailed ||
-         state_ == State::kInterrupted;
+  return state_ == State::kSucceeded || state_ == State::kFailed || state_ == State::kInterrupted;
 }
 
 void WorkerGroup::MaybeFinish() {

@@ -49,7 +49,8 @@ class WorkerGroup {
   enum class State { kRunning, kStopping, kSucceeded, kFailed, kInterrupted };
 
   // `attempt` distinguishes this group's processes from earlier attempts'.
-  WorkerGroup(ProcessSpawner& spawner, uint32_t attempt, std::chrono::milliseconds shutdown_timeout);
+  WorkerGroup(ProcessSpawner& spawner, uint32_t attempt,
+              std::chrono::milliseconds shutdown_timeout);
 
   // Spawns every worker. If one cannot be started, the ones already started
   // are stopped and the error is returned (the group is then kStopping).

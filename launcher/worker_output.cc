@@ -20,8 +20,7 @@ void WriteAll(int fd, std::string_view bytes) {
   }
 }
 
-Result<std::unique_ptr<WorkerOutput>> WorkerOutput::Open(std::string prefix,
-                                                         const StreamRoute& out,
+Result<std::unique_ptr<WorkerOutput>> WorkerOutput::Open(std::string prefix, const StreamRoute& out,
                                                          const StreamRoute& err) {
   std::unique_ptr<WorkerOutput> output(new WorkerOutput(std::move(prefix)));
   const StreamRoute* routes[2] = {&out, &err};

@@ -102,6 +102,17 @@ def sigterm_is_forwarded_and_muster_exits_143():
 
 
 @test
+def signals_to_handle_chooses_what_is_forwarded():
+    proc = start([MUSTER, "--nproc-per-node", "1", "--signals-to-handle", "SIGUSR1,SIGTERM"] +
+                 behave("sleep", 60))
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGUSR1)
+    out, err = proc.communicate(timeout=10)
+    # The worker does not handle SIGUSR1, so the forwarded signal kills it.
+    check(proc.returncode == 128 + signal.SIGUSR1, f"exit {proc.returncode}", out, err)
+
+
+@test
 def worker_ignoring_sigterm_is_killed_after_shutdown_timeout():
     proc = start([MUSTER, "--nproc-per-node", "1", "--shutdown-timeout", "1"] + behave("ignore-term", 60))
     time.sleep(1.0)

@@ -45,6 +45,7 @@ def test_bad_requests_close_only_their_connection(server):
         (u8(0) + u32(MAGIC) + u8(14), "unknown query type query=14 dialect=modern"),
     ]
     good.set("a", "x")  # torch prefixes keys with "/"
+    check(good.get("a") == b"x", "stored before the raw clients look")
     for payload, log_fragment in cases:
         expect_closed(server, payload, log_fragment)
         check(good.add("n", 1) >= 1, "the good client still works")
@@ -128,6 +129,7 @@ def test_a_client_that_does_not_read_is_paused_not_buffered(server):
     good = torch_client(server.port)
     value = bytes(range(256)) * 4096  # 1 MiB
     good.set("big", value)
+    check(good.get("big") == value, "stored (SET has no reply: a GET makes sure)")
     rss_before = rss_mib(server.proc.pid)
     greedy = raw_connect(server.port)
     try:

@@ -70,10 +70,12 @@ def test_wait_times_out_and_the_connection_stays_usable(server):
     # torch 1.13 cannot cancel a timed-out WAIT; the server drops it when the
     # client's next request arrives, so "late" appearing now must not send a
     # stray STOP_WAITING byte that would desynchronize c's stream.
-    c.set("after", "x")
-    other.set("late", "now")
-    check(c.get("after") == b"x", "get after an abandoned wait")
+    # (ADD, not SET: it has a reply, so it is known to be processed before
+    # "late" is written by the other client.)
     check(c.add("n", 7) == 7, "add after an abandoned wait")
+    other.set("late", "now")
+    c.set("after", "x")
+    check(c.get("after") == b"x", "get after an abandoned wait")
     check(c.get("late") == b"now", "the late key is there")
     check(server.stats()["waits"] == 0, "no waiter is left behind")
 
@@ -135,6 +137,7 @@ def test_pending_wait_is_cleaned_up_when_its_client_dies(server):
 def test_clear_gives_a_fresh_namespace(server):
     c = torch_client(server.port)
     c.set("a", "1")
+    check(c.get("a") == b"1", "stored (SET has no reply: a GET makes sure)")
     check(server.stats()["keys"] == 2, "init/ and a")
     check(server.command("clear") == "cleared", "clear acknowledged")
     check(c.num_keys() == 0, "no keys after clear")

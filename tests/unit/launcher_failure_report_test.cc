@@ -6,12 +6,16 @@
 
 using namespace muster;
 
-TEST_CASE("the report names the root cause first with rank, host, pid, exit and time",
-          "[report]") {
-  WorkerFailure first{1, 5, 4242, ExitStatus::Killed(SIGSEGV),
-                      WallTime(std::chrono::milliseconds(1'700'000'000'123)), ""};
-  WorkerFailure second{0, 4, 4241, ExitStatus::Exited(3),
-                       WallTime(std::chrono::milliseconds(1'700'000'001'000)), ""};
+TEST_CASE("the report names the root cause first with rank, host, pid, exit and time", "[report]") {
+  WorkerFailure first{1,
+                      5,
+                      4242,
+                      ExitStatus::Killed(SIGSEGV),
+                      WallTime(std::chrono::milliseconds(1'700'000'000'123)),
+                      ""};
+  WorkerFailure second{
+      0, 4, 4241, ExitStatus::Exited(3), WallTime(std::chrono::milliseconds(1'700'000'001'000)),
+      ""};
   const std::string report = FormatFailureReport({first, second}, {"node7", 0, 0, false});
   CHECK(report.find("root cause") < report.find("other failures"));
   CHECK(report.find("rank       : 5 (local_rank 1)") < report.find("rank       : 4"));
@@ -53,4 +57,6 @@ TEST_CASE("exit statuses decode signals apart from exit codes", "[report]") {
   CHECK(ExitStatus::Killed(SIGTERM).ShellCode() == 128 + SIGTERM);
   CHECK(ExitStatus::Killed(SIGTERM).Describe() == "signal 15 (SIGTERM)");
   CHECK(SignalName(SIGKILL) == "SIGKILL");
+  CHECK(SignalNumber("SIGUSR1") == SIGUSR1);
+  CHECK(SignalNumber("SIGNOPE") == 0);
 }

@@ -18,9 +18,8 @@ std::vector<std::string> NoGpus() { return {}; }
 }  // namespace
 
 TEST_CASE("GPU ids come from each source in order of precedence", "[gpu]") {
-  const std::map<std::string, std::string> all = {{"CUDA_VISIBLE_DEVICES", "2,3"},
-                                                  {"SLURM_STEP_GPUS", "4"},
-                                                  {"SLURM_JOB_GPUS", "5,6,7"}};
+  const std::map<std::string, std::string> all = {
+      {"CUDA_VISIBLE_DEVICES", "2,3"}, {"SLURM_STEP_GPUS", "4"}, {"SLURM_JOB_GPUS", "5,6,7"}};
   auto from_flag = ResolveGpuIds(std::vector<std::string>{"9"}, EnvOf(all), TwoGpus);
   CHECK(from_flag.ids == std::vector<std::string>{"9"});
   CHECK(from_flag.source == "--gpus");
@@ -54,7 +53,7 @@ TEST_CASE("an empty CUDA_VISIBLE_DEVICES hides every GPU", "[gpu]") {
 }
 
 TEST_CASE("GPU UUIDs pass through untouched", "[gpu]") {
-  auto ids = ResolveGpuIds(std::nullopt,
-                           EnvOf({{"CUDA_VISIBLE_DEVICES", "GPU-1a2b,MIG-3c4d"}}), NoGpus);
+  auto ids =
+      ResolveGpuIds(std::nullopt, EnvOf({{"CUDA_VISIBLE_DEVICES", "GPU-1a2b,MIG-3c4d"}}), NoGpus);
   CHECK(ids.ids == std::vector<std::string>{"GPU-1a2b", "MIG-3c4d"});
 }

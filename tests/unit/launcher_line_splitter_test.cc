@@ -20,8 +20,7 @@ TEST_CASE("lines split across reads come out whole", "[output]") {
         std::vector<std::string>{"hello\n", "world\n"});
 }
 
-TEST_CASE("a partial last line is held until end of stream, then ends with a newline",
-          "[output]") {
+TEST_CASE("a partial last line is held until end of stream, then ends with a newline", "[output]") {
   CHECK(SplitAll({"a\nb"}, false) == std::vector<std::string>{"a\n"});
   CHECK(SplitAll({"a\nb"}, true) == std::vector<std::string>{"a\n", "b\n"});
 }

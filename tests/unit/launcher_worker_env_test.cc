@@ -61,8 +61,9 @@ TEST_CASE("worker variables are exactly torchrun's set", "[env]") {
 
 TEST_CASE("inherited OMP_NUM_THREADS and NCCL error handling are left alone", "[env]") {
   WorkerIdentity w;
-  auto v = WorkerVariables(TwoNodesOfFour(0), w,
-                           EnvOf({{"OMP_NUM_THREADS", "8"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}}));
+  auto v =
+      WorkerVariables(TwoNodesOfFour(0), w,
+                      EnvOf({{"OMP_NUM_THREADS", "8"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}}));
   CHECK(v.count("OMP_NUM_THREADS") == 0);
   CHECK(v.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") == 0);
 }

@@ -79,8 +79,7 @@ TEST_CASE("the first failure stops the others with SIGTERM, then SIGKILL after t
   CHECK(group.failures()[0].status.code == 7);
 }
 
-TEST_CASE("a worker that fails on its own while others are stopped is reported second",
-          "[group]") {
+TEST_CASE("a worker that fails on its own while others are stopped is reported second", "[group]") {
   FakeSpawner spawner;
   WorkerGroup group(spawner, 0, 5s);
   REQUIRE(group.Start(Specs(3), t0).ok());
@@ -94,8 +93,7 @@ TEST_CASE("a worker that fails on its own while others are stopped is reported s
   CHECK(group.failures()[1].local_rank == 0);
 }
 
-TEST_CASE("a signal to muster is forwarded to every worker group and ends interrupted",
-          "[group]") {
+TEST_CASE("a signal to muster is forwarded to every worker group and ends interrupted", "[group]") {
   FakeSpawner spawner;
   WorkerGroup group(spawner, 0, 5s);
   REQUIRE(group.Start(Specs(2), t0).ok());
