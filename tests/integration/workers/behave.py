@@ -54,6 +54,7 @@ elif action == "fail-until":
     attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
     print(f"ATTEMPT {attempt} RANK {rank}", flush=True)
     if attempt < int(args[1]):
+        time.sleep(0.5)  # let every peer print before the failure stops them
         sys.exit(int(args[2]))
 elif action == "error-file":
     if rank == int(args[1]):
