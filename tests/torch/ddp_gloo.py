@@ -61,6 +61,8 @@ def main():
             dist.all_reduce(loss_avg)
             loss_avg /= world
         dist.barrier()
+        if rank == 0:
+            print(f"epoch {epoch} mean loss {float(loss_avg):.4f} over {world} ranks", flush=True)
 
     # Shards of epoch 0 must be disjoint and together cover the dataset.
     counts = torch.zeros(args.samples)
