@@ -1,5 +1,5 @@
-// Test-only: serves a StoreServer on 127.0.0.1 (port 0 = any free port, or
-// argv[1]) for the Python integration tests.
+// Test-only: serves a StoreServer for the Python integration tests.
+// Usage: store_server_main [PORT [HOST]]   (defaults: 0 = any free port, 127.0.0.1)
 //
 // stdout: "port=N" once listening, then one line per stdin command.
 // stdin commands, one per line:
@@ -70,9 +70,10 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_logger_mt("store"));
   spdlog::cfg::load_env_levels();
   const uint16_t port = argc > 1 ? static_cast<uint16_t>(std::stoi(argv[1])) : 0;
+  const std::string host = argc > 2 ? argv[2] : "127.0.0.1";
 
   asio::io_context io;
-  auto server = muster::store::StoreServer::Start(io, "127.0.0.1", port);
+  auto server = muster::store::StoreServer::Start(io, host, port);
   if (!server.ok()) {
     std::cerr << server.status().message() << std::endl;
     return 1;

@@ -171,6 +171,14 @@ def test_a_port_in_use_is_reported_with_host_and_port(server):
     check(c.get("still") == b"serving", "the first server is unaffected")
 
 
+def test_a_bad_host_is_reported_with_host_and_port():
+    bad = subprocess.run([SERVER_BIN, "0", "no-such-host.invalid"], stdin=subprocess.DEVNULL,
+                         capture_output=True, timeout=30)
+    err = bad.stderr.decode()
+    check(bad.returncode == 1, f"exits 1, got {bad.returncode}")
+    check("no-such-host.invalid:0" in err, f"the error quotes host:port: {err!r}")
+
+
 if __name__ == "__main__":
     run_tests([
         ("basic operations", test_basic_operations),
@@ -185,4 +193,6 @@ if __name__ == "__main__":
          test_client_sees_an_error_when_the_server_goes_away),
         ("a port in use is reported with host and port",
          test_a_port_in_use_is_reported_with_host_and_port),
+        ("a bad host is reported with host and port",
+         test_a_bad_host_is_reported_with_host_and_port),
     ])
