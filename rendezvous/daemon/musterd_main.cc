@@ -1,0 +1,162 @@
+// musterd: the elastic rendezvous daemon.
+//
+//   musterd --host H --port P [--config FILE] [--token-file F] [--metrics-port M]
+//           [--rdzv-conf k=v,...] [--max-connections N]
+//
+// The config file is JSON with the same keys (`host`, `port`, `token_file`,
+// `metrics_port`, `max_connections`, and `rdzv_conf` as an object); flags win.
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "rendezvous/daemon/metrics_http.h"
+#include "rendezvous/daemon/rendezvous_server.h"
+#include "rendezvous/net/token_file.h"
+
+namespace {
+
+struct DaemonFlags {
+  std::string host = "0.0.0.0";
+  int port = 29400;
+  std::string config;
+  std::string token_file;
+  int metrics_port = -1;
+  std::string rdzv_conf;
+  int max_connections = 20000;
+};
+
+// Splits "k=v,k2=v2"; a pair without '=' is an error quoting it.
+muster::Result<std::map<std::string, std::string>> ParseConf(const std::string& text) {
+  std::map<std::string, std::string> conf;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string pair = text.substr(start, end - start);
+    const size_t eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return muster::Status::InvalidArgument("--rdzv-conf: '" + pair + "' is not key=value");
+    }
+    conf[pair.substr(0, eq)] = pair.substr(eq + 1);
+    start = end + 1;
+  }
+  return conf;
+}
+
+int Fail(const std::string& message) {
+  std::cerr << "musterd: error: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  DaemonFlags flags;
+  CLI::App app{"musterd: the muster elastic rendezvous daemon"};
+  app.add_option("--host", flags.host, "address to listen on (default 0.0.0.0)");
+  app.add_option("--port", flags.port, "port to listen on (default 29400; 0: any)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--config", flags.config, "JSON config file; flags win over it");
+  app.add_option("--token-file", flags.token_file, "shared secret agents must present");
+  app.add_option("--metrics-port", flags.metrics_port, "serve Prometheus /metrics on this port")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--rdzv-conf", flags.rdzv_conf, "timeouts, e.g. heartbeat_timeout=1.5");
+  app.add_option("--max-connections", flags.max_connections, "connection limit (default 20000)")
+      ->check(CLI::Range(1, 1000000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      std::cout << app.help();
+      return 0;
+    }
+    return Fail(e.what());
+  }
+
+  std::map<std::string, std::string> conf;
+  if (!flags.config.empty()) {
+    std::ifstream in(flags.config);
+    if (!in) return Fail("--config: cannot read '" + flags.config + "'");
+    auto doc = nlohmann::json::parse(in, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      return Fail("--config: '" + flags.config + "' is not a JSON object");
+    }
+    auto given = [&app](const char* flag) { return app.count(flag) > 0; };
+    for (auto& [key, value] : doc.items()) {
+      if (key == "host" && value.is_string()) {
+        if (!given("--host")) flags.host = value.get<std::string>();
+      } else if (key == "port" && value.is_number_integer()) {
+        if (!given("--port")) flags.port = value.get<int>();
+      } else if (key == "token_file" && value.is_string()) {
+        if (!given("--token-file")) flags.token_file = value.get<std::string>();
+      } else if (key == "metrics_port" && value.is_number_integer()) {
+        if (!given("--metrics-port")) flags.metrics_port = value.get<int>();
+      } else if (key == "max_connections" && value.is_number_integer()) {
+        if (!given("--max-connections")) flags.max_connections = value.get<int>();
+      } else if (key == "rdzv_conf" && value.is_object()) {
+        for (auto& [k, v] : value.items()) conf[k] = v.is_string() ? v.get<std::string>() : v.dump();
+      } else {
+        return Fail("--config: key '" + key + "' with value " + value.dump() +
+                    " is unknown or has the wrong type");
+      }
+    }
+  }
+  auto cli_conf = ParseConf(flags.rdzv_conf);
+  if (!cli_conf.ok()) return Fail(cli_conf.status().message());
+  for (auto& [k, v] : *cli_conf) conf[k] = v;
+  auto settings = muster::rdzv::Settings::FromConf(conf);
+  if (!settings.ok()) return Fail(settings.status().message());
+
+  muster::rdzv::ServerOptions options;
+  options.host = flags.host;
+  options.port = static_cast<uint16_t>(flags.port);
+  options.settings = *settings;
+  options.max_connections = static_cast<size_t>(flags.max_connections);
+  if (!flags.token_file.empty()) {
+    auto token = muster::rdzv::ReadTokenFile(flags.token_file);
+    if (!token.ok()) return Fail(token.status().message());
+    options.token = *token;
+  }
+
+  auto logger = std::make_shared<spdlog::logger>(
+      "musterd", std::make_shared<spdlog::sinks::stderr_sink_st>());
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e musterd %l: %v");
+  if (const char* level = std::getenv("MUSTER_LOG_LEVEL")) {
+    logger->set_level(spdlog::level::from_str(level));
+  }
+  spdlog::set_default_logger(logger);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  boost::asio::io_context io;
+  auto server = muster::rdzv::RendezvousServer::Start(io, options);
+  if (!server.ok()) return Fail(server.status().message());
+  std::unique_ptr<muster::rdzv::MetricsHttpServer> metrics;
+  if (flags.metrics_port >= 0) {
+    auto* raw = server->get();
+    auto started = muster::rdzv::MetricsHttpServer::Start(
+        io, flags.host, static_cast<uint16_t>(flags.metrics_port),
+        [raw] { return raw->MetricsText(); });
+    if (!started.ok()) return Fail(started.status().message());
+    metrics = std::move(started).value();
+    spdlog::info("event=metrics_listening port={}", metrics->port());
+  }
+  // Tests and scripts read the bound port from this line.
+  std::cout << "musterd listening on " << flags.host << ":" << (*server)->port() << std::endl;
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int sig) {
+    spdlog::info("event=stopping signal={}", sig);
+    (*server)->Stop();
+    if (metrics) metrics->Stop();
+    io.stop();
+  });
+  io.run();
+  return 0;
+}

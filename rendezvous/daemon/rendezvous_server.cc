@@ -1,0 +1,235 @@
+#include "rendezvous/daemon/rendezvous_server.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <random>
+#include <sstream>
+
+namespace muster::rdzv {
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+// Compares in time independent of where the strings differ, so the token
+// cannot be guessed byte by byte from response times.
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+std::string NewDaemonId() {
+  std::random_device rd;
+  std::ostringstream id;
+  id << std::hex << getpid() << "-" << rd() << rd();
+  return id.str();
+}
+
+}  // namespace
+
+RendezvousServer::RendezvousServer(asio::io_context& io, ServerOptions options)
+    : io_(io),
+      options_(std::move(options)),
+      acceptor_(io),
+      tick_timer_(io),
+      sweep_timer_(io),
+      core_(options_.settings),
+      daemon_id_(NewDaemonId()) {}
+
+RendezvousServer::~RendezvousServer() { Stop(); }
+
+Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(asio::io_context& io,
+                                                                  ServerOptions options) {
+  std::unique_ptr<RendezvousServer> server(new RendezvousServer(io, options));
+  const std::string where = options.host + ":" + std::to_string(options.port);
+  boost::system::error_code ec;
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(options.host, std::to_string(options.port),
+                                  tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    return Status::InvalidArgument("rendezvous: cannot resolve host '" + options.host +
+                                   "': " + ec.message());
+  }
+  const tcp::endpoint endpoint = results.begin()->endpoint();
+  server->acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) server->acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) server->acceptor_.bind(endpoint, ec);
+  if (!ec) server->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::IoError("rendezvous: cannot listen on " + where + ": " + ec.message());
+  server->port_ = server->acceptor_.local_endpoint(ec).port();
+  server->Accept();
+  server->Tick();
+  server->Sweep();
+  spdlog::info("event=listening host={} port={} daemon_id={}", options.host, server->port_,
+               server->daemon_id_);
+  return server;
+}
+
+void RendezvousServer::Accept() {
+  acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+    if (stopped_) return;
+    if (ec) {
+      // Out of file descriptors and the like: back off instead of spinning.
+      if (ec != asio::error::operation_aborted) {
+        spdlog::warn("event=accept_failed error=\"{}\"", ec.message());
+        auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
+        timer->async_wait([this, timer](const boost::system::error_code&) {
+          if (!stopped_) Accept();
+        });
+      }
+      return;
+    }
+    if (sessions_.size() >= options_.max_connections) {
+      ++rejected_;
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      Accept();
+      return;
+    }
+    const ConnId conn = next_conn_++;
+    auto channel = std::make_shared<MessageChannel>(std::move(socket), options_.limits, true);
+    sessions_[conn] = Session{channel, false, std::chrono::steady_clock::now()};
+    channel->Start({[this, conn](Message m) { OnMessage(conn, std::move(m)); },
+                    [this, conn](const std::string& why) { OnClosed(conn, why); }});
+    Accept();
+  });
+}
+
+void RendezvousServer::OnMessage(ConnId conn, Message message) {
+  auto it = sessions_.find(conn);
+  if (it == sessions_.end()) return;
+  Session& session = it->second;
+  if (!session.greeted) {
+    const Hello* hello = std::get_if<Hello>(&message);
+    auto refuse = [&](const std::string& code, const std::string& text) {
+      ++bad_hellos_;
+      spdlog::warn("event=refused peer={} code={} why=\"{}\"", session.channel->peer(), code, text);
+      session.channel->Send(Error{code, text, true});
+      session.channel->CloseAfterFlush(code);
+    };
+    if (hello == nullptr) return refuse("bad_request", "the first message must be Hello");
+    if (hello->protocol_version != kProtocolVersion) {
+      return refuse("bad_version", "protocol version " + std::to_string(hello->protocol_version) +
+                                       " is not supported (this daemon speaks " +
+                                       std::to_string(kProtocolVersion) + ")");
+    }
+    if (!ConstantTimeEquals(hello->token, options_.token)) {
+      return refuse("bad_token", hello->token.empty() ? "this daemon requires a token (--token-file)"
+                                                      : "wrong token");
+    }
+    session.greeted = true;
+    session.channel->Send(Welcome{kProtocolVersion, daemon_id_});
+    return;
+  }
+  if (std::holds_alternative<Hello>(message)) return;  // repeated Hello: harmless
+  Apply(core_.Handle(MessageEvent{conn, std::move(message)}, std::chrono::steady_clock::now()));
+}
+
+void RendezvousServer::OnClosed(ConnId conn, const std::string& why) {
+  auto it = sessions_.find(conn);
+  if (it == sessions_.end()) return;
+  const bool greeted = it->second.greeted;
+  sessions_.erase(it);
+  spdlog::debug("event=connection_closed conn={} why=\"{}\"", conn, why);
+  if (greeted && !stopped_) {
+    Apply(core_.Handle(DisconnectEvent{conn}, std::chrono::steady_clock::now()));
+  }
+}
+
+void RendezvousServer::Apply(const Actions& actions) {
+  for (const Action& action : actions) {
+    if (const auto* send = std::get_if<SendAction>(&action)) {
+      if (auto it = sessions_.find(send->conn); it != sessions_.end()) {
+        it->second.channel->Send(send->message);
+      }
+    } else if (const auto* close = std::get_if<CloseAction>(&action)) {
+      if (auto it = sessions_.find(close->conn); it != sessions_.end()) {
+        it->second.channel->CloseAfterFlush("closed by the rendezvous");
+      }
+    } else if (const auto* log = std::get_if<LogAction>(&action)) {
+      if (log->warning) {
+        spdlog::warn("{}", log->line);
+      } else {
+        spdlog::info("{}", log->line);
+      }
+    }
+  }
+}
+
+void RendezvousServer::Tick() {
+  if (stopped_) return;
+  Apply(core_.Handle(TickEvent{}, std::chrono::steady_clock::now()));
+  tick_timer_.expires_after(kTickInterval);
+  tick_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) Tick();
+  });
+}
+
+void RendezvousServer::Sweep() {
+  if (stopped_) return;
+  // Slow or silent peers: no Hello in time, or nothing at all for too long.
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::shared_ptr<MessageChannel>> expired;
+  for (auto& [conn, session] : sessions_) {
+    if ((!session.greeted && now - session.opened > options_.hello_timeout) ||
+        now - session.channel->last_activity() > options_.idle_timeout) {
+      expired.push_back(session.channel);
+    }
+  }
+  for (auto& channel : expired) channel->Close("timed out");
+  sweep_timer_.expires_after(std::chrono::seconds(1));
+  sweep_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) Sweep();
+  });
+}
+
+std::string RendezvousServer::MetricsText() const {
+  const auto t = core_.totals();
+  std::ostringstream out;
+  auto metric = [&out](const char* name, const char* type, const char* help, double value) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n"
+        << name << " " << value << "\n";
+  };
+  metric("muster_runs", "gauge", "Runs known to the daemon.", static_cast<double>(t.runs));
+  metric("muster_runs_running", "gauge", "Runs with a generation running.",
+         static_cast<double>(t.runs_running));
+  metric("muster_nodes", "gauge", "Nodes in current generations.", static_cast<double>(t.nodes));
+  metric("muster_connections", "gauge", "Open agent connections.",
+         static_cast<double>(sessions_.size()));
+  metric("muster_generations_total", "counter", "Generations started.",
+         static_cast<double>(t.generations));
+  metric("muster_heartbeats_total", "counter", "Heartbeats received.",
+         static_cast<double>(t.heartbeats));
+  metric("muster_dead_nodes_total", "counter", "Nodes detected dead (disconnect or silence).",
+         static_cast<double>(t.dead_nodes));
+  metric("muster_round_seconds_total", "counter",
+         "Seconds from a round opening (start, fault) to its generation starting.",
+         t.round_seconds_total);
+  metric("muster_refused_hellos_total", "counter", "Connections refused at Hello.",
+         static_cast<double>(bad_hellos_));
+  metric("muster_rejected_connections_total", "counter", "Connections over the limit.",
+         static_cast<double>(rejected_));
+  return out.str();
+}
+
+void RendezvousServer::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  tick_timer_.cancel();
+  sweep_timer_.cancel();
+  std::vector<std::shared_ptr<MessageChannel>> channels;
+  for (auto& [conn, session] : sessions_) channels.push_back(session.channel);
+  for (auto& channel : channels) channel->Close("daemon stopping");
+  sessions_.clear();
+}
+
+}  // namespace muster::rdzv

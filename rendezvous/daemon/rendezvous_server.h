@@ -1,0 +1,85 @@
+// RendezvousServer: the daemon shell around RendezvousCore. It accepts agent
+// connections, checks each one's Hello (protocol version, shared token), turns
+// decoded messages into events, carries out the core's actions, and ticks the
+// core every kTickInterval so deadlines (dead nodes, last call) are met.
+//
+// It runs on the caller's io_context and starts no thread: the same server is
+// `musterd`, and is embedded in `muster --standalone` / `is_host=1` agents.
+// Bad input on one connection closes that connection only.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "rendezvous/net/message_channel.h"
+#include "rendezvous/state/rendezvous_core.h"
+
+namespace muster::rdzv {
+
+struct ServerOptions {
+  std::string host = "0.0.0.0";
+  uint16_t port = 0;  // 0: any free port
+  Settings settings;
+  std::string token;  // empty: no token required
+  size_t max_connections = 20000;
+  Duration hello_timeout{5'000};  // a connection must say Hello within this
+  Duration idle_timeout{60'000};  // a connection silent this long is closed
+  MessageChannel::Limits limits;
+};
+
+class RendezvousServer {
+ public:
+  static constexpr Duration kTickInterval{25};
+
+  // Binds host:port and starts serving. The error quotes host and port.
+  static Result<std::unique_ptr<RendezvousServer>> Start(boost::asio::io_context& io,
+                                                         ServerOptions options);
+  ~RendezvousServer();
+  RendezvousServer(const RendezvousServer&) = delete;
+  RendezvousServer& operator=(const RendezvousServer&) = delete;
+
+  uint16_t port() const { return port_; }
+  const std::string& daemon_id() const { return daemon_id_; }
+  size_t num_connections() const { return sessions_.size(); }
+  const RendezvousCore& core() const { return core_; }
+  uint64_t rejected_connections() const { return rejected_; }
+  // Prometheus text exposition of the daemon's counters.
+  std::string MetricsText() const;
+  void Stop();
+
+ private:
+  struct Session {
+    std::shared_ptr<MessageChannel> channel;
+    bool greeted = false;
+    std::chrono::steady_clock::time_point opened;
+  };
+
+  RendezvousServer(boost::asio::io_context& io, ServerOptions options);
+  void Accept();
+  void OnMessage(ConnId conn, Message message);
+  void OnClosed(ConnId conn, const std::string& why);
+  void Apply(const Actions& actions);
+  void Tick();
+  void Sweep();
+
+  boost::asio::io_context& io_;
+  ServerOptions options_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer tick_timer_;
+  boost::asio::steady_timer sweep_timer_;
+  RendezvousCore core_;
+  std::map<ConnId, Session> sessions_;
+  ConnId next_conn_ = 1;
+  uint16_t port_ = 0;
+  std::string daemon_id_;
+  uint64_t rejected_ = 0;
+  uint64_t bad_hellos_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace muster::rdzv

@@ -1,0 +1,120 @@
+#include "rendezvous/net/message_channel.h"
+
+#include <boost/asio/write.hpp>
+
+#include "rendezvous/protocol/message_codec.h"
+
+namespace muster::rdzv {
+namespace asio = boost::asio;
+
+MessageChannel::MessageChannel(asio::ip::tcp::socket socket, Limits limits,
+                               bool reply_to_bad_input)
+    : socket_(std::move(socket)),
+      limits_(limits),
+      reply_to_bad_input_(reply_to_bad_input),
+      decoder_(limits.max_frame_bytes),
+      last_activity_(std::chrono::steady_clock::now()) {
+  boost::system::error_code ec;
+  auto endpoint = socket_.remote_endpoint(ec);
+  peer_ = ec ? "?" : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+}
+
+void MessageChannel::Start(Handlers handlers) {
+  handlers_ = std::move(handlers);
+  Read();
+}
+
+void MessageChannel::Read() {
+  socket_.async_read_some(
+      asio::buffer(read_buffer_),
+      [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+        if (!self->open_) return;
+        if (ec) {
+          self->Close(ec == asio::error::eof ? "peer closed" : ec.message());
+          return;
+        }
+        self->last_activity_ = std::chrono::steady_clock::now();
+        self->decoder_.Feed(std::string_view(self->read_buffer_.data(), n));
+        for (;;) {
+          FrameResult frame = self->decoder_.Next();
+          if (frame.state == FrameResult::kNeedMore) break;
+          if (frame.state == FrameResult::kError) {
+            self->Fail(frame.message);
+            return;
+          }
+          auto message = Decode(frame.type, frame.payload);
+          if (!message.ok()) {
+            self->Fail(message.status().message());
+            return;
+          }
+          if (self->handlers_.on_message) self->handlers_.on_message(std::move(message).value());
+          if (!self->open_ || self->close_after_flush_) return;
+        }
+        self->Read();
+      });
+}
+
+void MessageChannel::Fail(const std::string& why) {
+  if (reply_to_bad_input_) {
+    Send(Error{"bad_frame", why, true});
+    CloseAfterFlush("bad input: " + why);
+  } else {
+    Close("bad input: " + why);
+  }
+}
+
+bool MessageChannel::Send(const Message& message) {
+  if (!open_ || close_after_flush_) return false;
+  std::string frame = Encode(message);
+  if (queued_bytes_ + frame.size() > limits_.max_queued_bytes) {
+    Close("write queue full (peer not reading)");
+    return false;
+  }
+  queued_bytes_ += frame.size();
+  queue_.push_back(std::move(frame));
+  if (!writing_) Write();
+  return true;
+}
+
+void MessageChannel::Write() {
+  if (queue_.empty()) {
+    writing_ = false;
+    if (close_after_flush_) Close(close_reason_);
+    return;
+  }
+  writing_ = true;
+  asio::async_write(socket_, asio::buffer(queue_.front()),
+                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                      if (!self->open_) return;
+                      if (ec) {
+                        self->Close(ec.message());
+                        return;
+                      }
+                      self->queued_bytes_ -= self->queue_.front().size();
+                      self->queue_.pop_front();
+                      self->Write();
+                    });
+}
+
+void MessageChannel::CloseAfterFlush(const std::string& why) {
+  if (!open_) return;
+  close_after_flush_ = true;
+  close_reason_ = why;
+  if (!writing_) Close(why);
+}
+
+void MessageChannel::Close(const std::string& why) {
+  if (!open_) return;
+  open_ = false;
+  boost::system::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  queue_.clear();
+  queued_bytes_ = 0;
+  auto on_close = std::move(handlers_.on_close);
+  handlers_ = {};
+  if (on_close) on_close(why);
+}
+
+}  // namespace muster::rdzv

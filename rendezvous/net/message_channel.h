@@ -1,0 +1,70 @@
+// MessageChannel: one TCP connection speaking the rendezvous protocol —
+// frames in, decoded Messages out; Messages in, frames out through a bounded
+// write queue. Used by the daemon (one per agent) and by the agent's client.
+//
+// Errors never escape: a broken frame or undecodable message makes the
+// channel send Error{bad_frame, fatal} (when `reply_to_bad_input`) and close;
+// the on_close handler runs exactly once. Not thread-safe: everything runs on
+// the socket's (single-threaded) executor. Hold it in a shared_ptr; pending
+// operations keep it alive.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <array>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "rendezvous/protocol/frame_codec.h"
+#include "rendezvous/protocol/messages.h"
+
+namespace muster::rdzv {
+
+class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
+ public:
+  struct Limits {
+    uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
+    size_t max_queued_bytes = 8u << 20;  // a peer that does not read is dropped
+  };
+  struct Handlers {
+    std::function<void(Message)> on_message;
+    std::function<void(const std::string& why)> on_close;
+  };
+
+  MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, bool reply_to_bad_input);
+
+  void Start(Handlers handlers);
+  // Queues `message`. Returns false (and closes) if the queue limit is exceeded.
+  bool Send(const Message& message);
+  // Closes now; queued frames are dropped.
+  void Close(const std::string& why);
+  // Closes once every queued frame has been written.
+  void CloseAfterFlush(const std::string& why);
+  bool is_open() const { return open_; }
+  std::chrono::steady_clock::time_point last_activity() const { return last_activity_; }
+  std::string peer() const { return peer_; }
+
+ private:
+  void Read();
+  void Write();
+  void Fail(const std::string& why);
+
+  boost::asio::ip::tcp::socket socket_;
+  Limits limits_;
+  bool reply_to_bad_input_;
+  Handlers handlers_;
+  FrameDecoder decoder_;
+  std::array<char, 16384> read_buffer_;
+  std::deque<std::string> queue_;
+  size_t queued_bytes_ = 0;
+  bool writing_ = false;
+  bool open_ = true;
+  bool close_after_flush_ = false;
+  std::string close_reason_;
+  std::string peer_;
+  std::chrono::steady_clock::time_point last_activity_;
+};
+
+}  // namespace muster::rdzv

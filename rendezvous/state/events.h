@@ -1,0 +1,48 @@
+// What the daemon shell feeds the rendezvous logic (events) and what the
+// logic asks the shell to do (actions). A connection is named by an opaque id
+// the shell chooses; the logic never sees a socket or a clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "rendezvous/protocol/messages.h"
+
+namespace muster::rdzv {
+
+using Time = std::chrono::steady_clock::time_point;
+using ConnId = uint64_t;
+
+struct MessageEvent {
+  ConnId conn = 0;
+  Message message;  // a request: Join, Heartbeat, WorkerFailed, WorkersSucceeded, Leave
+};
+struct DisconnectEvent {
+  ConnId conn = 0;
+};
+// Time passed; deadlines are checked. The shell sends one at NextDeadline().
+struct TickEvent {};
+
+using Event = std::variant<MessageEvent, DisconnectEvent, TickEvent>;
+
+struct SendAction {
+  ConnId conn = 0;
+  Message message;
+};
+// Close a connection (a dead node's, so a half-open socket cannot linger).
+struct CloseAction {
+  ConnId conn = 0;
+};
+// One line for the daemon's log: "event=node_dead run=r node=n gen=3 ...".
+struct LogAction {
+  bool warning = false;
+  std::string line;
+};
+
+using Action = std::variant<SendAction, CloseAction, LogAction>;
+using Actions = std::vector<Action>;
+
+}  // namespace muster::rdzv

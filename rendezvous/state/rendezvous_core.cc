@@ -1,0 +1,154 @@
+#include "rendezvous/state/rendezvous_core.h"
+
+#include <nlohmann/json.hpp>
+
+namespace muster::rdzv {
+namespace {
+
+template <typename... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <typename... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+}  // namespace
+
+RunState* RendezvousCore::RunOf(ConnId conn) {
+  auto it = conn_run_.find(conn);
+  if (it == conn_run_.end()) return nullptr;
+  auto run = runs_.find(it->second);
+  return run == runs_.end() ? nullptr : run->second.get();
+}
+
+Actions RendezvousCore::Handle(const Event& event, Time now) {
+  return std::visit(
+      Overloaded{
+          [&](const MessageEvent& e) { return HandleMessage(e.conn, e.message, now); },
+          [&](const DisconnectEvent& e) {
+            Actions out;
+            if (RunState* run = RunOf(e.conn)) out = run->OnDisconnect(e.conn, now);
+            conn_run_.erase(e.conn);
+            return out;
+          },
+          [&](const TickEvent&) {
+            Actions out;
+            for (auto it = runs_.begin(); it != runs_.end();) {
+              auto more = it->second->OnTick(now);
+              out.insert(out.end(), more.begin(), more.end());
+              if (it->second->ended() && now - it->second->ended_at() >= kEndedRunRetention) {
+                const auto& c = it->second->counters();
+                retired_.generations += c.generations;
+                retired_.dead_nodes += c.dead_nodes;
+                retired_.heartbeats += c.heartbeats;
+                retired_.round_seconds_total += c.round_seconds_total;
+                it = runs_.erase(it);
+              } else {
+                ++it;
+              }
+            }
+            return out;
+          },
+      },
+      event);
+}
+
+Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time now) {
+  auto unknown_run = [conn](const std::string& run_id) {
+    return Actions{SendAction{
+        conn, Error{"unknown_run", "run '" + run_id + "' is not known here; join first", false}}};
+  };
+  auto find = [this](const std::string& run_id) -> RunState* {
+    auto it = runs_.find(run_id);
+    return it == runs_.end() ? nullptr : it->second.get();
+  };
+  return std::visit(
+      Overloaded{
+          [&](const Join& join) -> Actions {
+            // A connection serves one run: joining another is a client bug.
+            if (auto it = conn_run_.find(conn); it != conn_run_.end() && it->second != join.run_id) {
+              return {SendAction{conn, Error{"bad_request",
+                                             "this connection already joined run '" + it->second +
+                                                 "'; use one connection per run",
+                                             false}}};
+            }
+            RunState* run = find(join.run_id);
+            if (run != nullptr && run->ended() && !join.current) {
+              // A run id may be reused once its last run is over.
+              runs_.erase(join.run_id);
+              run = nullptr;
+            }
+            if (run == nullptr) {
+              run = runs_.emplace(join.run_id,
+                                  std::make_unique<RunState>(join.run_id, join, settings_, now))
+                        .first->second.get();
+            }
+            conn_run_[conn] = join.run_id;
+            return run->OnJoin(conn, join, now);
+          },
+          [&](const Heartbeat& hb) -> Actions {
+            RunState* run = find(hb.run_id);
+            return run ? run->OnHeartbeat(conn, hb, now) : unknown_run(hb.run_id);
+          },
+          [&](const WorkerFailed& f) -> Actions {
+            RunState* run = find(f.run_id);
+            return run ? run->OnWorkerFailed(conn, f, now) : unknown_run(f.run_id);
+          },
+          [&](const WorkersSucceeded& s) -> Actions {
+            RunState* run = find(s.run_id);
+            return run ? run->OnWorkersSucceeded(conn, s, now) : unknown_run(s.run_id);
+          },
+          [&](const Leave& l) -> Actions {
+            RunState* run = find(l.run_id);
+            return run ? run->OnLeave(conn, l, now) : Actions{};
+          },
+          [&](const StatusRequest& r) -> Actions {
+            return {SendAction{conn, StatusReply{StatusJson(r.run_id, now)}}};
+          },
+          [&](const auto&) -> Actions {
+            return {SendAction{conn, Error{"bad_request", "not a request the daemon accepts", true}},
+                    CloseAction{conn}};
+          },
+      },
+      message);
+}
+
+std::optional<Time> RendezvousCore::NextDeadline() const {
+  std::optional<Time> next;
+  for (const auto& [id, run] : runs_) {
+    std::optional<Time> t = run->ended() ? std::optional<Time>(run->ended_at() + kEndedRunRetention)
+                                         : run->NextDeadline();
+    if (t && (!next || *t < *next)) next = t;
+  }
+  return next;
+}
+
+std::string RendezvousCore::StatusJson(const std::string& run_id, Time now) const {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& [id, run] : runs_) {
+    if (!run_id.empty() && id != run_id) continue;
+    runs.push_back(nlohmann::json::parse(run->StatusJson(now)));
+  }
+  return nlohmann::json{{"runs", runs}}.dump();
+}
+
+RendezvousCore::Totals RendezvousCore::totals() const {
+  Totals t;
+  t.generations = retired_.generations;
+  t.dead_nodes = retired_.dead_nodes;
+  t.heartbeats = retired_.heartbeats;
+  t.round_seconds_total = retired_.round_seconds_total;
+  for (const auto& [id, run] : runs_) {
+    ++t.runs;
+    if (run->phase() == RunState::Phase::kRunning) ++t.runs_running;
+    t.nodes += run->members().size();
+    const auto& c = run->counters();
+    t.generations += c.generations;
+    t.dead_nodes += c.dead_nodes;
+    t.heartbeats += c.heartbeats;
+    t.round_seconds_total += c.round_seconds_total;
+  }
+  return t;
+}
+
+}  // namespace muster::rdzv

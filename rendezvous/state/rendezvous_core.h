@@ -1,0 +1,51 @@
+// RendezvousCore: every run the daemon serves, keyed by run id, plus which
+// connection belongs to which run. Pure like RunState: the daemon shell feeds
+// it events with the current time and carries out the returned actions.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "rendezvous/state/run_state.h"
+
+namespace muster::rdzv {
+
+class RendezvousCore {
+ public:
+  explicit RendezvousCore(Settings settings) : settings_(settings) {}
+
+  Actions Handle(const Event& event, Time now);
+  std::optional<Time> NextDeadline() const;
+
+  // {"runs": [...]} for every run, or only `run_id` when not empty.
+  std::string StatusJson(const std::string& run_id, Time now) const;
+
+  struct Totals {
+    size_t runs = 0;
+    size_t runs_running = 0;
+    size_t nodes = 0;
+    uint64_t generations = 0;
+    uint64_t dead_nodes = 0;
+    uint64_t heartbeats = 0;
+    double round_seconds_total = 0;
+  };
+  Totals totals() const;
+  const Settings& settings() const { return settings_; }
+
+  // How long an ended run stays visible in status before it is forgotten.
+  static constexpr Duration kEndedRunRetention{60'000};
+
+ private:
+  Actions HandleMessage(ConnId conn, const Message& message, Time now);
+  RunState* RunOf(ConnId conn);
+
+  Settings settings_;
+  std::map<std::string, std::unique_ptr<RunState>> runs_;
+  std::map<ConnId, std::string> conn_run_;
+  // Counters of forgotten runs, so totals never go down.
+  RunState::Counters retired_;
+};
+
+}  // namespace muster::rdzv

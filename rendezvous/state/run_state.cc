@@ -1,0 +1,581 @@
+#include "rendezvous/state/run_state.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace muster::rdzv {
+namespace {
+
+double Seconds(Duration d) { return static_cast<double>(d.count()) / 1000.0; }
+
+template <typename D>
+double SecondsOf(D d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+}  // namespace
+
+const char* RunState::PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kGathering:
+      return "gathering";
+    case Phase::kLastCall:
+      return "last_call";
+    case Phase::kRunning:
+      return "running";
+    case Phase::kRebuilding:
+      return "rebuilding";
+    case Phase::kEnded:
+      return "ended";
+  }
+  return "unknown";
+}
+
+RunState::RunState(std::string run_id, const Join& first, const Settings& settings, Time now)
+    : run_id_(std::move(run_id)),
+      settings_(settings),
+      min_nodes_(first.min_nodes),
+      max_nodes_(first.max_nodes),
+      max_restarts_(first.max_restarts),
+      gathering_since_(now),
+      round_opened_(now) {
+  if (first.current) {
+    // The first node to reach a fresh daemon already runs workers: the daemon
+    // was restarted, so rebuild the run from the agents' reports.
+    phase_ = Phase::kRebuilding;
+    round_deadline_ = now + settings_.close_timeout;
+  }
+}
+
+RunState::Node* RunState::FindNode(const std::string& node_id) {
+  auto it = nodes_.find(node_id);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+RunState::Node* RunState::FindByConn(ConnId conn) {
+  for (auto& [id, node] : nodes_) {
+    if (node.conn == conn) return &node;
+  }
+  return nullptr;
+}
+
+bool RunState::HasConnection(ConnId conn) const {
+  return std::any_of(nodes_.begin(), nodes_.end(),
+                     [conn](const auto& entry) { return entry.second.conn == conn; });
+}
+
+std::vector<std::string> RunState::members() const {
+  std::vector<const Node*> m;
+  for (const auto& [id, node] : nodes_) {
+    if (node.member) m.push_back(&node);
+  }
+  std::sort(m.begin(), m.end(),
+            [](const Node* a, const Node* b) { return a->group_rank < b->group_rank; });
+  std::vector<std::string> ids;
+  for (const Node* n : m) ids.push_back(n->node_id);
+  return ids;
+}
+
+void RunState::Log(Actions& out, bool warning, const std::string& line) const {
+  out.push_back(LogAction{warning, line + " run=" + run_id_});
+}
+
+Actions RunState::Refuse(ConnId conn, const std::string& code, const std::string& message,
+                         bool fatal) {
+  Actions out;
+  out.push_back(SendAction{conn, Error{code, message, fatal}});
+  if (fatal) out.push_back(CloseAction{conn});
+  return out;
+}
+
+void RunState::SendAssignment(const Node& node, Actions& out) const {
+  if (node.conn == 0) return;
+  Assignment a;
+  a.run_id = run_id_;
+  a.generation = generation_;
+  a.group_rank = node.group_rank;
+  a.local_world_size = node.local_world_size;
+  a.global_rank_offset = node.global_rank_offset;
+  a.restart_count = restart_count_;
+  a.max_restarts = max_restarts_;
+  for (const auto& [id, other] : nodes_) {
+    if (!other.member) continue;
+    ++a.group_world_size;
+    a.world_size += other.local_world_size;
+    if (other.group_rank == 0) {
+      a.master_addr = other.store_addr;
+      a.master_port = other.store_port;
+    }
+  }
+  out.push_back(SendAction{node.conn, AssignmentMessage{a}});
+}
+
+Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
+  if (phase_ == Phase::kEnded) {
+    return {SendAction{conn, RunEnded{run_id_, end_succeeded_, end_message_}}};
+  }
+  if (join.min_nodes != min_nodes_ || join.max_nodes != max_nodes_) {
+    return Refuse(conn, "bad_request",
+                  "--nnodes " + std::to_string(join.min_nodes) + ":" +
+                      std::to_string(join.max_nodes) + " differs from run '" + run_id_ + "' (" +
+                      std::to_string(min_nodes_) + ":" + std::to_string(max_nodes_) + ")",
+                  true);
+  }
+  Actions out;
+  if (Node* node = FindNode(join.node_id)) {
+    // The same agent on a new connection (it reconnected).
+    if (node->conn != 0 && node->conn != conn) out.push_back(CloseAction{node->conn});
+    node->conn = conn;
+    node->disconnected_at.reset();
+    node->last_seen = now;
+    node->store_addr = join.store_addr;
+    node->store_port = join.store_port;
+    if (join.current) node->reported = join.current;
+    Log(out, false, "event=rejoin node=" + join.node_id + " host=" + join.host);
+    if (phase_ == Phase::kRebuilding) {
+      auto more = TryFinishRebuild(now, false);
+      out.insert(out.end(), more.begin(), more.end());
+      if (phase_ == Phase::kRebuilding) out.push_back(SendAction{conn, Waiting{run_id_, "rebuilding"}});
+    } else if (node->member && phase_ == Phase::kRunning) {
+      SendAssignment(*node, out);
+    } else {
+      out.push_back(SendAction{conn, Waiting{run_id_, "waiting for the next round"}});
+    }
+    return out;
+  }
+
+  Node node;
+  node.node_id = join.node_id;
+  node.host = join.host;
+  node.conn = conn;
+  node.last_seen = now;
+  node.local_world_size = join.local_world_size;
+  node.store_addr = join.store_addr;
+  node.store_port = join.store_port;
+  node.join_seq = next_join_seq_++;
+  node.reported = join.current;
+  nodes_.emplace(join.node_id, node);
+  Log(out, false,
+      "event=join node=" + join.node_id + " host=" + join.host +
+          " local_world_size=" + std::to_string(join.local_world_size) +
+          " nodes=" + std::to_string(nodes_.size()));
+
+  const int count = static_cast<int>(nodes_.size());
+  switch (phase_) {
+    case Phase::kRebuilding: {
+      auto more = TryFinishRebuild(now, false);
+      out.insert(out.end(), more.begin(), more.end());
+      if (phase_ == Phase::kRebuilding) {
+        out.push_back(SendAction{conn, Waiting{run_id_, "rebuilding after a daemon restart"}});
+      }
+      return out;
+    }
+    case Phase::kGathering:
+    case Phase::kLastCall: {
+      if (count >= max_nodes_) {
+        auto more = StartGeneration(now, "max nodes joined");
+        out.insert(out.end(), more.begin(), more.end());
+        return out;
+      }
+      if (count >= min_nodes_ && phase_ == Phase::kGathering) {
+        phase_ = Phase::kLastCall;
+        round_deadline_ = now + settings_.last_call_timeout;
+      }
+      out.push_back(SendAction{conn, Waiting{run_id_, std::to_string(count) + " of " +
+                                                          std::to_string(min_nodes_) + ".." +
+                                                          std::to_string(max_nodes_) +
+                                                          " nodes joined"}});
+      return out;
+    }
+    case Phase::kRunning: {
+      if (count > max_nodes_) {
+        out.push_back(SendAction{conn, Waiting{run_id_, "the run is full (" +
+                                                            std::to_string(max_nodes_) +
+                                                            " nodes); standing by"}});
+        return out;
+      }
+      // Admit newcomers together at the next round, after a last call window.
+      if (!round_deadline_) round_deadline_ = now + settings_.last_call_timeout;
+      out.push_back(SendAction{conn, Waiting{run_id_, "admitted at the next round"}});
+      return out;
+    }
+    case Phase::kEnded:
+      break;
+  }
+  return out;
+}
+
+Actions RunState::OnHeartbeat(ConnId conn, const Heartbeat& hb, Time now) {
+  Node* node = FindNode(hb.node_id);
+  if (node == nullptr || node->conn != conn) {
+    return Refuse(conn, "unknown_node",
+                  "node '" + hb.node_id + "' is not part of run '" + run_id_ +
+                      "' (declared dead?); join again",
+                  false);
+  }
+  node->last_seen = now;
+  ++counters_.heartbeats;
+  Actions out;
+  if (phase_ == Phase::kRunning && node->member && hb.generation != generation_) {
+    // It missed (or has not yet applied) the current assignment: repeat it.
+    SendAssignment(*node, out);
+    return out;
+  }
+  out.push_back(SendAction{conn, HeartbeatAck{run_id_, generation_}});
+  return out;
+}
+
+Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time now) {
+  Node* node = FindNode(failed.node_id);
+  if (node == nullptr || node->conn != conn) {
+    return Refuse(conn, "unknown_node", "node '" + failed.node_id + "' is not part of the run",
+                  false);
+  }
+  node->last_seen = now;
+  if (failed.generation != generation_ || phase_ != Phase::kRunning || !node->member) {
+    return Refuse(conn, "stale_generation",
+                  "generation " + std::to_string(failed.generation) + " is not current (" +
+                      std::to_string(generation_) + ")",
+                  false);
+  }
+  ++restart_count_;
+  Actions out;
+  const std::string what = "worker failure on node " + node->node_id + " (host " + node->host +
+                           ", exit code " + std::to_string(failed.exit_code) + ")";
+  Log(out, true,
+      "event=worker_failed node=" + node->node_id + " gen=" + std::to_string(generation_) +
+          " exit_code=" + std::to_string(failed.exit_code) +
+          " restart_count=" + std::to_string(restart_count_));
+  round_opened_ = now;
+  if (restart_count_ > max_restarts_) {
+    auto more = EndRun(false,
+                       what + (failed.message.empty() ? "" : ": " + failed.message) +
+                           "; the job has used all " + std::to_string(max_restarts_) +
+                           " restarts",
+                       now);
+    out.insert(out.end(), more.begin(), more.end());
+    return out;
+  }
+  auto more = StartGeneration(now, what);
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+Actions RunState::OnWorkersSucceeded(ConnId conn, const WorkersSucceeded& done, Time now) {
+  Node* node = FindNode(done.node_id);
+  if (node == nullptr || node->conn != conn || done.generation != generation_ || !node->member) {
+    return Refuse(conn, "stale_generation",
+                  "generation " + std::to_string(done.generation) + " is not current (" +
+                      std::to_string(generation_) + ")",
+                  false);
+  }
+  node->last_seen = now;
+  node->succeeded = true;
+  for (const auto& [id, other] : nodes_) {
+    if (other.member && !other.succeeded) return {};
+  }
+  return EndRun(true, "every worker succeeded", now);
+}
+
+Actions RunState::OnLeave(ConnId conn, const Leave& leave, Time now) {
+  Node* node = FindNode(leave.node_id);
+  if (node == nullptr || node->conn != conn) return {};
+  return NodeGone(leave.node_id, now, "left");
+}
+
+Actions RunState::OnDisconnect(ConnId conn, Time now) {
+  Node* node = FindByConn(conn);
+  if (node == nullptr) return {};
+  node->conn = 0;
+  node->disconnected_at = now;
+  Actions out;
+  Log(out, false, "event=disconnect node=" + node->node_id);
+  return out;
+}
+
+Actions RunState::NodeGone(const std::string& node_id, Time now, const std::string& why) {
+  Actions out;
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return out;
+  const bool was_member = it->second.member;
+  const std::string host = it->second.host;
+  nodes_.erase(it);
+  ++counters_.dead_nodes;
+  Log(out, true,
+      "event=node_dead node=" + node_id + " host=" + host + " why=" + why +
+          " gen=" + std::to_string(generation_) + " member=" + (was_member ? "1" : "0"));
+  if (phase_ == Phase::kEnded) return out;
+  const int alive = static_cast<int>(nodes_.size());
+  if (phase_ == Phase::kRunning && was_member) {
+    round_opened_ = now;
+    if (alive >= min_nodes_) {
+      auto more = StartGeneration(now, "node " + node_id + " " + why);
+      out.insert(out.end(), more.begin(), more.end());
+      return out;
+    }
+    // Too few to go on: survivors stop their workers and wait for replacements.
+    phase_ = Phase::kGathering;
+    gathering_since_ = now;
+    round_deadline_.reset();
+    const std::string reason = "node " + node_id + " " + why + "; " + std::to_string(alive) +
+                               " nodes left, below --nnodes MIN " + std::to_string(min_nodes_) +
+                               "; waiting up to join_timeout " +
+                               std::to_string(Seconds(settings_.join_timeout)) +
+                               "s for replacements";
+    Log(out, true, "event=below_min nodes=" + std::to_string(alive));
+    for (auto& [id, node] : nodes_) {
+      node.member = false;
+      node.group_rank = -1;
+      if (node.conn) out.push_back(SendAction{node.conn, Waiting{run_id_, reason}});
+    }
+    return out;
+  }
+  if (phase_ == Phase::kLastCall && alive < min_nodes_) {
+    phase_ = Phase::kGathering;
+    round_deadline_.reset();
+  }
+  return out;
+}
+
+std::vector<RunState::Node*> RunState::OrderedForNextGeneration() {
+  std::vector<Node*> previous, newcomers;
+  for (auto& [id, node] : nodes_) (node.member ? previous : newcomers).push_back(&node);
+  std::sort(previous.begin(), previous.end(),
+            [](const Node* a, const Node* b) { return a->group_rank < b->group_rank; });
+  std::sort(newcomers.begin(), newcomers.end(),
+            [](const Node* a, const Node* b) { return a->join_seq < b->join_seq; });
+  previous.insert(previous.end(), newcomers.begin(), newcomers.end());
+  return previous;
+}
+
+Actions RunState::StartGeneration(Time now, const std::string& why) {
+  Actions out;
+  std::vector<Node*> ordered = OrderedForNextGeneration();
+  if (static_cast<int>(ordered.size()) > max_nodes_) ordered.resize(max_nodes_);
+  for (auto& [id, node] : nodes_) {
+    node.member = false;
+    node.group_rank = -1;
+    node.succeeded = false;
+  }
+  ++generation_;
+  ++counters_.generations;
+  counters_.round_seconds_total += SecondsOf(now - round_opened_);
+  int offset = 0;
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    ordered[i]->member = true;
+    ordered[i]->group_rank = static_cast<int>(i);
+    ordered[i]->global_rank_offset = offset;
+    ordered[i]->reported.reset();
+    offset += ordered[i]->local_world_size;
+  }
+  phase_ = Phase::kRunning;
+  round_deadline_.reset();
+  Log(out, false,
+      "event=generation gen=" + std::to_string(generation_) +
+          " nodes=" + std::to_string(ordered.size()) + " world_size=" + std::to_string(offset) +
+          " master=" + (ordered.empty() ? "" : ordered[0]->node_id) +
+          " restart_count=" + std::to_string(restart_count_) + " why=\"" + why + "\"");
+  for (Node* node : ordered) SendAssignment(*node, out);
+  for (auto& [id, node] : nodes_) {
+    if (!node.member && node.conn) {
+      out.push_back(SendAction{node.conn, Waiting{run_id_, "the run is full; standing by"}});
+    }
+  }
+  round_opened_ = now;
+  return out;
+}
+
+Actions RunState::TryFinishRebuild(Time now, bool deadline_passed) {
+  Actions out;
+  uint64_t latest = 0;
+  for (const auto& [id, node] : nodes_) {
+    if (node.reported) latest = std::max(latest, node.reported->generation);
+  }
+  std::vector<Node*> reporters;
+  for (auto& [id, node] : nodes_) {
+    if (node.reported && node.reported->generation == latest) reporters.push_back(&node);
+  }
+  // Generations never go backwards, even across a daemon restart.
+  generation_ = std::max(generation_, latest);
+  if (!reporters.empty()) {
+    const Assignment& first = *reporters.front()->reported;
+    std::vector<bool> seen(static_cast<size_t>(std::max(first.group_world_size, 0)), false);
+    bool complete = static_cast<int>(reporters.size()) == first.group_world_size;
+    for (Node* n : reporters) {
+      const int r = n->reported->group_rank;
+      if (r < 0 || r >= first.group_world_size || seen[static_cast<size_t>(r)]) {
+        complete = false;
+        break;
+      }
+      seen[static_cast<size_t>(r)] = true;
+    }
+    if (complete) {
+      // Every member of the last generation is back with the same view: carry
+      // on with it, and no worker restarts.
+      for (auto& [id, node] : nodes_) node.member = false;
+      for (Node* n : reporters) {
+        n->member = true;
+        n->group_rank = n->reported->group_rank;
+        n->global_rank_offset = n->reported->global_rank_offset;
+        restart_count_ = std::max(restart_count_, n->reported->restart_count);
+        n->reported.reset();
+      }
+      phase_ = Phase::kRunning;
+      round_deadline_.reset();
+      Log(out, false,
+          "event=rebuilt gen=" + std::to_string(generation_) +
+              " nodes=" + std::to_string(reporters.size()));
+      for (Node* n : reporters) SendAssignment(*n, out);
+      if (static_cast<int>(nodes_.size()) > static_cast<int>(reporters.size()) &&
+          static_cast<int>(reporters.size()) < max_nodes_) {
+        round_deadline_ = now + settings_.last_call_timeout;  // admit the newcomers
+      }
+      return out;
+    }
+  }
+  if (!deadline_passed) return out;
+  // Someone did not come back in time: the reporters keep their order, and a
+  // new generation starts without the missing nodes.
+  for (auto& [id, node] : nodes_) {
+    node.member = false;
+    node.group_rank = -1;
+  }
+  for (Node* n : reporters) {
+    n->member = true;
+    n->group_rank = n->reported->group_rank;
+    restart_count_ = std::max(restart_count_, n->reported->restart_count);
+  }
+  round_opened_ = now;
+  if (static_cast<int>(nodes_.size()) >= min_nodes_) {
+    auto more = StartGeneration(now, "rebuild after daemon restart found missing nodes");
+    out.insert(out.end(), more.begin(), more.end());
+    return out;
+  }
+  phase_ = Phase::kGathering;
+  gathering_since_ = now;
+  round_deadline_.reset();
+  for (auto& [id, node] : nodes_) {
+    node.member = false;
+    if (node.conn) {
+      out.push_back(SendAction{node.conn, Waiting{run_id_, "below --nnodes MIN after rebuild"}});
+    }
+  }
+  return out;
+}
+
+Actions RunState::EndRun(bool succeeded, const std::string& message, Time now) {
+  Actions out;
+  phase_ = Phase::kEnded;
+  ended_at_ = now;
+  end_succeeded_ = succeeded;
+  end_message_ = message;
+  round_deadline_.reset();
+  Log(out, !succeeded,
+      std::string("event=run_ended result=") + (succeeded ? "succeeded" : "failed") +
+          " gen=" + std::to_string(generation_) + " message=\"" + message + "\"");
+  for (auto& [id, node] : nodes_) {
+    if (node.conn) out.push_back(SendAction{node.conn, RunEnded{run_id_, succeeded, message}});
+  }
+  return out;
+}
+
+Actions RunState::OnTick(Time now) {
+  Actions out;
+  if (phase_ == Phase::kEnded) return out;
+  std::vector<std::pair<std::string, std::string>> dead;
+  for (auto& [id, node] : nodes_) {
+    if (node.conn == 0 && node.disconnected_at &&
+        now - *node.disconnected_at >= settings_.disconnect_grace) {
+      dead.emplace_back(id, "disconnected");
+    } else if (now - node.last_seen > settings_.heartbeat_timeout) {
+      // Silent (stopped, or its link is down): close the half-open socket too.
+      if (node.conn) out.push_back(CloseAction{node.conn});
+      node.conn = 0;
+      dead.emplace_back(id, "silent");
+    }
+  }
+  for (const auto& [id, why] : dead) {
+    auto more = NodeGone(id, now, why);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  if (phase_ == Phase::kEnded) return out;
+  if (round_deadline_ && now >= *round_deadline_) {
+    Actions more;
+    if (phase_ == Phase::kLastCall) {
+      more = StartGeneration(now, "last call ended");
+    } else if (phase_ == Phase::kRunning) {
+      more = StartGeneration(now, "admitting new nodes");
+    } else if (phase_ == Phase::kRebuilding) {
+      more = TryFinishRebuild(now, true);
+    }
+    round_deadline_.reset();
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  if ((phase_ == Phase::kGathering || phase_ == Phase::kRebuilding) &&
+      now - gathering_since_ >= settings_.join_timeout) {
+    auto more = EndRun(false,
+                       "only " + std::to_string(nodes_.size()) + " of --nnodes MIN " +
+                           std::to_string(min_nodes_) + " nodes within join_timeout " +
+                           std::to_string(Seconds(settings_.join_timeout)) + "s",
+                       now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+std::optional<Time> RunState::NextDeadline() const {
+  if (phase_ == Phase::kEnded) return std::nullopt;
+  std::optional<Time> next = round_deadline_;
+  auto consider = [&next](Time t) {
+    if (!next || t < *next) next = t;
+  };
+  for (const auto& [id, node] : nodes_) {
+    if (node.conn == 0 && node.disconnected_at) {
+      consider(*node.disconnected_at + settings_.disconnect_grace);
+    } else {
+      consider(node.last_seen + settings_.heartbeat_timeout + Duration(1));
+    }
+  }
+  if (phase_ == Phase::kGathering || phase_ == Phase::kRebuilding) {
+    consider(gathering_since_ + settings_.join_timeout);
+  }
+  return next;
+}
+
+std::string RunState::StatusJson(Time now) const {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& [id, node] : nodes_) {
+    nlohmann::json n = {
+        {"node_id", node.node_id},
+        {"host", node.host},
+        {"state", node.member ? "member" : "waiting"},
+        {"connected", node.conn != 0},
+        {"local_world_size", node.local_world_size},
+        {"heartbeat_age_ms",
+         std::chrono::duration_cast<std::chrono::milliseconds>(now - node.last_seen).count()},
+    };
+    if (node.member) {
+      n["group_rank"] = node.group_rank;
+      n["global_ranks"] = {node.global_rank_offset,
+                           node.global_rank_offset + node.local_world_size - 1};
+    }
+    nodes.push_back(n);
+  }
+  nlohmann::json run = {
+      {"run_id", run_id_},
+      {"state", PhaseName(phase_)},
+      {"generation", generation_},
+      {"min_nodes", min_nodes_},
+      {"max_nodes", max_nodes_},
+      {"restart_count", restart_count_},
+      {"max_restarts", max_restarts_},
+      {"nodes", nodes},
+  };
+  if (phase_ == Phase::kEnded) {
+    run["result"] = end_succeeded_ ? "succeeded" : "failed";
+    run["message"] = end_message_;
+  }
+  return run.dump();
+}
+
+}  // namespace muster::rdzv

@@ -1,0 +1,125 @@
+// RunState: the rendezvous of one run (one job), as a pure state machine.
+// Handle(event, now) changes the state and returns what to send; nothing
+// here reads a clock, touches a socket or starts a thread.
+//
+// Phases (transitions):
+//   kGathering  --MIN nodes joined------------------------------> kLastCall
+//   kGathering  --join_timeout without MIN nodes----------------> kEnded (failed)
+//   kLastCall   --MAX nodes joined, or last_call_timeout--------> kRunning (new generation)
+//   kRunning    --member dead, >= MIN remain--------------------> kRunning (new generation)
+//   kRunning    --member dead, < MIN remain---------------------> kGathering (survivors wait)
+//   kRunning    --worker failed, restarts left------------------> kRunning (new generation)
+//   kRunning    --worker failed, no restarts left---------------> kEnded (failed)
+//   kRunning    --newcomer, after last_call_timeout-------------> kRunning (new generation)
+//   kRunning    --every member's workers succeeded--------------> kEnded (succeeded)
+//   kRebuilding --all members of the reported generation back---> kRunning (same generation)
+//   kRebuilding --close_timeout---------------------------------> kRunning (new gen) | kGathering
+//
+// Group ranks of a new generation: members of the previous generation keep
+// their relative order, newcomers follow in join order; group rank 0 is the
+// master and its agent's store is MASTER_ADDR:MASTER_PORT. Generations only
+// grow; messages about older generations are refused as stale.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rendezvous/state/events.h"
+#include "rendezvous/state/settings.h"
+
+namespace muster::rdzv {
+
+class RunState {
+ public:
+  enum class Phase { kGathering, kLastCall, kRunning, kRebuilding, kEnded };
+
+  RunState(std::string run_id, const Join& first, const Settings& settings, Time now);
+
+  // Requests from a node of this run. REQUIRES: the message's run_id is this run's.
+  Actions OnJoin(ConnId conn, const Join& join, Time now);
+  Actions OnHeartbeat(ConnId conn, const Heartbeat& hb, Time now);
+  Actions OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time now);
+  Actions OnWorkersSucceeded(ConnId conn, const WorkersSucceeded& done, Time now);
+  Actions OnLeave(ConnId conn, const Leave& leave, Time now);
+  Actions OnDisconnect(ConnId conn, Time now);
+  Actions OnTick(Time now);
+
+  // The earliest time OnTick() has something to do.
+  std::optional<Time> NextDeadline() const;
+
+  Phase phase() const { return phase_; }
+  uint64_t generation() const { return generation_; }
+  int restart_count() const { return restart_count_; }
+  const std::string& run_id() const { return run_id_; }
+  bool ended() const { return phase_ == Phase::kEnded; }
+  Time ended_at() const { return ended_at_; }
+  // Node ids of the current generation, by group rank.
+  std::vector<std::string> members() const;
+  // Whether `conn` is bound to a node of this run.
+  bool HasConnection(ConnId conn) const;
+
+  // Counters for /metrics.
+  struct Counters {
+    uint64_t generations = 0;
+    uint64_t dead_nodes = 0;
+    uint64_t heartbeats = 0;
+    double round_seconds_total = 0;
+  };
+  const Counters& counters() const { return counters_; }
+
+  // The status document of this run (see PROTOCOL.md "Status").
+  std::string StatusJson(Time now) const;
+
+  static const char* PhaseName(Phase phase);
+
+ private:
+  struct Node {
+    std::string node_id;
+    std::string host;
+    ConnId conn = 0;  // 0: not connected
+    Time last_seen;
+    std::optional<Time> disconnected_at;
+    int local_world_size = 1;
+    std::string store_addr;
+    int store_port = 0;
+    uint64_t join_seq = 0;
+    bool member = false;     // in the current generation
+    int group_rank = -1;     // in the current generation
+    int global_rank_offset = 0;
+    bool succeeded = false;  // its workers of the current generation all exited 0
+    std::optional<Assignment> reported;  // what it ran when it (re)joined, for rebuilding
+  };
+
+  Node* FindNode(const std::string& node_id);
+  Node* FindByConn(ConnId conn);
+  Actions Refuse(ConnId conn, const std::string& code, const std::string& message, bool fatal);
+  void SendAssignment(const Node& node, Actions& out) const;
+  Actions StartGeneration(Time now, const std::string& why);
+  Actions NodeGone(const std::string& node_id, Time now, const std::string& why);
+  Actions EndRun(bool succeeded, const std::string& message, Time now);
+  Actions TryFinishRebuild(Time now, bool deadline_passed);
+  void Log(Actions& out, bool warning, const std::string& line) const;
+  std::vector<Node*> OrderedForNextGeneration();
+
+  std::string run_id_;
+  Settings settings_;
+  int min_nodes_;
+  int max_nodes_;
+  int max_restarts_;
+  Phase phase_ = Phase::kGathering;
+  uint64_t generation_ = 0;
+  int restart_count_ = 0;
+  uint64_t next_join_seq_ = 0;
+  std::map<std::string, Node> nodes_;  // by node id; dead nodes are erased
+  Time gathering_since_;
+  std::optional<Time> round_deadline_;   // last call, admission or rebuild window
+  Time round_opened_;
+  Time ended_at_{};
+  std::string end_message_;
+  bool end_succeeded_ = false;
+  Counters counters_;
+};
+
+}  // namespace muster::rdzv

@@ -1,0 +1,73 @@
+#include "rendezvous/state/settings.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace muster::rdzv {
+namespace {
+
+Status BadValue(const std::string& key, const std::string& value, const std::string& want) {
+  return Status::InvalidArgument("--rdzv-conf: " + key + "='" + value + "' must be " + want);
+}
+
+// Seconds as a decimal number, > 0, at most a day.
+Result<Duration> ParseSeconds(const std::string& key, const std::string& value) {
+  errno = 0;
+  char* end = nullptr;
+  const double seconds = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || errno != 0 || !std::isfinite(seconds) || seconds <= 0 ||
+      seconds > 86400.0 * 7) {
+    return BadValue(key, value, "a positive number of seconds");
+  }
+  return Duration(static_cast<int64_t>(std::llround(seconds * 1000.0)));
+}
+
+}  // namespace
+
+Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& conf) {
+  Settings s;
+  bool heartbeat_given = false;
+  bool fence_given = false;
+  for (const auto& [key, value] : conf) {
+    Duration* target = nullptr;
+    if (key == "join_timeout") target = &s.join_timeout;
+    if (key == "last_call_timeout") target = &s.last_call_timeout;
+    if (key == "close_timeout") target = &s.close_timeout;
+    if (key == "keep_alive_interval") target = &s.keep_alive_interval;
+    if (key == "heartbeat_timeout") target = &s.heartbeat_timeout, heartbeat_given = true;
+    if (key == "disconnect_grace") target = &s.disconnect_grace;
+    if (key == "fence_timeout") target = &s.fence_timeout, fence_given = true;
+    if (target) {
+      auto parsed = ParseSeconds(key, value);
+      if (!parsed.ok()) return parsed.status();
+      *target = *parsed;
+    } else if (key == "keep_alive_max_attempt") {
+      char* end = nullptr;
+      const long n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || n < 1 || n > 1000) {
+        return BadValue(key, value, "an integer from 1 to 1000");
+      }
+      s.keep_alive_max_attempt = static_cast<int>(n);
+    }
+  }
+  if (!heartbeat_given) s.heartbeat_timeout = s.keep_alive_interval * s.keep_alive_max_attempt;
+  if (!fence_given) s.fence_timeout = s.heartbeat_timeout * 4 / 5;
+  if (s.heartbeat_timeout <= s.keep_alive_interval) {
+    return Status::InvalidArgument(
+        "--rdzv-conf: heartbeat_timeout=" + std::to_string(s.heartbeat_timeout.count() / 1000.0) +
+        "s must be longer than keep_alive_interval=" +
+        std::to_string(s.keep_alive_interval.count() / 1000.0) + "s");
+  }
+  // An agent must stop its workers before the daemon gives its place away,
+  // or two generations could run at once.
+  if (s.fence_timeout >= s.heartbeat_timeout) {
+    return Status::InvalidArgument("--rdzv-conf: fence_timeout=" +
+                                   std::to_string(s.fence_timeout.count() / 1000.0) +
+                                   "s must be shorter than heartbeat_timeout=" +
+                                   std::to_string(s.heartbeat_timeout.count() / 1000.0) + "s");
+  }
+  return s;
+}
+
+}  // namespace muster::rdzv

@@ -1,0 +1,43 @@
+// Settings: every timeout of the rendezvous, in one place, validated when
+// built. Keys follow torchrun's --rdzv-conf names where they exist.
+//
+//   join_timeout           how long a run may wait for MIN nodes (default 600 s)
+//   last_call_timeout      after MIN nodes, how long to wait for more, up to MAX (2 s);
+//                          also how long a node joining a running job waits to be admitted
+//   close_timeout          after a daemon restart, how long to wait for every member of
+//                          the last generation to report back (3 s)
+//   keep_alive_interval    agent heartbeat period (0.25 s)
+//   keep_alive_max_attempt missed heartbeats that make a node dead (5)
+//   heartbeat_timeout      silence after which a node is dead (default: interval x attempts)
+//   disconnect_grace       a dropped connection may reconnect within this (0.15 s)
+//   fence_timeout          an agent that cannot reach the daemon this long stops its
+//                          workers unless a peer confirms the daemon is down (0.8 x heartbeat_timeout)
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "common/status.h"
+
+namespace muster::rdzv {
+
+using Duration = std::chrono::milliseconds;
+
+struct Settings {
+  Duration join_timeout{600'000};
+  Duration last_call_timeout{2'000};
+  Duration close_timeout{3'000};
+  Duration keep_alive_interval{250};
+  int keep_alive_max_attempt = 5;
+  Duration heartbeat_timeout{1'250};
+  Duration disconnect_grace{150};
+  Duration fence_timeout{1'000};
+
+  // Reads the known keys of `conf` (values in seconds, decimals allowed);
+  // other keys (is_host, ...) are the caller's. Errors quote key and value,
+  // e.g. "--rdzv-conf: join_timeout='-1' must be a positive number of seconds".
+  static Result<Settings> FromConf(const std::map<std::string, std::string>& conf);
+};
+
+}  // namespace muster::rdzv

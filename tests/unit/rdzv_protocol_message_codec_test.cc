@@ -1,0 +1,202 @@
+// Every rendezvous message survives encode -> frame bytes -> decode, and its
+// wire form is the documented one (rendezvous/PROTOCOL.md).
+#include <catch2/catch.hpp>
+
+#include <concepts>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "rendezvous/protocol/frame_codec.h"
+#include "rendezvous/protocol/message_codec.h"
+
+namespace muster::rdzv {
+namespace {
+
+Assignment SampleAssignment() {
+  return Assignment{.run_id = "run-7",
+                    .generation = 12,
+                    .group_rank = 2,
+                    .group_world_size = 4,
+                    .local_world_size = 8,
+                    .global_rank_offset = 16,
+                    .world_size = 32,
+                    .master_addr = "node0.cluster",
+                    .master_port = 29500,
+                    .restart_count = 1,
+                    .max_restarts = 3};
+}
+
+// One message of every kind, every field set to a non-default value (and
+// generations beyond 32 bits) so a dropped field shows.
+std::vector<Message> SampleMessages() {
+  return {
+      Hello{.protocol_version = 1, .token = "s3cret", .agent_id = "host-a:4242:9f1c"},
+      Join{.run_id = "run-7",
+           .node_id = "node-a",
+           .host = "host-a",
+           .local_world_size = 8,
+           .min_nodes = 2,
+           .max_nodes = 4,
+           .max_restarts = 3,
+           .store_addr = "10.0.0.1",
+           .store_port = 29400,
+           .current = SampleAssignment()},
+      Join{.run_id = "run-7",
+           .node_id = "node-b",
+           .host = "host-b",
+           .local_world_size = 1,
+           .min_nodes = 1,
+           .max_nodes = 1,
+           .max_restarts = 0,
+           .store_addr = "",
+           .store_port = 0,
+           .current = std::nullopt},
+      Heartbeat{.run_id = "run-7", .node_id = "node-a", .generation = 1ull << 40},
+      WorkerFailed{.run_id = "run-7",
+                   .node_id = "node-a",
+                   .generation = 12,
+                   .exit_code = -9,
+                   .message = "local_rank 3 (pid 1234) killed by SIGKILL"},
+      WorkersSucceeded{.run_id = "run-7", .node_id = "node-a", .generation = 12},
+      Leave{.run_id = "run-7", .node_id = "node-a"},
+      StatusRequest{.run_id = ""},
+      Welcome{.protocol_version = 1, .daemon_id = "musterd-1700000000-ab12"},
+      Error{.code = "stale_generation",
+            .message = "Heartbeat generation 3 < current 4",
+            .fatal = true},
+      Waiting{.run_id = "run-7", .reason = "2 of min 4 nodes joined"},
+      AssignmentMessage{.assignment = SampleAssignment()},
+      HeartbeatAck{.run_id = "run-7", .generation = 12},
+      RunEnded{.run_id = "run-7", .succeeded = true, .message = "all workers exited 0"},
+      StatusReply{.json = R"({"runs":[{"run_id":"run-7","nodes":["é","\u0000"]}]})"},
+  };
+}
+
+// Equal when the bytes on the wire are equal; also by value where the struct
+// has an operator== (messages.h defines it for Assignment so far).
+void CheckSame(const Message& expected, const Message& actual) {
+  REQUIRE(actual.index() == expected.index());
+  CHECK(Encode(actual) == Encode(expected));
+  std::visit(
+      [&](const auto& e) {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::equality_comparable<T>) CHECK(std::get<T>(actual) == e);
+      },
+      expected);
+  if (const auto* join = std::get_if<Join>(&expected)) {
+    CHECK(std::get<Join>(actual).current == join->current);
+  }
+  if (const auto* a = std::get_if<AssignmentMessage>(&expected)) {
+    CHECK(std::get<AssignmentMessage>(actual).assignment == a->assignment);
+  }
+}
+
+TEST_CASE("the samples cover every message kind") {
+  std::set<size_t> kinds;
+  for (const Message& m : SampleMessages()) kinds.insert(m.index());
+  CHECK(kinds.size() == std::variant_size_v<Message>);
+}
+
+TEST_CASE("every message round-trips through frame bytes fed one at a time") {
+  for (const Message& message : SampleMessages()) {
+    CAPTURE(MessageName(message));
+    const std::string bytes = Encode(message);
+    FrameDecoder decoder;
+    for (size_t i = 0; i + 1 < bytes.size(); ++i) {
+      decoder.Feed(std::string_view(bytes).substr(i, 1));
+      REQUIRE(decoder.Next().state == FrameResult::kNeedMore);
+    }
+    decoder.Feed(std::string_view(bytes).substr(bytes.size() - 1));
+    FrameResult frame = decoder.Next();
+    REQUIRE(frame.state == FrameResult::kFrame);
+    CHECK(frame.type == static_cast<uint8_t>(TypeOf(message)));
+    Result<Message> decoded = Decode(frame.type, frame.payload);
+    REQUIRE(decoded.ok());
+    CheckSame(message, *decoded);
+  }
+}
+
+TEST_CASE("all messages sent back to back in one feed decode in order") {
+  std::string bytes;
+  for (const Message& m : SampleMessages()) bytes += Encode(m);
+  FrameDecoder decoder;
+  decoder.Feed(bytes);
+  for (const Message& expected : SampleMessages()) {
+    FrameResult frame = decoder.Next();
+    REQUIRE(frame.state == FrameResult::kFrame);
+    Result<Message> decoded = Decode(frame.type, frame.payload);
+    REQUIRE(decoded.ok());
+    CheckSame(expected, *decoded);
+  }
+  CHECK(decoder.Next().state == FrameResult::kNeedMore);
+}
+
+TEST_CASE("type bytes are the documented stable numbers") {
+  CHECK(TypeOf(Hello{}) == MessageType::kHello);
+  CHECK(static_cast<int>(MessageType::kHello) == 0x01);
+  CHECK(static_cast<int>(MessageType::kJoin) == 0x02);
+  CHECK(static_cast<int>(MessageType::kHeartbeat) == 0x03);
+  CHECK(static_cast<int>(MessageType::kWorkerFailed) == 0x04);
+  CHECK(static_cast<int>(MessageType::kWorkersSucceeded) == 0x05);
+  CHECK(static_cast<int>(MessageType::kLeave) == 0x06);
+  CHECK(static_cast<int>(MessageType::kStatusRequest) == 0x07);
+  CHECK(static_cast<int>(MessageType::kWelcome) == 0x81);
+  CHECK(static_cast<int>(MessageType::kError) == 0x82);
+  CHECK(static_cast<int>(MessageType::kWaiting) == 0x83);
+  CHECK(static_cast<int>(MessageType::kAssignment) == 0x84);
+  CHECK(static_cast<int>(MessageType::kHeartbeatAck) == 0x85);
+  CHECK(static_cast<int>(MessageType::kRunEnded) == 0x86);
+  CHECK(static_cast<int>(MessageType::kStatusReply) == 0x87);
+  CHECK(TypeOf(AssignmentMessage{}) == MessageType::kAssignment);
+  CHECK(TypeOf(StatusReply{}) == MessageType::kStatusReply);
+}
+
+TEST_CASE("message names are the struct names, Assignment for AssignmentMessage") {
+  CHECK(MessageName(Hello{}) == "Hello");
+  CHECK(MessageName(WorkersSucceeded{}) == "WorkersSucceeded");
+  CHECK(MessageName(AssignmentMessage{}) == "Assignment");
+  CHECK(MessageName(StatusReply{}) == "StatusReply");
+}
+
+TEST_CASE("a heartbeat is the documented bytes") {
+  CHECK(Encode(Heartbeat{.run_id = "r", .node_id = "n", .generation = 3}) ==
+        EncodeFrame(0x03, R"({"generation":3,"node_id":"n","run_id":"r"})"));
+}
+
+TEST_CASE("an assignment is a nested object and an empty optional is left out") {
+  Join join;
+  join.run_id = "r";
+  CHECK(Encode(join).find("current") == std::string::npos);
+  join.current = SampleAssignment();
+  CHECK(Encode(join).find(R"("current":{"generation":12,"global_rank_offset":16,)") !=
+        std::string::npos);
+}
+
+TEST_CASE("a hand-written join from another language decodes, extra fields ignored") {
+  Result<Message> decoded = Decode(0x02, R"({
+      "run_id": "r", "node_id": "n", "host": "h", "local_world_size": 2,
+      "min_nodes": 1, "max_nodes": 3, "max_restarts": 0,
+      "store_addr": "10.1.1.1", "store_port": 0, "current": null,
+      "added_in_protocol_2": {"nested": [1, 2, {"x": true}]}})");
+  REQUIRE(decoded.ok());
+  const Join& join = std::get<Join>(*decoded);
+  CHECK(join.node_id == "n");
+  CHECK(join.max_nodes == 3);
+  CHECK(join.store_addr == "10.1.1.1");
+  CHECK_FALSE(join.current.has_value());
+}
+
+TEST_CASE("strings that are not UTF-8 are sent with U+FFFD instead of failing") {
+  const std::string bytes = Encode(Error{.code = "bad_frame", .message = "got \xff here"});
+  FrameDecoder decoder;
+  decoder.Feed(bytes);
+  FrameResult frame = decoder.Next();
+  REQUIRE(frame.state == FrameResult::kFrame);
+  Result<Message> decoded = Decode(frame.type, frame.payload);
+  REQUIRE(decoded.ok());
+  CHECK(std::get<Error>(*decoded).message == "got \xef\xbf\xbd here");
+}
+
+}  // namespace
+}  // namespace muster::rdzv
