@@ -9,6 +9,8 @@
 
 #include "launcher/failure_report.h"
 #include "launcher/worker_env.h"
+#include "rendezvous/client/rendezvous_client.h"
+#include "rendezvous/daemon/rendezvous_server.h"
 #include "rendezvous/store/store_server.h"
 
 namespace muster {
@@ -38,8 +40,8 @@ bool ConsoleShows(const LaunchOptions& options, int local_rank) {
 }  // namespace
 
 Agent::Agent(LaunchOptions options, LaunchPlan plan, std::unique_ptr<RendezvousHandler> rendezvous,
-             std::vector<std::string> inherited_env, EnvLookup env,
-             std::vector<int> handled_signals)
+             std::optional<ElasticConfig> elastic, std::vector<std::string> inherited_env,
+             EnvLookup env, std::vector<int> handled_signals)
     : options_(std::move(options)),
       plan_(std::move(plan)),
       rendezvous_(std::move(rendezvous)),
@@ -48,7 +50,8 @@ Agent::Agent(LaunchOptions options, LaunchPlan plan, std::unique_ptr<RendezvousH
       host_(HostName()),
       signals_(io_),
       timer_(io_),
-      spawner_(io_, *this) {
+      spawner_(io_, *this),
+      elastic_(std::move(elastic)) {
   for (int sig : handled_signals) signals_.add(sig);
 }
 
@@ -63,7 +66,10 @@ int Agent::Run() {
   // A console that goes away must not kill the agent (and with it, the job).
   std::signal(SIGPIPE, SIG_IGN);
   for (const auto& warning : plan_.warnings) spdlog::warn("{}", warning);
+  return elastic_ ? RunElastic() : RunStatic();
+}
 
+int Agent::RunStatic() {
   auto assignment = rendezvous_->NextRound(plan_.nproc_per_node);
   if (!assignment.ok()) {
     spdlog::error("{}", assignment.status().message());
@@ -201,6 +207,8 @@ void Agent::WaitForSignal() {
     if (ec) return;
     received_signal_ = sig;
     spdlog::info("received {}; stopping workers", SignalName(sig));
+    stop_reason_ = StopReason::kSignal;
+    if (client_) client_->Leave();
     if (group_ && !group_->finished()) {
       group_->Stop(sig, std::chrono::steady_clock::now());
       AfterGroupEvent();
@@ -275,6 +283,10 @@ void Agent::Settle() {
     Finish(exit_code_);
     return;
   }
+  if (elastic_) {
+    SettleElastic();
+    return;
+  }
 
   switch (group_->state()) {
     case WorkerGroup::State::kSucceeded:
@@ -319,6 +331,7 @@ void Agent::Settle() {
 void Agent::Finish(int exit_code) {
   exit_code_ = exit_code;
   done_ = true;
+  if (client_) client_->Stop();
   signals_.cancel();
   timer_.cancel();
   if (store_) store_->Stop();

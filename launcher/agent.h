@@ -22,18 +22,27 @@
 #include "launcher/rendezvous_handler.h"
 #include "launcher/worker_group.h"
 #include "launcher/worker_output.h"
+#include "rendezvous/protocol/messages.h"
 
 namespace muster {
 namespace store {
 class StoreServer;
 }
+namespace rdzv {
+class RendezvousClient;
+class RendezvousServer;
+}  // namespace rdzv
 
 class Agent final : public SpawnEvents {
  public:
   // `handled_signals`: the signals that stop the job; each is forwarded to
   // every worker's process group (torchrun's --signals-to-handle).
+  // Static membership: `rendezvous` computes the one assignment; local
+  // failures restart local workers. Elastic (`elastic` set, `rendezvous`
+  // null): the rendezvous daemon decides every generation.
   Agent(LaunchOptions options, LaunchPlan plan, std::unique_ptr<RendezvousHandler> rendezvous,
-        std::vector<std::string> inherited_env, EnvLookup env, std::vector<int> handled_signals);
+        std::optional<ElasticConfig> elastic, std::vector<std::string> inherited_env, EnvLookup env,
+        std::vector<int> handled_signals);
   ~Agent() override;
 
   // Runs the job to completion. Returns muster's exit code: 0 on success, the
@@ -46,6 +55,15 @@ class Agent final : public SpawnEvents {
   void OnExit(uint64_t tag, pid_t pid, int wait_status) override;
 
  private:
+  // Why the running group is being stopped, so Settle() knows what comes next.
+  enum class StopReason { kNone, kSignal, kReassigned, kFenced, kRunEnded };
+
+  int RunStatic();
+  int RunElastic();
+  void OnAssignment(const rdzv::Assignment& assignment);
+  void StopGroupFor(StopReason reason, int sig);
+  void StartGeneration(const rdzv::Assignment& assignment);
+  void SettleElastic();
   Status PrepareRunDirectory();
   Status StartAttempt();
   Result<std::vector<WorkerSpec>> MakeWorkerSpecs(const std::string& attempt_dir);
@@ -67,6 +85,16 @@ class Agent final : public SpawnEvents {
   boost::asio::steady_timer timer_;
   PosixSpawner spawner_;
   std::unique_ptr<store::StoreServer> store_;
+
+  std::optional<ElasticConfig> elastic_;
+  std::unique_ptr<rdzv::RendezvousServer> embedded_daemon_;
+  std::unique_ptr<rdzv::RendezvousClient> client_;
+  std::optional<rdzv::Assignment> current_;  // what the workers run under
+  std::optional<rdzv::Assignment> pending_;  // next generation, once the group stopped
+  StopReason stop_reason_ = StopReason::kNone;
+  bool run_ended_ = false;
+  bool run_succeeded_ = false;
+  int local_failure_code_ = 0;
 
   NodeAssignment node_;
   std::unique_ptr<WorkerGroup> group_;

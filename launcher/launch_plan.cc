@@ -5,6 +5,8 @@
 
 #include <random>
 
+#include "rendezvous/net/token_file.h"
+
 namespace muster {
 namespace {
 
@@ -122,6 +124,50 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
 
   plan.run_id = (options.standalone && options.rdzv_id == "none") ? RandomRunId() : options.rdzv_id;
   return plan;
+}
+
+Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& options) {
+  const bool elastic_backend = options.rdzv_backend == "c10d" || options.rdzv_backend == "muster";
+  if (options.standalone || !elastic_backend ||
+      (options.max_nodes == 1 && options.min_nodes == 1)) {
+    return std::optional<ElasticConfig>();
+  }
+  if (options.rdzv_endpoint.empty()) {
+    return Status::InvalidArgument("--rdzv-endpoint: required with --rdzv-backend " +
+                                   options.rdzv_backend + " across nodes (HOST:PORT of musterd)");
+  }
+  ElasticConfig config;
+  const auto colon = options.rdzv_endpoint.rfind(':');
+  config.host = options.rdzv_endpoint.substr(0, colon);
+  if (!config.host.empty() && config.host.front() == '[' && config.host.back() == ']') {
+    config.host = config.host.substr(1, config.host.size() - 2);
+  }
+  if (colon != std::string::npos) {
+    const std::string port_text = options.rdzv_endpoint.substr(colon + 1);
+    char* end = nullptr;
+    const long parsed = std::strtol(port_text.c_str(), &end, 10);
+    if (port_text.empty() || *end != '\0' || parsed < 1 || parsed > 65535) {
+      return Status::InvalidArgument("--rdzv-endpoint: '" + options.rdzv_endpoint +
+                                     "' has no valid port after ':'");
+    }
+    config.port = static_cast<uint16_t>(parsed);
+  }
+  auto settings = rdzv::Settings::FromConf(options.rdzv_conf);
+  if (!settings.ok()) return settings.status();
+  config.settings = *settings;
+  for (const auto& [key, value] : options.rdzv_conf) {
+    if (key == "is_host") {
+      if (value != "0" && value != "1" && value != "true" && value != "false") {
+        return Status::InvalidArgument("--rdzv-conf: is_host='" + value + "' must be 0 or 1");
+      }
+      config.is_host = value == "1" || value == "true";
+    } else if (key == "token_file") {
+      auto token = rdzv::ReadTokenFile(value);
+      if (!token.ok()) return token.status();
+      config.token = *token;
+    }
+  }
+  return std::optional<ElasticConfig>(config);
 }
 
 Result<std::unique_ptr<RendezvousHandler>> MakeRendezvous(const LaunchOptions& options) {

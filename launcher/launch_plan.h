@@ -15,6 +15,7 @@
 #include "launcher/gpu_ids.h"
 #include "launcher/launch_options.h"
 #include "launcher/rendezvous_handler.h"
+#include "rendezvous/state/settings.h"
 
 namespace muster {
 
@@ -42,6 +43,21 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
 // The rendezvous this node joins: static (torchrun's default), or the embedded
 // single-node one for --standalone and one-node c10d/muster backends.
 Result<std::unique_ptr<RendezvousHandler>> MakeRendezvous(const LaunchOptions& options);
+
+// How this node reaches the elastic rendezvous (musterd, or one embedded in
+// this agent with --rdzv-conf is_host=1).
+struct ElasticConfig {
+  std::string host;  // the daemon's address (--rdzv-endpoint)
+  uint16_t port = 29400;
+  bool is_host = false;     // this agent runs the daemon itself
+  std::string token;        // from --rdzv-conf token_file=PATH; empty: none
+  rdzv::Settings settings;  // timeouts from --rdzv-conf
+};
+
+// The elastic rendezvous configuration when the options ask for one
+// (--rdzv-backend c10d|muster across nodes, or an --nnodes range); nullopt
+// for static and single-node runs.
+Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& options);
 
 // MachineFacts of the machine this runs on.
 MachineFacts ThisMachine(const EnvLookup& env);

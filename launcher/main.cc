@@ -53,10 +53,19 @@ int main(int argc, char** argv) {
     std::cerr << "muster: error: " << plan.status().message() << "\n";
     return 2;
   }
-  auto rendezvous = muster::MakeRendezvous(*outcome.options);
-  if (!rendezvous.ok()) {
-    std::cerr << "muster: error: " << rendezvous.status().message() << "\n";
+  auto elastic = muster::MakeElasticConfig(*outcome.options);
+  if (!elastic.ok()) {
+    std::cerr << "muster: error: " << elastic.status().message() << "\n";
     return 2;
+  }
+  std::unique_ptr<muster::RendezvousHandler> static_rendezvous;
+  if (!*elastic) {
+    auto rendezvous = muster::MakeRendezvous(*outcome.options);
+    if (!rendezvous.ok()) {
+      std::cerr << "muster: error: " << rendezvous.status().message() << "\n";
+      return 2;
+    }
+    static_rendezvous = std::move(rendezvous).value();
   }
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) inherited.emplace_back(*e);
@@ -66,7 +75,7 @@ int main(int argc, char** argv) {
     if (int sig = muster::SignalNumber(name)) handled_signals.push_back(sig);
   }
   muster::Agent agent(std::move(*outcome.options), std::move(plan).value(),
-                      std::move(rendezvous).value(), std::move(inherited), env,
+                      std::move(static_rendezvous), std::move(*elastic), std::move(inherited), env,
                       std::move(handled_signals));
   return agent.Run();
 }

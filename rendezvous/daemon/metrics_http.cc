@@ -37,8 +37,8 @@ Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   if (!ec) server->acceptor_.bind(endpoint, ec);
   if (!ec) server->acceptor_.listen(64, ec);
   if (ec) {
-    return Status::IoError("--metrics-port: cannot listen on " + host + ":" +
-                           std::to_string(port) + ": " + ec.message());
+    return Status::IoError("--metrics-port: cannot listen on " + host + ":" + std::to_string(port) +
+                           ": " + ec.message());
   }
   server->port_ = server->acceptor_.local_endpoint(ec).port();
   server->Accept();
@@ -73,7 +73,8 @@ void MetricsHttpServer::Accept() {
                 std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
           } else {
             ex->response =
-                "HTTP/1.0 404 Not Found\r\nContent-Length: 10\r\nConnection: close\r\n\r\nnot found\n";
+                "HTTP/1.0 404 Not Found\r\nContent-Length: 10\r\nConnection: close\r\n\r\nnot "
+                "found\n";
           }
           asio::async_write(ex->socket, asio::buffer(ex->response),
                             [ex](const boost::system::error_code&, size_t) {

@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
       } else if (key == "max_connections" && value.is_number_integer()) {
         if (!given("--max-connections")) flags.max_connections = value.get<int>();
       } else if (key == "rdzv_conf" && value.is_object()) {
-        for (auto& [k, v] : value.items()) conf[k] = v.is_string() ? v.get<std::string>() : v.dump();
+        for (auto& [k, v] : value.items())
+          conf[k] = v.is_string() ? v.get<std::string>() : v.dump();
       } else {
         return Fail("--config: key '" + key + "' with value " + value.dump() +
                     " is unknown or has the wrong type");
@@ -125,8 +126,8 @@ int main(int argc, char** argv) {
     options.token = *token;
   }
 
-  auto logger = std::make_shared<spdlog::logger>(
-      "musterd", std::make_shared<spdlog::sinks::stderr_sink_st>());
+  auto logger = std::make_shared<spdlog::logger>("musterd",
+                                                 std::make_shared<spdlog::sinks::stderr_sink_st>());
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e musterd %l: %v");
   if (const char* level = std::getenv("MUSTER_LOG_LEVEL")) {
     logger->set_level(spdlog::level::from_str(level));
@@ -140,9 +141,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<muster::rdzv::MetricsHttpServer> metrics;
   if (flags.metrics_port >= 0) {
     auto* raw = server->get();
-    auto started = muster::rdzv::MetricsHttpServer::Start(
-        io, flags.host, static_cast<uint16_t>(flags.metrics_port),
-        [raw] { return raw->MetricsText(); });
+    auto started = muster::rdzv::MetricsHttpServer::Start(io, flags.host,
+                                                          static_cast<uint16_t>(flags.metrics_port),
+                                                          [raw] { return raw->MetricsText(); });
     if (!started.ok()) return Fail(started.status().message());
     metrics = std::move(started).value();
     spdlog::info("event=metrics_listening port={}", metrics->port());

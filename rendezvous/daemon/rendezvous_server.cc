@@ -121,8 +121,9 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
                                        std::to_string(kProtocolVersion) + ")");
     }
     if (!ConstantTimeEquals(hello->token, options_.token)) {
-      return refuse("bad_token", hello->token.empty() ? "this daemon requires a token (--token-file)"
-                                                      : "wrong token");
+      return refuse("bad_token", hello->token.empty()
+                                     ? "this daemon requires a token (--token-file)"
+                                     : "wrong token");
     }
     session.greeted = true;
     session.channel->Send(Welcome{kProtocolVersion, daemon_id_});

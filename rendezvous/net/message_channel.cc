@@ -7,8 +7,7 @@
 namespace muster::rdzv {
 namespace asio = boost::asio;
 
-MessageChannel::MessageChannel(asio::ip::tcp::socket socket, Limits limits,
-                               bool reply_to_bad_input)
+MessageChannel::MessageChannel(asio::ip::tcp::socket socket, Limits limits, bool reply_to_bad_input)
     : socket_(std::move(socket)),
       limits_(limits),
       reply_to_bad_input_(reply_to_bad_input),

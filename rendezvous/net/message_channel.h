@@ -9,8 +9,8 @@
 // operations keep it alive.
 #pragma once
 
-#include <boost/asio/ip/tcp.hpp>
 #include <array>
+#include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <deque>
 #include <functional>

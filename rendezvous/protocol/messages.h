@@ -40,15 +40,15 @@ struct Assignment {
 // First message on every connection. The daemon answers Welcome or Error.
 struct Hello {
   uint32_t protocol_version = kProtocolVersion;
-  std::string token;  // shared secret from --token-file; empty when none
+  std::string token;     // shared secret from --token-file; empty when none
   std::string agent_id;  // unique per agent process: "<host>:<pid>:<random>"
 };
 
 // Join (or re-join) a run.
 struct Join {
   std::string run_id;
-  std::string node_id;     // stable for the agent's life
-  std::string host;        // for status and logs
+  std::string node_id;  // stable for the agent's life
+  std::string host;     // for status and logs
   int local_world_size = 1;
   int min_nodes = 1;
   int max_nodes = 1;
@@ -103,7 +103,8 @@ struct Welcome {
 // The request was refused; the daemon closes the connection after sending it
 // when `fatal`.
 struct Error {
-  std::string code;     // "bad_token", "bad_version", "bad_frame", "stale_generation", "bad_request", ...
+  std::string
+      code;  // "bad_token", "bad_version", "bad_frame", "stale_generation", "bad_request", ...
   std::string message;  // one line, quoting the bad value
   bool fatal = false;
 };
@@ -136,8 +137,8 @@ struct StatusReply {
   std::string json;  // the status document (see PROTOCOL.md)
 };
 
-using Message = std::variant<Hello, Join, Heartbeat, WorkerFailed, WorkersSucceeded, Leave,
-                             StatusRequest, Welcome, Error, Waiting, AssignmentMessage,
-                             HeartbeatAck, RunEnded, StatusReply>;
+using Message =
+    std::variant<Hello, Join, Heartbeat, WorkerFailed, WorkersSucceeded, Leave, StatusRequest,
+                 Welcome, Error, Waiting, AssignmentMessage, HeartbeatAck, RunEnded, StatusReply>;
 
 }  // namespace muster::rdzv

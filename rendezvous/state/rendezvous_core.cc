@@ -66,7 +66,8 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
       Overloaded{
           [&](const Join& join) -> Actions {
             // A connection serves one run: joining another is a client bug.
-            if (auto it = conn_run_.find(conn); it != conn_run_.end() && it->second != join.run_id) {
+            if (auto it = conn_run_.find(conn);
+                it != conn_run_.end() && it->second != join.run_id) {
               return {SendAction{conn, Error{"bad_request",
                                              "this connection already joined run '" + it->second +
                                                  "'; use one connection per run",
@@ -79,8 +80,9 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
               run = nullptr;
             }
             if (run == nullptr) {
-              run = runs_.emplace(join.run_id,
-                                  std::make_unique<RunState>(join.run_id, join, settings_, now))
+              run = runs_
+                        .emplace(join.run_id,
+                                 std::make_unique<RunState>(join.run_id, join, settings_, now))
                         .first->second.get();
             }
             conn_run_[conn] = join.run_id;
@@ -106,8 +108,9 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
             return {SendAction{conn, StatusReply{StatusJson(r.run_id, now)}}};
           },
           [&](const auto&) -> Actions {
-            return {SendAction{conn, Error{"bad_request", "not a request the daemon accepts", true}},
-                    CloseAction{conn}};
+            return {
+                SendAction{conn, Error{"bad_request", "not a request the daemon accepts", true}},
+                CloseAction{conn}};
           },
       },
       message);

@@ -1,12 +1,18 @@
 #include "rendezvous/state/run_state.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 namespace muster::rdzv {
 namespace {
 
-double Seconds(Duration d) { return static_cast<double>(d.count()) / 1000.0; }
+// "600", "0.5": seconds as written in --rdzv-conf, for messages users read.
+std::string SecondsText(Duration d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.10g", static_cast<double>(d.count()) / 1000.0);
+  return text;
+}
 
 template <typename D>
 double SecondsOf(D d) {
@@ -135,7 +141,8 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
     if (phase_ == Phase::kRebuilding) {
       auto more = TryFinishRebuild(now, false);
       out.insert(out.end(), more.begin(), more.end());
-      if (phase_ == Phase::kRebuilding) out.push_back(SendAction{conn, Waiting{run_id_, "rebuilding"}});
+      if (phase_ == Phase::kRebuilding)
+        out.push_back(SendAction{conn, Waiting{run_id_, "rebuilding"}});
     } else if (node->member && phase_ == Phase::kRunning) {
       SendAssignment(*node, out);
     } else {
@@ -156,9 +163,8 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
   node.reported = join.current;
   nodes_.emplace(join.node_id, node);
   Log(out, false,
-      "event=join node=" + join.node_id + " host=" + join.host +
-          " local_world_size=" + std::to_string(join.local_world_size) +
-          " nodes=" + std::to_string(nodes_.size()));
+      "event=join node=" + join.node_id + " host=" + join.host + " local_world_size=" +
+          std::to_string(join.local_world_size) + " nodes=" + std::to_string(nodes_.size()));
 
   const int count = static_cast<int>(nodes_.size());
   switch (phase_) {
@@ -181,17 +187,16 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
         phase_ = Phase::kLastCall;
         round_deadline_ = now + settings_.last_call_timeout;
       }
-      out.push_back(SendAction{conn, Waiting{run_id_, std::to_string(count) + " of " +
-                                                          std::to_string(min_nodes_) + ".." +
-                                                          std::to_string(max_nodes_) +
-                                                          " nodes joined"}});
+      out.push_back(SendAction{
+          conn, Waiting{run_id_, std::to_string(count) + " of " + std::to_string(min_nodes_) +
+                                     ".." + std::to_string(max_nodes_) + " nodes joined"}});
       return out;
     }
     case Phase::kRunning: {
       if (count > max_nodes_) {
-        out.push_back(SendAction{conn, Waiting{run_id_, "the run is full (" +
-                                                            std::to_string(max_nodes_) +
-                                                            " nodes); standing by"}});
+        out.push_back(
+            SendAction{conn, Waiting{run_id_, "the run is full (" + std::to_string(max_nodes_) +
+                                                  " nodes); standing by"}});
         return out;
       }
       // Admit newcomers together at the next round, after a last call window.
@@ -250,8 +255,7 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
   if (restart_count_ > max_restarts_) {
     auto more = EndRun(false,
                        what + (failed.message.empty() ? "" : ": " + failed.message) +
-                           "; the job has used all " + std::to_string(max_restarts_) +
-                           " restarts",
+                           "; the job has used all " + std::to_string(max_restarts_) + " restarts",
                        now);
     out.insert(out.end(), more.begin(), more.end());
     return out;
@@ -320,8 +324,7 @@ Actions RunState::NodeGone(const std::string& node_id, Time now, const std::stri
     const std::string reason = "node " + node_id + " " + why + "; " + std::to_string(alive) +
                                " nodes left, below --nnodes MIN " + std::to_string(min_nodes_) +
                                "; waiting up to join_timeout " +
-                               std::to_string(Seconds(settings_.join_timeout)) +
-                               "s for replacements";
+                               SecondsText(settings_.join_timeout) + "s for replacements";
     Log(out, true, "event=below_min nodes=" + std::to_string(alive));
     for (auto& [id, node] : nodes_) {
       node.member = false;
@@ -356,6 +359,11 @@ Actions RunState::StartGeneration(Time now, const std::string& why) {
     node.member = false;
     node.group_rank = -1;
     node.succeeded = false;
+  }
+  // A node may report a newer generation than the one a restarted daemon
+  // resumed (it saw a round the others missed): never hand that number out again.
+  for (const auto& [id, node] : nodes_) {
+    if (node.reported) generation_ = std::max(generation_, node.reported->generation);
   }
   ++generation_;
   ++counters_.generations;
@@ -503,7 +511,11 @@ Actions RunState::OnTick(Time now) {
     Actions more;
     if (phase_ == Phase::kLastCall) {
       more = StartGeneration(now, "last call ended");
-    } else if (phase_ == Phase::kRunning) {
+    } else if (phase_ == Phase::kRunning &&
+               std::any_of(nodes_.begin(), nodes_.end(),
+                           [](const auto& entry) { return !entry.second.member; })) {
+      // Only if a newcomer is still there: a new generation restarts every
+      // worker, and the one it was opened for may have died meanwhile.
       more = StartGeneration(now, "admitting new nodes");
     } else if (phase_ == Phase::kRebuilding) {
       more = TryFinishRebuild(now, true);
@@ -516,7 +528,7 @@ Actions RunState::OnTick(Time now) {
     auto more = EndRun(false,
                        "only " + std::to_string(nodes_.size()) + " of --nnodes MIN " +
                            std::to_string(min_nodes_) + " nodes within join_timeout " +
-                           std::to_string(Seconds(settings_.join_timeout)) + "s",
+                           SecondsText(settings_.join_timeout) + "s",
                        now);
     out.insert(out.end(), more.begin(), more.end());
   }

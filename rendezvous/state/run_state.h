@@ -85,10 +85,10 @@ class RunState {
     std::string store_addr;
     int store_port = 0;
     uint64_t join_seq = 0;
-    bool member = false;     // in the current generation
-    int group_rank = -1;     // in the current generation
+    bool member = false;  // in the current generation
+    int group_rank = -1;  // in the current generation
     int global_rank_offset = 0;
-    bool succeeded = false;  // its workers of the current generation all exited 0
+    bool succeeded = false;              // its workers of the current generation all exited 0
     std::optional<Assignment> reported;  // what it ran when it (re)joined, for rebuilding
   };
 
@@ -114,7 +114,7 @@ class RunState {
   uint64_t next_join_seq_ = 0;
   std::map<std::string, Node> nodes_;  // by node id; dead nodes are erased
   Time gathering_since_;
-  std::optional<Time> round_deadline_;   // last call, admission or rebuild window
+  std::optional<Time> round_deadline_;  // last call, admission or rebuild window
   Time round_opened_;
   Time ended_at_{};
   std::string end_message_;

@@ -17,7 +17,7 @@ Result<Duration> ParseSeconds(const std::string& key, const std::string& value) 
   char* end = nullptr;
   const double seconds = std::strtod(value.c_str(), &end);
   if (value.empty() || *end != '\0' || errno != 0 || !std::isfinite(seconds) || seconds <= 0 ||
-      seconds > 86400.0 * 7) {
+      seconds > 86400.0 * 7 || std::llround(seconds * 1000.0) < 1) {  // timeouts are in ms
     return BadValue(key, value, "a positive number of seconds");
   }
   return Duration(static_cast<int64_t>(std::llround(seconds * 1000.0)));
@@ -62,10 +62,10 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
   // An agent must stop its workers before the daemon gives its place away,
   // or two generations could run at once.
   if (s.fence_timeout >= s.heartbeat_timeout) {
-    return Status::InvalidArgument("--rdzv-conf: fence_timeout=" +
-                                   std::to_string(s.fence_timeout.count() / 1000.0) +
-                                   "s must be shorter than heartbeat_timeout=" +
-                                   std::to_string(s.heartbeat_timeout.count() / 1000.0) + "s");
+    return Status::InvalidArgument(
+        "--rdzv-conf: fence_timeout=" + std::to_string(s.fence_timeout.count() / 1000.0) +
+        "s must be shorter than heartbeat_timeout=" +
+        std::to_string(s.heartbeat_timeout.count() / 1000.0) + "s");
   }
   return s;
 }

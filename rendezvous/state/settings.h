@@ -11,7 +11,8 @@
 //   heartbeat_timeout      silence after which a node is dead (default: interval x attempts)
 //   disconnect_grace       a dropped connection may reconnect within this (0.15 s)
 //   fence_timeout          an agent that cannot reach the daemon this long stops its
-//                          workers unless a peer confirms the daemon is down (0.8 x heartbeat_timeout)
+//                          workers unless a peer confirms the daemon is down (0.8 x
+//                          heartbeat_timeout)
 #pragma once
 
 #include <chrono>

@@ -165,8 +165,8 @@ TEST_CASE("a heartbeat is the documented bytes") {
 }
 
 TEST_CASE("an assignment is a nested object and an empty optional is left out") {
-  Join join;
-  join.run_id = "r";
+  Join join = std::get<Join>(SampleMessages()[2]);
+  REQUIRE_FALSE(join.current.has_value());
   CHECK(Encode(join).find("current") == std::string::npos);
   join.current = SampleAssignment();
   CHECK(Encode(join).find(R"("current":{"generation":12,"global_rank_offset":16,)") !=

@@ -1,0 +1,210 @@
+// The Agent's elastic mode: the rendezvous daemon decides every generation;
+// this node starts, stops and restarts its workers to follow it, reports
+// their outcome, and fences itself when it loses the daemon.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <random>
+
+#include "launcher/agent.h"
+#include "launcher/failure_report.h"
+#include "rendezvous/client/rendezvous_client.h"
+#include "rendezvous/daemon/rendezvous_server.h"
+#include "rendezvous/store/store_server.h"
+
+namespace muster {
+namespace {
+
+std::string NewNodeId(const std::string& host) {
+  std::random_device rd;
+  return host + ":" + std::to_string(getpid()) + ":" + std::to_string(rd() % 100000);
+}
+
+NodeAssignment ToNodeAssignment(const rdzv::Assignment& a) {
+  NodeAssignment n;
+  n.generation = a.generation;
+  n.group_rank = a.group_rank;
+  n.group_world_size = a.group_world_size;
+  n.local_world_size = a.local_world_size;
+  n.global_rank_offset = a.global_rank_offset;
+  n.world_size = a.world_size;
+  n.master_addr = a.master_addr;
+  n.master_port = a.master_port;
+  n.hosts_store = a.group_rank == 0;
+  return n;
+}
+
+}  // namespace
+
+int Agent::RunElastic() {
+  // Every agent serves a store from the start: whichever node becomes master
+  // already has its port bound, and no port is ever handed on unbound.
+  const std::string bind_host = options_.local_addr.empty() ? "0.0.0.0" : options_.local_addr;
+  auto server = store::StoreServer::Start(io_, bind_host,
+                                          static_cast<uint16_t>(options_.master_port.value_or(0)));
+  if (!server.ok()) {
+    spdlog::error("worker store: {}", server.status().message());
+    return 1;
+  }
+  store_ = std::move(server).value();
+
+  if (elastic_->is_host) {
+    rdzv::ServerOptions daemon;
+    daemon.host = "0.0.0.0";
+    daemon.port = elastic_->port;
+    daemon.settings = elastic_->settings;
+    daemon.token = elastic_->token;
+    auto started = rdzv::RendezvousServer::Start(io_, daemon);
+    if (!started.ok()) {
+      spdlog::error("{}", started.status().message());
+      return 1;
+    }
+    embedded_daemon_ = std::move(started).value();
+  }
+  if (auto s = PrepareRunDirectory(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+
+  rdzv::ClientOptions client;
+  client.host = elastic_->host;
+  client.port = elastic_->port;
+  client.token = elastic_->token;
+  client.settings = elastic_->settings;
+  client.join.run_id = plan_.run_id;
+  client.join.node_id = NewNodeId(host_);
+  client.join.host = host_;
+  client.join.local_world_size = plan_.nproc_per_node;
+  client.join.min_nodes = options_.min_nodes;
+  client.join.max_nodes = options_.max_nodes;
+  client.join.max_restarts = options_.max_restarts;
+  client.join.store_addr = options_.local_addr;
+  client.join.store_port = store_->port();
+  spdlog::info("event=elastic run_id={} node={} rendezvous={}:{} is_host={} store_port={}",
+               plan_.run_id, client.join.node_id, client.host, client.port, elastic_->is_host,
+               store_->port());
+
+  rdzv::RendezvousClient::Callbacks callbacks;
+  callbacks.on_assignment = [this](const rdzv::Assignment& a) { OnAssignment(a); };
+  callbacks.on_waiting = [this](const std::string& reason) {
+    spdlog::info("event=waiting reason=\"{}\"", reason);
+    pending_.reset();
+    if (group_ && !group_->finished()) StopGroupFor(StopReason::kReassigned, SIGTERM);
+  };
+  callbacks.on_fence = [this](const std::string& why) {
+    spdlog::warn("event=self_fence why=\"{}\"; stopping workers", why);
+    pending_.reset();
+    current_.reset();
+    client_->SetCurrent(std::nullopt);
+    if (group_ && !group_->finished()) StopGroupFor(StopReason::kFenced, SIGKILL);
+  };
+  callbacks.on_run_ended = [this](bool succeeded, const std::string& message) {
+    run_ended_ = true;
+    run_succeeded_ = succeeded;
+    (succeeded ? spdlog::info("event=run_ended result=succeeded message=\"{}\"", message)
+               : spdlog::error("event=run_ended result=failed message=\"{}\"", message));
+    if (group_ && !group_->finished()) {
+      StopGroupFor(StopReason::kRunEnded, SIGTERM);
+    } else if (!settling_) {
+      Finish(succeeded ? 0 : (local_failure_code_ ? local_failure_code_ : 1));
+    }
+  };
+  callbacks.on_fatal = [this](const std::string& message) {
+    spdlog::error("rendezvous: {}", message);
+    run_ended_ = true;
+    local_failure_code_ = local_failure_code_ ? local_failure_code_ : 1;
+    if (group_ && !group_->finished()) {
+      StopGroupFor(StopReason::kRunEnded, SIGTERM);
+    } else if (!settling_) {
+      Finish(1);
+    }
+  };
+  client_ = std::make_unique<rdzv::RendezvousClient>(io_, std::move(client), std::move(callbacks));
+  WaitForSignal();
+  client_->Start();
+  io_.run();
+  return exit_code_;
+}
+
+void Agent::OnAssignment(const rdzv::Assignment& a) {
+  if (current_ && current_->generation == a.generation && group_ && !group_->finished()) {
+    // The same generation confirmed (e.g. after a daemon restart): carry on.
+    return;
+  }
+  if (current_ && a.generation < current_->generation) return;  // stale
+  pending_ = a;
+  if (group_ && !group_->finished()) {
+    StopGroupFor(StopReason::kReassigned, SIGTERM);
+  } else if (!settling_) {
+    StartGeneration(a);
+  }
+}
+
+void Agent::StopGroupFor(StopReason reason, int sig) {
+  // A fence or a run's end outranks a reassignment already under way.
+  if (stop_reason_ == StopReason::kNone || reason != StopReason::kReassigned) stop_reason_ = reason;
+  group_->Stop(sig, std::chrono::steady_clock::now());
+  AfterGroupEvent();
+}
+
+void Agent::StartGeneration(const rdzv::Assignment& a) {
+  pending_.reset();
+  current_ = a;
+  client_->SetCurrent(a);
+  node_ = ToNodeAssignment(a);
+  // torch namespaces its store keys by TORCHELASTIC_RESTART_COUNT; counting
+  // generations (as torchrun counts every re-rendezvous) keeps each one fresh.
+  restart_count_ = static_cast<int>(a.generation) - 1;
+  stop_reason_ = StopReason::kNone;
+  spdlog::info(
+      "event=generation gen={} group_rank={} group_world_size={} ranks={}..{} world_size={} "
+      "master={}:{} restart_count={}",
+      a.generation, a.group_rank, a.group_world_size, a.global_rank_offset,
+      a.global_rank_offset + a.local_world_size - 1, a.world_size, a.master_addr, a.master_port,
+      a.restart_count);
+  if (auto s = StartAttempt(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    current_.reset();
+    client_->SetCurrent(std::nullopt);
+    client_->ReportWorkerFailure(a.generation, 127, s.message());
+  }
+}
+
+void Agent::SettleElastic() {
+  const StopReason reason = stop_reason_;
+  stop_reason_ = StopReason::kNone;
+  const auto state = group_->state();
+  if (reason == StopReason::kSignal) {
+    Finish(128 + received_signal_);
+    return;
+  }
+  if (state == WorkerGroup::State::kSucceeded && current_) {
+    spdlog::info("event=workers_succeeded gen={}", current_->generation);
+    client_->ReportSucceeded(current_->generation);
+  } else if (state == WorkerGroup::State::kFailed && reason == StopReason::kNone && current_) {
+    const auto& failures = group_->failures();
+    const bool will_restart = current_->restart_count < current_->max_restarts;
+    if (!failures.empty()) {
+      local_failure_code_ = failures.front().status.ShellCode();
+      WriteAll(STDERR_FILENO,
+               FormatFailureReport(failures, ReportContext{host_, current_->restart_count,
+                                                           current_->max_restarts, will_restart}));
+    }
+    client_->ReportWorkerFailure(current_->generation,
+                                 local_failure_code_ ? local_failure_code_ : 1,
+                                 failures.empty() ? "" : failures.front().status.Describe());
+    current_.reset();
+    client_->SetCurrent(std::nullopt);
+  } else if (reason != StopReason::kNone) {
+    current_.reset();
+    client_->SetCurrent(std::nullopt);
+  }
+  if (run_ended_) {
+    Finish(run_succeeded_ ? 0 : (local_failure_code_ ? local_failure_code_ : 1));
+    return;
+  }
+  if (pending_) StartGeneration(*pending_);
+}
+
+}  // namespace muster

@@ -1,0 +1,211 @@
+#include "rendezvous/client/rendezvous_client.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/connect.hpp>
+
+#include "rendezvous/client/backoff.h"
+
+namespace muster::rdzv {
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+constexpr std::chrono::milliseconds kBackoffBase{50};
+constexpr std::chrono::milliseconds kBackoffCap{500};
+}  // namespace
+
+RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, Callbacks callbacks)
+    : io_(io),
+      options_(std::move(options)),
+      callbacks_(std::move(callbacks)),
+      heartbeat_timer_(io),
+      reconnect_timer_(io),
+      connect_deadline_(io),
+      last_contact_(std::chrono::steady_clock::now()),
+      random_(std::random_device{}()) {}
+
+RendezvousClient::~RendezvousClient() { Stop(); }
+
+void RendezvousClient::Start() {
+  last_contact_ = std::chrono::steady_clock::now();
+  Connect();
+  Heartbeat();
+}
+
+void RendezvousClient::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  heartbeat_timer_.cancel();
+  reconnect_timer_.cancel();
+  connect_deadline_.cancel();
+  if (channel_) channel_->Close("client stopping");
+  channel_.reset();
+}
+
+void RendezvousClient::SetCurrent(std::optional<Assignment> current) {
+  current_ = std::move(current);
+}
+
+void RendezvousClient::Send(const Message& message) {
+  if (channel_ && channel_->is_open() && welcomed_) channel_->Send(message);
+}
+
+void RendezvousClient::ReportWorkerFailure(uint64_t generation, int exit_code,
+                                           const std::string& message) {
+  Send(WorkerFailed{options_.join.run_id, options_.join.node_id, generation, exit_code, message});
+}
+
+void RendezvousClient::ReportSucceeded(uint64_t generation) {
+  Send(WorkersSucceeded{options_.join.run_id, options_.join.node_id, generation});
+}
+
+void RendezvousClient::Leave() { Send(rdzv::Leave{options_.join.run_id, options_.join.node_id}); }
+
+void RendezvousClient::Connect() {
+  if (stopped_) return;
+  auto socket = std::make_shared<tcp::socket>(io_);
+  auto resolver = std::make_shared<tcp::resolver>(io_);
+  // A host whose link is down never answers: give up on the attempt in time
+  // to try again (and so that silence, not refusal, is what we remember).
+  connect_deadline_.expires_after(options_.settings.keep_alive_interval * 4);
+  connect_deadline_.async_wait([socket](const boost::system::error_code& ec) {
+    if (!ec) {
+      boost::system::error_code ignored;
+      socket->close(ignored);
+    }
+  });
+  resolver->async_resolve(
+      options_.host, std::to_string(options_.port),
+      [this, socket, resolver](const boost::system::error_code& ec,
+                               tcp::resolver::results_type results) {
+        if (stopped_) return;
+        if (ec) {
+          daemon_refusing_ = false;
+          spdlog::debug("event=rdzv_resolve_failed host={} error=\"{}\"", options_.host,
+                        ec.message());
+          ScheduleReconnect();
+          return;
+        }
+        asio::async_connect(
+            *socket, results,
+            [this, socket](const boost::system::error_code& connect_ec, const tcp::endpoint&) {
+              if (stopped_) return;
+              connect_deadline_.cancel();
+              if (connect_ec) {
+                daemon_refusing_ = connect_ec == asio::error::connection_refused;
+                ScheduleReconnect();
+                return;
+              }
+              OnConnected(std::move(*socket));
+            });
+      });
+}
+
+void RendezvousClient::OnConnected(tcp::socket socket) {
+  boost::system::error_code ec;
+  // The address this host reached the daemon from is one the other nodes
+  // can reach too: advertise it for the worker store unless told otherwise.
+  local_addr_ = socket.local_endpoint(ec).address().to_string();
+  channel_ = std::make_shared<MessageChannel>(std::move(socket), MessageChannel::Limits{}, false);
+  welcomed_ = false;
+  channel_->Start({[this](Message m) { OnMessage(m); },
+                   [this](const std::string& why) {
+                     // The peer closing (or resetting) the connection means its
+                     // host answered: the daemon process is gone or dropped us.
+                     const bool gone =
+                         why == "peer closed" || why.find("reset") != std::string::npos;
+                     OnClosed(why, gone);
+                   }});
+  channel_->Send(Hello{kProtocolVersion, options_.token, options_.join.node_id});
+  Join join = options_.join;
+  if (join.store_addr.empty()) join.store_addr = local_addr_;
+  join.current = current_;
+  channel_->Send(join);
+}
+
+void RendezvousClient::OnMessage(const Message& message) {
+  last_contact_ = std::chrono::steady_clock::now();
+  if (std::holds_alternative<Welcome>(message)) {
+    welcomed_ = true;
+    attempt_ = 0;
+    daemon_refusing_ = false;
+    if (fenced_) spdlog::info("event=rdzv_reconnected");
+    fenced_ = false;
+    return;
+  }
+  if (const auto* error = std::get_if<Error>(&message)) {
+    if (error->fatal || error->code == "bad_token" || error->code == "bad_version") {
+      spdlog::error("rendezvous refused this agent: {} ({})", error->message, error->code);
+      Stop();
+      if (callbacks_.on_fatal) callbacks_.on_fatal(error->message);
+      return;
+    }
+    if (error->code == "unknown_node" || error->code == "unknown_run") {
+      // The daemon no longer counts us in (it restarted, or declared us dead):
+      // join again; the answer says whether our workers may go on.
+      Join join = options_.join;
+      if (join.store_addr.empty()) join.store_addr = local_addr_;
+      join.current = current_;
+      Send(join);
+      return;
+    }
+    spdlog::debug("event=rdzv_error code={} message=\"{}\"", error->code, error->message);
+    return;
+  }
+  if (const auto* waiting = std::get_if<Waiting>(&message)) {
+    if (callbacks_.on_waiting) callbacks_.on_waiting(waiting->reason);
+    return;
+  }
+  if (const auto* assignment = std::get_if<AssignmentMessage>(&message)) {
+    if (callbacks_.on_assignment) callbacks_.on_assignment(assignment->assignment);
+    return;
+  }
+  if (const auto* ended = std::get_if<RunEnded>(&message)) {
+    if (callbacks_.on_run_ended) callbacks_.on_run_ended(ended->succeeded, ended->message);
+    return;
+  }
+}
+
+void RendezvousClient::OnClosed(const std::string& why, bool daemon_gone) {
+  if (stopped_) return;
+  spdlog::warn("event=rdzv_connection_lost why=\"{}\"", why);
+  welcomed_ = false;
+  daemon_refusing_ = daemon_gone;
+  channel_.reset();
+  ScheduleReconnect();
+}
+
+void RendezvousClient::ScheduleReconnect() {
+  if (stopped_) return;
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const auto delay = NextBackoff(attempt_++, kBackoffBase, kBackoffCap, unit(random_));
+  reconnect_timer_.expires_after(delay);
+  reconnect_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) Connect();
+  });
+}
+
+void RendezvousClient::Heartbeat() {
+  if (stopped_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (welcomed_) {
+    Send(rdzv::Heartbeat{options_.join.run_id, options_.join.node_id,
+                         current_ ? current_->generation : 0});
+  }
+  if (!fenced_ && !daemon_refusing_ && now - last_contact_ > options_.settings.fence_timeout) {
+    fenced_ = true;
+    const auto silent_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_contact_).count();
+    spdlog::warn("event=fence why=\"no word from the rendezvous for {} ms\"", silent_ms);
+    if (callbacks_.on_fence) {
+      callbacks_.on_fence("no word from the rendezvous for " + std::to_string(silent_ms) + " ms");
+    }
+  }
+  heartbeat_timer_.expires_after(options_.settings.keep_alive_interval);
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) Heartbeat();
+  });
+}
+
+}  // namespace muster::rdzv

@@ -1,0 +1,90 @@
+// RendezvousClient: the agent's side of the rendezvous protocol. It connects
+// (and reconnects with jittered backoff), says Hello, joins the run — with
+// the assignment its workers currently run under, so a restarted daemon can
+// rebuild the run — heart-beats, and reports worker outcomes. What the
+// daemon decides arrives through Callbacks.
+//
+// Self-fencing (PROTOCOL.md, "Daemon restart and self-fencing"): when nothing
+// has come from the daemon for fence_timeout, on_fence() asks the agent to
+// stop its workers, unless every attempt since the daemon went quiet ended in
+// "connection refused" or a closed connection — proof that the daemon's host
+// is reachable and no daemon runs there, so no new generation can be formed
+// behind this agent's back.
+//
+// Runs on the caller's io_context; not thread-safe.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "rendezvous/net/message_channel.h"
+#include "rendezvous/state/settings.h"
+
+namespace muster::rdzv {
+
+struct ClientOptions {
+  std::string host;
+  uint16_t port = 0;
+  std::string token;
+  Join join;  // run_id, node_id, host, sizes, store port; store_addr "" = local address of the
+              // connection
+  Settings settings;
+};
+
+class RendezvousClient {
+ public:
+  struct Callbacks {
+    std::function<void(const Assignment&)> on_assignment;
+    std::function<void(const std::string& reason)> on_waiting;
+    std::function<void(bool succeeded, const std::string& message)> on_run_ended;
+    std::function<void(const std::string& message)> on_fatal;  // refused for good (token, version)
+    std::function<void(const std::string& why)> on_fence;      // stop the workers now
+  };
+
+  RendezvousClient(boost::asio::io_context& io, ClientOptions options, Callbacks callbacks);
+  ~RendezvousClient();
+  RendezvousClient(const RendezvousClient&) = delete;
+  RendezvousClient& operator=(const RendezvousClient&) = delete;
+
+  void Start();
+  void Stop();
+  // The assignment the workers run under now (nullopt: none running).
+  void SetCurrent(std::optional<Assignment> current);
+  void ReportWorkerFailure(uint64_t generation, int exit_code, const std::string& message);
+  void ReportSucceeded(uint64_t generation);
+  void Leave();
+
+ private:
+  void Connect();
+  void OnConnected(boost::asio::ip::tcp::socket socket);
+  void OnMessage(const Message& message);
+  void OnClosed(const std::string& why, bool daemon_gone);
+  void ScheduleReconnect();
+  void Heartbeat();
+  void Send(const Message& message);
+
+  boost::asio::io_context& io_;
+  ClientOptions options_;
+  Callbacks callbacks_;
+  std::shared_ptr<MessageChannel> channel_;
+  boost::asio::steady_timer heartbeat_timer_;
+  boost::asio::steady_timer reconnect_timer_;
+  boost::asio::steady_timer connect_deadline_;
+  std::optional<Assignment> current_;
+  std::string local_addr_;
+  std::chrono::steady_clock::time_point last_contact_;
+  bool welcomed_ = false;
+  bool daemon_refusing_ = false;  // every attempt since contact was lost: refused/closed
+  bool fenced_ = false;
+  bool stopped_ = false;
+  int attempt_ = 0;
+  std::mt19937_64 random_;
+};
+
+}  // namespace muster::rdzv

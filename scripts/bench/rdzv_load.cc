@@ -1,0 +1,525 @@
+// rdzv_load: the load generator of the rendezvous "Scale" benchmark
+// (scripts/bench/rdzv_scale.sh). It simulates N agents against a real musterd
+// over loopback, speaking the real protocol through muster_rdzv_protocol's
+// Encode/Decode/FrameDecoder, and prints one JSON line of results.
+//
+//   rdzv_load --host 127.0.0.1 --port P --nodes 10000 --musterd-pid PID
+//             [--interval-ms 250] [--steady-seconds 10] [--warmup-seconds 1]
+//             [--timeout-seconds 120] [--run-id bench]
+//
+// Phases, one connection per simulated agent:
+//   1. connect (at most 256 in flight) and say Hello (version 1, empty token);
+//      wait for every Welcome;
+//   2. send every Join {node "n<i>", local_world_size 1, min=max=N} in one
+//      burst; from then on each agent heart-beats every interval, agents
+//      spread evenly over the interval (agent i at offset i*interval/N), with
+//      generation 0 until its assignment arrives (as a real agent does while
+//      waiting). Measured: last Join sent -> first / last AssignmentMessage
+//      received (the round closes at MAX = N);
+//   3. once every agent is assigned, `--warmup-seconds` of heart-beating, then
+//      `--steady-seconds` during which the daemon's utime+stime
+//      (/proc/PID/stat) is sampled; then its VmRSS/VmHWM (/proc/PID/status).
+//
+// Exit status: 0 when every agent was assigned and none was refused or
+// dropped; 1 otherwise (the JSON line says why in "error"); 2 on bad flags.
+//
+// Cost: single-threaded Asio. The daemon shares the machine's cores with this
+// process, so the steady phase avoids per-message handlers: a 2 ms tick sends
+// the heartbeats that are due with one non-blocking write each, and drains the
+// agent's socket (its previous HeartbeatAck) with one non-blocking read just
+// before. Async read waits are used only until an agent's assignment arrives.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "rendezvous/protocol/frame_codec.h"
+#include "rendezvous/protocol/message_codec.h"
+#include "rendezvous/protocol/messages.h"
+
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using muster::rdzv::AssignmentMessage;
+using muster::rdzv::Decode;
+using muster::rdzv::Encode;
+using muster::rdzv::FrameDecoder;
+using muster::rdzv::FrameResult;
+using muster::rdzv::Message;
+
+struct Flags {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  int nodes = 1000;
+  int interval_ms = 250;
+  double steady_seconds = 10;
+  double warmup_seconds = 1;
+  double settle_seconds = 60;
+  double timeout_seconds = 120;
+  int musterd_pid = 0;
+  std::string run_id = "bench";
+};
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// utime + stime of `pid` in seconds, from /proc/PID/stat; nullopt if unreadable.
+std::optional<double> ProcessCpuSeconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The command name may hold spaces: fields are counted after its ')'.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  // Field 3 (state) is the first after ')'; utime and stime are fields 14, 15.
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// A "VmRSS:"-style line of /proc/PID/status, in MiB; -1 if absent.
+double StatusMiB(int pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) {
+      return std::stod(line.substr(key.size() + 1)) / 1024.0;  // the value is in kB
+    }
+  }
+  return -1;
+}
+
+double OwnCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return sec(usage.ru_utime) + sec(usage.ru_stime);
+}
+
+class LoadGenerator {
+ public:
+  LoadGenerator(asio::io_context& io, Flags flags)
+      : io_(io), flags_(std::move(flags)), tick_(io), phase_timer_(io), deadline_(io) {}
+
+  int Run() {
+    tcp::resolver resolver(io_);
+    boost::system::error_code ec;
+    auto endpoints = resolver.resolve(flags_.host, std::to_string(flags_.port), ec);
+    if (ec || endpoints.empty()) return Finish("cannot resolve " + flags_.host + ": " + ec.message());
+    endpoint_ = endpoints.begin()->endpoint();
+    agents_.reserve(static_cast<size_t>(flags_.nodes));
+    for (int i = 0; i < flags_.nodes; ++i) {
+      auto agent = std::make_unique<Agent>(io_, i);
+      agent->heartbeat = Encode(muster::rdzv::Heartbeat{flags_.run_id, NodeId(i), 0});
+      agents_.push_back(std::move(agent));
+    }
+    deadline_.expires_after(Seconds(flags_.timeout_seconds));
+    deadline_.async_wait([this](const boost::system::error_code& e) {
+      if (!e && !done_) Finish("timed out in phase '" + std::string(phase_) + "'");
+    });
+    t_start_ = Clock::now();
+    phase_ = "connect";
+    for (int i = 0; i < kConnectsInFlight && next_connect_ < flags_.nodes; ++i) ConnectNext();
+    io_.run();
+    return exit_code_;
+  }
+
+ private:
+  static constexpr int kConnectsInFlight = 256;
+  static constexpr auto kTickPeriod = std::chrono::milliseconds(2);
+
+  struct Agent {
+    Agent(asio::io_context& io, int i) : socket(io), index(i) {}
+    tcp::socket socket;
+    FrameDecoder decoder;
+    int index;
+    bool open = false;
+    bool assigned = false;  // after this, reads happen in the heartbeat tick
+    uint64_t generation = 0;
+    std::string heartbeat;  // the encoded frame for the current generation
+    std::string unsent;     // bytes the socket did not take yet
+  };
+
+  static std::string NodeId(int i) { return "n" + std::to_string(i); }
+  static Clock::duration Seconds(double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  }
+
+  void ConnectNext() {
+    Agent& agent = *agents_[static_cast<size_t>(next_connect_++)];
+    agent.socket.async_connect(endpoint_, [this, &agent](const boost::system::error_code& ec) {
+      if (done_) return;
+      if (ec) {
+        Finish("connect of agent " + std::to_string(agent.index) + " failed: " + ec.message());
+        return;
+      }
+      agent.open = true;
+      boost::system::error_code ignored;
+      agent.socket.set_option(tcp::no_delay(true), ignored);
+      agent.socket.non_blocking(true, ignored);
+      muster::rdzv::Hello hello;
+      hello.agent_id = "rdzv_load:" + std::to_string(getpid()) + ":" + std::to_string(agent.index);
+      Send(agent, Encode(hello));
+      WaitReadable(agent);
+      if (next_connect_ < flags_.nodes) ConnectNext();
+    });
+  }
+
+  // Writes what the socket takes now; keeps the rest and flushes it when the
+  // socket becomes writable.
+  void Send(Agent& agent, std::string_view bytes) {
+    if (!agent.open) return;
+    if (!agent.unsent.empty()) {
+      agent.unsent.append(bytes);
+      return;
+    }
+    boost::system::error_code ec;
+    while (!bytes.empty()) {
+      const size_t n = agent.socket.write_some(asio::buffer(bytes.data(), bytes.size()), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) break;
+      if (ec) return Dropped(agent, "write: " + ec.message());
+      bytes.remove_prefix(n);
+    }
+    if (bytes.empty()) return;
+    agent.unsent.assign(bytes);
+    agent.socket.async_wait(tcp::socket::wait_write,
+                            [this, &agent](const boost::system::error_code& ec2) {
+                              if (done_ || ec2 || !agent.open) return;
+                              std::string rest = std::move(agent.unsent);
+                              agent.unsent.clear();
+                              Send(agent, rest);
+                            });
+  }
+
+  void WaitReadable(Agent& agent) {
+    agent.socket.async_wait(tcp::socket::wait_read,
+                            [this, &agent](const boost::system::error_code& ec) {
+                              if (done_ || ec || !agent.open) return;
+                              Drain(agent);
+                              if (agent.open && !agent.assigned) WaitReadable(agent);
+                            });
+  }
+
+  // Reads everything the socket holds now and handles each message.
+  void Drain(Agent& agent) {
+    for (;;) {
+      boost::system::error_code ec;
+      const size_t n = agent.socket.read_some(asio::buffer(read_buffer_), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) return;
+      if (ec) return Dropped(agent, ec == asio::error::eof ? "closed by the daemon" : ec.message());
+      agent.decoder.Feed(std::string_view(read_buffer_.data(), n));
+      for (;;) {
+        FrameResult frame = agent.decoder.Next();
+        if (frame.state == FrameResult::kNeedMore) break;
+        if (frame.state == FrameResult::kError) return Dropped(agent, "bad frame: " + frame.message);
+        auto message = Decode(frame.type, frame.payload);
+        if (!message.ok()) return Dropped(agent, "bad message: " + message.status().message());
+        OnMessage(agent, *message);
+        if (done_ || !agent.open) return;
+      }
+      // A short read took everything that was there: spare the EAGAIN read.
+      if (n < read_buffer_.size()) return;
+    }
+  }
+
+  void OnMessage(Agent& agent, const Message& message) {
+    if (std::holds_alternative<muster::rdzv::HeartbeatAck>(message)) {
+      ++acks_;
+    } else if (std::holds_alternative<muster::rdzv::Welcome>(message)) {
+      if (++welcomed_ == flags_.nodes) asio::post(io_, [this] { JoinBurst(); });
+    } else if (std::holds_alternative<muster::rdzv::Waiting>(message)) {
+      ++waitings_;
+    } else if (const auto* a = std::get_if<AssignmentMessage>(&message)) {
+      OnAssignment(agent, a->assignment);
+    } else if (const auto* e = std::get_if<muster::rdzv::Error>(&message)) {
+      if (errors_++ == 0) first_error_ = NodeId(agent.index) + ": " + e->code + ": " + e->message;
+    } else if (std::holds_alternative<muster::rdzv::RunEnded>(message)) {
+      Finish("the daemon ended the run");
+    }
+  }
+
+  void OnAssignment(Agent& agent, const muster::rdzv::Assignment& a) {
+    const auto now = Clock::now();
+    if (a.group_world_size != flags_.nodes && bad_assignments_++ == 0) {
+      first_error_ = NodeId(agent.index) + ": assignment with group_world_size " +
+                     std::to_string(a.group_world_size);
+    }
+    if (a.generation != agent.generation) {
+      agent.generation = a.generation;
+      agent.heartbeat = Encode(muster::rdzv::Heartbeat{flags_.run_id, NodeId(agent.index),
+                                                       a.generation});
+    }
+    if (agent.assigned) {
+      ++repeated_assignments_;  // a later generation, or a repeat: counted, not timed
+      return;
+    }
+    agent.assigned = true;
+    if (assigned_++ == 0) t_first_assignment_ = now;
+    if (assigned_ == flags_.nodes) {
+      t_last_assignment_ = now;
+      daemon_cpu_round_end_ = ProcessCpuSeconds(flags_.musterd_pid);
+      StartSteady();
+    }
+  }
+
+  void JoinBurst() {
+    phase_ = "join";
+    t_connected_ = Clock::now();
+    daemon_cpu_join_start_ = ProcessCpuSeconds(flags_.musterd_pid);
+    t_first_join_ = Clock::now();
+    for (auto& agent : agents_) {
+      muster::rdzv::Join join;
+      join.run_id = flags_.run_id;
+      join.node_id = NodeId(agent->index);
+      join.host = "sim-" + std::to_string(agent->index);
+      join.local_world_size = 1;
+      join.min_nodes = flags_.nodes;
+      join.max_nodes = flags_.nodes;
+      join.max_restarts = 0;
+      join.store_addr = "127.0.0.1";
+      join.store_port = 10000 + agent->index % 50000;
+      Send(*agent, Encode(join));
+    }
+    t_last_join_ = Clock::now();
+    // Real agents heart-beat while they wait for the round to close.
+    heartbeat_base_ = *t_last_join_;
+    Tick();
+  }
+
+  // The heartbeat of agent i in cycle k is due at base + k*interval + i*interval/N.
+  Clock::time_point DueAt(uint64_t slot) const {
+    const uint64_t n = static_cast<uint64_t>(flags_.nodes);
+    const auto interval = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::milliseconds(flags_.interval_ms));
+    return heartbeat_base_ + interval * static_cast<int64_t>(slot / n) +
+           interval * static_cast<int64_t>(slot % n) / static_cast<int64_t>(n);
+  }
+
+  void Tick() {
+    if (done_) return;
+    const auto now = Clock::now();
+    while (DueAt(next_slot_) <= now) {
+      Agent& agent = *agents_[next_slot_ % static_cast<uint64_t>(flags_.nodes)];
+      ++next_slot_;
+      if (!agent.open) continue;
+      if (agent.assigned) Drain(agent);  // the acks of earlier heartbeats
+      if (done_) return;
+      if (!agent.open) continue;
+      if (!agent.unsent.empty()) {
+        ++heartbeats_skipped_;  // the daemon is not reading this socket
+        continue;
+      }
+      Send(agent, agent.heartbeat);
+      ++heartbeats_sent_;
+    }
+    tick_.expires_after(kTickPeriod);
+    tick_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) Tick();
+    });
+  }
+
+  void StartSteady() {
+    phase_ = "warmup";
+    t_settle_start_ = Clock::now();
+    phase_timer_.expires_after(Seconds(flags_.warmup_seconds));
+    phase_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec && !done_) Settle();
+    });
+  }
+
+  // Waits until the daemon answers as many heartbeats as it is sent (over one
+  // second), so the sampled window is the steady state and not the daemon
+  // working off a backlog from the round; gives up after --settle-seconds.
+  void Settle() {
+    phase_ = "settle";
+    const uint64_t sent0 = heartbeats_sent_, acks0 = acks_;
+    phase_timer_.expires_after(std::chrono::seconds(1));
+    phase_timer_.async_wait([this, sent0, acks0](const boost::system::error_code& ec) {
+      if (ec || done_) return;
+      const uint64_t sent = heartbeats_sent_ - sent0, acked = acks_ - acks0;
+      const bool caught_up = static_cast<double>(acked) >= 0.95 * static_cast<double>(sent);
+      if (!caught_up && Clock::now() - t_settle_start_ < Seconds(flags_.settle_seconds)) {
+        Settle();
+      } else {
+        Steady();
+      }
+    });
+  }
+
+  void Steady() {
+    phase_ = "steady";
+    t_steady_start_ = Clock::now();
+    daemon_cpu_steady_start_ = ProcessCpuSeconds(flags_.musterd_pid);
+    own_cpu_steady_start_ = OwnCpuSeconds();
+    acks_steady_start_ = acks_;
+    sent_steady_start_ = heartbeats_sent_;
+    phase_timer_.expires_after(Seconds(flags_.steady_seconds));
+    phase_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || done_) return;
+      t_steady_end_ = Clock::now();
+      daemon_cpu_steady_end_ = ProcessCpuSeconds(flags_.musterd_pid);
+      own_cpu_steady_end_ = OwnCpuSeconds();
+      acks_steady_end_ = acks_;
+      sent_steady_end_ = heartbeats_sent_;
+      Finish("");
+    });
+  }
+
+  void Dropped(Agent& agent, const std::string& why) {
+    if (!agent.open) return;
+    agent.open = false;
+    boost::system::error_code ignored;
+    agent.socket.close(ignored);
+    if (dropped_++ == 0) first_drop_ = NodeId(agent.index) + ": " + why;
+  }
+
+  // Prints the JSON line and stops; `error` empty means the run completed.
+  int Finish(const std::string& error) {
+    if (done_) return exit_code_;
+    done_ = true;
+    nlohmann::json out;
+    out["nodes"] = flags_.nodes;
+    out["interval_ms"] = flags_.interval_ms;
+    out["connected"] = welcomed_;
+    out["assigned"] = assigned_;
+    if (t_connected_) out["connect_s"] = Ms(*t_connected_ - t_start_) / 1000.0;
+    if (t_last_join_) out["join_burst_ms"] = Ms(*t_last_join_ - *t_first_join_);
+    if (t_first_assignment_) {
+      out["last_join_to_first_assignment_ms"] = Ms(*t_first_assignment_ - *t_last_join_);
+    }
+    if (t_last_assignment_) {
+      out["last_join_to_last_assignment_ms"] = Ms(*t_last_assignment_ - *t_last_join_);
+      out["first_join_to_last_assignment_ms"] = Ms(*t_last_assignment_ - *t_first_join_);
+      if (daemon_cpu_join_start_ && daemon_cpu_round_end_) {
+        out["daemon_cpu_join_to_round_closed_s"] = *daemon_cpu_round_end_ - *daemon_cpu_join_start_;
+      }
+    }
+    if (t_steady_end_) {
+      const double wall = Ms(*t_steady_end_ - *t_steady_start_) / 1000.0;
+      out["steady_s"] = wall;
+      out["settle_s"] = Ms(*t_steady_start_ - t_settle_start_) / 1000.0;
+      out["heartbeats_sent_per_s"] = static_cast<double>(sent_steady_end_ - sent_steady_start_) / wall;
+      out["acks_per_s"] = static_cast<double>(acks_steady_end_ - acks_steady_start_) / wall;
+      if (daemon_cpu_steady_start_ && daemon_cpu_steady_end_) {
+        out["daemon_cpu_pct"] = 100.0 * (*daemon_cpu_steady_end_ - *daemon_cpu_steady_start_) / wall;
+      }
+      out["loadgen_cpu_pct"] = 100.0 * (own_cpu_steady_end_ - own_cpu_steady_start_) / wall;
+      // Below 95%, the daemon did not keep up and its CPU share is a floor.
+      out["daemon_kept_up"] = static_cast<double>(acks_steady_end_ - acks_steady_start_) >=
+                              0.95 * static_cast<double>(sent_steady_end_ - sent_steady_start_);
+    }
+    if (flags_.musterd_pid > 0) {
+      out["daemon_vmrss_mib"] = StatusMiB(flags_.musterd_pid, "VmRSS");
+      out["daemon_vmhwm_mib"] = StatusMiB(flags_.musterd_pid, "VmHWM");
+    }
+    {
+      std::ifstream loadavg("/proc/loadavg");
+      double one_minute = -1;
+      loadavg >> one_minute;
+      out["loadavg_1m"] = one_minute;  // other work on the machine skews wall times
+    }
+    out["heartbeats_sent"] = heartbeats_sent_;
+    out["heartbeats_skipped"] = heartbeats_skipped_;
+    out["acks"] = acks_;
+    out["waiting_msgs"] = waitings_;
+    out["repeated_assignments"] = repeated_assignments_;
+    out["errors"] = errors_ + bad_assignments_;
+    out["dropped"] = dropped_;
+    if (!first_error_.empty()) out["first_error"] = first_error_;
+    if (!first_drop_.empty()) out["first_drop"] = first_drop_;
+    std::string problem = error;
+    if (problem.empty() && (errors_ > 0 || bad_assignments_ > 0 || dropped_ > 0)) {
+      problem = "the daemon refused or dropped agents";
+    }
+    out["ok"] = problem.empty();
+    if (!problem.empty()) out["error"] = problem;
+    std::cout << out.dump() << std::endl;
+    exit_code_ = problem.empty() ? 0 : 1;
+    io_.stop();
+    return exit_code_;
+  }
+
+  asio::io_context& io_;
+  Flags flags_;
+  tcp::endpoint endpoint_;
+  asio::steady_timer tick_;
+  asio::steady_timer phase_timer_;
+  asio::steady_timer deadline_;
+  std::vector<std::unique_ptr<Agent>> agents_;
+  std::array<char, 65536> read_buffer_{};
+  int next_connect_ = 0;
+  int welcomed_ = 0;
+  int assigned_ = 0;
+  const char* phase_ = "start";
+  bool done_ = false;
+  int exit_code_ = 0;
+
+  Clock::time_point t_start_;
+  std::optional<Clock::time_point> t_connected_, t_first_join_, t_last_join_;
+  std::optional<Clock::time_point> t_first_assignment_, t_last_assignment_;
+  Clock::time_point t_settle_start_;
+  std::optional<Clock::time_point> t_steady_start_, t_steady_end_;
+  std::optional<double> daemon_cpu_join_start_, daemon_cpu_round_end_;
+  std::optional<double> daemon_cpu_steady_start_, daemon_cpu_steady_end_;
+  double own_cpu_steady_start_ = 0, own_cpu_steady_end_ = 0;
+
+  Clock::time_point heartbeat_base_;
+  uint64_t next_slot_ = 0;
+  uint64_t heartbeats_sent_ = 0, heartbeats_skipped_ = 0, acks_ = 0;
+  uint64_t sent_steady_start_ = 0, sent_steady_end_ = 0;
+  uint64_t acks_steady_start_ = 0, acks_steady_end_ = 0;
+  uint64_t waitings_ = 0, repeated_assignments_ = 0, errors_ = 0, bad_assignments_ = 0;
+  uint64_t dropped_ = 0;
+  std::string first_error_, first_drop_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"rdzv_load: N simulated agents join one run on musterd and heart-beat"};
+  app.add_option("--host", flags.host, "musterd address (default 127.0.0.1)");
+  app.add_option("--port", flags.port, "musterd port")->required()->check(CLI::Range(1, 65535));
+  app.add_option("--nodes", flags.nodes, "simulated agents (default 1000)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--interval-ms", flags.interval_ms, "heartbeat period (default 250)")
+      ->check(CLI::Range(1, 600000));
+  app.add_option("--steady-seconds", flags.steady_seconds, "CPU sampling window (default 10)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup-seconds", flags.warmup_seconds,
+                 "heart-beating after the round closed, before sampling (default 1)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--settle-seconds", flags.settle_seconds,
+                 "after the warm-up, wait at most this long for the daemon to answer every "
+                 "heartbeat before sampling (default 60)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--timeout-seconds", flags.timeout_seconds, "give up after this (default 120)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--musterd-pid", flags.musterd_pid, "daemon to sample in /proc")->required();
+  app.add_option("--run-id", flags.run_id, "run id (default bench)");
+  CLI11_PARSE(app, argc, argv);
+
+  asio::io_context io(1);
+  LoadGenerator generator(io, flags);
+  return generator.Run();
+}

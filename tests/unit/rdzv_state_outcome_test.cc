@@ -1,0 +1,132 @@
+// Worker outcomes: failures restart the job (counted once per generation,
+// up to max_restarts), success ends it, and reports about older generations
+// are refused as stale.
+#include <catch2/catch.hpp>
+
+#include "tests/unit/rdzv_state_test_support.h"
+
+using namespace muster::rdzv;
+using namespace muster::rdzv::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+FakeCluster Running(int nodes, int max_restarts) {
+  FakeCluster c(nodes, nodes, max_restarts);
+  c.AddAgents(nodes);
+  c.JoinAll();
+  c.ExpectNewGeneration();
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("worker outcomes reported for an old generation are refused as stale and change nothing",
+          "[rdzv][stale]") {
+  FakeCluster c = Running(2, 3);
+  c.Fail(0);
+  auto gen = c.ExpectNewGeneration();
+  REQUIRE(gen.front().generation == 2);
+  REQUIRE(gen.front().restart_count == 1);
+
+  auto actions = c.FailAt(1, 1);
+  auto errors = SentTo<Error>(actions, c.agent(1).conn);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].code == "stale_generation");
+  CHECK_FALSE(errors[0].fatal);
+  CHECK(CountSent<AssignmentMessage>(actions) == 0);
+
+  for (int i : {0, 1}) {
+    actions = c.SucceedAt(i, 1);
+    errors = SentTo<Error>(actions, c.agent(i).conn);
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0].code == "stale_generation");
+    CHECK(CountSent<RunEnded>(actions) == 0);
+  }
+  CHECK(c.Phase() == "running");
+
+  // Nothing moved: a heartbeat still sees generation 2 with one restart.
+  c.agent(0).assignment.reset();  // ask for the assignment again
+  c.Heartbeat(0);
+  REQUIRE(c.agent(0).assignment);
+  CHECK(c.agent(0).assignment->generation == 2);
+  CHECK(c.agent(0).assignment->restart_count == 1);
+  c.ExpectNoNewGeneration();
+}
+
+TEST_CASE("a heartbeat with an old generation gets the current assignment repeated",
+          "[rdzv][stale]") {
+  FakeCluster c = Running(2, 3);
+  c.Fail(0);
+  c.ExpectNewGeneration();
+  const Assignment current = *c.agent(1).assignment;
+
+  auto actions = c.Send(1, Heartbeat{FakeCluster::kRunId, "node1", 1});
+  auto repeated = SentTo<AssignmentMessage>(actions, c.agent(1).conn);
+  REQUIRE(repeated.size() == 1);
+  CHECK(repeated[0].assignment == current);
+
+  actions = c.Heartbeat(1);  // now current
+  auto acks = SentTo<HeartbeatAck>(actions, c.agent(1).conn);
+  REQUIRE(acks.size() == 1);
+  CHECK(acks[0].generation == 2);
+  c.ExpectNoNewGeneration();
+}
+
+TEST_CASE("worker failures on two nodes of one generation count as one restart",
+          "[rdzv][restarts]") {
+  FakeCluster c = Running(3, 2);
+  c.Fail(0);
+  c.ExpectNewGeneration();
+
+  auto actions = c.FailAt(1, 1);  // the same incident, seen from another node
+  auto errors = SentTo<Error>(actions, c.agent(1).conn);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].code == "stale_generation");
+  c.ExpectNoNewGeneration();
+  for (int i = 0; i < 3; ++i) {
+    CHECK(c.agent(i).assignment->generation == 2);
+    CHECK(c.agent(i).assignment->restart_count == 1);
+  }
+}
+
+TEST_CASE("restarts beyond max_restarts end the run as failed, the count in every assignment",
+          "[rdzv][restarts]") {
+  FakeCluster c = Running(3, 2);
+  CHECK(c.agent(0).assignment->restart_count == 0);
+  CHECK(c.agent(0).assignment->max_restarts == 2);
+
+  for (int restart = 1; restart <= 2; ++restart) {
+    c.Fail(restart);
+    auto gen = c.ExpectNewGeneration();
+    for (const Assignment& a : gen) {
+      CHECK(a.restart_count == restart);
+      CHECK(a.max_restarts == 2);
+    }
+  }
+
+  auto actions = c.Fail(0, 7);
+  CHECK(CountSent<AssignmentMessage>(actions) == 0);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(c.agent(i).ended);
+    CHECK_FALSE(c.agent(i).ended->succeeded);
+    CHECK_THAT(c.agent(i).ended->message,
+               Catch::Contains("exit code 7") && Catch::Contains("all 2 restarts"));
+  }
+  CHECK(c.Phase() == "ended");
+}
+
+TEST_CASE("the run succeeds when every member's workers succeeded", "[rdzv][success]") {
+  FakeCluster c = Running(3, 0);
+  CHECK(CountSent<RunEnded>(c.Succeed(0)) == 0);
+  CHECK(CountSent<RunEnded>(c.Succeed(1)) == 0);
+  CHECK(c.Phase() == "running");
+
+  auto actions = c.Succeed(2);
+  CHECK(CountSent<RunEnded>(actions) == 3);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(c.agent(i).ended);
+    CHECK(c.agent(i).ended->succeeded);
+  }
+  CHECK(c.Phase() == "ended");
+}

@@ -1,0 +1,96 @@
+// Settings::FromConf: torchrun's --rdzv-conf keys, validation messages, and
+// the timeouts derived from others.
+#include <catch2/catch.hpp>
+
+#include "rendezvous/state/settings.h"
+
+using namespace muster::rdzv;
+using Conf = std::map<std::string, std::string>;
+
+TEST_CASE("settings read torchrun's rdzv-conf keys in seconds", "[rdzv][settings]") {
+  auto s = Settings::FromConf({{"join_timeout", "900"},
+                               {"last_call_timeout", "0.5"},
+                               {"close_timeout", "10"},
+                               {"keep_alive_interval", "0.2"},
+                               {"keep_alive_max_attempt", "4"},
+                               {"disconnect_grace", "0.1"},
+                               {"is_host", "1"}});  // the caller's key: ignored here
+  REQUIRE(s.ok());
+  CHECK(s->join_timeout == Duration(900'000));
+  CHECK(s->last_call_timeout == Duration(500));
+  CHECK(s->close_timeout == Duration(10'000));
+  CHECK(s->keep_alive_interval == Duration(200));
+  CHECK(s->keep_alive_max_attempt == 4);
+  CHECK(s->disconnect_grace == Duration(100));
+}
+
+TEST_CASE("settings without keys are the documented defaults", "[rdzv][settings]") {
+  auto s = Settings::FromConf({});
+  REQUIRE(s.ok());
+  CHECK(s->join_timeout == Duration(600'000));
+  CHECK(s->last_call_timeout == Duration(2'000));
+  CHECK(s->close_timeout == Duration(3'000));
+  CHECK(s->heartbeat_timeout == Duration(1'250));
+  CHECK(s->fence_timeout == Duration(1'000));
+}
+
+TEST_CASE("heartbeat_timeout is keep_alive_interval times keep_alive_max_attempt unless given",
+          "[rdzv][settings]") {
+  auto derived =
+      Settings::FromConf({{"keep_alive_interval", "0.5"}, {"keep_alive_max_attempt", "3"}});
+  REQUIRE(derived.ok());
+  CHECK(derived->heartbeat_timeout == Duration(1'500));
+  CHECK(derived->fence_timeout == Duration(1'200));  // 0.8 x heartbeat_timeout
+
+  auto given = Settings::FromConf({{"keep_alive_interval", "0.5"}, {"heartbeat_timeout", "4"}});
+  REQUIRE(given.ok());
+  CHECK(given->heartbeat_timeout == Duration(4'000));
+  CHECK(given->fence_timeout == Duration(3'200));
+}
+
+TEST_CASE("settings refuse bad values with a message quoting key and value", "[rdzv][settings]") {
+  auto [key, value] = GENERATE(table<std::string, std::string>({
+      {"join_timeout", "-1"},
+      {"join_timeout", "0"},
+      {"join_timeout", ""},
+      {"join_timeout", "ten"},
+      {"join_timeout", "nan"},
+      {"join_timeout", "inf"},
+      {"last_call_timeout", "2s"},
+      {"close_timeout", "1e9"},
+      {"close_timeout", "0.0001"},
+      {"keep_alive_interval", "-0.25"},
+      {"disconnect_grace", "0"},
+      {"heartbeat_timeout", "x"},
+      {"fence_timeout", "-3"},
+      {"keep_alive_max_attempt", "0"},
+      {"keep_alive_max_attempt", "1.5"},
+      {"keep_alive_max_attempt", "many"},
+      {"keep_alive_max_attempt", "100000"},
+  }));
+  INFO(key << "=" << value);
+  auto s = Settings::FromConf({{key, value}});
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().IsInvalidArgument());
+  CHECK_THAT(s.status().message(), Catch::Contains(key + "='" + value + "'"));
+}
+
+TEST_CASE("heartbeat_timeout must be longer than keep_alive_interval", "[rdzv][settings]") {
+  auto s = Settings::FromConf({{"keep_alive_interval", "2"}, {"heartbeat_timeout", "2"}});
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.status().message(),
+             Catch::Contains("heartbeat_timeout") && Catch::Contains("keep_alive_interval"));
+}
+
+TEST_CASE("fence_timeout at or above heartbeat_timeout is refused", "[rdzv][settings]") {
+  for (const char* fence : {"1", "1.5"}) {
+    INFO("fence_timeout=" << fence);
+    auto s = Settings::FromConf({{"heartbeat_timeout", "1"}, {"fence_timeout", fence}});
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.status().message(),
+               Catch::Contains("fence_timeout") && Catch::Contains("heartbeat_timeout"));
+  }
+  auto ok = Settings::FromConf({{"heartbeat_timeout", "1"}, {"fence_timeout", "0.9"}});
+  REQUIRE(ok.ok());
+  CHECK(ok->fence_timeout == Duration(900));
+}
