@@ -104,12 +104,10 @@ int Agent::RunStatic() {
   if (auto s = StartAttempt(); !s.ok()) {
     spdlog::error("{}", s.message());
     exit_code_ = 127;
-    if (group_ && !group_->finished()) {
-      done_ = true;  // let the stopping workers exit, then leave
-    } else {
-      return exit_code_;
-    }
+    if (!group_ || group_->finished()) return exit_code_;
+    done_ = true;  // let the workers already started stop, then leave
   }
+  AfterGroupEvent();
   io_.run();
   return exit_code_;
 }
@@ -152,6 +150,9 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attemp
     id.run_id = plan_.run_id;
     id.role = options_.role;
     id.error_file = rank_dir + "/error.json";
+    // A file left by an earlier run in the same --log-dir must not be
+    // reported as this run's error.
+    fs::remove(id.error_file, ec);
     id.cuda_visible_devices = VisibleDevicesFor(plan_.gpus.ids, plan_.isolate_gpus, local_rank);
 
     WorkerSpec spec;
@@ -171,9 +172,6 @@ Status Agent::StartAttempt() {
   auto specs = MakeWorkerSpecs(attempt_dir);
   if (!specs.ok()) return specs.status();
 
-  group_ = std::make_unique<WorkerGroup>(
-      spawner_, static_cast<uint32_t>(restart_count_),
-      std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)));
   outputs_.clear();
   open_streams_.clear();
   const bool keep_files = !options_.log_dir.empty();
@@ -191,9 +189,12 @@ Status Agent::StartAttempt() {
         options_.prefix_output ? "[rank" + std::to_string(spec.global_rank) + "]: " : "";
     auto output = WorkerOutput::Open(prefix, out, err);
     if (!output.ok()) return output.status();
-    outputs_[group_->TagFor(lr)] = std::move(output).value();
-    open_streams_[group_->TagFor(lr)] = 2;
+    outputs_[TagFor(lr)] = std::move(output).value();
+    open_streams_[TagFor(lr)] = 2;
   }
+  group_ = std::make_unique<WorkerGroup>(
+      spawner_, static_cast<uint32_t>(restart_count_),
+      std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)));
   settling_ = false;
   auto status = group_->Start(std::move(specs).value(), std::chrono::steady_clock::now());
   if (!status.ok()) return status;
@@ -215,7 +216,7 @@ void Agent::WaitForSignal() {
     } else {
       Finish(128 + sig);
     }
-    if (!done_) WaitForSignal();
+    if (!finished_) WaitForSignal();
   });
 }
 
@@ -276,6 +277,8 @@ void Agent::Settle() {
   for (auto& [tag, output] : outputs_) {
     output->Close(Stream::kStdout);
     output->Close(Stream::kStderr);
+    // A grandchild may still hold the pipes: stop reading them regardless.
+    spawner_.CloseOutput(tag);
   }
   outputs_.clear();
   open_streams_.clear();
@@ -331,6 +334,7 @@ void Agent::Settle() {
 void Agent::Finish(int exit_code) {
   exit_code_ = exit_code;
   done_ = true;
+  finished_ = true;
   if (client_) client_->Stop();
   signals_.cancel();
   timer_.cancel();

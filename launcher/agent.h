@@ -105,6 +105,8 @@ class Agent final : public SpawnEvents {
   int received_signal_ = 0;
   int exit_code_ = 0;
   bool done_ = false;
+  bool finished_ = false;  // Finish() ran: the loop is stopping
+  uint64_t TagFor(int lr) const { return WorkerGroup::MakeTag(restart_count_, lr); }
 
   std::string run_dir_;
   bool remove_run_dir_ = false;

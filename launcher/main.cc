@@ -30,7 +30,16 @@ void SetUpLogging(const muster::EnvLookup& env) {
   logger->set_pattern("muster: %l: %v");
   logger->set_level(spdlog::level::info);
   if (auto level = env("MUSTER_LOG_LEVEL")) {
-    logger->set_level(spdlog::level::from_str(*level));
+    const auto parsed = spdlog::level::from_str(*level);
+    // from_str maps unknown names to "off", which would hide every error.
+    if (parsed == spdlog::level::off && *level != "off") {
+      logger->warn(
+          "MUSTER_LOG_LEVEL: '{}' is not one of trace, debug, info, warning, error, "
+          "critical, off; using info",
+          *level);
+    } else {
+      logger->set_level(parsed);
+    }
   }
   spdlog::set_default_logger(logger);
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
@@ -17,6 +18,8 @@ namespace asio = boost::asio;
 namespace bp = boost::process::v2;
 
 namespace {
+
+constexpr unsigned kCloseRangeCloexec = 1U << 2;  // CLOSE_RANGE_CLOEXEC, Linux 5.11
 
 // Runs in the forked child before exec: makes the worker a process-group
 // leader (so a signal reaches its children too), ties its life to the agent
@@ -37,7 +40,10 @@ struct WorkerSetup {
 
   bp::error_code on_exec_setup(bp::posix::default_launcher&, const bp::filesystem::path&,
                                const char* const*&) {
-    if (setpgid(0, 0) != 0) return {errno, bp::system_category()};
+    // A new session: the worker leads its own process group (a signal to the
+    // group reaches its children too) and has no controlling terminal, so
+    // reading a terminal never stops it with SIGTTIN.
+    if (setsid() < 0) return {errno, bp::system_category()};
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return {errno, bp::system_category()};
     // The agent may have died between fork() and prctl(): then nobody would
     // ever send the death signal.
@@ -49,6 +55,12 @@ struct WorkerSetup {
     signal(SIGPIPE, SIG_DFL);
     if (dup2(stdout_fd, STDOUT_FILENO) < 0 || dup2(stderr_fd, STDERR_FILENO) < 0) {
       return {errno, bp::system_category()};
+    }
+    // Asio's sockets (the store's listener, its connections) are not
+    // close-on-exec, and Boost 1.81's own fd cleanup skips some: mark every fd
+    // above stderr close-on-exec so no worker inherits them.
+    if (syscall(SYS_close_range, 3U, ~0U, kCloseRangeCloexec) != 0) {
+      for (int fd = 3; fd < 4096; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
     return {};
   }
@@ -77,6 +89,7 @@ struct PosixSpawner::Child {
   Child(asio::io_context& io, uint64_t t, bp::process p, int out_fd, int err_fd)
       : tag(t), process(std::move(p)), out(io, out_fd), err(io, err_fd) {}
   uint64_t tag;
+  bool output_released = false;
   bp::process process;
   asio::posix::stream_descriptor out;
   asio::posix::stream_descriptor err;
@@ -90,7 +103,10 @@ PosixSpawner::PosixSpawner(asio::io_context& io, SpawnEvents& events) : io_(io),
 PosixSpawner::~PosixSpawner() {
   // Destroying a bp::process SIGKILLs a live child; that is the intent here:
   // the agent is going away and must leave no worker behind.
-  for (auto& [pid, child] : children_) SignalGroup(pid, SIGKILL);
+  for (auto& [id, child] : children_) {
+    bp::error_code ec;
+    if (child->process.running(ec)) SignalGroup(child->process.id(), SIGKILL);
+  }
 }
 
 Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
@@ -119,55 +135,64 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
     return Status::IoError("cannot start '" + request.executable + "': " + ec.message());
   }
   const pid_t pid = process.id();
-  // Also set the group from the parent, so a signal sent right after Spawn()
-  // returns reaches the group even if the child has not run yet.
-  setpgid(pid, pid);
 
-  auto child = std::make_unique<Child>(io_, request.tag, std::move(process), out.ReleaseRead(),
-                                       err.ReleaseRead());
-  Child& ref = *child;
-  children_.emplace(pid, std::move(child));
-  ReadOutput(ref, Stream::kStdout);
-  ReadOutput(ref, Stream::kStderr);
-  ref.process.async_wait([this, pid](bp::error_code, int) {
-    auto it = children_.find(pid);
+  const uint64_t id = next_id_++;
+  children_.emplace(id, std::make_unique<Child>(io_, request.tag, std::move(process),
+                                                out.ReleaseRead(), err.ReleaseRead()));
+  ReadOutput(id, Stream::kStdout);
+  ReadOutput(id, Stream::kStderr);
+  children_.at(id)->process.async_wait([this, id, pid](bp::error_code, int) {
+    auto it = children_.find(id);
     if (it == children_.end()) return;
     events_.OnExit(it->second->tag, pid, it->second->process.native_exit_code());
-    if (--it->second->open_parts == 0) Forget(pid);
+    if (--it->second->open_parts == 0) Release(id);
   });
   return pid;
 }
 
-void PosixSpawner::ReadOutput(Child& child, Stream stream) {
+void PosixSpawner::ReadOutput(uint64_t id, Stream stream) {
+  Child& child = *children_.at(id);
   auto& descriptor = stream == Stream::kStdout ? child.out : child.err;
   auto& buffer = stream == Stream::kStdout ? child.out_buffer : child.err_buffer;
-  const pid_t pid = child.process.id();
-  descriptor.async_read_some(asio::buffer(buffer),
-                             [this, pid, stream](bp::error_code ec, size_t n) {
-                               auto it = children_.find(pid);
-                               if (it == children_.end()) return;
-                               Child& c = *it->second;
-                               auto& buf = stream == Stream::kStdout ? c.out_buffer : c.err_buffer;
-                               if (n > 0)
-                                 events_.OnOutput(c.tag, stream, std::string_view(buf.data(), n));
-                               if (!ec) {
-                                 ReadOutput(c, stream);
-                                 return;
-                               }
-                               events_.OnOutputClosed(c.tag, stream);
-                               if (--c.open_parts == 0) Forget(pid);
-                             });
+  descriptor.async_read_some(asio::buffer(buffer), [this, id, stream](bp::error_code ec, size_t n) {
+    auto it = children_.find(id);
+    if (it == children_.end()) return;
+    Child& c = *it->second;
+    auto& buf = stream == Stream::kStdout ? c.out_buffer : c.err_buffer;
+    if (n > 0 && !c.output_released) {
+      events_.OnOutput(c.tag, stream, std::string_view(buf.data(), n));
+    }
+    if (!ec && !c.output_released) {
+      ReadOutput(id, stream);
+      return;
+    }
+    if (!c.output_released) events_.OnOutputClosed(c.tag, stream);
+    if (--c.open_parts == 0) Release(id);
+  });
 }
 
-void PosixSpawner::Forget(pid_t pid) {
+void PosixSpawner::CloseOutput(uint64_t tag) {
+  for (auto& [id, child] : children_) {
+    if (child->tag != tag || child->output_released) continue;
+    // Closing cancels the pending reads; their handlers then count the parts
+    // down, so the child is released once its exit has been seen too.
+    child->output_released = true;
+    boost::system::error_code ignored;
+    child->out.close(ignored);
+    child->err.close(ignored);
+  }
+}
+
+void PosixSpawner::Release(uint64_t id) {
   // Defer destruction: we may be inside one of this child's own handlers.
-  asio::post(io_, [this, pid] { children_.erase(pid); });
+  asio::post(io_, [this, id] { children_.erase(id); });
 }
 
 void PosixSpawner::SignalGroup(pid_t pid, int sig) {
   if (pid <= 0) return;
-  // ESRCH (group already gone) is the normal outcome of racing an exit.
-  if (kill(-pid, sig) != 0 && errno == ESRCH) kill(pid, sig);
+  // Only the group: the worker leads it, and signalling a bare pid that was
+  // already reaped could hit an unrelated process that reused it.
+  kill(-pid, sig);
 }
 
 }  // namespace muster

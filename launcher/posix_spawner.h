@@ -20,15 +20,19 @@ class PosixSpawner final : public ProcessSpawner {
 
   Result<pid_t> Spawn(const SpawnRequest& request) override;
   void SignalGroup(pid_t pid, int sig) override;
+  void CloseOutput(uint64_t tag) override;
 
  private:
   struct Child;
-  void ReadOutput(Child& child, Stream stream);
-  void Forget(pid_t pid);
+  void ReadOutput(uint64_t id, Stream stream);
+  void Release(uint64_t id);
 
   boost::asio::io_context& io_;
   SpawnEvents& events_;
-  std::map<pid_t, std::unique_ptr<Child>> children_;
+  // Keyed by a serial number, never by pid: a pid can be reused while an
+  // earlier child's pipes are still open.
+  std::map<uint64_t, std::unique_ptr<Child>> children_;
+  uint64_t next_id_ = 1;
 };
 
 }  // namespace muster

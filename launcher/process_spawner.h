@@ -49,6 +49,11 @@ class ProcessSpawner {
   // children it made). A group that no longer exists is not an error.
   virtual void SignalGroup(pid_t pid, int sig) = 0;
 
+  // Stops reading the output of the process spawned with `tag` and closes its
+  // pipes, even if a grandchild still holds them open. No further OnOutput or
+  // OnOutputClosed events come for it.
+  virtual void CloseOutput(uint64_t /*tag*/) {}
+
  protected:
   ProcessSpawner() = default;
 };

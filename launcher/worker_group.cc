@@ -8,10 +8,6 @@ WorkerGroup::WorkerGroup(ProcessSpawner& spawner, uint32_t attempt,
                          std::chrono::milliseconds shutdown_timeout)
     : spawner_(spawner), attempt_(attempt), shutdown_timeout_(shutdown_timeout) {}
 
-uint64_t WorkerGroup::TagFor(int local_rank) const {
-  return (static_cast<uint64_t>(attempt_) << 32) | static_cast<uint32_t>(local_rank);
-}
-
 Status WorkerGroup::Start(std::vector<WorkerSpec> workers, SteadyTime now) {
   workers_.clear();
   for (auto& spec : workers) workers_.push_back(Worker{std::move(spec)});
@@ -65,6 +61,7 @@ void WorkerGroup::Stop(int sig, SteadyTime now) {
   interrupted_ = true;
   stop_signal_ = sig;
   BeginStopping(sig, now);
+  MaybeFinish();  // nothing may be running at all
 }
 
 void WorkerGroup::BeginStopping(int sig, SteadyTime now) {
@@ -84,6 +81,7 @@ void WorkerGroup::OnTick(SteadyTime now) {
   SignalRunning(SIGKILL);
   killed_ = true;
   kill_deadline_.reset();
+  MaybeFinish();
 }
 
 std::optional<SteadyTime> WorkerGroup::deadline() const {

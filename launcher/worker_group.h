@@ -71,7 +71,11 @@ class WorkerGroup {
   // Failures in the order they happened; the first is the root cause. Workers
   // that muster itself stopped are not failures.
   const std::vector<WorkerFailure>& failures() const { return failures_; }
-  uint64_t TagFor(int local_rank) const;
+  uint64_t TagFor(int local_rank) const { return MakeTag(attempt_, local_rank); }
+  // The tag of local rank `local_rank`'s process in attempt `attempt`.
+  static uint64_t MakeTag(uint32_t attempt, int local_rank) {
+    return (static_cast<uint64_t>(attempt) << 32) | static_cast<uint32_t>(local_rank);
+  }
   // SIGKILL to every process group this attempt created, alive or not: reaps
   // grandchildren that outlived their worker.
   void KillAllGroups();

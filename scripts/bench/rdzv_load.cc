@@ -5,7 +5,7 @@
 //
 //   rdzv_load --host 127.0.0.1 --port P --nodes 10000 --musterd-pid PID
 //             [--interval-ms 250] [--steady-seconds 10] [--warmup-seconds 1]
-//             [--timeout-seconds 120] [--run-id bench]
+//             [--settle-seconds 60] [--timeout-seconds 300] [--run-id bench]
 //
 // Phases, one connection per simulated agent:
 //   1. connect (at most 256 in flight) and say Hello (version 1, empty token);
@@ -17,8 +17,12 @@
 //      waiting). Measured: last Join sent -> first / last AssignmentMessage
 //      received (the round closes at MAX = N);
 //   3. once every agent is assigned, `--warmup-seconds` of heart-beating, then
-//      `--steady-seconds` during which the daemon's utime+stime
-//      (/proc/PID/stat) is sampled; then its VmRSS/VmHWM (/proc/PID/status).
+//      up to `--settle-seconds` until the daemon answers >= 95% of the
+//      heartbeats sent in a second (it may still be working off a backlog
+//      from the round), then `--steady-seconds` during which the daemon's
+//      utime+stime (/proc/PID/stat) is sampled ("daemon_kept_up" says whether
+//      it answered >= 95% of them: if not, its CPU share is a floor); then its
+//      VmRSS/VmHWM (/proc/PID/status).
 //
 // Exit status: 0 when every agent was assigned and none was refused or
 // dropped; 1 otherwise (the JSON line says why in "error"); 2 on bad flags.
@@ -72,20 +76,26 @@ struct Flags {
   double steady_seconds = 10;
   double warmup_seconds = 1;
   double settle_seconds = 60;
-  double timeout_seconds = 120;
+  double timeout_seconds = 300;
   int musterd_pid = 0;
   std::string run_id = "bench";
 };
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-// utime + stime of `pid` in seconds, from /proc/PID/stat; nullopt if unreadable.
-std::optional<double> ProcessCpuSeconds(int pid) {
+struct CpuTimes {
+  double user = 0;    // seconds
+  double system = 0;  // seconds
+  double total() const { return user + system; }
+};
+
+// utime and stime of `pid`, from /proc/PID/stat; nullopt if unreadable.
+std::optional<CpuTimes> ProcessCpu(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // The command name may hold spaces: fields are counted after its ')'.
   const size_t close = text.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
+  if (close == std::string::npos || close + 2 > text.size()) return std::nullopt;
   std::istringstream fields(text.substr(close + 2));
   std::string field;
   unsigned long long utime = 0, stime = 0;
@@ -94,7 +104,8 @@ std::optional<double> ProcessCpuSeconds(int pid) {
     if (i == 14) utime = std::stoull(field);
     if (i == 15) stime = std::stoull(field);
   }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return CpuTimes{static_cast<double>(utime) / tick, static_cast<double>(stime) / tick};
 }
 
 // A "VmRSS:"-style line of /proc/PID/status, in MiB; -1 if absent.
@@ -277,7 +288,7 @@ class LoadGenerator {
     if (assigned_++ == 0) t_first_assignment_ = now;
     if (assigned_ == flags_.nodes) {
       t_last_assignment_ = now;
-      daemon_cpu_round_end_ = ProcessCpuSeconds(flags_.musterd_pid);
+      daemon_cpu_round_end_ = ProcessCpu(flags_.musterd_pid);
       StartSteady();
     }
   }
@@ -285,7 +296,7 @@ class LoadGenerator {
   void JoinBurst() {
     phase_ = "join";
     t_connected_ = Clock::now();
-    daemon_cpu_join_start_ = ProcessCpuSeconds(flags_.musterd_pid);
+    daemon_cpu_join_start_ = ProcessCpu(flags_.musterd_pid);
     t_first_join_ = Clock::now();
     for (auto& agent : agents_) {
       muster::rdzv::Join join;
@@ -369,7 +380,7 @@ class LoadGenerator {
   void Steady() {
     phase_ = "steady";
     t_steady_start_ = Clock::now();
-    daemon_cpu_steady_start_ = ProcessCpuSeconds(flags_.musterd_pid);
+    daemon_cpu_steady_start_ = ProcessCpu(flags_.musterd_pid);
     own_cpu_steady_start_ = OwnCpuSeconds();
     acks_steady_start_ = acks_;
     sent_steady_start_ = heartbeats_sent_;
@@ -377,7 +388,7 @@ class LoadGenerator {
     phase_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec || done_) return;
       t_steady_end_ = Clock::now();
-      daemon_cpu_steady_end_ = ProcessCpuSeconds(flags_.musterd_pid);
+      daemon_cpu_steady_end_ = ProcessCpu(flags_.musterd_pid);
       own_cpu_steady_end_ = OwnCpuSeconds();
       acks_steady_end_ = acks_;
       sent_steady_end_ = heartbeats_sent_;
@@ -411,7 +422,8 @@ class LoadGenerator {
       out["last_join_to_last_assignment_ms"] = Ms(*t_last_assignment_ - *t_last_join_);
       out["first_join_to_last_assignment_ms"] = Ms(*t_last_assignment_ - *t_first_join_);
       if (daemon_cpu_join_start_ && daemon_cpu_round_end_) {
-        out["daemon_cpu_join_to_round_closed_s"] = *daemon_cpu_round_end_ - *daemon_cpu_join_start_;
+        out["daemon_cpu_join_to_round_closed_s"] =
+            daemon_cpu_round_end_->total() - daemon_cpu_join_start_->total();
       }
     }
     if (t_steady_end_) {
@@ -421,7 +433,11 @@ class LoadGenerator {
       out["heartbeats_sent_per_s"] = static_cast<double>(sent_steady_end_ - sent_steady_start_) / wall;
       out["acks_per_s"] = static_cast<double>(acks_steady_end_ - acks_steady_start_) / wall;
       if (daemon_cpu_steady_start_ && daemon_cpu_steady_end_) {
-        out["daemon_cpu_pct"] = 100.0 * (*daemon_cpu_steady_end_ - *daemon_cpu_steady_start_) / wall;
+        const CpuTimes& a = *daemon_cpu_steady_start_;
+        const CpuTimes& b = *daemon_cpu_steady_end_;
+        out["daemon_cpu_pct"] = 100.0 * (b.total() - a.total()) / wall;
+        out["daemon_cpu_user_pct"] = 100.0 * (b.user - a.user) / wall;
+        out["daemon_cpu_sys_pct"] = 100.0 * (b.system - a.system) / wall;
       }
       out["loadgen_cpu_pct"] = 100.0 * (own_cpu_steady_end_ - own_cpu_steady_start_) / wall;
       // Below 95%, the daemon did not keep up and its CPU share is a floor.
@@ -479,8 +495,8 @@ class LoadGenerator {
   std::optional<Clock::time_point> t_first_assignment_, t_last_assignment_;
   Clock::time_point t_settle_start_;
   std::optional<Clock::time_point> t_steady_start_, t_steady_end_;
-  std::optional<double> daemon_cpu_join_start_, daemon_cpu_round_end_;
-  std::optional<double> daemon_cpu_steady_start_, daemon_cpu_steady_end_;
+  std::optional<CpuTimes> daemon_cpu_join_start_, daemon_cpu_round_end_;
+  std::optional<CpuTimes> daemon_cpu_steady_start_, daemon_cpu_steady_end_;
   double own_cpu_steady_start_ = 0, own_cpu_steady_end_ = 0;
 
   Clock::time_point heartbeat_base_;
@@ -513,7 +529,7 @@ int main(int argc, char** argv) {
                  "after the warm-up, wait at most this long for the daemon to answer every "
                  "heartbeat before sampling (default 60)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--timeout-seconds", flags.timeout_seconds, "give up after this (default 120)")
+  app.add_option("--timeout-seconds", flags.timeout_seconds, "give up after this (default 300)")
       ->check(CLI::PositiveNumber);
   app.add_option("--musterd-pid", flags.musterd_pid, "daemon to sample in /proc")->required();
   app.add_option("--run-id", flags.run_id, "run id (default bench)");

@@ -251,6 +251,39 @@ def bad_flags_exit_2_with_one_clear_line():
 
 
 @test
+def workers_inherit_no_file_descriptor_beyond_stdio():
+    # The agent's store listener and connections must not leak into workers.
+    code, out, err = run_muster(["--nproc-per-node", "2", "--no-python", "/bin/sh", "-c",
+                                 "ls /proc/self/fd | tr '\\n' ' '; echo"])
+    check(code == 0, f"exit {code}", err)
+    for line in out.splitlines():
+        fds = sorted(int(x) for x in line.split(":", 1)[1].split())
+        # 0, 1, 2 and the descriptor ls uses to read the directory.
+        check(len(fds) == 4 and fds[:3] == [0, 1, 2], f"inherited fds: {line}")
+
+
+@test
+def a_stale_error_file_from_an_earlier_run_is_not_reported():
+    logs = tempdir()
+    stale = os.path.join(logs, "none", "attempt_0", "0")
+    os.makedirs(stale)
+    with open(os.path.join(stale, "error.json"), "w") as f:
+        f.write('{"message": "OLD RUN: CUDA OOM"}')
+    code, _, err = run_muster(["--log-dir", logs, "--no-python", "/bin/sh", "-c", "exit 2"])
+    check(code == 2, f"exit {code}", err)
+    check("OLD RUN" not in err, "stale error file reported", err)
+
+
+@test
+def an_unopenable_log_file_fails_fast_instead_of_hanging():
+    logs = tempdir()
+    os.makedirs(os.path.join(logs, "r", "attempt_0", "1", "stdout.log"))
+    code, _, err = run_muster(["--nproc-per-node", "2", "--log-dir", logs, "--rdzv-id", "r",
+                               "--no-python", "/bin/true"], timeout=10)
+    check(code != 0 and "stdout.log" in err, f"exit {code}", err)
+
+
+@test
 def missing_executable_is_named():
     code, _, err = run_muster(["--no-python", "/nonexistent/worker"])
     check(code == 2, f"exit {code}", err)

@@ -1,0 +1,113 @@
+"""Helpers for elastic-rendezvous tests: a real musterd, real agents, real workers.
+
+Workers are tests/integration/workers/gen_dump.py, which record one JSON file per
+(generation, rank). check_generations() asserts the invariants every elastic
+test must hold: ranks contiguous 0..W-1, exactly one master node, the same
+WORLD_SIZE and MASTER_ADDR/MASTER_PORT for every worker of a generation,
+generations increasing, and no worker of an earlier generation alive when a
+later generation's worker started.
+"""
+import json
+import os
+import re
+import time
+
+from harness import BIN_DIR, MUSTER, base_env, check, start, wait_for, worker
+
+MUSTERD = os.path.join(BIN_DIR, "musterd")
+GEN_DUMP = worker("gen_dump.py")
+
+
+def start_musterd(port=0, extra=(), env=None):
+    """Starts musterd on 127.0.0.1; returns (process, port)."""
+    proc = start([MUSTERD, "--host", "127.0.0.1", "--port", str(port)] + list(extra), env=env)
+    line = proc.stdout.readline()
+    match = re.search(r"listening on [^:]+:(\d+)", line)
+    check(match is not None, f"musterd did not start: {line!r}")
+    return proc, int(match.group(1))
+
+
+def start_agent(port, out_dir, nnodes="2:3", nproc=2, run_id="job", conf="", worker_args=(),
+                extra=(), env=None):
+    rdzv_conf = "last_call_timeout=0.5" + ("," + conf if conf else "")
+    args = [MUSTER, "--nnodes", nnodes, "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", run_id, "--rdzv-conf", rdzv_conf,
+            "--local-addr", "127.0.0.1"] + list(extra) + [GEN_DUMP, out_dir] + list(worker_args)
+    return start(args, env=env or base_env())
+
+
+def dumps(out_dir):
+    """{gen: {rank: record}} of every worker start recorded so far."""
+    result = {}
+    for name in os.listdir(out_dir):
+        m = re.fullmatch(r"g(\d+)_r(\d+)\.json", name)
+        if not m:
+            continue
+        with open(os.path.join(out_dir, name)) as f:
+            record = json.load(f)
+        result.setdefault(int(m.group(1)), {})[int(m.group(2))] = record
+    return result
+
+
+def wait_generation(out_dir, world_size, timeout=15, after=-1):
+    """Waits until a generation newer than `after` has all `world_size` workers; returns it."""
+    found = {}
+
+    def ready():
+        for gen, ranks in sorted(dumps(out_dir).items()):
+            if gen > after and len(ranks) == world_size:
+                found["gen"] = gen
+                return True
+        return False
+
+    check(wait_for(ready, timeout), f"no generation after {after} with {world_size} workers: "
+          f"{ {g: sorted(r) for g, r in dumps(out_dir).items()} }")
+    return found["gen"]
+
+
+def check_generations(out_dir, ignore_overlap_pids=()):
+    """The invariants, over every complete generation recorded in out_dir."""
+    all_gens = dumps(out_dir)
+    previous = -1
+    for gen, ranks in sorted(all_gens.items()):
+        check(gen > previous, f"generations not increasing: {gen} after {previous}")
+        previous = gen
+        envs = [r["env"] for r in ranks.values()]
+        world = int(envs[0]["WORLD_SIZE"])
+        if len(ranks) != world:
+            continue  # an incomplete generation (stopped while starting)
+        check(sorted(ranks) == list(range(world)), f"gen {gen}: ranks {sorted(ranks)} not 0..{world - 1}")
+        for key in ("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_WORLD_SIZE"):
+            check(len({e[key] for e in envs}) == 1, f"gen {gen}: {key} differs: {[e[key] for e in envs]}")
+        masters = {e["GROUP_RANK"] for e in envs if e["GROUP_RANK"] == "0"}
+        check(len(masters) == 1, f"gen {gen}: no single master node")
+        group_ranks = sorted({int(e["GROUP_RANK"]) for e in envs})
+        check(group_ranks == list(range(int(envs[0]["GROUP_WORLD_SIZE"]))),
+              f"gen {gen}: group ranks {group_ranks}")
+        for r in ranks.values():
+            bad = [o for o in r["overlap"] if o["pid"] not in ignore_overlap_pids]
+            check(not bad, f"gen {gen} rank {r['rank']} started while earlier workers ran: {bad}")
+    return all_gens
+
+
+def agent_of_rank(agents, out_dir, gen, rank):
+    """The agent process whose worker had `rank` in `gen` (by the worker's parent pid)."""
+    record = dumps(out_dir)[gen][rank]
+    with open(f"/proc/{record['pid']}/stat") as f:
+        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+    for agent in agents:
+        if agent.pid == ppid:
+            return agent
+    raise AssertionError(f"no agent is the parent of gen {gen} rank {rank} (ppid {ppid})")
+
+
+def wait_exit(proc, timeout):
+    try:
+        proc.wait(timeout=timeout)
+    except Exception:  # noqa: BLE001
+        pass
+    return proc.poll()
+
+
+def now():
+    return time.monotonic()

@@ -1,0 +1,60 @@
+"""Worker for elastic tests: records its generation, rank and environment, then runs.
+
+usage: gen_dump.py OUTDIR [--run SECONDS] [--fail RANK:GEN:CODE]
+
+Writes OUTDIR/g<gen>_r<rank>.json (gen = TORCHELASTIC_RESTART_COUNT, which muster
+counts per generation) with the environment, its pid, and the pids of workers of
+EARLIER generations that were still alive when it started ("overlap"). Then
+sleeps --run seconds (default: until SIGTERM) and exits 0, or exits CODE at once
+if --fail matches its rank and generation.
+"""
+import json
+import os
+import signal
+import sys
+import time
+
+out_dir = sys.argv[1]
+args = sys.argv[2:]
+run_seconds = 3600.0
+fail = None
+if "--run" in args:
+    run_seconds = float(args[args.index("--run") + 1])
+if "--fail" in args:
+    fail = [int(x) for x in args[args.index("--fail") + 1].split(":")]
+
+gen = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+rank = int(os.environ["RANK"])
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+overlap = []
+for name in os.listdir(out_dir):
+    if name.startswith("g") and name.endswith(".json"):
+        try:
+            other_gen = int(name[1:].split("_")[0])
+            with open(os.path.join(out_dir, name)) as f:
+                other = json.load(f)
+        except (ValueError, OSError, json.JSONDecodeError):
+            continue
+        if other_gen < gen and alive(other["pid"]):
+            overlap.append({"gen": other_gen, "rank": other["rank"], "pid": other["pid"]})
+
+record = {"gen": gen, "rank": rank, "pid": os.getpid(), "start": time.time(),
+          "overlap": overlap, "env": dict(os.environ)}
+tmp = os.path.join(out_dir, f".g{gen}_r{rank}.tmp")
+with open(tmp, "w") as f:
+    json.dump(record, f)
+os.rename(tmp, os.path.join(out_dir, f"g{gen}_r{rank}.json"))
+
+if fail and fail[0] == rank and fail[1] == gen:
+    sys.exit(fail[2])
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+time.sleep(run_seconds)
