@@ -10,6 +10,7 @@
 #include "launcher/cli/command_line.h"
 #include "launcher/exit_status.h"
 #include "launcher/launch_plan.h"
+#include "launcher/status_command.h"
 
 extern char** environ;
 
@@ -49,6 +50,9 @@ void SetUpLogging(const muster::EnvLookup& env) {
 int main(int argc, char** argv) {
   const muster::EnvLookup env = ProcessEnv();
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "status") {
+    return muster::RunStatusCommand(std::vector<std::string>(args.begin() + 1, args.end()));
+  }
   muster::cli::CliOutcome outcome = muster::cli::ParseLaunchCommandLine(args, env);
   if (!outcome.options) {
     (outcome.exit_code == 0 ? std::cout : std::cerr)

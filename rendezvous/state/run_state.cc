@@ -141,8 +141,9 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
     if (phase_ == Phase::kRebuilding) {
       auto more = TryFinishRebuild(now, false);
       out.insert(out.end(), more.begin(), more.end());
-      if (phase_ == Phase::kRebuilding)
+      if (phase_ == Phase::kRebuilding && !join.current) {
         out.push_back(SendAction{conn, Waiting{run_id_, "rebuilding"}});
+      }
     } else if (node->member && phase_ == Phase::kRunning) {
       SendAssignment(*node, out);
     } else {
@@ -167,11 +168,20 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
           std::to_string(join.local_world_size) + " nodes=" + std::to_string(nodes_.size()));
 
   const int count = static_cast<int>(nodes_.size());
+  if (join.current && generation_ == 0 &&
+      (phase_ == Phase::kGathering || phase_ == Phase::kLastCall)) {
+    // A fresh daemon met a node without workers first; this one runs workers
+    // of a generation the daemon has forgotten: rebuild instead of gathering.
+    phase_ = Phase::kRebuilding;
+    round_deadline_ = now + settings_.close_timeout;
+  }
   switch (phase_) {
     case Phase::kRebuilding: {
       auto more = TryFinishRebuild(now, false);
       out.insert(out.end(), more.begin(), more.end());
-      if (phase_ == Phase::kRebuilding) {
+      // A node that reported running workers keeps them running while the
+      // run is rebuilt: Waiting would tell it to stop them.
+      if (phase_ == Phase::kRebuilding && !join.current) {
         out.push_back(SendAction{conn, Waiting{run_id_, "rebuilding after a daemon restart"}});
       }
       return out;

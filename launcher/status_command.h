@@ -1,0 +1,20 @@
+// `muster status --rdzv-endpoint HOST:PORT [--run-id ID] [--json] [--token-file F]`:
+// asks a rendezvous daemon for its runs and prints them — as the daemon's JSON
+// document with --json, otherwise as a table per run: state, generation,
+// restarts, and per node host, group rank, global ranks, local world size and
+// heartbeat age.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace muster {
+
+// args: what follows "status". Returns the process exit code (0 ok, 1 daemon
+// unreachable or refused, 2 bad arguments); prints to stdout/stderr.
+int RunStatusCommand(const std::vector<std::string>& args);
+
+// The table form of a status document (exposed for tests).
+std::string FormatStatusTable(const std::string& status_json);
+
+}  // namespace muster

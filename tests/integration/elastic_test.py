@@ -1,0 +1,201 @@
+"""The elastic rendezvous end to end: a real musterd, real agents and workers on loopback.
+
+Every test checks the generation invariants (elastic_harness.check_generations):
+contiguous ranks, one master, one WORLD_SIZE and MASTER_ADDR/PORT per
+generation, increasing generations, no overlap between generations.
+"""
+import json
+import os
+import signal
+import socket
+import struct
+import time
+
+from elastic_harness import (agent_of_rank, check_generations, dumps, start_agent, start_musterd,
+                             wait_exit, wait_generation)
+from harness import MUSTER, base_env, check, pid_alive, run_tests, start, tempdir, test, wait_for
+
+
+def three_agents(out, port, **kwargs):
+    agents = [start_agent(port, out, **kwargs) for _ in range(3)]
+    gen = wait_generation(out, 6)
+    return agents, gen
+
+
+@test
+def kill_9_of_an_agent_reforms_the_survivors_within_a_quarter_second():
+    daemon, port = start_musterd()
+    out = tempdir()
+    agents, gen = three_agents(out, port)
+    victim = agent_of_rank(agents, out, gen, 4)
+    killed_at = time.time()
+    victim.send_signal(signal.SIGKILL)
+    new_gen = wait_generation(out, 4, after=gen)
+    started = min(r["start"] for r in dumps(out)[new_gen].values())
+    gens = check_generations(out)
+    check(sorted(gens[new_gen]) == [0, 1, 2, 3], "survivors hold ranks 0..3")
+    # Detection + re-forming (worker start-up excluded: the workers' first line runs at once).
+    check(started - killed_at < 1.0, f"new generation started {started - killed_at:.3f}s after kill")
+
+
+@test
+def a_stopped_agent_is_detected_by_silence():
+    daemon, port = start_musterd()
+    out = tempdir()
+    agents, gen = three_agents(out, port)
+    victim = agent_of_rank(agents, out, gen, 2)
+    stuck_pids = [r["pid"] for r in dumps(out)[gen].values() if r["rank"] in (2, 3)]
+    stopped_at = time.time()
+    victim.send_signal(signal.SIGSTOP)
+    try:
+        new_gen = wait_generation(out, 4, after=gen)
+        started = min(r["start"] for r in dumps(out)[new_gen].values())
+        check(started - stopped_at < 2.5, f"re-formed {started - stopped_at:.3f}s after SIGSTOP")
+        # A stopped agent cannot stop its workers; they are outside every later generation.
+        check_generations(out, ignore_overlap_pids=stuck_pids)
+    finally:
+        victim.send_signal(signal.SIGCONT)
+    # Once it runs again it learns it was dropped and stops its old workers.
+    check(wait_for(lambda: not any(pid_alive(p) for p in stuck_pids), 5),
+          "the resumed agent left its stale workers running")
+
+
+@test
+def kill_9_of_the_master_agent_elects_a_new_master():
+    daemon, port = start_musterd()
+    out = tempdir()
+    agents, gen = three_agents(out, port)
+    old = dumps(out)[gen][0]["env"]
+    agent_of_rank(agents, out, gen, 0).send_signal(signal.SIGKILL)
+    new_gen = wait_generation(out, 4, after=gen)
+    check_generations(out)
+    new = dumps(out)[new_gen][0]["env"]
+    check(new["MASTER_PORT"] != old["MASTER_PORT"], "the master's store moved with the master")
+    # The old rank 2 (group rank 1) is the new group rank 0.
+    check(dumps(out)[new_gen][0]["env"]["GROUP_RANK"] == "0", "group rank 0")
+
+
+@test
+def a_daemon_killed_and_restarted_within_a_second_restarts_no_worker():
+    daemon, port = start_musterd()
+    out = tempdir()
+    agents, gen = three_agents(out, port)
+    pids = sorted(r["pid"] for r in dumps(out)[gen].values())
+    daemon.send_signal(signal.SIGKILL)
+    daemon.wait()
+    time.sleep(0.7)
+    daemon, _ = start_musterd(port=port)
+    time.sleep(3.0)  # longer than heartbeat and fence timeouts
+    check(sorted(dumps(out)) == [gen], f"new generations appeared: {sorted(dumps(out))}")
+    check(all(pid_alive(p) for p in pids), "a worker was restarted or killed")
+    status = json.loads(status_json(port))
+    run = status["runs"][0]
+    check(run["generation"] == gen + 1, f"generation changed: {run}")
+    check(run["state"] == "running" and len(run["nodes"]) == 3, f"rebuilt run: {run}")
+
+
+@test
+def a_node_joining_mid_run_is_admitted_at_the_next_round():
+    daemon, port = start_musterd()
+    out = tempdir()
+    agents = [start_agent(port, out, nnodes="2:3") for _ in range(2)]
+    gen = wait_generation(out, 4)
+    agents.append(start_agent(port, out, nnodes="2:3"))
+    new_gen = wait_generation(out, 6, after=gen)
+    check_generations(out)
+    run = json.loads(status_json(port))["runs"][0]
+    check(run["restart_count"] == 0, f"admission counted as a failure restart: {run}")
+    check(new_gen > gen, "generation increased")
+
+
+@test
+def dropping_below_min_stops_workers_and_fails_after_join_timeout():
+    daemon, port = start_musterd(extra=["--rdzv-conf", "join_timeout=2"])
+    out = tempdir()
+    agents = [start_agent(port, out, nnodes="2:2") for _ in range(2)]
+    gen = wait_generation(out, 4)
+    survivor_pids = [r["pid"] for r in dumps(out)[gen].values()]
+    victim = agent_of_rank(agents, out, gen, 2)
+    victim.send_signal(signal.SIGKILL)
+    survivor = agents[0] if agents[1] is victim else agents[1]
+    check(wait_for(lambda: not any(pid_alive(p) for p in survivor_pids), 3),
+          "survivor kept its workers below MIN")
+    code = wait_exit(survivor, 10)
+    err = survivor.stderr.read()
+    check(code not in (None, 0), f"survivor exit {code}", err)
+    check("below --nnodes MIN" in err or "join_timeout" in err, "message says why", err)
+
+
+@test
+def a_wrong_token_is_refused_with_a_clear_error():
+    token = os.path.join(tempdir(), "token")
+    with open(token, "w") as f:
+        f.write("s3cret\n")
+    wrong = os.path.join(tempdir(), "wrong")
+    with open(wrong, "w") as f:
+        f.write("guess\n")
+    daemon, port = start_musterd(extra=["--token-file", token])
+    out = tempdir()
+    agent = start_agent(port, out, nnodes="1:2", conf=f"token_file={wrong}")
+    code = wait_exit(agent, 10)
+    err = agent.stderr.read()
+    check(code not in (None, 0), f"exit {code}", err)
+    check("wrong token" in err, "says the token is wrong", err)
+    good = start_agent(port, out, nnodes="1:1", conf=f"token_file={token}",
+                       worker_args=["--run", "0"], nproc=1)
+    check(wait_exit(good, 15) == 0, "the right token works", good.stderr.read())
+
+
+@test
+def garbage_and_oversized_frames_do_not_disturb_a_real_job():
+    daemon, port = start_musterd()
+    for payload in (b"\xff" * 64, struct.pack("<I", 1 << 30) + b"\x01", b"GET / HTTP/1.0\r\n\r\n"):
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+            try:
+                s.recv(4096)
+            except OSError:
+                pass
+    out = tempdir()
+    agents = [start_agent(port, out, nnodes="2:2", nproc=1, worker_args=["--run", "0.5"])
+              for _ in range(2)]
+    for agent in agents:
+        check(wait_exit(agent, 20) == 0, "job after garbage", agent.stderr.read())
+    check(daemon.poll() is None, "musterd died")
+    check_generations(out)
+
+
+@test
+def a_worker_failure_restarts_every_node_and_counts_once_for_the_job():
+    daemon, port = start_musterd()
+    out = tempdir()
+    agents = [start_agent(port, out, nnodes="2:2", extra=["--max-restarts", "1"],
+                          worker_args=["--run", "1.5", "--fail", "1:0:5"]) for _ in range(2)]
+    codes = [wait_exit(a, 30) for a in agents]
+    check(codes == [0, 0], f"exits {codes}", *(a.stderr.read() for a in agents))
+    gens = check_generations(out)
+    check(sorted(gens) == [0, 1], f"generations {sorted(gens)}")
+    check(all(r["env"]["TORCHELASTIC_MAX_RESTARTS"] == "1" for r in gens[1].values()), "max restarts")
+
+
+@test
+def restarts_beyond_max_end_the_job_on_every_node():
+    daemon, port = start_musterd()
+    out = tempdir()
+    agents = [start_agent(port, out, nnodes="2:2", worker_args=["--run", "30", "--fail", "1:0:5"])
+              for _ in range(2)]
+    codes = sorted(wait_exit(a, 30) for a in agents)
+    check(codes == [1, 5], f"exits {codes}")
+
+
+def status_json(port):
+    proc = start([MUSTER, "status", "--rdzv-endpoint", f"127.0.0.1:{port}", "--json"],
+                 env=base_env())
+    out, err = proc.communicate(timeout=10)
+    check(proc.returncode == 0, f"muster status exit {proc.returncode}", err)
+    return out
+
+
+if __name__ == "__main__":
+    run_tests()
