@@ -11,6 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <sys/resource.h>
+
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -134,6 +136,12 @@ int main(int argc, char** argv) {
   }
   spdlog::set_default_logger(logger);
   std::signal(SIGPIPE, SIG_IGN);
+  // Each agent holds one connection: allow as many as the hard limit does.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   boost::asio::io_context io;
   auto server = muster::rdzv::RendezvousServer::Start(io, options);
