@@ -22,6 +22,7 @@ RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, 
       heartbeat_timer_(io),
       reconnect_timer_(io),
       connect_deadline_(io),
+      fence_timer_(io),
       last_contact_(std::chrono::steady_clock::now()),
       random_(std::random_device{}()) {}
 
@@ -31,6 +32,7 @@ void RendezvousClient::Start() {
   last_contact_ = std::chrono::steady_clock::now();
   Connect();
   Heartbeat();
+  ArmFenceTimer(last_contact_ + options_.settings.fence_timeout);
 }
 
 void RendezvousClient::Stop() {
@@ -39,6 +41,7 @@ void RendezvousClient::Stop() {
   heartbeat_timer_.cancel();
   reconnect_timer_.cancel();
   connect_deadline_.cancel();
+  fence_timer_.cancel();
   if (channel_) channel_->Close("client stopping");
   channel_.reset();
 }
@@ -126,6 +129,7 @@ void RendezvousClient::OnConnected(tcp::socket socket) {
 
 void RendezvousClient::OnMessage(const Message& message) {
   last_contact_ = std::chrono::steady_clock::now();
+  ArmFenceTimer(last_contact_ + options_.settings.fence_timeout);
   if (std::holds_alternative<Welcome>(message)) {
     welcomed_ = true;
     attempt_ = 0;
@@ -188,12 +192,30 @@ void RendezvousClient::ScheduleReconnect() {
 
 void RendezvousClient::Heartbeat() {
   if (stopped_) return;
-  const auto now = std::chrono::steady_clock::now();
   if (welcomed_) {
     Send(rdzv::Heartbeat{options_.join.run_id, options_.join.node_id,
                          current_ ? current_->generation : 0});
   }
-  if (!fenced_ && !daemon_refusing_ && now - last_contact_ > options_.settings.fence_timeout) {
+  heartbeat_timer_.expires_after(options_.settings.keep_alive_interval);
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) Heartbeat();
+  });
+}
+
+void RendezvousClient::ArmFenceTimer(std::chrono::steady_clock::time_point when) {
+  // Its own timer, not the heartbeat tick: the fence must fire at
+  // fence_timeout sharp, before the daemon's heartbeat_timeout hands this
+  // node's ranks to others.
+  fence_timer_.expires_at(when);
+  fence_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_ || fenced_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (daemon_refusing_) {
+      // The daemon is down, not out of reach: look again shortly, since
+      // refusals can turn into silence.
+      ArmFenceTimer(now + options_.settings.keep_alive_interval);
+      return;
+    }
     fenced_ = true;
     const auto silent_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(now - last_contact_).count();
@@ -201,10 +223,6 @@ void RendezvousClient::Heartbeat() {
     if (callbacks_.on_fence) {
       callbacks_.on_fence("no word from the rendezvous for " + std::to_string(silent_ms) + " ms");
     }
-  }
-  heartbeat_timer_.expires_after(options_.settings.keep_alive_interval);
-  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) Heartbeat();
   });
 }
 

@@ -67,6 +67,7 @@ class RendezvousClient {
   void OnClosed(const std::string& why, bool daemon_gone);
   void ScheduleReconnect();
   void Heartbeat();
+  void ArmFenceTimer(std::chrono::steady_clock::time_point when);
   void Send(const Message& message);
 
   boost::asio::io_context& io_;
@@ -76,6 +77,7 @@ class RendezvousClient {
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer connect_deadline_;
+  boost::asio::steady_timer fence_timer_;
   std::optional<Assignment> current_;
   std::string local_addr_;
   std::chrono::steady_clock::time_point last_contact_;
