@@ -189,6 +189,79 @@ def restarts_beyond_max_end_the_job_on_every_node():
     check(codes == [1, 5], f"exits {codes}")
 
 
+@test
+def an_agent_with_is_host_serves_the_rendezvous_itself():
+    out = tempdir()
+    from harness import free_port
+    port = free_port()
+    host = start_agent(port, out, nnodes="2:2", conf="is_host=1", worker_args=["--run", "0.5"])
+    time.sleep(0.3)
+    other = start_agent(port, out, nnodes="2:2", worker_args=["--run", "0.5"])
+    for agent in (host, other):
+        check(wait_exit(agent, 20) == 0, "is_host job", agent.stderr.read())
+    check_generations(out)
+
+
+@test
+def slow_and_idle_connections_do_not_stop_the_daemon():
+    daemon, port = start_musterd()
+    idle = []
+    try:
+        for _ in range(500):
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        # A slow-loris client: a frame header, then one byte now and then.
+        loris = socket.create_connection(("127.0.0.1", port), timeout=5)
+        idle.append(loris)
+        loris.sendall(struct.pack("<I", 100) + b"\x01")
+        out = tempdir()
+        agents = [start_agent(port, out, nnodes="2:2", nproc=1, worker_args=["--run", "0.3"])
+                  for _ in range(2)]
+        for agent in agents:
+            check(wait_exit(agent, 20) == 0, "job beside idle connections", agent.stderr.read())
+        # Connections that never said Hello are closed after the hello timeout (5 s).
+        loris.settimeout(8)
+        check(loris.recv(1) == b"", "the slow client was not disconnected")
+        check(daemon.poll() is None, "musterd died")
+    finally:
+        for s in idle:
+            s.close()
+
+
+@test
+def status_shows_runs_nodes_ranks_and_heartbeat_age():
+    daemon, port = start_musterd()
+    out = tempdir()
+    agents = [start_agent(port, out, nnodes="2:2", run_id="statusjob") for _ in range(2)]
+    wait_generation(out, 4)
+    proc = start([MUSTER, "status", "--rdzv-endpoint", f"127.0.0.1:{port}"], env=base_env())
+    table, err = proc.communicate(timeout=10)
+    check(proc.returncode == 0, f"exit {proc.returncode}", err)
+    check("run statusjob: running, generation 1, nodes 2" in table, "run line", table)
+    check("0..1" in table and "2..3" in table and "member" in table, "node rows", table)
+    run = json.loads(status_json(port))["runs"][0]
+    check(all(n["heartbeat_age_ms"] < 1000 for n in run["nodes"]), f"heartbeat ages {run}")
+    code = start([MUSTER, "status", "--rdzv-endpoint", "127.0.0.1:1"], env=base_env()).wait(10)
+    check(code == 1, f"unreachable daemon: exit {code}")
+
+
+@test
+def metrics_are_served_in_prometheus_text():
+    from harness import free_port
+    import urllib.request
+    metrics_port = free_port()
+    daemon, port = start_musterd(extra=["--metrics-port", str(metrics_port)])
+    out = tempdir()
+    agents = [start_agent(port, out, nnodes="2:2", nproc=1) for _ in range(2)]
+    wait_generation(out, 2)
+    agents[1].send_signal(signal.SIGKILL)
+    time.sleep(0.6)
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
+    values = dict(line.split() for line in text.splitlines() if line and not line.startswith("#"))
+    check(float(values["muster_generations_total"]) >= 1, text)
+    check(float(values["muster_dead_nodes_total"]) == 1, text)
+    check(float(values["muster_heartbeats_total"]) > 0, text)
+
+
 def status_json(port):
     proc = start([MUSTER, "status", "--rdzv-endpoint", f"127.0.0.1:{port}", "--json"],
                  env=base_env())
