@@ -40,7 +40,9 @@ NodeAssignment ToNodeAssignment(const rdzv::Assignment& a) {
 int Agent::RunElastic() {
   // Every agent serves a store from the start: whichever node becomes master
   // already has its port bound, and no port is ever handed on unbound.
-  const std::string bind_host = options_.local_addr.empty() ? "0.0.0.0" : options_.local_addr;
+  const std::string bind_host = elastic_->loopback_only       ? "127.0.0.1"
+                                : options_.local_addr.empty() ? "0.0.0.0"
+                                                              : options_.local_addr;
   auto server = store::StoreServer::Start(io_, bind_host,
                                           static_cast<uint16_t>(options_.master_port.value_or(0)));
   if (!server.ok()) {
@@ -51,7 +53,7 @@ int Agent::RunElastic() {
 
   if (elastic_->is_host) {
     rdzv::ServerOptions daemon;
-    daemon.host = "0.0.0.0";
+    daemon.host = elastic_->loopback_only ? "127.0.0.1" : "0.0.0.0";
     daemon.port = elastic_->port;
     daemon.settings = elastic_->settings;
     daemon.token = elastic_->token;
@@ -61,6 +63,7 @@ int Agent::RunElastic() {
       return 1;
     }
     embedded_daemon_ = std::move(started).value();
+    if (elastic_->port == 0) elastic_->port = embedded_daemon_->port();
   }
   if (auto s = PrepareRunDirectory(); !s.ok()) {
     spdlog::error("{}", s.message());
@@ -79,7 +82,7 @@ int Agent::RunElastic() {
   client.join.min_nodes = options_.min_nodes;
   client.join.max_nodes = options_.max_nodes;
   client.join.max_restarts = options_.max_restarts;
-  client.join.store_addr = options_.local_addr;
+  client.join.store_addr = elastic_->loopback_only ? "127.0.0.1" : options_.local_addr;
   client.join.store_port = store_->port();
   spdlog::info("event=elastic run_id={} node={} rendezvous={}:{} is_host={} store_port={}",
                plan_.run_id, client.join.node_id, client.host, client.port, elastic_->is_host,

@@ -128,8 +128,20 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
 
 Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& options) {
   const bool elastic_backend = options.rdzv_backend == "c10d" || options.rdzv_backend == "muster";
-  if (options.standalone || !elastic_backend ||
-      (options.max_nodes == 1 && options.min_nodes == 1)) {
+  if (options.standalone) {
+    // One node, the same rendezvous as any job: a daemon embedded in this
+    // agent, on loopback, on a port of its own choosing.
+    auto settings = rdzv::Settings::FromConf(options.rdzv_conf);
+    if (!settings.ok()) return settings.status();
+    ElasticConfig config;
+    config.host = "127.0.0.1";
+    config.port = 0;
+    config.is_host = true;
+    config.loopback_only = true;
+    config.settings = *settings;
+    return std::optional<ElasticConfig>(config);
+  }
+  if (!elastic_backend || (options.max_nodes == 1 && options.min_nodes == 1)) {
     return std::optional<ElasticConfig>();
   }
   if (options.rdzv_endpoint.empty()) {

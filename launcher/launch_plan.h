@@ -47,11 +47,12 @@ Result<std::unique_ptr<RendezvousHandler>> MakeRendezvous(const LaunchOptions& o
 // How this node reaches the elastic rendezvous (musterd, or one embedded in
 // this agent with --rdzv-conf is_host=1).
 struct ElasticConfig {
-  std::string host;  // the daemon's address (--rdzv-endpoint)
-  uint16_t port = 29400;
-  bool is_host = false;     // this agent runs the daemon itself
-  std::string token;        // from --rdzv-conf token_file=PATH; empty: none
-  rdzv::Settings settings;  // timeouts from --rdzv-conf
+  std::string host;            // the daemon's address (--rdzv-endpoint)
+  uint16_t port = 29400;       // 0 (with is_host): the embedded daemon picks one
+  bool is_host = false;        // this agent runs the daemon itself
+  bool loopback_only = false;  // --standalone: daemon and store listen on 127.0.0.1 only
+  std::string token;           // from --rdzv-conf token_file=PATH; empty: none
+  rdzv::Settings settings;     // timeouts from --rdzv-conf
 };
 
 // The elastic rendezvous configuration when the options ask for one

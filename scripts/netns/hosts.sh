@@ -59,7 +59,10 @@ attach() {
 up() {
   (($# >= 2 && $# <= 3)) || usage
   local n=$1 prefix=$2 subnet=${3:-10.213.7}
-  [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 99)) || { echo "$0: N '$n' must be 1..99" >&2; exit 2; }
+  if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 1 || n > 99)); then
+    echo "$0: N '$n' must be 1..99" >&2
+    exit 2
+  fi
   [[ $subnet =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "$0: SUBNET '$subnet' must look like 10.213.7" >&2; exit 2; }
   check_prefix "$prefix"
   local bridge="$prefix-br"

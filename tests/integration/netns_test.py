@@ -19,6 +19,8 @@ only the network.
 """
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -34,6 +36,19 @@ DAEMON_ADDR = f"{SUBNET}.1"
 
 def host_addr(i):
     return f"{SUBNET}.{10 + i}"
+
+
+def kill_namespace_processes(namespaces):
+    """SIGKILLs, by PID, every process inside the given network namespaces."""
+    for _ in range(3):
+        pids = []
+        for ns in namespaces:
+            res = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
+            pids += [int(p) for p in res.stdout.split()]
+        if not pids:
+            return
+        kill_pids(pids)
+        wait_for(lambda: not any(pid_alive(p) for p in pids), 5)
 
 
 class Hosts:
@@ -82,10 +97,6 @@ class Hosts:
         """Sets the root-namespace end of host i's veth (its bridge port) up or down."""
         subprocess.run(["ip", "link", "set", f"{self.prefix}-h{i}", state], check=True, timeout=10)
 
-    def ns_pids(self, ns):
-        res = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
-        return [int(p) for p in res.stdout.split()]
-
     def __exit__(self, *exc):
         for proc in self.procs:
             if proc.poll() is None:
@@ -95,12 +106,8 @@ class Hosts:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
-        for _ in range(3):  # workers lead their own process groups: kill what the namespaces hold
-            pids = [p for ns in self.namespaces() for p in self.ns_pids(ns)]
-            if not pids:
-                break
-            kill_pids(pids)
-            wait_for(lambda: not any(pid_alive(p) for p in pids), 5)
+        # Workers lead their own process groups: kill whatever the namespaces still hold.
+        kill_namespace_processes(self.namespaces())
         subprocess.run([HOSTS_SH, "down", self.prefix], capture_output=True, timeout=60)
         return False
 
@@ -143,7 +150,10 @@ def cutting_a_hosts_link_reforms_the_survivors_and_the_cut_host_fences_itself():
     with Hosts(3) as hosts:
         daemon, port = start_musterd(hosts)
         agents = {i: start_agent(hosts, i, port, out) for i in (1, 2, 3)}
-        logs = lambda: "\n".join(f"{p.log_name}:\n{hosts.log(p)}" for p in [daemon] + list(agents.values()))
+
+        def logs():
+            return "\n".join(f"{p.log_name}:\n{hosts.log(p)}" for p in [daemon, *agents.values()])
+
         gen = wait_generation(out, 6, timeout=20)
         check_generations(out)
         first = dumps(out)[gen]
@@ -188,14 +198,30 @@ def cutting_a_hosts_link_reforms_the_survivors_and_the_cut_host_fences_itself():
               f"new MASTER_ADDR {new_master} is not a survivor's address")
 
         # The link comes back: the old host learns it was dropped and is admitted again.
+        up_at = time.time()
         hosts.link(victim, "up")
         back = wait_generation(out, 6, after=new_gen, timeout=30)
+        print(f"link up -> generation {back} with all 3 hosts: "
+              f"{min(r['start'] for r in dumps(out)[back].values()) - up_at:.3f}s", flush=True)
         check_generations(out)
         back_hosts = {host_of_pid.get(parent_pid(rec["pid"])) for rec in dumps(out)[back].values()}
         check(back_hosts == {1, 2, 3}, f"after the link came back: hosts {back_hosts}")
         check(daemon.poll() is None, "musterd died", hosts.log(daemon))
     left = hosts.leftovers()
     check(not left, f"left behind: {left}")
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(hosts.logs, ignore_errors=True)
+
+
+def remove_stale_hosts():
+    """Tears down namespaces of earlier runs that died before their teardown (SIGKILL)."""
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    for pid in sorted({int(m) for m in re.findall(r"\bmn(\d+)-(?:d|h\d+|br)\b", listing + links)}):
+        if pid != os.getpid() and not pid_alive(pid):
+            prefix = f"mn{pid}"
+            kill_namespace_processes(re.findall(rf"^({prefix}-(?:d|h\d+))\b", listing, re.M))
+            subprocess.run([HOSTS_SH, "down", prefix], capture_output=True, timeout=60)
 
 
 if __name__ == "__main__":
@@ -204,4 +230,7 @@ if __name__ == "__main__":
               f"(running as uid {os.geteuid()})", flush=True)
         print("0 passed, 0 failed, 1 skipped", flush=True)
         sys.exit(0)
+    # A SIGTERM unwinds like Ctrl-C, so the teardown runs; after a SIGKILL the next run cleans up.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    remove_stale_hosts()
     run_tests()
