@@ -2,8 +2,9 @@
 # Installs what is missing, builds muster and runs the whole test suite:
 #   1. formatting check (.clang-format) of every C++ file,
 #   2. the full suite (unit + integration) on the regular build in build/,
-#   3. unit and launcher integration tests again under ASan+UBSan (build-asan/).
-# Set MUSTER_SKIP_SANITIZERS=1 to skip step 3 (for quick local runs).
+#   3. unit, launcher and store integration tests again under ASan+UBSan (build-asan/),
+#   4. the rendezvous unit tests and the elastic integration tests under TSan (build-tsan/).
+# Set MUSTER_SKIP_SANITIZERS=1 to skip steps 3 and 4 (for quick local runs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -25,7 +26,18 @@ ctest --test-dir "$ROOT/build" --output-on-failure --parallel 2 --timeout 300
 if [[ "${MUSTER_SKIP_SANITIZERS:-0}" != "1" ]]; then
   echo "== build with ASan+UBSan (build-asan/)"
   scripts/build.sh "$ROOT/build-asan" -DMUSTER_SANITIZE=address -DMUSTER_CUDA=off
-  echo "== tests under ASan+UBSan (unit and launcher integration)"
+  echo "== tests under ASan+UBSan (unit, launcher and store integration)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$ROOT/build-asan" --output-on-failure --parallel 2 --timeout 300 -L 'unit|sanitize'
+
+  echo "== build with TSan (build-tsan/): the daemon, the agent and the rendezvous tests"
+  TSAN_TARGETS=(muster musterd rdzv_state_unit_tests rdzv_protocol_unit_tests rdzv_client_unit_tests)
+  if [[ ! -f "$ROOT/build-tsan/CMakeCache.txt" ]]; then
+    cmake -S "$ROOT" -B "$ROOT/build-tsan" -G Ninja -DMUSTER_SANITIZE=thread -DMUSTER_CUDA=off
+  fi
+  cmake --build "$ROOT/build-tsan" --parallel "$(nproc)" --target "${TSAN_TARGETS[@]}"
+  echo "== tests under TSan (rendezvous unit tests, elastic integration)"
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir "$ROOT/build-tsan" --output-on-failure --parallel 2 --timeout 400 \
+    -R 'rdzv_|integration/elastic'
 fi

@@ -252,10 +252,11 @@ class NetNs:
         with socket.socket() as listener:
             listener.bind((self.gateway, 0))
             listener.listen(16)
+            target = (self.gateway, listener.getsockname()[1])
             probe = ("import socket,sys,time\n"
                      "for _ in range(200):\n"
                      "    try:\n"
-                     f"        socket.create_connection(('{self.gateway}', {listener.getsockname()[1]}), 0.2).close(); sys.exit(0)\n"
+                     f"        socket.create_connection({target!r}, 0.2).close(); sys.exit(0)\n"
                      "    except OSError: time.sleep(0.05)\n"
                      "sys.exit(1)\n")
             for i, name in enumerate(self.names):

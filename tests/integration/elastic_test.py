@@ -124,6 +124,7 @@ def dropping_below_min_stops_workers_and_fails_after_join_timeout():
     err = survivor.stderr.read()
     check(code not in (None, 0), f"survivor exit {code}", err)
     check("below --nnodes MIN" in err or "join_timeout" in err, "message says why", err)
+    check_generations(out)
 
 
 @test
@@ -144,6 +145,7 @@ def a_wrong_token_is_refused_with_a_clear_error():
     good = start_agent(port, out, nnodes="1:1", conf=f"token_file={token}",
                        worker_args=["--run", "0"], nproc=1)
     check(wait_exit(good, 15) == 0, "the right token works", good.stderr.read())
+    check_generations(out)
 
 
 @test
@@ -187,6 +189,7 @@ def restarts_beyond_max_end_the_job_on_every_node():
               for _ in range(2)]
     codes = sorted(wait_exit(a, 30) for a in agents)
     check(codes == [1, 5], f"exits {codes}")
+    check_generations(out)
 
 
 @test
@@ -225,6 +228,36 @@ def slow_and_idle_connections_do_not_stop_the_daemon():
     finally:
         for s in idle:
             s.close()
+
+
+@test
+def ten_thousand_idle_connections_do_not_stop_the_daemon():
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 10_300
+    if hard != resource.RLIM_INFINITY and hard < want:
+        print(f"skip: the open-file hard limit {hard} is below {want}")
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    daemon, port = start_musterd()
+    idle = []
+    try:
+        for _ in range(10_000):
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+        out = tempdir()
+        agents = [start_agent(port, out, nnodes="2:2", nproc=1, worker_args=["--run", "0.3"])
+                  for _ in range(2)]
+        for agent in agents:
+            check(wait_exit(agent, 30) == 0, "job beside 10k idle connections", agent.stderr.read())
+        check(daemon.poll() is None, "musterd died")
+        with open(f"/proc/{daemon.pid}/status") as f:
+            rss = [line for line in f if line.startswith("VmRSS")][0]
+        print(f"musterd with 10k idle connections: {rss.strip()}")
+        check_generations(out)
+    finally:
+        for s in idle:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 @test
