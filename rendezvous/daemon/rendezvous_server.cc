@@ -166,7 +166,14 @@ void RendezvousServer::Apply(const Actions& actions) {
 
 void RendezvousServer::Tick() {
   if (stopped_) return;
-  Apply(core_.Handle(TickEvent{}, std::chrono::steady_clock::now()));
+  const auto now = std::chrono::steady_clock::now();
+  if (last_tick_ && now - *last_tick_ > options_.settings.keep_alive_interval) {
+    spdlog::warn("event=daemon_stalled ms={}",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(now - *last_tick_).count());
+    Apply(core_.Handle(StallEvent{}, now));
+  }
+  last_tick_ = now;
+  Apply(core_.Handle(TickEvent{}, now));
   tick_timer_.expires_after(kTickInterval);
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) Tick();

@@ -78,6 +78,7 @@ class RendezvousServer {
   uint16_t port_ = 0;
   std::string daemon_id_;
   uint64_t rejected_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> last_tick_;
   uint64_t bad_hellos_ = 0;
   bool stopped_ = false;
 };

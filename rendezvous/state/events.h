@@ -25,8 +25,11 @@ struct DisconnectEvent {
 };
 // Time passed; deadlines are checked. The shell sends one at NextDeadline().
 struct TickEvent {};
+// The shell's loop did not run for longer than a heartbeat interval, so
+// heartbeats may be unread: nobody is judged silent for that gap.
+struct StallEvent {};
 
-using Event = std::variant<MessageEvent, DisconnectEvent, TickEvent>;
+using Event = std::variant<MessageEvent, DisconnectEvent, TickEvent, StallEvent>;
 
 struct SendAction {
   ConnId conn = 0;

@@ -31,6 +31,10 @@ Actions RendezvousCore::Handle(const Event& event, Time now) {
             conn_run_.erase(e.conn);
             return out;
           },
+          [&](const StallEvent&) {
+            for (auto& [id, run] : runs_) run->OnDaemonStalled(now);
+            return Actions{};
+          },
           [&](const TickEvent&) {
             Actions out;
             for (auto it = runs_.begin(); it != runs_.end();) {

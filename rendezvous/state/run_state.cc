@@ -104,16 +104,34 @@ void RunState::SendAssignment(const Node& node, Actions& out) const {
   a.global_rank_offset = node.global_rank_offset;
   a.restart_count = restart_count_;
   a.max_restarts = max_restarts_;
-  for (const auto& [id, other] : nodes_) {
-    if (!other.member) continue;
-    ++a.group_world_size;
-    a.world_size += other.local_world_size;
-    if (other.group_rank == 0) {
-      a.master_addr = other.store_addr;
-      a.master_port = other.store_port;
+  a.group_world_size = summary_.group_world_size;
+  a.world_size = summary_.world_size;
+  a.master_addr = summary_.master_addr;
+  a.master_port = summary_.master_port;
+  out.push_back(SendAction{node.conn, AssignmentMessage{a}});
+}
+
+void RunState::SummarizeGeneration() {
+  // Once per generation, so that sending N assignments costs O(N), not O(N^2).
+  summary_ = GenerationSummary{};
+  for (const auto& [id, node] : nodes_) {
+    if (!node.member) continue;
+    ++summary_.group_world_size;
+    summary_.world_size += node.local_world_size;
+    if (node.group_rank == 0) {
+      summary_.master_addr = node.store_addr;
+      summary_.master_port = node.store_port;
     }
   }
-  out.push_back(SendAction{node.conn, AssignmentMessage{a}});
+}
+
+Actions RunState::OnDaemonStalled(Time now) {
+  // The daemon itself did not read its sockets for a while (overloaded, or
+  // stopped): heartbeats may be sitting unread, so silence proves nothing yet.
+  for (auto& [id, node] : nodes_) {
+    if (node.conn != 0) node.last_seen = std::max(node.last_seen, now);
+  }
+  return {};
 }
 
 Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
@@ -393,6 +411,7 @@ Actions RunState::StartGeneration(Time now, const std::string& why) {
           " nodes=" + std::to_string(ordered.size()) + " world_size=" + std::to_string(offset) +
           " master=" + (ordered.empty() ? "" : ordered[0]->node_id) +
           " restart_count=" + std::to_string(restart_count_) + " why=\"" + why + "\"");
+  SummarizeGeneration();
   for (Node* node : ordered) SendAssignment(*node, out);
   for (auto& [id, node] : nodes_) {
     if (!node.member && node.conn) {
@@ -443,6 +462,7 @@ Actions RunState::TryFinishRebuild(Time now, bool deadline_passed) {
       Log(out, false,
           "event=rebuilt gen=" + std::to_string(generation_) +
               " nodes=" + std::to_string(reporters.size()));
+      SummarizeGeneration();
       for (Node* n : reporters) SendAssignment(*n, out);
       if (static_cast<int>(nodes_.size()) > static_cast<int>(reporters.size()) &&
           static_cast<int>(reporters.size()) < max_nodes_) {

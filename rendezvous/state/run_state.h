@@ -45,6 +45,8 @@ class RunState {
   Actions OnLeave(ConnId conn, const Leave& leave, Time now);
   Actions OnDisconnect(ConnId conn, Time now);
   Actions OnTick(Time now);
+  // The daemon's loop was stalled: no node is judged silent for the stall.
+  Actions OnDaemonStalled(Time now);
 
   // The earliest time OnTick() has something to do.
   std::optional<Time> NextDeadline() const;
@@ -101,6 +103,7 @@ class RunState {
   Actions EndRun(bool succeeded, const std::string& message, Time now);
   Actions TryFinishRebuild(Time now, bool deadline_passed);
   void Log(Actions& out, bool warning, const std::string& line) const;
+  void SummarizeGeneration();
   std::vector<Node*> OrderedForNextGeneration();
 
   std::string run_id_;
@@ -120,6 +123,14 @@ class RunState {
   std::string end_message_;
   bool end_succeeded_ = false;
   Counters counters_;
+  // What every member's assignment shares, computed when a generation starts.
+  struct GenerationSummary {
+    int group_world_size = 0;
+    int world_size = 0;
+    std::string master_addr;
+    int master_port = 0;
+  };
+  GenerationSummary summary_;
 };
 
 }  // namespace muster::rdzv

@@ -136,7 +136,9 @@ class LoadGenerator {
     tcp::resolver resolver(io_);
     boost::system::error_code ec;
     auto endpoints = resolver.resolve(flags_.host, std::to_string(flags_.port), ec);
-    if (ec || endpoints.empty()) return Finish("cannot resolve " + flags_.host + ": " + ec.message());
+    if (ec || endpoints.empty()) {
+      return Finish("cannot resolve " + flags_.host + ": " + ec.message());
+    }
     endpoint_ = endpoints.begin()->endpoint();
     agents_.reserve(static_cast<size_t>(flags_.nodes));
     for (int i = 0; i < flags_.nodes; ++i) {
@@ -242,7 +244,9 @@ class LoadGenerator {
       for (;;) {
         FrameResult frame = agent.decoder.Next();
         if (frame.state == FrameResult::kNeedMore) break;
-        if (frame.state == FrameResult::kError) return Dropped(agent, "bad frame: " + frame.message);
+        if (frame.state == FrameResult::kError) {
+          return Dropped(agent, "bad frame: " + frame.message);
+        }
         auto message = Decode(frame.type, frame.payload);
         if (!message.ok()) return Dropped(agent, "bad message: " + message.status().message());
         OnMessage(agent, *message);
@@ -277,8 +281,8 @@ class LoadGenerator {
     }
     if (a.generation != agent.generation) {
       agent.generation = a.generation;
-      agent.heartbeat = Encode(muster::rdzv::Heartbeat{flags_.run_id, NodeId(agent.index),
-                                                       a.generation});
+      agent.heartbeat =
+          Encode(muster::rdzv::Heartbeat{flags_.run_id, NodeId(agent.index), a.generation});
     }
     if (agent.assigned) {
       ++repeated_assignments_;  // a later generation, or a repeat: counted, not timed
@@ -320,8 +324,8 @@ class LoadGenerator {
   // The heartbeat of agent i in cycle k is due at base + k*interval + i*interval/N.
   Clock::time_point DueAt(uint64_t slot) const {
     const uint64_t n = static_cast<uint64_t>(flags_.nodes);
-    const auto interval = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::milliseconds(flags_.interval_ms));
+    const auto interval =
+        std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(flags_.interval_ms));
     return heartbeat_base_ + interval * static_cast<int64_t>(slot / n) +
            interval * static_cast<int64_t>(slot % n) / static_cast<int64_t>(n);
   }
@@ -430,7 +434,8 @@ class LoadGenerator {
       const double wall = Ms(*t_steady_end_ - *t_steady_start_) / 1000.0;
       out["steady_s"] = wall;
       out["settle_s"] = Ms(*t_steady_start_ - t_settle_start_) / 1000.0;
-      out["heartbeats_sent_per_s"] = static_cast<double>(sent_steady_end_ - sent_steady_start_) / wall;
+      out["heartbeats_sent_per_s"] =
+          static_cast<double>(sent_steady_end_ - sent_steady_start_) / wall;
       out["acks_per_s"] = static_cast<double>(acks_steady_end_ - acks_steady_start_) / wall;
       if (daemon_cpu_steady_start_ && daemon_cpu_steady_end_) {
         const CpuTimes& a = *daemon_cpu_steady_start_;

@@ -1,9 +1,11 @@
-#Unit tests of the rendezvous state machine(rendezvous / state) : every rule
-#of RunState and RendezvousCore on a fake cluster with a hand - driven clock,
-#and the settings validation.No sockets, no clocks.
-muster_unit_test(rdzv_state_unit_tests SOURCES ${CMAKE_CURRENT_LIST_DIR} /
-                 rdzv_state_round_test.cc ${CMAKE_CURRENT_LIST_DIR} /
-                 rdzv_state_membership_test.cc ${CMAKE_CURRENT_LIST_DIR} /
-                 rdzv_state_outcome_test.cc ${CMAKE_CURRENT_LIST_DIR} /
-                 rdzv_state_rebuild_test.cc ${CMAKE_CURRENT_LIST_DIR} /
-                 rdzv_state_settings_test.cc LIBS muster_rdzv_state)
+# Unit tests of the rendezvous state machine (rendezvous/state): every rule of
+# RunState and RendezvousCore on a fake cluster with a hand-driven clock, and
+# the settings validation. No sockets, no clocks.
+muster_unit_test(rdzv_state_unit_tests
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_round_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_membership_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_outcome_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_rebuild_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_settings_test.cc
+  LIBS muster_rdzv_state)
