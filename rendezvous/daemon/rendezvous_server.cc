@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <random>
+
 #include <sstream>
+#include "rendezvous/protocol/message_codec.h"
 
 namespace muster::rdzv {
 namespace asio = boost::asio;
@@ -147,7 +149,18 @@ void RendezvousServer::OnClosed(ConnId conn, const std::string& why) {
 void RendezvousServer::Apply(const Actions& actions) {
   for (const Action& action : actions) {
     if (const auto* send = std::get_if<SendAction>(&action)) {
-      if (auto it = sessions_.find(send->conn); it != sessions_.end()) {
+      auto it = sessions_.find(send->conn);
+      if (it == sessions_.end()) continue;
+      if (const auto* ack = std::get_if<HeartbeatAck>(&send->message)) {
+        // Every member of a generation gets the same bytes: encode them once.
+        if (ack_frames_.size() > 4096) ack_frames_.clear();
+        auto& [generation, frame] = ack_frames_[ack->run_id];
+        if (frame.empty() || generation != ack->generation) {
+          generation = ack->generation;
+          frame = Encode(*ack);
+        }
+        it->second.channel->SendFrame(frame);
+      } else {
         it->second.channel->Send(send->message);
       }
     } else if (const auto* close = std::get_if<CloseAction>(&action)) {

@@ -79,6 +79,8 @@ class RendezvousServer {
   std::string daemon_id_;
   uint64_t rejected_ = 0;
   std::optional<std::chrono::steady_clock::time_point> last_tick_;
+  // Encoded HeartbeatAck per run, for its current generation.
+  std::map<std::string, std::pair<uint64_t, std::string>> ack_frames_;
   uint64_t bad_hellos_ = 0;
   bool stopped_ = false;
 };

@@ -65,7 +65,11 @@ void MessageChannel::Fail(const std::string& why) {
 
 bool MessageChannel::Send(const Message& message) {
   if (!open_ || close_after_flush_) return false;
-  std::string frame = Encode(message);
+  return SendFrame(Encode(message));
+}
+
+bool MessageChannel::SendFrame(std::string frame) {
+  if (!open_ || close_after_flush_) return false;
   if (queued_bytes_ + frame.size() > limits_.max_queued_bytes) {
     Close("write queue full (peer not reading)");
     return false;

@@ -38,6 +38,8 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   void Start(Handlers handlers);
   // Queues `message`. Returns false (and closes) if the queue limit is exceeded.
   bool Send(const Message& message);
+  // Queues an already encoded frame (Encode(message)); same contract as Send.
+  bool SendFrame(std::string frame);
   // Closes now; queued frames are dropped.
   void Close(const std::string& why);
   // Closes once every queued frame has been written.

@@ -82,6 +82,7 @@ class RunState {
     std::string host;
     ConnId conn = 0;  // 0: not connected
     Time last_seen;
+    Time last_ack{};  // last HeartbeatAck sent
     std::optional<Time> disconnected_at;
     int local_world_size = 1;
     std::string store_addr;

@@ -66,10 +66,22 @@ TEST_CASE("a heartbeat with an old generation gets the current assignment repeat
   REQUIRE(repeated.size() == 1);
   CHECK(repeated[0].assignment == current);
 
+  c.Advance(500ms);          // acks are spaced by a third of fence_timeout
   actions = c.Heartbeat(1);  // now current
   auto acks = SentTo<HeartbeatAck>(actions, c.agent(1).conn);
   REQUIRE(acks.size() == 1);
   CHECK(acks[0].generation == 2);
+  c.ExpectNoNewGeneration();
+}
+
+TEST_CASE("heartbeats are acknowledged at most every third of fence_timeout", "[rdzv][ack]") {
+  FakeCluster c = Running(2, 1);
+  c.Advance(500ms);
+  CHECK(SentTo<HeartbeatAck>(c.Heartbeat(0), c.agent(0).conn).size() == 1);
+  c.Advance(250ms);  // 250 ms < 1 s / 3: no ack yet, but the heartbeat still counts
+  CHECK(SentTo<HeartbeatAck>(c.Heartbeat(0), c.agent(0).conn).empty());
+  c.Advance(250ms);
+  CHECK(SentTo<HeartbeatAck>(c.Heartbeat(0), c.agent(0).conn).size() == 1);
   c.ExpectNoNewGeneration();
 }
 
