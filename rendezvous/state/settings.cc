@@ -51,7 +51,9 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
       s.keep_alive_max_attempt = static_cast<int>(n);
     }
   }
-  if (!heartbeat_given) s.heartbeat_timeout = s.keep_alive_interval * s.keep_alive_max_attempt;
+  if (!heartbeat_given && s.keep_alive_max_attempt > 0) {
+    s.heartbeat_timeout = s.keep_alive_interval * s.keep_alive_max_attempt;
+  }
   if (!fence_given) s.fence_timeout = s.heartbeat_timeout * 4 / 5;
   if (s.heartbeat_timeout <= s.keep_alive_interval) {
     return Status::InvalidArgument(

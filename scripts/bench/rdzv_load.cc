@@ -4,7 +4,7 @@
 // Encode/Decode/FrameDecoder, and prints one JSON line of results.
 //
 //   rdzv_load --host 127.0.0.1 --port P --nodes 10000 --musterd-pid PID
-//             [--interval-ms 250] [--steady-seconds 10] [--warmup-seconds 1]
+//             [--interval-ms 500] [--steady-seconds 10] [--warmup-seconds 1]
 //             [--settle-seconds 60] [--timeout-seconds 300] [--run-id bench]
 //
 // Phases, one connection per simulated agent:
@@ -74,7 +74,7 @@ struct Flags {
   std::string host = "127.0.0.1";
   int port = 0;
   int nodes = 1000;
-  int interval_ms = 250;
+  int interval_ms = 500;  // musterd's default keep_alive_interval
   double steady_seconds = 10;
   double warmup_seconds = 1;
   double settle_seconds = 60;
@@ -537,7 +537,8 @@ int main(int argc, char** argv) {
   app.add_option("--port", flags.port, "musterd port")->required()->check(CLI::Range(1, 65535));
   app.add_option("--nodes", flags.nodes, "simulated agents (default 1000)")
       ->check(CLI::Range(1, 1000000));
-  app.add_option("--interval-ms", flags.interval_ms, "heartbeat period (default 250)")
+  app.add_option("--interval-ms", flags.interval_ms,
+                 "heartbeat period (default 500, the default keep_alive_interval)")
       ->check(CLI::Range(1, 600000));
   app.add_option("--steady-seconds", flags.steady_seconds, "CPU sampling window (default 10)")
       ->check(CLI::PositiveNumber);

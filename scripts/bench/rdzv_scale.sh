@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rendezvous "Scale" benchmark: N simulated agents (rdzv_load) join ONE run on
 # a real musterd over loopback (--nnodes N:N, so the round closes at MAX) and
-# heart-beat every keep_alive_interval (0.25 s, the default), spread evenly
+# heart-beat every keep_alive_interval (0.5 s, the default), spread evenly
 # over the interval. A fresh daemon per N. Measured per N:
 #   - last Join sent -> round closed (every agent has its AssignmentMessage),
 #     and last Join -> first assignment;
@@ -81,7 +81,7 @@ for n in $NODES; do
     cat "$WORK/musterd.$n.log" >&2
     exit 1
   fi
-  if ! "$BUILD/bin/rdzv_load" --host 127.0.0.1 --port "$port" --nodes "$n" --interval-ms 250 \
+  if ! "$BUILD/bin/rdzv_load" --host 127.0.0.1 --port "$port" --nodes "$n" --interval-ms 500 \
       --steady-seconds "$STEADY" --musterd-pid "$DAEMON_PID" >>"$WORK/results.jsonl"; then
     echo "rdzv_scale.sh: run with $n nodes failed: $(tail -n 1 "$WORK/results.jsonl")" >&2
     grep -E ' (warning|error): ' "$WORK/musterd.$n.log" | head -n 5 >&2 || true

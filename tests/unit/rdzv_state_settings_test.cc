@@ -30,8 +30,13 @@ TEST_CASE("settings without keys are the documented defaults", "[rdzv][settings]
   CHECK(s->join_timeout == Duration(600'000));
   CHECK(s->last_call_timeout == Duration(2'000));
   CHECK(s->close_timeout == Duration(3'000));
+  CHECK(s->keep_alive_interval == Duration(500));
   CHECK(s->heartbeat_timeout == Duration(1'250));
   CHECK(s->fence_timeout == Duration(1'000));
+  // The daemon acks at most every fence_timeout / 3: at the default interval,
+  // every heartbeat, so an agent hears from it twice within its fence timeout.
+  CHECK(s->keep_alive_interval >= s->fence_timeout / 3);
+  CHECK(s->keep_alive_interval * 2 <= s->fence_timeout);
 }
 
 TEST_CASE("heartbeat_timeout is keep_alive_interval times keep_alive_max_attempt unless given",
