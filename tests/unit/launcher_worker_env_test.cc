@@ -1,18 +1,14 @@
 #include <catch2/catch.hpp>
 #include <map>
 
+#include "tests/unit/launcher_test_support.h"
+
 #include "launcher/worker_env.h"
 
 using namespace muster;
+using muster::testing::EnvOf;
 
 namespace {
-EnvLookup EnvOf(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
 
 NodeAssignment TwoNodesOfFour(int node_rank) {
   NodeAssignment a;
