@@ -68,34 +68,40 @@ bool MessageChannel::Send(const Message& message) {
   return SendFrame(Encode(message));
 }
 
-bool MessageChannel::SendFrame(std::string frame) {
+bool MessageChannel::SendFrame(std::string_view frame) {
   if (!open_ || close_after_flush_) return false;
-  if (queued_bytes_ + frame.size() > limits_.max_queued_bytes) {
+  if (pending_.size() + in_flight_.size() + frame.size() > limits_.max_queued_bytes) {
     Close("write queue full (peer not reading)");
     return false;
   }
-  queued_bytes_ += frame.size();
-  queue_.push_back(std::move(frame));
+  // Frames queue up in one buffer whose capacity is reused: no allocation
+  // per message, and whatever piled up during a write goes out in one call.
+  pending_.append(frame);
   if (!writing_) Write();
   return true;
 }
 
 void MessageChannel::Write() {
-  if (queue_.empty()) {
+  if (pending_.empty()) {
     writing_ = false;
     if (close_after_flush_) Close(close_reason_);
     return;
   }
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(queue_.front()),
+  in_flight_.swap(pending_);
+  pending_.clear();
+  asio::async_write(socket_, asio::buffer(in_flight_),
                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                       if (!self->open_) return;
                       if (ec) {
                         self->Close(ec.message());
                         return;
                       }
-                      self->queued_bytes_ -= self->queue_.front().size();
-                      self->queue_.pop_front();
+                      self->in_flight_.clear();
+                      // A large reply (a status document) must not pin its
+                      // buffer for the connection's life.
+                      if (self->in_flight_.capacity() > (1u << 20))
+                        self->in_flight_.shrink_to_fit();
                       self->Write();
                     });
 }
@@ -113,8 +119,8 @@ void MessageChannel::Close(const std::string& why) {
   boost::system::error_code ec;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
-  queue_.clear();
-  queued_bytes_ = 0;
+  pending_.clear();
+  in_flight_.clear();
   auto on_close = std::move(handlers_.on_close);
   handlers_ = {};
   if (on_close) on_close(why);

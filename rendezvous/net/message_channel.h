@@ -12,10 +12,10 @@
 #include <array>
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "rendezvous/protocol/frame_codec.h"
 #include "rendezvous/protocol/messages.h"
@@ -39,7 +39,7 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   // Queues `message`. Returns false (and closes) if the queue limit is exceeded.
   bool Send(const Message& message);
   // Queues an already encoded frame (Encode(message)); same contract as Send.
-  bool SendFrame(std::string frame);
+  bool SendFrame(std::string_view frame);
   // Closes now; queued frames are dropped.
   void Close(const std::string& why);
   // Closes once every queued frame has been written.
@@ -59,8 +59,8 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   Handlers handlers_;
   FrameDecoder decoder_;
   std::array<char, 16384> read_buffer_;
-  std::deque<std::string> queue_;
-  size_t queued_bytes_ = 0;
+  std::string pending_;    // frames queued while a write is in flight
+  std::string in_flight_;  // the bytes being written now
   bool writing_ = false;
   bool open_ = true;
   bool close_after_flush_ = false;

@@ -590,7 +590,16 @@ std::optional<Time> RunState::NextDeadline() const {
 
 std::string RunState::StatusJson(Time now) const {
   nlohmann::json nodes = nlohmann::json::array();
-  for (const auto& [id, node] : nodes_) {
+  // Members by group rank, then the others by node id: a stable, readable order.
+  std::vector<const Node*> ordered;
+  for (const auto& [id, node] : nodes_) ordered.push_back(&node);
+  std::sort(ordered.begin(), ordered.end(), [](const Node* a, const Node* b) {
+    if (a->member != b->member) return a->member;
+    if (a->member) return a->group_rank < b->group_rank;
+    return a->node_id < b->node_id;
+  });
+  for (const Node* node_ptr : ordered) {
+    const Node& node = *node_ptr;
     nlohmann::json n = {
         {"node_id", node.node_id},
         {"host", node.host},

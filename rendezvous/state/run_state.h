@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "rendezvous/state/events.h"
@@ -116,7 +117,9 @@ class RunState {
   uint64_t generation_ = 0;
   int restart_count_ = 0;
   uint64_t next_join_seq_ = 0;
-  std::map<std::string, Node> nodes_;  // by node id; dead nodes are erased
+  // By node id; dead nodes are erased. Hashed: a heartbeat looks its node up
+  // 40,000 times a second at 10,000 nodes. Nothing depends on its order.
+  std::unordered_map<std::string, Node> nodes_;
   Time gathering_since_;
   std::optional<Time> round_deadline_;  // last call, admission or rebuild window
   Time round_opened_;
