@@ -39,12 +39,12 @@ bool ConsoleShows(const LaunchOptions& options, int local_rank) {
 
 }  // namespace
 
-Agent::Agent(LaunchOptions options, LaunchPlan plan, std::unique_ptr<RendezvousHandler> rendezvous,
+Agent::Agent(LaunchOptions options, LaunchPlan plan,
+             std::optional<rdzv::Assignment> static_assignment,
              std::optional<ElasticConfig> elastic, std::vector<std::string> inherited_env,
              EnvLookup env, std::vector<int> handled_signals)
     : options_(std::move(options)),
       plan_(std::move(plan)),
-      rendezvous_(std::move(rendezvous)),
       inherited_env_(std::move(inherited_env)),
       env_(std::move(env)),
       host_(HostName()),
@@ -52,6 +52,7 @@ Agent::Agent(LaunchOptions options, LaunchPlan plan, std::unique_ptr<RendezvousH
       timer_(io_),
       spawner_(io_, *this),
       elastic_(std::move(elastic)) {
+  if (static_assignment) node_ = std::move(*static_assignment);
   for (int sig : handled_signals) signals_.add(sig);
 }
 
@@ -70,13 +71,7 @@ int Agent::Run() {
 }
 
 int Agent::RunStatic() {
-  auto assignment = rendezvous_->NextRound(plan_.nproc_per_node);
-  if (!assignment.ok()) {
-    spdlog::error("{}", assignment.status().message());
-    return 2;
-  }
-  node_ = *assignment;
-  if (node_.hosts_store) {
+  if (node_.group_rank == 0) {
     // One node: loopback only. Several: every interface, since other nodes'
     // workers connect to MASTER_ADDR, whatever interface that names.
     const std::string bind_host = node_.group_world_size == 1 ? node_.master_addr : "0.0.0.0";
@@ -94,11 +89,11 @@ int Agent::RunStatic() {
     return 1;
   }
   spdlog::info(
-      "run_id={} rendezvous=\"{}\" node_rank={} nnodes={} nproc_per_node={} world_size={} "
+      "run_id={} rendezvous=static node_rank={} nnodes={} nproc_per_node={} world_size={} "
       "master={}:{} gpus={} ({})",
-      plan_.run_id, rendezvous_->Describe(), node_.group_rank, node_.group_world_size,
-      node_.local_world_size, node_.world_size, node_.master_addr, node_.master_port,
-      plan_.gpus.ids.size(), plan_.gpus.source);
+      plan_.run_id, node_.group_rank, node_.group_world_size, node_.local_world_size,
+      node_.world_size, node_.master_addr, node_.master_port, plan_.gpus.ids.size(),
+      plan_.gpus.source);
 
   WaitForSignal();
   if (auto s = StartAttempt(); !s.ok()) {

@@ -19,7 +19,6 @@
 #include "launcher/launch_options.h"
 #include "launcher/launch_plan.h"
 #include "launcher/posix_spawner.h"
-#include "launcher/rendezvous_handler.h"
 #include "launcher/worker_group.h"
 #include "launcher/worker_output.h"
 #include "rendezvous/protocol/messages.h"
@@ -37,10 +36,10 @@ class Agent final : public SpawnEvents {
  public:
   // `handled_signals`: the signals that stop the job; each is forwarded to
   // every worker's process group (torchrun's --signals-to-handle).
-  // Static membership: `rendezvous` computes the one assignment; local
-  // failures restart local workers. Elastic (`elastic` set, `rendezvous`
-  // null): the rendezvous daemon decides every generation.
-  Agent(LaunchOptions options, LaunchPlan plan, std::unique_ptr<RendezvousHandler> rendezvous,
+  // Exactly one of `static_assignment` and `elastic` is set. Static: this
+  // node's one assignment, and local failures restart local workers.
+  // Elastic: the rendezvous daemon decides every generation.
+  Agent(LaunchOptions options, LaunchPlan plan, std::optional<rdzv::Assignment> static_assignment,
         std::optional<ElasticConfig> elastic, std::vector<std::string> inherited_env, EnvLookup env,
         std::vector<int> handled_signals);
   ~Agent() override;
@@ -75,7 +74,6 @@ class Agent final : public SpawnEvents {
 
   LaunchOptions options_;
   LaunchPlan plan_;
-  std::unique_ptr<RendezvousHandler> rendezvous_;
   std::vector<std::string> inherited_env_;
   EnvLookup env_;
   std::string host_;
@@ -96,7 +94,7 @@ class Agent final : public SpawnEvents {
   bool run_succeeded_ = false;
   int local_failure_code_ = 0;
 
-  NodeAssignment node_;
+  rdzv::Assignment node_;  // this node's place in the current generation
   std::unique_ptr<WorkerGroup> group_;
   std::map<uint64_t, std::unique_ptr<WorkerOutput>> outputs_;
   std::map<uint64_t, int> open_streams_;

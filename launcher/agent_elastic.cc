@@ -21,20 +21,6 @@ std::string NewNodeId(const std::string& host) {
   return host + ":" + std::to_string(getpid()) + ":" + std::to_string(rd() % 100000);
 }
 
-NodeAssignment ToNodeAssignment(const rdzv::Assignment& a) {
-  NodeAssignment n;
-  n.generation = a.generation;
-  n.group_rank = a.group_rank;
-  n.group_world_size = a.group_world_size;
-  n.local_world_size = a.local_world_size;
-  n.global_rank_offset = a.global_rank_offset;
-  n.world_size = a.world_size;
-  n.master_addr = a.master_addr;
-  n.master_port = a.master_port;
-  n.hosts_store = a.group_rank == 0;
-  return n;
-}
-
 }  // namespace
 
 int Agent::RunElastic() {
@@ -155,7 +141,7 @@ void Agent::StartGeneration(const rdzv::Assignment& a) {
   pending_.reset();
   current_ = a;
   client_->SetCurrent(a);
-  node_ = ToNodeAssignment(a);
+  node_ = a;
   // torch namespaces its store keys by TORCHELASTIC_RESTART_COUNT; counting
   // generations (as torchrun counts every re-rendezvous) keeps each one fresh.
   restart_count_ = static_cast<int>(a.generation) - 1;

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace muster {
+#include "common/env_lookup.h"
 
-using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+namespace muster {
 
 struct GpuIds {
   std::vector<std::string> ids;  // in the order workers receive them

@@ -3,21 +3,11 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include <random>
-
+#include "launcher/cli/spec_parsers.h"
 #include "rendezvous/net/token_file.h"
 
 namespace muster {
 namespace {
-
-std::string RandomRunId() {
-  std::random_device rd;
-  std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(getpid()));
-  static const char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (int i = 0; i < 16; ++i) id.push_back(kHex[gen() % 16]);
-  return id;
-}
 
 Result<int> ResolveProcsPerNode(const ProcsPerNode& p, const GpuIds& gpus, int cpu_count) {
   switch (p.kind) {
@@ -122,7 +112,8 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
   }
   plan.argv.insert(plan.argv.end(), options.script_args.begin(), options.script_args.end());
 
-  plan.run_id = (options.standalone && options.rdzv_id == "none") ? RandomRunId() : options.rdzv_id;
+  // --standalone without --rdzv-id already got a random id from the CLI.
+  plan.run_id = options.rdzv_id;
   return plan;
 }
 
@@ -148,22 +139,13 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
     return Status::InvalidArgument("--rdzv-endpoint: required with --rdzv-backend " +
                                    options.rdzv_backend + " across nodes (HOST:PORT of musterd)");
   }
+  // The CLI has validated the endpoint; only its parts are needed here.
+  auto endpoint = cli::SplitEndpoint(options.rdzv_endpoint);
+  if (!endpoint.ok())
+    return Status::InvalidArgument("--rdzv-endpoint: " + endpoint.status().message());
   ElasticConfig config;
-  const auto colon = options.rdzv_endpoint.rfind(':');
-  config.host = options.rdzv_endpoint.substr(0, colon);
-  if (!config.host.empty() && config.host.front() == '[' && config.host.back() == ']') {
-    config.host = config.host.substr(1, config.host.size() - 2);
-  }
-  if (colon != std::string::npos) {
-    const std::string port_text = options.rdzv_endpoint.substr(colon + 1);
-    char* end = nullptr;
-    const long parsed = std::strtol(port_text.c_str(), &end, 10);
-    if (port_text.empty() || *end != '\0' || parsed < 1 || parsed > 65535) {
-      return Status::InvalidArgument("--rdzv-endpoint: '" + options.rdzv_endpoint +
-                                     "' has no valid port after ':'");
-    }
-    config.port = static_cast<uint16_t>(parsed);
-  }
+  config.host = endpoint->host;
+  config.port = static_cast<uint16_t>(endpoint->port.value_or(kDefaultRendezvousPort));
   auto settings = rdzv::Settings::FromConf(options.rdzv_conf);
   if (!settings.ok()) return settings.status();
   config.settings = *settings;
@@ -179,48 +161,59 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
       config.token = *token;
     }
   }
+  if (config.port == 0) {
+    return Status::InvalidArgument("--rdzv-endpoint: '" + options.rdzv_endpoint +
+                                   "' needs a fixed port: the other nodes must find the daemon");
+  }
   return std::optional<ElasticConfig>(config);
 }
 
-Result<std::unique_ptr<RendezvousHandler>> MakeRendezvous(const LaunchOptions& options) {
+Result<rdzv::Assignment> StaticAssignment(const LaunchOptions& options, int local_world_size) {
   if (options.min_nodes != options.max_nodes) {
     return Status::InvalidArgument("--nnodes: '" + std::to_string(options.min_nodes) + ":" +
                                    std::to_string(options.max_nodes) +
-                                   "' is elastic, which needs the musterd rendezvous; this build "
-                                   "supports fixed node counts (static backend) only");
+                                   "' is a range, which needs the elastic rendezvous: add "
+                                   "--rdzv-backend c10d --rdzv-endpoint HOST:PORT");
   }
-  const bool single_node = options.max_nodes == 1;
-  if (options.standalone || (single_node && options.rdzv_backend != "static")) {
-    // Embedded single-node rendezvous: every worker is local, so the store binds
-    // loopback on any free port unless a port was asked for.
-    return std::unique_ptr<RendezvousHandler>(
-        std::make_unique<StaticRendezvous>(1, 0, "127.0.0.1", options.master_port.value_or(0)));
-  }
-  if (options.rdzv_backend != "static") {
-    return Status::InvalidArgument("--rdzv-backend: '" + options.rdzv_backend +
-                                   "' across several nodes needs the musterd rendezvous, which "
-                                   "this build does not include; use --rdzv-backend static");
-  }
+  const int num_nodes = options.max_nodes;
   std::string addr = options.master_addr;
-  int port = options.master_port.value_or(single_node ? 0 : 29500);
+  int port = options.master_port.value_or(num_nodes == 1 ? 0 : 29500);
   // torchrun's static backend takes the master from --rdzv-endpoint when given.
-  if (!options.rdzv_endpoint.empty()) {
-    const auto colon = options.rdzv_endpoint.rfind(':');
-    addr = options.rdzv_endpoint.substr(0, colon);
-    if (colon != std::string::npos) {
-      const std::string port_text = options.rdzv_endpoint.substr(colon + 1);
-      char* end = nullptr;
-      const long parsed = std::strtol(port_text.c_str(), &end, 10);
-      if (port_text.empty() || *end != '\0' || parsed < 0 || parsed > 65535) {
-        return Status::InvalidArgument("--rdzv-endpoint: '" + options.rdzv_endpoint +
-                                       "' has no valid port after ':'");
-      }
-      port = static_cast<int>(parsed);
+  if (!options.rdzv_endpoint.empty() && options.rdzv_backend == "static") {
+    auto endpoint = cli::SplitEndpoint(options.rdzv_endpoint);
+    if (!endpoint.ok()) {
+      return Status::InvalidArgument("--rdzv-endpoint: " + endpoint.status().message());
     }
+    addr = endpoint->host;
+    port = endpoint->port.value_or(port);
   }
-  if (single_node && (addr == "localhost" || addr.empty())) addr = "127.0.0.1";
-  return std::unique_ptr<RendezvousHandler>(
-      std::make_unique<StaticRendezvous>(options.max_nodes, options.node_rank, addr, port));
+  // One node (also a one-node c10d/muster job): every worker is local.
+  if (num_nodes == 1 && (options.rdzv_backend != "static" || addr == "localhost")) {
+    addr = "127.0.0.1";
+  }
+  if (options.node_rank < 0 || options.node_rank >= num_nodes) {
+    return Status::InvalidArgument("--node-rank: '" + std::to_string(options.node_rank) +
+                                   "' must be in [0, " + std::to_string(num_nodes) + ")");
+  }
+  // Other nodes can only find a port they were told; an ephemeral port works
+  // only when every worker is local.
+  if (num_nodes > 1 && port == 0) {
+    return Status::InvalidArgument(
+        "--master-port: '0' needs a fixed port when --nnodes is greater than 1");
+  }
+  rdzv::Assignment a;
+  a.run_id = options.rdzv_id;
+  a.generation = 1;
+  a.group_rank = options.node_rank;
+  a.group_world_size = num_nodes;
+  a.local_world_size = local_world_size;
+  // Static membership assumes every node runs the same number of workers.
+  a.global_rank_offset = options.node_rank * local_world_size;
+  a.world_size = num_nodes * local_world_size;
+  a.master_addr = addr;
+  a.master_port = port;
+  a.max_restarts = options.max_restarts;
+  return a;
 }
 
 }  // namespace muster

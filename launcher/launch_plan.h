@@ -14,7 +14,7 @@
 #include "common/status.h"
 #include "launcher/gpu_ids.h"
 #include "launcher/launch_options.h"
-#include "launcher/rendezvous_handler.h"
+#include "rendezvous/protocol/messages.h"
 #include "rendezvous/state/settings.h"
 
 namespace muster {
@@ -40,16 +40,21 @@ struct LaunchPlan {
 Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup& env,
                                   const MachineFacts& machine);
 
-// The rendezvous this node joins: static (torchrun's default), or the embedded
-// single-node one for --standalone and one-node c10d/muster backends.
-Result<std::unique_ptr<RendezvousHandler>> MakeRendezvous(const LaunchOptions& options);
+// This node's place under static membership (torchrun's `static` backend, and
+// one-node jobs that are not --standalone): a fixed number of nodes, ranks
+// from --node-rank, the same worker count everywhere. Node 0 (group rank 0)
+// serves the store at master_addr:master_port; port 0 (one node only) means
+// any port, which the agent fills in once it has bound it.
+Result<rdzv::Assignment> StaticAssignment(const LaunchOptions& options, int local_world_size);
 
 // How this node reaches the elastic rendezvous (musterd, or one embedded in
 // this agent with --rdzv-conf is_host=1).
+inline constexpr int kDefaultRendezvousPort = 29400;
+
 struct ElasticConfig {
-  std::string host;            // the daemon's address (--rdzv-endpoint)
-  uint16_t port = 29400;       // 0 (with is_host): the embedded daemon picks one
-  bool is_host = false;        // this agent runs the daemon itself
+  std::string host;                        // the daemon's address (--rdzv-endpoint)
+  uint16_t port = kDefaultRendezvousPort;  // 0 (with is_host): the embedded daemon picks one
+  bool is_host = false;                    // this agent runs the daemon itself
   bool loopback_only = false;  // --standalone: daemon and store listen on 127.0.0.1 only
   std::string token;           // from --rdzv-conf token_file=PATH; empty: none
   rdzv::Settings settings;     // timeouts from --rdzv-conf

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <iostream>
 
 #include "launcher/agent.h"
@@ -15,14 +14,6 @@
 extern char** environ;
 
 namespace {
-
-muster::EnvLookup ProcessEnv() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    if (!value) return std::nullopt;
-    return std::string(value);
-  };
-}
 
 void SetUpLogging(const muster::EnvLookup& env) {
   // Unsynchronized sink: muster logs from one thread only.
@@ -48,7 +39,7 @@ void SetUpLogging(const muster::EnvLookup& env) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const muster::EnvLookup env = ProcessEnv();
+  const muster::EnvLookup env = muster::cli::SystemEnv();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "status") {
     return muster::RunStatusCommand(std::vector<std::string>(args.begin() + 1, args.end()));
@@ -71,14 +62,14 @@ int main(int argc, char** argv) {
     std::cerr << "muster: error: " << elastic.status().message() << "\n";
     return 2;
   }
-  std::unique_ptr<muster::RendezvousHandler> static_rendezvous;
+  std::optional<muster::rdzv::Assignment> static_assignment;
   if (!*elastic) {
-    auto rendezvous = muster::MakeRendezvous(*outcome.options);
-    if (!rendezvous.ok()) {
-      std::cerr << "muster: error: " << rendezvous.status().message() << "\n";
+    auto assignment = muster::StaticAssignment(*outcome.options, plan->nproc_per_node);
+    if (!assignment.ok()) {
+      std::cerr << "muster: error: " << assignment.status().message() << "\n";
       return 2;
     }
-    static_rendezvous = std::move(rendezvous).value();
+    static_assignment = std::move(assignment).value();
   }
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) inherited.emplace_back(*e);
@@ -88,7 +79,7 @@ int main(int argc, char** argv) {
     if (int sig = muster::SignalNumber(name)) handled_signals.push_back(sig);
   }
   muster::Agent agent(std::move(*outcome.options), std::move(plan).value(),
-                      std::move(static_rendezvous), std::move(*elastic), std::move(inherited), env,
+                      std::move(static_assignment), std::move(*elastic), std::move(inherited), env,
                       std::move(handled_signals));
   return agent.Run();
 }

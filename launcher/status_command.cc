@@ -9,6 +9,8 @@
 #include <optional>
 #include <sstream>
 
+#include "launcher/cli/spec_parsers.h"
+#include "launcher/launch_plan.h"
 #include "rendezvous/net/message_channel.h"
 #include "rendezvous/net/token_file.h"
 
@@ -76,27 +78,24 @@ std::string FormatStatusTable(const std::string& status_json) {
 int RunStatusCommand(const std::vector<std::string>& args) {
   StatusArgs a;
   for (size_t i = 0; i < args.size(); ++i) {
-    auto value = [&](const std::string& flag) -> std::optional<std::string> {
+    auto value = [&]() -> std::optional<std::string> {
       if (i + 1 >= args.size()) return std::nullopt;
-      (void)flag;
       return args[++i];
     };
     const std::string& arg = args[i];
     if (arg == "--rdzv-endpoint" || arg == "--rdzv_endpoint") {
-      auto v = value(arg);
+      auto v = value();
       if (!v) return Usage(arg + " needs HOST:PORT");
-      const auto colon = v->rfind(':');
-      if (colon == std::string::npos || colon + 1 == v->size()) {
-        return Usage("--rdzv-endpoint: '" + *v + "' is not HOST:PORT");
-      }
-      a.host = v->substr(0, colon);
-      a.port = v->substr(colon + 1);
+      auto endpoint = cli::SplitEndpoint(*v);
+      if (!endpoint.ok()) return Usage("--rdzv-endpoint: " + endpoint.status().message());
+      a.host = endpoint->host;
+      a.port = std::to_string(endpoint->port.value_or(kDefaultRendezvousPort));
     } else if (arg == "--run-id" || arg == "--run_id" || arg == "--rdzv-id" || arg == "--rdzv_id") {
-      auto v = value(arg);
+      auto v = value();
       if (!v) return Usage(arg + " needs a value");
       a.run_id = *v;
     } else if (arg == "--token-file" || arg == "--token_file") {
-      auto v = value(arg);
+      auto v = value();
       if (!v) return Usage(arg + " needs a file");
       auto token = rdzv::ReadTokenFile(*v);
       if (!token.ok()) return Usage(token.status().message());

@@ -4,7 +4,7 @@
 
 namespace muster {
 
-std::map<std::string, std::string> WorkerVariables(const NodeAssignment& node,
+std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
                                                    const WorkerIdentity& worker,
                                                    const EnvLookup& inherited) {
   const int rank = node.global_rank_offset + worker.local_rank;

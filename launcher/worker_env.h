@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "launcher/gpu_ids.h"
-#include "launcher/node_assignment.h"
+#include "rendezvous/protocol/messages.h"
 
 namespace muster {
 
@@ -28,7 +28,7 @@ struct WorkerIdentity {
 // CUDA_VISIBLE_DEVICES when GPU ids are known; TORCH_NCCL_ASYNC_ERROR_HANDLING=1
 // and (with more than one local worker) OMP_NUM_THREADS=1 only when `inherited`
 // does not already set them.
-std::map<std::string, std::string> WorkerVariables(const NodeAssignment& node,
+std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
                                                    const WorkerIdentity& worker,
                                                    const EnvLookup& inherited);
 

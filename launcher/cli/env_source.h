@@ -3,17 +3,13 @@
 // PET_NPROC_PER_NODE=4, PET_STANDALONE=1.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 
+#include "common/env_lookup.h"
 #include "launcher/cli/raw_settings.h"
 
 namespace muster::cli {
-
-// Returns a variable's value, or nullopt when unset. Injected so tests and
-// callers decide what "the environment" is.
-using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
 // The real process environment (getenv).
 EnvLookup SystemEnv();

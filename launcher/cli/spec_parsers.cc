@@ -73,6 +73,13 @@ Result<std::string> ParseRdzvBackend(std::string_view text) {
 
 Result<std::string> ParseEndpoint(std::string_view text) {
   if (text.empty()) return std::string();
+  auto parts = SplitEndpoint(text);
+  if (!parts.ok()) return parts.status();
+  return std::string(text);
+}
+
+Result<HostPort> SplitEndpoint(std::string_view text) {
+  if (text.empty()) return Status::InvalidArgument("'' must be HOST[:PORT]");
   std::string_view host = text;
   std::string_view port;
   bool has_port = false;
@@ -108,11 +115,16 @@ Result<std::string> ParseEndpoint(std::string_view text) {
     return Status::InvalidArgument(Quote(text) +
                                    " must be HOST[:PORT] with a host name or address");
   }
-  if (has_port && !ParsePort(port).ok()) {
-    return Status::InvalidArgument(Quote(text) +
-                                   " has a port that is not a number from 0 to 65535");
+  HostPort parts{std::string(host), std::nullopt};
+  if (has_port) {
+    auto number = ParsePort(port);
+    if (!number.ok()) {
+      return Status::InvalidArgument(Quote(text) +
+                                     " has a port that is not a number from 0 to 65535");
+    }
+    parts.port = *number;
   }
-  return std::string(text);
+  return parts;
 }
 
 Result<std::map<std::string, std::string>> ParseRdzvConf(std::string_view text) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,15 @@ Result<std::string> ParseRdzvBackend(std::string_view text);
 
 // "" (not given), HOST, HOST:PORT, [IPV6] or [IPV6]:PORT; returns it as given.
 Result<std::string> ParseEndpoint(std::string_view text);
+
+// The parts of an endpoint ParseEndpoint accepts: the host (without IPv6
+// brackets) and the port when one is given. Same errors as ParseEndpoint;
+// "" is an error here (there is nothing to split).
+struct HostPort {
+  std::string host;
+  std::optional<int> port;
+};
+Result<HostPort> SplitEndpoint(std::string_view text);
 
 // "k=v,k2=v2": keys and values trimmed of spaces, both non-empty, empty items
 // skipped, a repeated key keeps its last value (torchrun's rules). The error

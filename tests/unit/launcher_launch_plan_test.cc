@@ -88,40 +88,69 @@ TEST_CASE("static rendezvous puts node ranks in order and node 0 hosts the store
   o.min_nodes = o.max_nodes = 2;
   o.node_rank = 1;
   o.master_addr = "10.1.1.1";
-  auto rdzv = MakeRendezvous(o);
-  REQUIRE(rdzv.ok());
-  auto a = (*rdzv)->NextRound(4);
+  auto a = StaticAssignment(o, 4);
   REQUIRE(a.ok());
   CHECK(a->global_rank_offset == 4);
   CHECK(a->world_size == 8);
   CHECK(a->master_port == 29500);
-  CHECK_FALSE(a->hosts_store);
+  CHECK(a->group_rank != 0);  // node 0 hosts the store
 }
 
 TEST_CASE("the static endpoint flag overrides master address and port", "[plan]") {
   LaunchOptions o = Script("train.py");
   o.min_nodes = o.max_nodes = 2;
   o.rdzv_endpoint = "node0:1234";
-  auto a = (*MakeRendezvous(o))->NextRound(1);
+  auto a = StaticAssignment(o, 1);
   CHECK(a->master_addr == "node0");
   CHECK(a->master_port == 1234);
-  CHECK(a->hosts_store);
+  CHECK(a->group_rank == 0);  // node 0 hosts the store
 }
 
-TEST_CASE("standalone binds loopback on any port", "[plan]") {
+TEST_CASE("a one-node job binds loopback on any port", "[plan]") {
   LaunchOptions o = Script("train.py");
-  o.standalone = true;
-  auto a = (*MakeRendezvous(o))->NextRound(3);
+  o.rdzv_backend = "c10d";
+  o.rdzv_endpoint = "head:29400";  // one node: the store stays local anyway
+  auto a = StaticAssignment(o, 3);
   CHECK(a->master_addr == "127.0.0.1");
   CHECK(a->master_port == 0);
   CHECK(a->world_size == 3);
 }
 
-TEST_CASE("elastic node ranges are refused until the rendezvous daemon exists", "[plan]") {
+TEST_CASE("standalone embeds the rendezvous on loopback on any port", "[plan]") {
+  LaunchOptions o = Script("train.py");
+  o.standalone = true;
+  o.rdzv_backend = "c10d";
+  auto config = MakeElasticConfig(o);
+  REQUIRE(config.ok());
+  REQUIRE(config->has_value());
+  CHECK((*config)->host == "127.0.0.1");
+  CHECK((*config)->port == 0);
+  CHECK((*config)->is_host);
+  CHECK((*config)->loopback_only);
+}
+
+TEST_CASE("a node range with the static backend points to the elastic rendezvous", "[plan]") {
   LaunchOptions o = Script("train.py");
   o.min_nodes = 1;
   o.max_nodes = 2;
-  auto r = MakeRendezvous(o);
+  auto r = StaticAssignment(o, 1);
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().message().find("--nnodes: '1:2'") == 0);
+  CHECK(r.status().message().find("--rdzv-backend c10d") != std::string::npos);
+}
+
+TEST_CASE("the elastic endpoint is split once, with the default port and IPv6", "[plan]") {
+  LaunchOptions o = Script("train.py");
+  o.rdzv_backend = "c10d";
+  o.min_nodes = 2;
+  o.max_nodes = 4;
+  o.rdzv_endpoint = "[::1]";
+  auto config = MakeElasticConfig(o);
+  REQUIRE(config.ok());
+  CHECK((*config)->host == "::1");
+  CHECK((*config)->port == kDefaultRendezvousPort);
+  o.rdzv_endpoint = "head:0";
+  auto zero = MakeElasticConfig(o);
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.status().message().find("'head:0' needs a fixed port") != std::string::npos);
 }

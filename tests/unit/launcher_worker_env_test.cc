@@ -10,8 +10,8 @@ using muster::testing::EnvOf;
 
 namespace {
 
-NodeAssignment TwoNodesOfFour(int node_rank) {
-  NodeAssignment a;
+rdzv::Assignment TwoNodesOfFour(int node_rank) {
+  rdzv::Assignment a;
   a.group_rank = node_rank;
   a.group_world_size = 2;
   a.local_world_size = 4;
@@ -65,7 +65,7 @@ TEST_CASE("inherited OMP_NUM_THREADS and NCCL error handling are left alone", "[
 }
 
 TEST_CASE("a single worker does not get OMP_NUM_THREADS", "[env]") {
-  NodeAssignment a;
+  rdzv::Assignment a;
   a.local_world_size = 1;
   auto v = WorkerVariables(a, WorkerIdentity{}, EnvOf({}));
   CHECK(v.count("OMP_NUM_THREADS") == 0);
