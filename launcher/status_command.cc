@@ -135,7 +135,7 @@ int RunStatusCommand(const std::vector<std::string>& args) {
                           channel->Close("refused");
                         }
                       },
-                      [&](const std::string& why) {
+                      [&](const std::string& why, bool) {
                         if (!reply && failure == "no answer within 5 s") failure = why;
                         io.stop();
                       }});

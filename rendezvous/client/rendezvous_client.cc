@@ -112,19 +112,19 @@ void RendezvousClient::OnConnected(tcp::socket socket) {
   local_addr_ = socket.local_endpoint(ec).address().to_string();
   channel_ = std::make_shared<MessageChannel>(std::move(socket), MessageChannel::Limits{}, false);
   welcomed_ = false;
+  // The daemon's side closing (or resetting) the connection means its host
+  // answered: the daemon process is gone or dropped us.
   channel_->Start({[this](Message m) { OnMessage(m); },
-                   [this](const std::string& why) {
-                     // The peer closing (or resetting) the connection means its
-                     // host answered: the daemon process is gone or dropped us.
-                     const bool gone =
-                         why == "peer closed" || why.find("reset") != std::string::npos;
-                     OnClosed(why, gone);
-                   }});
+                   [this](const std::string& why, bool peer_gone) { OnClosed(why, peer_gone); }});
   channel_->Send(Hello{kProtocolVersion, options_.token, options_.join.node_id});
+  channel_->Send(MakeJoin());
+}
+
+Join RendezvousClient::MakeJoin() const {
   Join join = options_.join;
   if (join.store_addr.empty()) join.store_addr = local_addr_;
   join.current = current_;
-  channel_->Send(join);
+  return join;
 }
 
 void RendezvousClient::OnMessage(const Message& message) {
@@ -148,10 +148,7 @@ void RendezvousClient::OnMessage(const Message& message) {
     if (error->code == "unknown_node" || error->code == "unknown_run") {
       // The daemon no longer counts us in (it restarted, or declared us dead):
       // join again; the answer says whether our workers may go on.
-      Join join = options_.join;
-      if (join.store_addr.empty()) join.store_addr = local_addr_;
-      join.current = current_;
-      Send(join);
+      Send(MakeJoin());
       return;
     }
     spdlog::debug("event=rdzv_error code={} message=\"{}\"", error->code, error->message);

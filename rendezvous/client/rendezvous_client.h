@@ -69,6 +69,9 @@ class RendezvousClient {
   void Heartbeat();
   void ArmFenceTimer(std::chrono::steady_clock::time_point when);
   void Send(const Message& message);
+  // Join as this agent is now: its store address, and the assignment its
+  // workers run under (so a restarted daemon can rebuild the run).
+  Join MakeJoin() const;
 
   boost::asio::io_context& io_;
   ClientOptions options_;

@@ -99,7 +99,7 @@ void RendezvousServer::Accept() {
     auto channel = std::make_shared<MessageChannel>(std::move(socket), options_.limits, true);
     sessions_[conn] = Session{channel, false, std::chrono::steady_clock::now()};
     channel->Start({[this, conn](Message m) { OnMessage(conn, std::move(m)); },
-                    [this, conn](const std::string& why) { OnClosed(conn, why); }});
+                    [this, conn](const std::string& why, bool) { OnClosed(conn, why); }});
     Accept();
   });
 }

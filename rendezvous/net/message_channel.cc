@@ -30,7 +30,7 @@ void MessageChannel::Read() {
       [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
         if (!self->open_) return;
         if (ec) {
-          self->Close(ec == asio::error::eof ? "peer closed" : ec.message());
+          self->CloseOnError(ec);
           return;
         }
         self->last_activity_ = std::chrono::steady_clock::now();
@@ -94,7 +94,7 @@ void MessageChannel::Write() {
                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                       if (!self->open_) return;
                       if (ec) {
-                        self->Close(ec.message());
+                        self->CloseOnError(ec);
                         return;
                       }
                       self->in_flight_.clear();
@@ -113,7 +113,13 @@ void MessageChannel::CloseAfterFlush(const std::string& why) {
   if (!writing_) Close(why);
 }
 
-void MessageChannel::Close(const std::string& why) {
+void MessageChannel::CloseOnError(const boost::system::error_code& ec) {
+  const bool peer_gone = ec == asio::error::eof || ec == asio::error::connection_reset ||
+                         ec == asio::error::broken_pipe;
+  Close(ec == asio::error::eof ? "peer closed" : ec.message(), peer_gone);
+}
+
+void MessageChannel::Close(const std::string& why, bool peer_gone) {
   if (!open_) return;
   open_ = false;
   boost::system::error_code ec;
@@ -123,7 +129,7 @@ void MessageChannel::Close(const std::string& why) {
   in_flight_.clear();
   auto on_close = std::move(handlers_.on_close);
   handlers_ = {};
-  if (on_close) on_close(why);
+  if (on_close) on_close(why, peer_gone);
 }
 
 }  // namespace muster::rdzv

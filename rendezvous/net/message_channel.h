@@ -30,7 +30,9 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   };
   struct Handlers {
     std::function<void(Message)> on_message;
-    std::function<void(const std::string& why)> on_close;
+    // `peer_gone`: the peer's side closed or reset the connection (its host
+    // answered), as opposed to a local close, a timeout or a local error.
+    std::function<void(const std::string& why, bool peer_gone)> on_close;
   };
 
   MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, bool reply_to_bad_input);
@@ -41,7 +43,7 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   // Queues an already encoded frame (Encode(message)); same contract as Send.
   bool SendFrame(std::string_view frame);
   // Closes now; queued frames are dropped.
-  void Close(const std::string& why);
+  void Close(const std::string& why) { Close(why, false); }
   // Closes once every queued frame has been written.
   void CloseAfterFlush(const std::string& why);
   bool is_open() const { return open_; }
@@ -52,6 +54,8 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   void Read();
   void Write();
   void Fail(const std::string& why);
+  void Close(const std::string& why, bool peer_gone);
+  void CloseOnError(const boost::system::error_code& ec);
 
   boost::asio::ip::tcp::socket socket_;
   Limits limits_;

@@ -38,14 +38,9 @@ Actions RendezvousCore::Handle(const Event& event, Time now) {
           [&](const TickEvent&) {
             Actions out;
             for (auto it = runs_.begin(); it != runs_.end();) {
-              auto more = it->second->OnTick(now);
-              out.insert(out.end(), more.begin(), more.end());
+              for (auto& action : it->second->OnTick(now)) out.push_back(std::move(action));
               if (it->second->ended() && now - it->second->ended_at() >= kEndedRunRetention) {
-                const auto& c = it->second->counters();
-                retired_.generations += c.generations;
-                retired_.dead_nodes += c.dead_nodes;
-                retired_.heartbeats += c.heartbeats;
-                retired_.round_seconds_total += c.round_seconds_total;
+                retired_ += it->second->counters();
                 it = runs_.erase(it);
               } else {
                 ++it;
@@ -141,19 +136,12 @@ std::string RendezvousCore::StatusJson(const std::string& run_id, Time now) cons
 
 RendezvousCore::Totals RendezvousCore::totals() const {
   Totals t;
-  t.generations = retired_.generations;
-  t.dead_nodes = retired_.dead_nodes;
-  t.heartbeats = retired_.heartbeats;
-  t.round_seconds_total = retired_.round_seconds_total;
+  static_cast<RunState::Counters&>(t) = retired_;
   for (const auto& [id, run] : runs_) {
     ++t.runs;
     if (run->phase() == RunState::Phase::kRunning) ++t.runs_running;
     t.nodes += run->members().size();
-    const auto& c = run->counters();
-    t.generations += c.generations;
-    t.dead_nodes += c.dead_nodes;
-    t.heartbeats += c.heartbeats;
-    t.round_seconds_total += c.round_seconds_total;
+    t += run->counters();
   }
   return t;
 }

@@ -22,14 +22,11 @@ class RendezvousCore {
   // {"runs": [...]} for every run, or only `run_id` when not empty.
   std::string StatusJson(const std::string& run_id, Time now) const;
 
-  struct Totals {
+  // Counters of every run, ended and forgotten ones included, plus gauges.
+  struct Totals : RunState::Counters {
     size_t runs = 0;
     size_t runs_running = 0;
     size_t nodes = 0;
-    uint64_t generations = 0;
-    uint64_t dead_nodes = 0;
-    uint64_t heartbeats = 0;
-    double round_seconds_total = 0;
   };
   Totals totals() const;
   const Settings& settings() const { return settings_; }

@@ -125,13 +125,12 @@ void RunState::SummarizeGeneration() {
   }
 }
 
-Actions RunState::OnDaemonStalled(Time now) {
+void RunState::OnDaemonStalled(Time now) {
   // The daemon itself did not read its sockets for a while (overloaded, or
   // stopped): heartbeats may be sitting unread, so silence proves nothing yet.
   for (auto& [id, node] : nodes_) {
     if (node.conn != 0) node.last_seen = std::max(node.last_seen, now);
   }
-  return {};
 }
 
 Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
@@ -157,8 +156,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
     if (join.current) node->reported = join.current;
     Log(out, false, "event=rejoin node=" + join.node_id + " host=" + join.host);
     if (phase_ == Phase::kRebuilding) {
-      auto more = TryFinishRebuild(now, false);
-      out.insert(out.end(), more.begin(), more.end());
+      TryFinishRebuild(now, false, out);
       if (phase_ == Phase::kRebuilding && !join.current) {
         out.push_back(SendAction{conn, Waiting{run_id_, "rebuilding"}});
       }
@@ -195,8 +193,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
   }
   switch (phase_) {
     case Phase::kRebuilding: {
-      auto more = TryFinishRebuild(now, false);
-      out.insert(out.end(), more.begin(), more.end());
+      TryFinishRebuild(now, false, out);
       // A node that reported running workers keeps them running while the
       // run is rebuilt: Waiting would tell it to stop them.
       if (phase_ == Phase::kRebuilding && !join.current) {
@@ -207,8 +204,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
     case Phase::kGathering:
     case Phase::kLastCall: {
       if (count >= max_nodes_) {
-        auto more = StartGeneration(now, "max nodes joined");
-        out.insert(out.end(), more.begin(), more.end());
+        StartGeneration(now, "max nodes joined", out);
         return out;
       }
       if (count >= min_nodes_ && phase_ == Phase::kGathering) {
@@ -285,15 +281,13 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
           " restart_count=" + std::to_string(restart_count_));
   round_opened_ = now;
   if (restart_count_ > max_restarts_) {
-    auto more = EndRun(false,
-                       what + (failed.message.empty() ? "" : ": " + failed.message) +
-                           "; the job has used all " + std::to_string(max_restarts_) + " restarts",
-                       now);
-    out.insert(out.end(), more.begin(), more.end());
+    EndRun(false,
+           what + (failed.message.empty() ? "" : ": " + failed.message) +
+               "; the job has used all " + std::to_string(max_restarts_) + " restarts",
+           now, out);
     return out;
   }
-  auto more = StartGeneration(now, what);
-  out.insert(out.end(), more.begin(), more.end());
+  StartGeneration(now, what, out);
   return out;
 }
 
@@ -310,13 +304,17 @@ Actions RunState::OnWorkersSucceeded(ConnId conn, const WorkersSucceeded& done, 
   for (const auto& [id, other] : nodes_) {
     if (other.member && !other.succeeded) return {};
   }
-  return EndRun(true, "every worker succeeded", now);
+  Actions out;
+  EndRun(true, "every worker succeeded", now, out);
+  return out;
 }
 
 Actions RunState::OnLeave(ConnId conn, const Leave& leave, Time now) {
   Node* node = FindNode(leave.node_id);
   if (node == nullptr || node->conn != conn) return {};
-  return NodeGone(leave.node_id, now, "left");
+  Actions out;
+  NodeGone(leave.node_id, now, "left", out);
+  return out;
 }
 
 Actions RunState::OnDisconnect(ConnId conn, Time now) {
@@ -329,10 +327,10 @@ Actions RunState::OnDisconnect(ConnId conn, Time now) {
   return out;
 }
 
-Actions RunState::NodeGone(const std::string& node_id, Time now, const std::string& why) {
-  Actions out;
+void RunState::NodeGone(const std::string& node_id, Time now, const std::string& why,
+                        Actions& out) {
   auto it = nodes_.find(node_id);
-  if (it == nodes_.end()) return out;
+  if (it == nodes_.end()) return;
   const bool was_member = it->second.member;
   const std::string host = it->second.host;
   nodes_.erase(it);
@@ -340,14 +338,13 @@ Actions RunState::NodeGone(const std::string& node_id, Time now, const std::stri
   Log(out, true,
       "event=node_dead node=" + node_id + " host=" + host + " why=" + why +
           " gen=" + std::to_string(generation_) + " member=" + (was_member ? "1" : "0"));
-  if (phase_ == Phase::kEnded) return out;
+  if (phase_ == Phase::kEnded) return;
   const int alive = static_cast<int>(nodes_.size());
   if (phase_ == Phase::kRunning && was_member) {
     round_opened_ = now;
     if (alive >= min_nodes_) {
-      auto more = StartGeneration(now, "node " + node_id + " " + why);
-      out.insert(out.end(), more.begin(), more.end());
-      return out;
+      StartGeneration(now, "node " + node_id + " " + why, out);
+      return;
     }
     // Too few to go on: survivors stop their workers and wait for replacements.
     phase_ = Phase::kGathering;
@@ -363,13 +360,13 @@ Actions RunState::NodeGone(const std::string& node_id, Time now, const std::stri
       node.group_rank = -1;
       if (node.conn) out.push_back(SendAction{node.conn, Waiting{run_id_, reason}});
     }
-    return out;
+    return;
   }
   if (phase_ == Phase::kLastCall && alive < min_nodes_) {
     phase_ = Phase::kGathering;
     round_deadline_.reset();
   }
-  return out;
+  return;
 }
 
 std::vector<RunState::Node*> RunState::OrderedForNextGeneration() {
@@ -383,8 +380,7 @@ std::vector<RunState::Node*> RunState::OrderedForNextGeneration() {
   return previous;
 }
 
-Actions RunState::StartGeneration(Time now, const std::string& why) {
-  Actions out;
+void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
   std::vector<Node*> ordered = OrderedForNextGeneration();
   if (static_cast<int>(ordered.size()) > max_nodes_) ordered.resize(max_nodes_);
   for (auto& [id, node] : nodes_) {
@@ -423,11 +419,10 @@ Actions RunState::StartGeneration(Time now, const std::string& why) {
     }
   }
   round_opened_ = now;
-  return out;
+  return;
 }
 
-Actions RunState::TryFinishRebuild(Time now, bool deadline_passed) {
-  Actions out;
+void RunState::TryFinishRebuild(Time now, bool deadline_passed, Actions& out) {
   uint64_t latest = 0;
   for (const auto& [id, node] : nodes_) {
     if (node.reported) latest = std::max(latest, node.reported->generation);
@@ -472,10 +467,10 @@ Actions RunState::TryFinishRebuild(Time now, bool deadline_passed) {
           static_cast<int>(reporters.size()) < max_nodes_) {
         round_deadline_ = now + settings_.last_call_timeout;  // admit the newcomers
       }
-      return out;
+      return;
     }
   }
-  if (!deadline_passed) return out;
+  if (!deadline_passed) return;
   // Someone did not come back in time: the reporters keep their order, and a
   // new generation starts without the missing nodes.
   for (auto& [id, node] : nodes_) {
@@ -489,9 +484,8 @@ Actions RunState::TryFinishRebuild(Time now, bool deadline_passed) {
   }
   round_opened_ = now;
   if (static_cast<int>(nodes_.size()) >= min_nodes_) {
-    auto more = StartGeneration(now, "rebuild after daemon restart found missing nodes");
-    out.insert(out.end(), more.begin(), more.end());
-    return out;
+    StartGeneration(now, "rebuild after daemon restart found missing nodes", out);
+    return;
   }
   phase_ = Phase::kGathering;
   gathering_since_ = now;
@@ -502,11 +496,10 @@ Actions RunState::TryFinishRebuild(Time now, bool deadline_passed) {
       out.push_back(SendAction{node.conn, Waiting{run_id_, "below --nnodes MIN after rebuild"}});
     }
   }
-  return out;
+  return;
 }
 
-Actions RunState::EndRun(bool succeeded, const std::string& message, Time now) {
-  Actions out;
+void RunState::EndRun(bool succeeded, const std::string& message, Time now, Actions& out) {
   phase_ = Phase::kEnded;
   ended_at_ = now;
   end_succeeded_ = succeeded;
@@ -518,7 +511,7 @@ Actions RunState::EndRun(bool succeeded, const std::string& message, Time now) {
   for (auto& [id, node] : nodes_) {
     if (node.conn) out.push_back(SendAction{node.conn, RunEnded{run_id_, succeeded, message}});
   }
-  return out;
+  return;
 }
 
 Actions RunState::OnTick(Time now) {
@@ -537,34 +530,31 @@ Actions RunState::OnTick(Time now) {
     }
   }
   for (const auto& [id, why] : dead) {
-    auto more = NodeGone(id, now, why);
-    out.insert(out.end(), more.begin(), more.end());
+    NodeGone(id, now, why, out);
   }
   if (phase_ == Phase::kEnded) return out;
   if (round_deadline_ && now >= *round_deadline_) {
-    Actions more;
+    // Cleared first: finishing a rebuild may open an admission window of its own.
+    round_deadline_.reset();
     if (phase_ == Phase::kLastCall) {
-      more = StartGeneration(now, "last call ended");
+      StartGeneration(now, "last call ended", out);
     } else if (phase_ == Phase::kRunning &&
                std::any_of(nodes_.begin(), nodes_.end(),
                            [](const auto& entry) { return !entry.second.member; })) {
       // Only if a newcomer is still there: a new generation restarts every
       // worker, and the one it was opened for may have died meanwhile.
-      more = StartGeneration(now, "admitting new nodes");
+      StartGeneration(now, "admitting new nodes", out);
     } else if (phase_ == Phase::kRebuilding) {
-      more = TryFinishRebuild(now, true);
+      TryFinishRebuild(now, true, out);
     }
-    round_deadline_.reset();
-    out.insert(out.end(), more.begin(), more.end());
   }
   if ((phase_ == Phase::kGathering || phase_ == Phase::kRebuilding) &&
       now - gathering_since_ >= settings_.join_timeout) {
-    auto more = EndRun(false,
-                       "only " + std::to_string(nodes_.size()) + " of --nnodes MIN " +
-                           std::to_string(min_nodes_) + " nodes within join_timeout " +
-                           SecondsText(settings_.join_timeout) + "s",
-                       now);
-    out.insert(out.end(), more.begin(), more.end());
+    EndRun(false,
+           "only " + std::to_string(nodes_.size()) + " of --nnodes MIN " +
+               std::to_string(min_nodes_) + " nodes within join_timeout " +
+               SecondsText(settings_.join_timeout) + "s",
+           now, out);
   }
   return out;
 }

@@ -47,7 +47,7 @@ class RunState {
   Actions OnDisconnect(ConnId conn, Time now);
   Actions OnTick(Time now);
   // The daemon's loop was stalled: no node is judged silent for the stall.
-  Actions OnDaemonStalled(Time now);
+  void OnDaemonStalled(Time now);
 
   // The earliest time OnTick() has something to do.
   std::optional<Time> NextDeadline() const;
@@ -69,6 +69,13 @@ class RunState {
     uint64_t dead_nodes = 0;
     uint64_t heartbeats = 0;
     double round_seconds_total = 0;
+    Counters& operator+=(const Counters& other) {
+      generations += other.generations;
+      dead_nodes += other.dead_nodes;
+      heartbeats += other.heartbeats;
+      round_seconds_total += other.round_seconds_total;
+      return *this;
+    }
   };
   const Counters& counters() const { return counters_; }
 
@@ -100,10 +107,11 @@ class RunState {
   Node* FindByConn(ConnId conn);
   Actions Refuse(ConnId conn, const std::string& code, const std::string& message, bool fatal);
   void SendAssignment(const Node& node, Actions& out) const;
-  Actions StartGeneration(Time now, const std::string& why);
-  Actions NodeGone(const std::string& node_id, Time now, const std::string& why);
-  Actions EndRun(bool succeeded, const std::string& message, Time now);
-  Actions TryFinishRebuild(Time now, bool deadline_passed);
+  // These append what to send to `out`.
+  void StartGeneration(Time now, const std::string& why, Actions& out);
+  void NodeGone(const std::string& node_id, Time now, const std::string& why, Actions& out);
+  void EndRun(bool succeeded, const std::string& message, Time now, Actions& out);
+  void TryFinishRebuild(Time now, bool deadline_passed, Actions& out);
   void Log(Actions& out, bool warning, const std::string& line) const;
   void SummarizeGeneration();
   std::vector<Node*> OrderedForNextGeneration();
