@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <set>
 #include <utility>
 
 namespace muster::store {
@@ -45,14 +44,14 @@ Result<int64_t> KeyValueStore::Add(const std::string& key, int64_t delta) {
     const char* end = s.data() + s.size();
     auto [ptr, ec] = std::from_chars(s.data(), end, current);
     if (ec != std::errc() || ptr != end) {
-      return Status::InvalidArgument("ADD on a value that is not a decimal integer key='" + key +
-                                     "' value_bytes=" + std::to_string(s.size()));
+      return Status::InvalidArgument("ADD on a value that is not a decimal integer value_bytes=" +
+                                     std::to_string(s.size()));
     }
   }
   int64_t sum = 0;
   if (__builtin_add_overflow(current, delta, &sum)) {
-    return Status::InvalidArgument("ADD overflows int64 key='" + key + "' value=" +
-                                   std::to_string(current) + " delta=" + std::to_string(delta));
+    return Status::InvalidArgument("ADD overflows int64 value=" + std::to_string(current) +
+                                   " delta=" + std::to_string(delta));
   }
   Set(key, std::to_string(sum));
   return sum;
@@ -71,15 +70,18 @@ bool KeyValueStore::Check(const std::vector<std::string>& keys) const {
 bool KeyValueStore::Delete(const std::string& key) { return data_.erase(key) > 0; }
 
 bool KeyValueStore::Wait(Owner owner, const std::vector<std::string>& keys) {
-  // A key listed twice is awaited once.
-  std::set<std::string> missing;
+  // Every request of a torch client's get() comes with a WAIT, so no set is
+  // built here. A key listed twice stays listed twice: KeyWritten counts it
+  // down once per listing, and cancelling removes every listing.
+  std::vector<std::string> missing;
   for (const auto& k : keys) {
-    if (!data_.contains(k)) missing.insert(k);
+    if (!data_.contains(k)) missing.push_back(k);
   }
   if (missing.empty()) return true;
 
   const WaiterId id = next_waiter_++;
-  Waiter waiter{owner, {missing.begin(), missing.end()}, missing.size()};
+  const size_t count = missing.size();
+  Waiter waiter{owner, std::move(missing), count};
   for (const auto& k : waiter.missing_keys) waiting_on_[k].push_back(id);
   waiters_.emplace(id, std::move(waiter));
   by_owner_[owner].push_back(id);

@@ -56,7 +56,9 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
     }
     case Op::kAdd: {
       Result<int64_t> sum = store.Add(request.keys[0], request.delta);
-      if (!sum.ok()) return Close(sum.status().message());
+      // Keys can be binary and megabytes long: the log gets a bounded rendering.
+      if (!sum.ok())
+        return Close(sum.status().message() + " key='" + Printable(request.keys[0]) + "'");
       EncodeInt64(*sum, &out.reply);
       break;
     }

@@ -68,8 +68,6 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   // the host back when `notify_host` is false (the host is closing it).
   void Close(std::string_view reason, bool warn, bool notify_host = true);
 
-  uint64_t id() const { return id_; }
-  bool closed() const { return closed_; }
   const std::string& peer() const { return peer_; }
 
  private:

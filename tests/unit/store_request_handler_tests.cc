@@ -94,7 +94,17 @@ TEST_CASE_METHOD(Fixture, "requests torch's server would die on close the connec
   }
   SECTION("ADD on a non-number") {
     store.Set("n", "abc");
-    CHECK(Do(Make(Op::kAdd, {"n"}, {}, 1)).close);
+    HandlerOutcome o = Do(Make(Op::kAdd, {"n"}, {}, 1));
+    CHECK(o.close);
+    CHECK(o.close_reason.find("key='n'") != std::string::npos);
+  }
+  SECTION("ADD names a binary or huge key only in a bounded, printable form") {
+    const std::string key = std::string("\x01\x02", 2) + std::string(100000, 'k');
+    store.Set(key, "abc");
+    HandlerOutcome o = Do(Make(Op::kAdd, {key}, {}, 1));
+    CHECK(o.close);
+    CHECK(o.close_reason.find("key='??kkk") != std::string::npos);
+    CHECK(o.close_reason.size() < 400);
   }
   SECTION("VALIDATE with a wrong magic") {
     HandlerOutcome o = Do(Make(Op::kValidate, {}, {}, 0, 0x12345678), Dialect::kModern);
