@@ -42,6 +42,7 @@ struct Hello {
   uint32_t protocol_version = kProtocolVersion;
   std::string token;     // shared secret from --token-file; empty when none
   std::string agent_id;  // unique per agent process: "<host>:<pid>:<random>"
+  bool operator==(const Hello&) const = default;
 };
 
 // Join (or re-join) a run.
@@ -58,12 +59,14 @@ struct Join {
   // The assignment this agent's workers run under right now, if any: lets a
   // restarted daemon rebuild the run without restarting workers.
   std::optional<Assignment> current;
+  bool operator==(const Join&) const = default;
 };
 
 struct Heartbeat {
   std::string run_id;
   std::string node_id;
   uint64_t generation = 0;  // 0 while waiting for a first assignment
+  bool operator==(const Heartbeat&) const = default;
 };
 
 // A local worker failed: the job restarts (a new generation for every node),
@@ -74,6 +77,7 @@ struct WorkerFailed {
   uint64_t generation = 0;
   int exit_code = 0;
   std::string message;  // short description for logs and status
+  bool operator==(const WorkerFailed&) const = default;
 };
 
 // Every local worker of this generation exited 0.
@@ -81,16 +85,19 @@ struct WorkersSucceeded {
   std::string run_id;
   std::string node_id;
   uint64_t generation = 0;
+  bool operator==(const WorkersSucceeded&) const = default;
 };
 
 // The agent leaves for good (e.g. it was interrupted).
 struct Leave {
   std::string run_id;
   std::string node_id;
+  bool operator==(const Leave&) const = default;
 };
 
 struct StatusRequest {
   std::string run_id;  // empty: every run
+  bool operator==(const StatusRequest&) const = default;
 };
 
 // --- daemon -> agent -------------------------------------------------------
@@ -98,6 +105,7 @@ struct StatusRequest {
 struct Welcome {
   uint32_t protocol_version = kProtocolVersion;
   std::string daemon_id;  // changes when the daemon restarts
+  bool operator==(const Welcome&) const = default;
 };
 
 // The request was refused; the daemon closes the connection after sending it
@@ -107,22 +115,26 @@ struct Error {
       code;  // "bad_token", "bad_version", "bad_frame", "stale_generation", "bad_request", ...
   std::string message;  // one line, quoting the bad value
   bool fatal = false;
+  bool operator==(const Error&) const = default;
 };
 
 // Joined; waiting for the round to close (or for the next round).
 struct Waiting {
   std::string run_id;
   std::string reason;
+  bool operator==(const Waiting&) const = default;
 };
 
 // A round closed: this node's place in the new generation.
 struct AssignmentMessage {
   Assignment assignment;
+  bool operator==(const AssignmentMessage&) const = default;
 };
 
 struct HeartbeatAck {
   std::string run_id;
   uint64_t generation = 0;
+  bool operator==(const HeartbeatAck&) const = default;
 };
 
 // The run is over: `succeeded` or failed with a message (e.g. "3 nodes left,
@@ -131,10 +143,12 @@ struct RunEnded {
   std::string run_id;
   bool succeeded = false;
   std::string message;
+  bool operator==(const RunEnded&) const = default;
 };
 
 struct StatusReply {
   std::string json;  // the status document (see PROTOCOL.md)
+  bool operator==(const StatusReply&) const = default;
 };
 
 using Message =

@@ -10,7 +10,6 @@ later generation's worker started.
 import json
 import os
 import re
-import time
 
 from harness import BIN_DIR, MUSTER, base_env, check, start, wait_for, worker
 
@@ -72,6 +71,11 @@ def check_generations(out_dir, ignore_overlap_pids=()):
     for gen, ranks in sorted(all_gens.items()):
         check(gen > previous, f"generations not increasing: {gen} after {previous}")
         previous = gen
+        # Checked for every worker that started, complete generation or not:
+        # an interrupted one is where stale workers would linger.
+        for r in ranks.values():
+            bad = [o for o in r["overlap"] if o["pid"] not in ignore_overlap_pids]
+            check(not bad, f"gen {gen} rank {r['rank']} started while earlier workers ran: {bad}")
         envs = [r["env"] for r in ranks.values()]
         world = int(envs[0]["WORLD_SIZE"])
         if len(ranks) != world:
@@ -79,22 +83,25 @@ def check_generations(out_dir, ignore_overlap_pids=()):
         check(sorted(ranks) == list(range(world)), f"gen {gen}: ranks {sorted(ranks)} not 0..{world - 1}")
         for key in ("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_WORLD_SIZE"):
             check(len({e[key] for e in envs}) == 1, f"gen {gen}: {key} differs: {[e[key] for e in envs]}")
-        masters = {e["GROUP_RANK"] for e in envs if e["GROUP_RANK"] == "0"}
-        check(len(masters) == 1, f"gen {gen}: no single master node")
-        group_ranks = sorted({int(e["GROUP_RANK"]) for e in envs})
+        # Each node (agent) holds exactly one group rank, and exactly one node
+        # is the master (group rank 0).
+        agents_of_group_rank = {}
+        for r in ranks.values():
+            agents_of_group_rank.setdefault(r["env"]["GROUP_RANK"], set()).add(r["ppid"])
+        check(all(len(a) == 1 for a in agents_of_group_rank.values()),
+              f"gen {gen}: a group rank spans several agents: {agents_of_group_rank}")
+        check(len({next(iter(a)) for a in agents_of_group_rank.values()}) ==
+              len(agents_of_group_rank), f"gen {gen}: an agent holds several group ranks")
+        check(len(agents_of_group_rank.get("0", ())) == 1, f"gen {gen}: no single master node")
+        group_ranks = sorted(int(g) for g in agents_of_group_rank)
         check(group_ranks == list(range(int(envs[0]["GROUP_WORLD_SIZE"]))),
               f"gen {gen}: group ranks {group_ranks}")
-        for r in ranks.values():
-            bad = [o for o in r["overlap"] if o["pid"] not in ignore_overlap_pids]
-            check(not bad, f"gen {gen} rank {r['rank']} started while earlier workers ran: {bad}")
     return all_gens
 
 
 def agent_of_rank(agents, out_dir, gen, rank):
-    """The agent process whose worker had `rank` in `gen` (by the worker's parent pid)."""
-    record = dumps(out_dir)[gen][rank]
-    with open(f"/proc/{record['pid']}/stat") as f:
-        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+    """The agent process whose worker had `rank` in `gen` (the worker's recorded parent)."""
+    ppid = dumps(out_dir)[gen][rank]["ppid"]
     for agent in agents:
         if agent.pid == ppid:
             return agent
@@ -108,6 +115,3 @@ def wait_exit(proc, timeout):
         pass
     return proc.poll()
 
-
-def now():
-    return time.monotonic()

@@ -6,27 +6,31 @@ generation, increasing generations, no overlap between generations.
 """
 import json
 import os
+import resource
 import signal
 import socket
 import struct
 import time
+import urllib.request
 
 from elastic_harness import (agent_of_rank, check_generations, dumps, start_agent, start_musterd,
                              wait_exit, wait_generation)
-from harness import MUSTER, base_env, check, pid_alive, run_tests, start, tempdir, test, wait_for
+from harness import (MUSTER, Skip, base_env, check, free_port, pid_alive, run_tests, start, tempdir,
+                     test, wait_for)
 
 
-def three_agents(out, port, **kwargs):
-    agents = [start_agent(port, out, **kwargs) for _ in range(3)]
+def three_agent_job():
+    """musterd and 3 agents x 2 workers (--nnodes 2:3) in their first generation."""
+    daemon, port = start_musterd()
+    out = tempdir()
+    agents = [start_agent(port, out) for _ in range(3)]
     gen = wait_generation(out, 6)
-    return agents, gen
+    return daemon, port, out, agents, gen
 
 
 @test
-def kill_9_of_an_agent_reforms_the_survivors_within_a_quarter_second():
-    daemon, port = start_musterd()
-    out = tempdir()
-    agents, gen = three_agents(out, port)
+def kill_9_of_an_agent_reforms_the_survivors_within_three_quarters_of_a_second():
+    daemon, port, out, agents, gen = three_agent_job()
     victim = agent_of_rank(agents, out, gen, 4)
     killed_at = time.time()
     victim.send_signal(signal.SIGKILL)
@@ -34,15 +38,13 @@ def kill_9_of_an_agent_reforms_the_survivors_within_a_quarter_second():
     started = min(r["start"] for r in dumps(out)[new_gen].values())
     gens = check_generations(out)
     check(sorted(gens[new_gen]) == [0, 1, 2, 3], "survivors hold ranks 0..3")
-    # Detection + re-forming (worker start-up excluded: the workers' first line runs at once).
-    check(started - killed_at < 1.0, f"new generation started {started - killed_at:.3f}s after kill")
+    # disconnect_grace 0.15 s + worker start-up; the benchmark measures about 0.23 s.
+    check(started - killed_at < 0.75, f"new generation started {started - killed_at:.3f}s after kill")
 
 
 @test
 def a_stopped_agent_is_detected_by_silence():
-    daemon, port = start_musterd()
-    out = tempdir()
-    agents, gen = three_agents(out, port)
+    daemon, port, out, agents, gen = three_agent_job()
     victim = agent_of_rank(agents, out, gen, 2)
     stuck_pids = [r["pid"] for r in dumps(out)[gen].values() if r["rank"] in (2, 3)]
     stopped_at = time.time()
@@ -50,7 +52,8 @@ def a_stopped_agent_is_detected_by_silence():
     try:
         new_gen = wait_generation(out, 4, after=gen)
         started = min(r["start"] for r in dumps(out)[new_gen].values())
-        check(started - stopped_at < 2.5, f"re-formed {started - stopped_at:.3f}s after SIGSTOP")
+        # heartbeat_timeout 1.25 s + worker start-up; the benchmark measures about 1.2 s.
+        check(started - stopped_at < 2.0, f"re-formed {started - stopped_at:.3f}s after SIGSTOP")
         # A stopped agent cannot stop its workers; they are outside every later generation.
         check_generations(out, ignore_overlap_pids=stuck_pids)
     finally:
@@ -62,24 +65,21 @@ def a_stopped_agent_is_detected_by_silence():
 
 @test
 def kill_9_of_the_master_agent_elects_a_new_master():
-    daemon, port = start_musterd()
-    out = tempdir()
-    agents, gen = three_agents(out, port)
+    daemon, port, out, agents, gen = three_agent_job()
     old = dumps(out)[gen][0]["env"]
+    next_in_line = agent_of_rank(agents, out, gen, 2)  # group rank 1
     agent_of_rank(agents, out, gen, 0).send_signal(signal.SIGKILL)
     new_gen = wait_generation(out, 4, after=gen)
     check_generations(out)
     new = dumps(out)[new_gen][0]["env"]
     check(new["MASTER_PORT"] != old["MASTER_PORT"], "the master's store moved with the master")
-    # The old rank 2 (group rank 1) is the new group rank 0.
-    check(dumps(out)[new_gen][0]["env"]["GROUP_RANK"] == "0", "group rank 0")
+    # Survivors keep their order: the old group rank 1 is the new master.
+    check(agent_of_rank(agents, out, new_gen, 0) is next_in_line, "the next node became master")
 
 
 @test
 def a_daemon_killed_and_restarted_within_a_second_restarts_no_worker():
-    daemon, port = start_musterd()
-    out = tempdir()
-    agents, gen = three_agents(out, port)
+    daemon, port, out, agents, gen = three_agent_job()
     pids = sorted(r["pid"] for r in dumps(out)[gen].values())
     daemon.send_signal(signal.SIGKILL)
     daemon.wait()
@@ -105,7 +105,8 @@ def a_node_joining_mid_run_is_admitted_at_the_next_round():
     check_generations(out)
     run = json.loads(status_json(port))["runs"][0]
     check(run["restart_count"] == 0, f"admission counted as a failure restart: {run}")
-    check(new_gen > gen, "generation increased")
+    # Newcomers follow the members: the third agent holds ranks 4 and 5.
+    check(agent_of_rank(agents, out, new_gen, 4) is agents[2], "newcomer after the members")
 
 
 @test
@@ -123,7 +124,7 @@ def dropping_below_min_stops_workers_and_fails_after_join_timeout():
     code = wait_exit(survivor, 10)
     err = survivor.stderr.read()
     check(code not in (None, 0), f"survivor exit {code}", err)
-    check("below --nnodes MIN" in err or "join_timeout" in err, "message says why", err)
+    check("only 1 of --nnodes MIN 2 nodes within join_timeout 2s" in err, "message says why", err)
     check_generations(out)
 
 
@@ -195,7 +196,6 @@ def restarts_beyond_max_end_the_job_on_every_node():
 @test
 def an_agent_with_is_host_serves_the_rendezvous_itself():
     out = tempdir()
-    from harness import free_port
     port = free_port()
     host = start_agent(port, out, nnodes="2:2", conf="is_host=1", worker_args=["--run", "0.5"])
     time.sleep(0.3)
@@ -232,14 +232,13 @@ def slow_and_idle_connections_do_not_stop_the_daemon():
 
 @test
 def ten_thousand_idle_connections_do_not_stop_the_daemon():
-    import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 10_300
     if hard != resource.RLIM_INFINITY and hard < want:
-        print(f"skip: the open-file hard limit {hard} is below {want}")
-        return
+        raise Skip(f"the open-file hard limit {hard} is below {want}")
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
     daemon, port = start_musterd()
+    baseline_kib = rss_kib(daemon.pid)
     idle = []
     try:
         for _ in range(10_000):
@@ -250,9 +249,9 @@ def ten_thousand_idle_connections_do_not_stop_the_daemon():
         for agent in agents:
             check(wait_exit(agent, 30) == 0, "job beside 10k idle connections", agent.stderr.read())
         check(daemon.poll() is None, "musterd died")
-        with open(f"/proc/{daemon.pid}/status") as f:
-            rss = [line for line in f if line.startswith("VmRSS")][0]
-        print(f"musterd with 10k idle connections: {rss.strip()}")
+        grown_mib = (rss_kib(daemon.pid) - baseline_kib) / 1024
+        print(f"musterd grew {grown_mib:.1f} MiB with 10k idle connections", flush=True)
+        check(grown_mib < 100, f"10k idle connections cost musterd {grown_mib:.1f} MiB")
         check_generations(out)
     finally:
         for s in idle:
@@ -279,8 +278,6 @@ def status_shows_runs_nodes_ranks_and_heartbeat_age():
 
 @test
 def metrics_are_served_in_prometheus_text():
-    from harness import free_port
-    import urllib.request
     metrics_port = free_port()
     daemon, port = start_musterd(extra=["--metrics-port", str(metrics_port)])
     out = tempdir()
@@ -293,6 +290,11 @@ def metrics_are_served_in_prometheus_text():
     check(float(values["muster_generations_total"]) >= 1, text)
     check(float(values["muster_dead_nodes_total"]) == 1, text)
     check(float(values["muster_heartbeats_total"]) > 0, text)
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line for line in f if line.startswith("VmRSS")).split()[1])
 
 
 def status_json(port):

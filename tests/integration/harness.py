@@ -72,11 +72,7 @@ def kill_tree(pid):
 
 def kill_pids(pids):
     for pid in pids:
-        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-            try:
-                target()
-            except (ProcessLookupError, PermissionError):
-                pass
+        kill_tree(pid)
 
 
 def pid_alive(pid):
@@ -129,9 +125,13 @@ def tempdir():
     return tempfile.mkdtemp(prefix="muster-test-")
 
 
+class Skip(Exception):
+    """Raised by a test that cannot run here; reported as SKIP with its reason."""
+
+
 def run_tests():
     only = sys.argv[1:]
-    passed = failed = 0
+    passed = failed = skipped = 0
     for fn in _tests:
         if only and fn.__name__ not in only:
             continue
@@ -140,6 +140,9 @@ def run_tests():
             fn()
             passed += 1
             print(f"PASS {fn.__name__} ({time.monotonic() - start_time:.2f}s)", flush=True)
+        except Skip as reason:
+            skipped += 1
+            print(f"SKIP {fn.__name__}: {reason}", flush=True)
         except Exception:  # noqa: BLE001 - report every kind of failure
             failed += 1
             print(f"FAIL {fn.__name__}\n{traceback.format_exc()}", flush=True)
@@ -149,5 +152,6 @@ def run_tests():
                     kill_tree(proc.pid)
                     proc.wait()
             _started.clear()
-    print(f"{passed} passed, {failed} failed", flush=True)
+    print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""),
+          flush=True)
     sys.exit(1 if failed or not passed else 0)

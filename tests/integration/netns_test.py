@@ -139,11 +139,6 @@ def start_agent(hosts, i, port, out_dir, nnodes="2:3", nproc=2):
     return hosts.spawn(f"{hosts.prefix}-h{i}", args, f"agent-h{i}")
 
 
-def parent_pid(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
-
-
 @test
 def cutting_a_hosts_link_reforms_the_survivors_and_the_cut_host_fences_itself():
     out = tempdir()
@@ -158,7 +153,7 @@ def cutting_a_hosts_link_reforms_the_survivors_and_the_cut_host_fences_itself():
         check_generations(out)
         first = dumps(out)[gen]
         host_of_pid = {a.pid: i for i, a in agents.items()}
-        worker_host = {r: host_of_pid.get(parent_pid(rec["pid"])) for r, rec in first.items()}
+        worker_host = {r: host_of_pid.get(rec["ppid"]) for r, rec in first.items()}
         check(None not in worker_host.values(), f"workers not children of the agents: {worker_host}")
         # Every agent advertised its own namespace's address: the master's is MASTER_ADDR.
         master_host = worker_host[0]
@@ -188,10 +183,11 @@ def cutting_a_hosts_link_reforms_the_survivors_and_the_cut_host_fences_itself():
         check("event=fence" in hosts.log(agents[victim]), "the cut host's agent logged its fence",
               hosts.log(agents[victim]))
         check(fenced_after < 2.5, f"fenced {fenced_after:.3f}s after the cut (fence_timeout is 1 s)")
-        check(reform_after < 4.0, f"re-formed {reform_after:.3f}s after the cut", logs())
+        # heartbeat_timeout 1.25 s plus worker start-up; measured 1.2-1.3 s.
+        check(reform_after < 2.5, f"re-formed {reform_after:.3f}s after the cut", logs())
         check_generations(out)
         check(sorted(reformed) == [0, 1, 2, 3], f"survivors' ranks {sorted(reformed)}")
-        new_hosts = {host_of_pid.get(parent_pid(rec["pid"])) for rec in reformed.values()}
+        new_hosts = {host_of_pid.get(rec["ppid"]) for rec in reformed.values()}
         check(new_hosts == {1, 2, 3} - {victim}, f"new generation runs on hosts {new_hosts}")
         new_master = reformed[0]["env"]["MASTER_ADDR"]
         check(new_master in [host_addr(i) for i in new_hosts],
@@ -204,7 +200,7 @@ def cutting_a_hosts_link_reforms_the_survivors_and_the_cut_host_fences_itself():
         print(f"link up -> generation {back} with all 3 hosts: "
               f"{min(r['start'] for r in dumps(out)[back].values()) - up_at:.3f}s", flush=True)
         check_generations(out)
-        back_hosts = {host_of_pid.get(parent_pid(rec["pid"])) for rec in dumps(out)[back].values()}
+        back_hosts = {host_of_pid.get(rec["ppid"]) for rec in dumps(out)[back].values()}
         check(back_hosts == {1, 2, 3}, f"after the link came back: hosts {back_hosts}")
         check(daemon.poll() is None, "musterd died", hosts.log(daemon))
     left = hosts.leftovers()

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from store_harness import (SERVER_BIN, StoreServerProcess, check, run_tests, torch_client,
+from store_harness import (SERVER_BIN, check, run_tests, torch_client,
                            with_server)
 
 T = datetime.timedelta

@@ -39,10 +39,19 @@ TEST_CASE("anything unusual leaves the heartbeat to the general decoder", "[prot
 }
 
 TEST_CASE("a heartbeat decodes the same through either path", "[protocol][fast]") {
-  const Heartbeat sent{"r", "n", 42};
-  auto decoded = Decode(static_cast<uint8_t>(MessageType::kHeartbeat), PayloadOf(sent));
-  REQUIRE(decoded.ok());
-  CHECK(std::get<Heartbeat>(*decoded).generation == 42);
+  const Heartbeat sent{"run-1", "host:12:345", 42};
+  const std::string plain = PayloadOf(sent);
+  // A space after a colon is valid JSON the fast path declines: the general
+  // decoder reads it, and both must agree on every field.
+  const size_t colon = plain.find(':') + 1;
+  const std::string spaced = plain.substr(0, colon) + " " + plain.substr(colon);
+  REQUIRE_FALSE(DecodePlainHeartbeat(spaced).has_value());
+  auto general = Decode(static_cast<uint8_t>(MessageType::kHeartbeat), spaced);
+  auto fast = Decode(static_cast<uint8_t>(MessageType::kHeartbeat), plain);
+  REQUIRE(general.ok());
+  REQUIRE(fast.ok());
+  CHECK(std::get<Heartbeat>(*general) == sent);
+  CHECK(std::get<Heartbeat>(*fast) == sent);
   // The general path still refuses what the fast path passes on.
   auto refused = Decode(static_cast<uint8_t>(MessageType::kHeartbeat),
                         R"({"generation":-1,"node_id":"n","run_id":"r"})");

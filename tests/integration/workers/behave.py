@@ -20,8 +20,11 @@ rank = int(os.environ["RANK"])
 args = sys.argv[1:]
 if "--pid-dir" in args:
     i = args.index("--pid-dir")
-    with open(os.path.join(args[i + 1], f"{rank}.pid"), "w") as f:
+    # Written whole, then renamed: a reader never sees an empty pid file.
+    tmp = os.path.join(args[i + 1], f".{rank}.pid.tmp")
+    with open(tmp, "w") as f:
         f.write(str(os.getpid()))
+    os.rename(tmp, os.path.join(args[i + 1], f"{rank}.pid"))
     del args[i:i + 2]
 action = args[0]
 

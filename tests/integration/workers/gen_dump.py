@@ -3,8 +3,8 @@
 usage: gen_dump.py OUTDIR [--run SECONDS] [--fail RANK:GEN:CODE]
 
 Writes OUTDIR/g<gen>_r<rank>.json (gen = TORCHELASTIC_RESTART_COUNT, which muster
-counts per generation) with the environment, its pid, and the pids of workers of
-EARLIER generations that were still alive when it started ("overlap"). Then
+counts per generation) with the environment, its pid, its agent's (parent's) pid,
+and the pids of workers of EARLIER generations that were still alive when it started ("overlap"). Then
 sleeps --run seconds (default: until SIGTERM) and exits 0, or exits CODE at once
 if --fail matches its rank and generation.
 """
@@ -47,8 +47,8 @@ for name in os.listdir(out_dir):
         if other_gen < gen and alive(other["pid"]):
             overlap.append({"gen": other_gen, "rank": other["rank"], "pid": other["pid"]})
 
-record = {"gen": gen, "rank": rank, "pid": os.getpid(), "start": time.time(),
-          "overlap": overlap, "env": dict(os.environ)}
+record = {"gen": gen, "rank": rank, "pid": os.getpid(), "ppid": os.getppid(),
+          "start": time.time(), "overlap": overlap, "env": dict(os.environ)}
 tmp = os.path.join(out_dir, f".g{gen}_r{rank}.tmp")
 with open(tmp, "w") as f:
     json.dump(record, f)
