@@ -73,6 +73,10 @@ def main():
     print(f"| muster | {m_time * 1000:.1f} ms | {m_rss:.1f} MiB |")
     print(f"| torchrun (torch 1.13, --monitor_interval 0.1) | {t_time * 1000:.1f} ms | {t_rss:.1f} MiB |")
     print(f"| ratio torchrun/muster | {t_time / m_time:.0f}x faster | {t_rss / m_rss:.0f}x smaller |")
+    met = t_time / m_time >= 50 and m_rss <= 16
+    print()
+    print(f"targets (>= 50x faster, muster RSS <= 16 MiB): {'met' if met else 'MISSED'}")
+    sys.exit(0 if met else 1)
 
 
 if __name__ == "__main__":
