@@ -96,13 +96,13 @@ int Agent::RunElastic() {
     if (group_ && !group_->finished()) {
       StopGroupFor(StopReason::kRunEnded, SIGTERM);
     } else if (!settling_) {
-      Finish(succeeded ? 0 : (local_failure_code_ ? local_failure_code_ : 1));
+      Finish(succeeded ? 0 : FailureExitCode());
     }
   };
   callbacks.on_fatal = [this](const std::string& message) {
     spdlog::error("rendezvous: {}", message);
     run_ended_ = true;
-    local_failure_code_ = local_failure_code_ ? local_failure_code_ : 1;
+    local_failure_code_ = FailureExitCode();
     if (group_ && !group_->finished()) {
       StopGroupFor(StopReason::kRunEnded, SIGTERM);
     } else if (!settling_) {
@@ -180,8 +180,7 @@ void Agent::SettleElastic() {
                FormatFailureReport(failures, ReportContext{host_, current_->restart_count,
                                                            current_->max_restarts, will_restart}));
     }
-    client_->ReportWorkerFailure(current_->generation,
-                                 local_failure_code_ ? local_failure_code_ : 1,
+    client_->ReportWorkerFailure(current_->generation, FailureExitCode(),
                                  failures.empty() ? "" : failures.front().status.Describe());
     current_.reset();
     client_->SetCurrent(std::nullopt);
@@ -190,7 +189,7 @@ void Agent::SettleElastic() {
     client_->SetCurrent(std::nullopt);
   }
   if (run_ended_) {
-    Finish(run_succeeded_ ? 0 : (local_failure_code_ ? local_failure_code_ : 1));
+    Finish(run_succeeded_ ? 0 : FailureExitCode());
     return;
   }
   if (pending_) StartGeneration(*pending_);

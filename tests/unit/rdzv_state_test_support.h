@@ -30,8 +30,8 @@
 
 namespace muster::rdzv::testing {
 
-// The daemon's defaults (last call 2 s, close 3 s, heartbeat 0.25 s x 5 =
-// 1.25 s, disconnect grace 0.15 s) with a join_timeout short enough to walk.
+// The daemon's defaults (last call 2 s, close 3 s, heartbeat every 0.5 s,
+// silent after 1.25 s, disconnect grace 0.15 s) with a join_timeout short enough to walk.
 inline Settings TestSettings() {
   Settings s;
   s.join_timeout = Duration(30'000);
