@@ -251,7 +251,10 @@ def ten_thousand_idle_connections_do_not_stop_the_daemon():
         check(daemon.poll() is None, "musterd died")
         grown_mib = (rss_kib(daemon.pid) - baseline_kib) / 1024
         print(f"musterd grew {grown_mib:.1f} MiB with 10k idle connections", flush=True)
-        check(grown_mib < 100, f"10k idle connections cost musterd {grown_mib:.1f} MiB")
+        # Sanitizer shadow memory (TSan: ~800 MiB here) says nothing about
+        # musterd's own; the regular build's run holds the bound.
+        if not os.environ.get("MUSTER_SANITIZE"):
+            check(grown_mib < 100, f"10k idle connections cost musterd {grown_mib:.1f} MiB")
         check_generations(out)
     finally:
         for s in idle:
