@@ -138,7 +138,8 @@ int RunStatusCommand(const std::vector<std::string>& args) {
                       [&](const std::string& why, bool) {
                         if (!reply && failure == "no answer within 5 s") failure = why;
                         io.stop();
-                      }});
+                      },
+                      {}});
       channel->Send(rdzv::Hello{rdzv::kProtocolVersion, a.token, "muster-status"});
       channel->Send(rdzv::StatusRequest{a.run_id});
     });

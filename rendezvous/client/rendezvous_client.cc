@@ -115,7 +115,8 @@ void RendezvousClient::OnConnected(tcp::socket socket) {
   // The daemon's side closing (or resetting) the connection means its host
   // answered: the daemon process is gone or dropped us.
   channel_->Start({[this](Message m) { OnMessage(m); },
-                   [this](const std::string& why, bool peer_gone) { OnClosed(why, peer_gone); }});
+                   [this](const std::string& why, bool peer_gone) { OnClosed(why, peer_gone); },
+                   {}});
   channel_->Send(Hello{kProtocolVersion, options_.token, options_.join.node_id});
   channel_->Send(MakeJoin());
 }

@@ -6,6 +6,7 @@
 #include <random>
 
 #include <sstream>
+#include "rendezvous/protocol/heartbeat_fast_path.h"
 #include "rendezvous/protocol/message_codec.h"
 
 namespace muster::rdzv {
@@ -99,7 +100,11 @@ void RendezvousServer::Accept() {
     auto channel = std::make_shared<MessageChannel>(std::move(socket), options_.limits, true);
     sessions_[conn] = Session{channel, false, std::chrono::steady_clock::now()};
     channel->Start({[this, conn](Message m) { OnMessage(conn, std::move(m)); },
-                    [this, conn](const std::string& why, bool) { OnClosed(conn, why); }});
+                    [this, conn](const std::string& why, bool) { OnClosed(conn, why); },
+                    [this, conn](uint8_t type, std::string_view payload) {
+                      return type == static_cast<uint8_t>(MessageType::kHeartbeat) &&
+                             OnHeartbeatFrame(conn, payload);
+                    }});
     Accept();
   });
 }
@@ -133,6 +138,21 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
   }
   if (std::holds_alternative<Hello>(message)) return;  // repeated Hello: harmless
   Apply(core_.Handle(MessageEvent{conn, std::move(message)}, std::chrono::steady_clock::now()));
+}
+
+bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {
+  // Anything but the plain form, or a heartbeat before Hello, takes the
+  // general path with its full checks.
+  auto hb = DecodePlainHeartbeatView(payload);
+  if (!hb) return false;
+  auto it = sessions_.find(conn);
+  if (it == sessions_.end() || !it->second.greeted) return false;
+  // Reused, so a heartbeat allocates nothing. Apply() never comes back here:
+  // no read completes inside it.
+  heartbeat_actions_.clear();
+  core_.HandleHeartbeat(conn, *hb, std::chrono::steady_clock::now(), heartbeat_actions_);
+  Apply(heartbeat_actions_);
+  return true;
 }
 
 void RendezvousServer::OnClosed(ConnId conn, const std::string& why) {

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "common/status.h"
 #include "rendezvous/net/message_channel.h"
@@ -68,6 +69,8 @@ class RendezvousServer {
   void Apply(const Actions& actions);
   void Tick();
   void Sweep();
+  // A heartbeat frame in its plain form; false sends it down the general path.
+  bool OnHeartbeatFrame(ConnId conn, std::string_view payload);
 
   boost::asio::io_context& io_;
   ServerOptions options_;
@@ -75,7 +78,8 @@ class RendezvousServer {
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer sweep_timer_;
   RendezvousCore core_;
-  std::map<ConnId, Session> sessions_;
+  // Looked up twice per heartbeat; nothing depends on its order.
+  std::unordered_map<ConnId, Session> sessions_;
   ConnId next_conn_ = 1;
   uint16_t port_ = 0;
   std::string daemon_id_;
@@ -83,6 +87,7 @@ class RendezvousServer {
   std::optional<std::chrono::steady_clock::time_point> last_tick_;
   // Encoded HeartbeatAck per run, for its current generation.
   std::map<std::string, std::pair<uint64_t, std::string>> ack_frames_;
+  Actions heartbeat_actions_;
   uint64_t bad_hellos_ = 0;
   bool stopped_ = false;
 };

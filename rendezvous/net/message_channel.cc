@@ -42,6 +42,10 @@ void MessageChannel::Read() {
             self->Fail(frame.message);
             return;
           }
+          if (self->handlers_.on_frame && self->handlers_.on_frame(frame.type, frame.payload)) {
+            if (!self->open_ || self->close_after_flush_) return;
+            continue;
+          }
           auto message = Decode(frame.type, frame.payload);
           if (!message.ok()) {
             self->Fail(message.status().message());

@@ -33,6 +33,9 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
     // `peer_gone`: the peer's side closed or reset the connection (its host
     // answered), as opposed to a local close, a timeout or a local error.
     std::function<void(const std::string& why, bool peer_gone)> on_close;
+    // Optional: sees each frame before it is decoded; returning true means it
+    // was handled (a hot message decoded without copies) and skips on_message.
+    std::function<bool(uint8_t type, std::string_view payload)> on_frame;
   };
 
   MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, bool reply_to_bad_input);
@@ -62,7 +65,9 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   bool reply_to_bad_input_;
   Handlers handlers_;
   FrameDecoder decoder_;
-  std::array<char, 16384> read_buffer_;
+  // Small: every frame but a large status reply fits, and 10,000 daemon-side
+  // channels stay compact (fewer pages touched per heartbeat, less RSS).
+  std::array<char, 1024> read_buffer_;
   std::string pending_;    // frames queued while a write is in flight
   std::string in_flight_;  // the bytes being written now
   bool writing_ = false;

@@ -44,8 +44,7 @@ std::optional<uint64_t> PlainUnsigned(std::string_view& in) {
 
 }  // namespace
 
-std::optional<Heartbeat> DecodePlainHeartbeat(std::string_view in) {
-  Heartbeat hb;
+std::optional<HeartbeatView> DecodePlainHeartbeatView(std::string_view in) {
   if (!Consume(in, "{\"generation\":")) return std::nullopt;
   auto generation = PlainUnsigned(in);
   if (!generation || !Consume(in, ",\"node_id\":\"")) return std::nullopt;
@@ -53,10 +52,13 @@ std::optional<Heartbeat> DecodePlainHeartbeat(std::string_view in) {
   if (!node_id || !Consume(in, ",\"run_id\":\"")) return std::nullopt;
   auto run_id = PlainString(in);
   if (!run_id || in != "}") return std::nullopt;
-  hb.generation = *generation;
-  hb.node_id = std::string(*node_id);
-  hb.run_id = std::string(*run_id);
-  return hb;
+  return HeartbeatView{*run_id, *node_id, *generation};
+}
+
+std::optional<Heartbeat> DecodePlainHeartbeat(std::string_view payload) {
+  auto view = DecodePlainHeartbeatView(payload);
+  if (!view) return std::nullopt;
+  return Heartbeat{std::string(view->run_id), std::string(view->node_id), view->generation};
 }
 
 }  // namespace muster::rdzv

@@ -9,6 +9,9 @@
 // or leading zeros, within uint64) and returns nullopt for anything else,
 // which then takes the general path with its full checks. So it never
 // accepts what the general decoder would refuse.
+//
+// DecodePlainHeartbeatView() is the same without copying: its views point
+// into `payload`, so the daemon can handle a heartbeat with no allocation.
 #pragma once
 
 #include <optional>
@@ -19,5 +22,6 @@
 namespace muster::rdzv {
 
 std::optional<Heartbeat> DecodePlainHeartbeat(std::string_view payload);
+std::optional<HeartbeatView> DecodePlainHeartbeatView(std::string_view payload);
 
 }  // namespace muster::rdzv

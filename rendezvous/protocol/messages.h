@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -67,6 +68,18 @@ struct Heartbeat {
   std::string node_id;
   uint64_t generation = 0;  // 0 while waiting for a first assignment
   bool operator==(const Heartbeat&) const = default;
+};
+
+// A Heartbeat whose strings live elsewhere (in a received frame, or in a
+// Heartbeat): what the daemon's hot path handles without copying.
+struct HeartbeatView {
+  std::string_view run_id;
+  std::string_view node_id;
+  uint64_t generation = 0;
+  HeartbeatView(std::string_view run, std::string_view node, uint64_t gen)
+      : run_id(run), node_id(node), generation(gen) {}
+  explicit HeartbeatView(const Heartbeat& hb)
+      : run_id(hb.run_id), node_id(hb.node_id), generation(hb.generation) {}
 };
 
 // A local worker failed: the job restarts (a new generation for every node),

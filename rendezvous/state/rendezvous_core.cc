@@ -88,8 +88,9 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
             return run->OnJoin(conn, join, now);
           },
           [&](const Heartbeat& hb) -> Actions {
-            RunState* run = find(hb.run_id);
-            return run ? run->OnHeartbeat(conn, hb, now) : unknown_run(hb.run_id);
+            Actions out;
+            HandleHeartbeat(conn, HeartbeatView(hb), now, out);
+            return out;
           },
           [&](const WorkerFailed& f) -> Actions {
             RunState* run = find(f.run_id);
@@ -113,6 +114,17 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
           },
       },
       message);
+}
+
+void RendezvousCore::HandleHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actions& out) {
+  auto it = runs_.find(hb.run_id);
+  if (it == runs_.end()) {
+    out.push_back(SendAction{
+        conn, Error{"unknown_run",
+                    "run '" + std::string(hb.run_id) + "' is not known here; join first", false}});
+    return;
+  }
+  it->second->OnHeartbeat(conn, hb, now, out);
 }
 
 std::optional<Time> RendezvousCore::NextDeadline() const {

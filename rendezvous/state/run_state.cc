@@ -53,7 +53,7 @@ RunState::RunState(std::string run_id, const Join& first, const Settings& settin
   }
 }
 
-RunState::Node* RunState::FindNode(const std::string& node_id) {
+RunState::Node* RunState::FindNode(std::string_view node_id) {
   auto it = nodes_.find(node_id);
   return it == nodes_.end() ? nullptr : &it->second;
 }
@@ -151,6 +151,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
     node->conn = conn;
     node->disconnected_at.reset();
     node->last_seen = now;
+    NoteDeadline(*node);
     node->store_addr = join.store_addr;
     node->store_port = join.store_port;
     if (join.current) node->reported = join.current;
@@ -178,6 +179,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
   node.store_port = join.store_port;
   node.join_seq = next_join_seq_++;
   node.reported = join.current;
+  NoteDeadline(node);
   nodes_.emplace(join.node_id, node);
   Log(out, false,
       "event=join node=" + join.node_id + " host=" + join.host + " local_world_size=" +
@@ -234,28 +236,28 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
   return out;
 }
 
-Actions RunState::OnHeartbeat(ConnId conn, const Heartbeat& hb, Time now) {
+void RunState::OnHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actions& out) {
   Node* node = FindNode(hb.node_id);
   if (node == nullptr || node->conn != conn) {
-    return Refuse(conn, "unknown_node",
-                  "node '" + hb.node_id + "' is not part of run '" + run_id_ +
-                      "' (declared dead?); join again",
-                  false);
+    std::ranges::move(Refuse(conn, "unknown_node",
+                             "node '" + std::string(hb.node_id) + "' is not part of run '" +
+                                 run_id_ + "' (declared dead?); join again",
+                             false),
+                      std::back_inserter(out));
+    return;
   }
   node->last_seen = now;
   ++counters_.heartbeats;
-  Actions out;
   if (phase_ == Phase::kRunning && node->member && hb.generation != generation_) {
     // It missed (or has not yet applied) the current assignment: repeat it.
     SendAssignment(*node, out);
-    return out;
+    return;
   }
   // Acks only need to reach the agent well within its fence_timeout: one per
   // third of it halves the daemon's sends at the default settings.
-  if (now - node->last_ack < settings_.fence_timeout / 3) return out;
+  if (now - node->last_ack < settings_.fence_timeout / 3) return;
   node->last_ack = now;
   out.push_back(SendAction{conn, HeartbeatAck{run_id_, generation_}});
-  return out;
 }
 
 Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time now) {
@@ -322,6 +324,7 @@ Actions RunState::OnDisconnect(ConnId conn, Time now) {
   if (node == nullptr) return {};
   node->conn = 0;
   node->disconnected_at = now;
+  NoteDeadline(*node);
   Actions out;
   Log(out, false, "event=disconnect node=" + node->node_id);
   return out;
@@ -518,15 +521,20 @@ Actions RunState::OnTick(Time now) {
   Actions out;
   if (phase_ == Phase::kEnded) return out;
   std::vector<std::pair<std::string, std::string>> dead;
-  for (auto& [id, node] : nodes_) {
-    if (node.conn == 0 && node.disconnected_at &&
-        now - *node.disconnected_at >= settings_.disconnect_grace) {
-      dead.emplace_back(id, "disconnected");
-    } else if (now - node.last_seen > settings_.heartbeat_timeout) {
-      // Silent (stopped, or its link is down): close the half-open socket too.
-      if (node.conn) out.push_back(CloseAction{node.conn});
-      node.conn = 0;
-      dead.emplace_back(id, "silent");
+  if (now >= next_node_check_) {
+    next_node_check_ = Time::max();
+    for (auto& [id, node] : nodes_) {
+      if (node.conn == 0 && node.disconnected_at &&
+          now - *node.disconnected_at >= settings_.disconnect_grace) {
+        dead.emplace_back(id, "disconnected");
+      } else if (now - node.last_seen > settings_.heartbeat_timeout) {
+        // Silent (stopped, or its link is down): close the half-open socket too.
+        if (node.conn) out.push_back(CloseAction{node.conn});
+        node.conn = 0;
+        dead.emplace_back(id, "silent");
+      } else {
+        next_node_check_ = std::min(next_node_check_, DeadlineOf(node));
+      }
     }
   }
   for (const auto& [id, why] : dead) {
@@ -559,19 +567,23 @@ Actions RunState::OnTick(Time now) {
   return out;
 }
 
+Time RunState::DeadlineOf(const Node& node) const {
+  if (node.conn == 0 && node.disconnected_at)
+    return *node.disconnected_at + settings_.disconnect_grace;
+  return node.last_seen + settings_.heartbeat_timeout + Duration(1);
+}
+
+void RunState::NoteDeadline(const Node& node) {
+  next_node_check_ = std::min(next_node_check_, DeadlineOf(node));
+}
+
 std::optional<Time> RunState::NextDeadline() const {
   if (phase_ == Phase::kEnded) return std::nullopt;
   std::optional<Time> next = round_deadline_;
   auto consider = [&next](Time t) {
     if (!next || t < *next) next = t;
   };
-  for (const auto& [id, node] : nodes_) {
-    if (node.conn == 0 && node.disconnected_at) {
-      consider(*node.disconnected_at + settings_.disconnect_grace);
-    } else {
-      consider(node.last_seen + settings_.heartbeat_timeout + Duration(1));
-    }
-  }
+  for (const auto& [id, node] : nodes_) consider(DeadlineOf(node));
   if (phase_ == Phase::kGathering || phase_ == Phase::kRebuilding) {
     consider(gathering_since_ + settings_.join_timeout);
   }

@@ -17,23 +17,30 @@
 # machine with the daemon (its own CPU share is printed too), and wall times
 # swell when other work runs; the 1-minute load average is printed with each row.
 #
+# These machines are shared and noisy (the same build measures a few points
+# apart from run to run), so --repeat K runs each N K times, and the 10k
+# verdict is on the median of the runs; every run is printed.
+#
 # Usage: scripts/bench/rdzv_scale.sh [--build-dir DIR] [--nodes "1000 4000 10000"]
-#                                    [--steady-seconds S] [--json FILE]
-# Exits 1 when a run failed (an agent refused or dropped) or a 10k target was missed.
+#                                    [--steady-seconds S] [--repeat K] [--json FILE]
+# Exits 1 when a run failed (an agent refused or dropped) or a 10k target was
+# missed (by the median).
 # Needs the rdzv_load target (scripts/bench/CMakeLists.txt) in the build.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD="$ROOT/build-bench"
 NODES="1000 4000 10000"
 STEADY=10
+REPEAT=1
 JSON_OUT=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) BUILD=$2; shift 2 ;;
     --nodes) NODES=$2; shift 2 ;;
     --steady-seconds) STEADY=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "rdzv_scale.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -68,7 +75,12 @@ stop_daemon() {
 trap 'stop_daemon; rm -rf "$WORK"' EXIT
 
 : > "$WORK/results.jsonl"
+if ! [[ "$REPEAT" =~ ^[1-9][0-9]*$ ]]; then
+  echo "rdzv_scale.sh: --repeat '$REPEAT' must be a positive integer" >&2
+  exit 2
+fi
 for n in $NODES; do
+ for _ in $(seq "$REPEAT"); do
   "$BUILD/bin/musterd" --host 127.0.0.1 --port 0 >"$WORK/musterd.out" 2>"$WORK/musterd.$n.log" &
   DAEMON_PID=$!
   port=""
@@ -89,6 +101,7 @@ for n in $NODES; do
     grep -E ' (warning|error): ' "$WORK/musterd.$n.log" | head -n 5 >&2 || true
   fi
   stop_daemon
+ done
 done
 
 [[ -n "$JSON_OUT" ]] && cp "$WORK/results.jsonl" "$JSON_OUT"
@@ -122,17 +135,30 @@ print()
 print("Targets at 10k nodes: round closed ≤ 1000 ms after the last join; "
       "daemon CPU ≤ 25 % of one core; RSS ≤ 200 MiB.")
 failed = [r["nodes"] for r in rows if not r.get("ok")]
+
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
 missed = []
-for r in rows:
-    if r["nodes"] != 10000 or not r.get("ok"):
-        continue
-    if (r.get("last_join_to_last_assignment_ms") or 1e9) > 1000:
+runs = [r for r in rows if r["nodes"] == 10000 and r.get("ok")]
+if runs:
+    close_ms = median([r.get("last_join_to_last_assignment_ms") or 1e9 for r in runs])
+    # A run whose daemon fell behind has no valid CPU figure: it counts as a miss.
+    cpu = median([(r.get("daemon_cpu_pct") or 1e9) if r.get("daemon_kept_up") else 1e9
+                  for r in runs])
+    hwm = median([r.get("daemon_vmhwm_mib") or 1e9 for r in runs])
+    if len(runs) > 1:
+        print(f"10k, median of {len(runs)} runs: round closed {close_ms:.0f} ms, "
+              f"daemon CPU {cpu:.1f} %, VmHWM {hwm:.1f} MiB")
+    if close_ms > 1000:
         missed.append("round close")
-    if not r.get("daemon_kept_up") or (r.get("daemon_cpu_pct") or 1e9) > 25:
+    if cpu > 25:
         missed.append("heart-beat CPU")
-    if (r.get("daemon_vmhwm_mib") or 1e9) > 200:
+    if hwm > 200:
         missed.append("RSS")
 print("10k targets: " + ("MISSED: " + ", ".join(missed) if missed else
-                         "met" if any(r["nodes"] == 10000 for r in rows) else "not run"))
+                         "met" if runs else "not run"))
 sys.exit(1 if failed or missed else 0)
 EOF
