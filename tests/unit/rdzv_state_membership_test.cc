@@ -254,3 +254,23 @@ TEST_CASE("a thousand nodes join, one dies, and one new generation keeps ranks c
   c.Run(3s);
   CHECK(c.generation() == 2);
 }
+
+TEST_CASE("a node that joins after the last scan of the nodes is still found silent in time",
+          "[rdzv][dead]") {
+  // The daemon skips its scan of the nodes until the earliest deadline it
+  // knows. Here the scan found no node at all (the only one died), so only the
+  // newcomer's own deadline can bring the next scan.
+  FakeCluster c(2, 3);
+  c.AddAgents(2);
+  c.Join(0);
+  c.Disconnect(0);
+  c.Run(c.settings().disconnect_grace + 1ms);
+  c.Run(c.settings().heartbeat_timeout);  // scans with no node left
+
+  c.Join(1);
+  c.agent(1).silent = true;
+  const ConnId conn = c.agent(1).conn;
+  c.Advance(c.settings().heartbeat_timeout);
+  CHECK(c.agent(1).closed == 0);
+  CHECK(Closes(c.Advance(1ms), conn));
+}
