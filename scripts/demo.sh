@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds muster and runs a real job on the embedded
-# defaults: `muster --standalone` with 3 PyTorch workers that train a small
-# model with DistributedDataParallel over gloo (all_reduce, broadcast,
-# barrier, DistributedSampler) through muster's worker store.
+# Installs what is missing, builds muster and runs real jobs on the embedded
+# defaults: `muster --standalone` with 2 muster-train workers (an MLP trained
+# data-parallel on libmuster_runtime: NCCL when a GPU is visible, else Gloo),
+# then 3 PyTorch workers that train a small model with DistributedDataParallel
+# over gloo through muster's worker store.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 scripts/install-deps.sh
 scripts/build.sh "$ROOT/build"
+
+echo "== muster --standalone --nproc-per-node 2 muster-train --steps 100"
+"$ROOT/build/bin/muster" --standalone --nproc-per-node 2 --no-python "$ROOT/build/bin/muster-train" \
+  --steps 100 --log-every 20
 
 echo "== muster --standalone --nproc-per-node 3 tests/torch/ddp_gloo.py"
 MUSTER_PYTHON=/usr/bin/python3 "$ROOT/build/bin/muster" --standalone --nproc-per-node 3 \

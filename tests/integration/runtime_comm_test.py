@@ -1,0 +1,159 @@
+"""Integration tests of the worker runtime's communicators.
+
+Each test starts a store server (tests/store_server_main) and N
+runtime_comm_worker processes with torchrun's variables, as muster's agent
+would, and checks their exit codes and output. The worker checks every
+collective's values itself (see runtime_comm_worker.cc).
+"""
+import os
+import select
+import subprocess
+import time
+
+from harness import Skip, base_env, check, run_tests, start, test
+
+TEST_BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR",
+                              os.path.join(os.path.dirname(__file__), "..", "..", "build", "tests"))
+STORE_SERVER = os.path.join(TEST_BIN_DIR, "store_server_main")
+WORKER = os.path.join(TEST_BIN_DIR, "runtime_comm_worker")
+EXIT_COMM_FAILURE = 75  # kExitCommFailure in worker_runtime/comm/communicator.h
+
+
+def start_store():
+    """Starts a store server; returns its port. Its stdin stays open (EOF stops it)."""
+    proc = start([STORE_SERVER], stdin=subprocess.PIPE)
+    line = b""
+    deadline = time.monotonic() + 10
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        check(left > 0, f"store server printed no port line (have {line!r})")
+        ready, _, _ = select.select([proc.stdout], [], [], left)
+        if ready:
+            char = os.read(proc.stdout.fileno(), 1)
+            check(char != b"", f"store server exited: {proc.poll()}")
+            line += char
+    text = line.decode().strip()
+    check(text.startswith("port="), f"expected port=N, got {text!r}")
+    return int(text[len("port="):])
+
+
+def start_ranks(world, args, port, extra_env=None):
+    procs = []
+    for rank in range(world):
+        env = base_env(RANK=rank, WORLD_SIZE=world, LOCAL_RANK=rank, LOCAL_WORLD_SIZE=world,
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
+                       **((extra_env or {}).get(rank, {})))
+        procs.append(start([WORKER] + [str(a) for a in args], env=env))
+    return procs
+
+
+def finish(procs, timeout):
+    """Waits for every rank; returns [(exit code, stdout, stderr)]; fails on a hang."""
+    results = []
+    deadline = time.monotonic() + timeout
+    for rank, proc in enumerate(procs):
+        try:
+            out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"rank {rank} still running after {timeout}s (hang)")
+        results.append((proc.returncode, out, err))
+    return results
+
+
+def run_values(world, backend="gloo", extra_env=None, timeout_ms=30000):
+    port = start_store()
+    procs = start_ranks(world, [backend, "values", timeout_ms], port, extra_env)
+    for rank, (code, out, err) in enumerate(finish(procs, 120)):
+        check(code == 0 and f"ok rank={rank}" in out,
+              f"rank {rank} of {world} exited {code}", out, err)
+
+
+@test
+def every_collective_is_right_with_2_ranks():
+    run_values(2)
+
+
+@test
+def every_collective_is_right_with_4_ranks():
+    run_values(4)
+
+
+@test
+def every_collective_is_right_with_3_ranks_a_world_that_is_no_power_of_two():
+    run_values(3)
+
+
+@test
+def every_forced_allreduce_algorithm_gives_the_same_values_at_4_ranks():
+    for algorithm in ("ring", "ring_chunked", "halving_doubling", "bcube"):
+        env = {rank: {"MUSTER_GLOO_ALLREDUCE": algorithm} for rank in range(4)}
+        run_values(4, extra_env=env)
+
+
+@test
+def a_single_rank_runs_every_collective_alone():
+    run_values(1)
+
+
+def lose_a_peer(world, scenario, timeout_ms):
+    port = start_store()
+    victim = world - 1
+    procs = start_ranks(world, ["gloo", scenario, timeout_ms, victim], port)
+    started = time.monotonic()
+    survivors = procs[:victim]
+    results = finish(survivors, 10)
+    elapsed = time.monotonic() - started
+    for rank, (code, out, err) in enumerate(results):
+        check(code == EXIT_COMM_FAILURE,
+              f"survivor {rank} exited {code}, want {EXIT_COMM_FAILURE}", out, err)
+        check("comm_error kind=" in err, f"survivor {rank} did not report a CommError", err)
+    check(elapsed < 10, f"survivors took {elapsed:.1f}s")
+    return [err for _, _, err in results], elapsed
+
+
+@test
+def survivors_of_a_killed_peer_fail_fast_with_the_comm_failure_exit_code():
+    for world in (2, 4):
+        errors, elapsed = lose_a_peer(world, "die", 3000)
+        check(any("kind=peer_failed" in err for err in errors),
+              "no survivor reported the peer failure", *errors)
+        check(elapsed < 3, f"a killed peer was noticed only after {elapsed:.1f}s", *errors)
+
+
+@test
+def survivors_of_a_stalled_peer_time_out_within_the_deadline():
+    errors, elapsed = lose_a_peer(2, "stall", 3000)
+    check(any("kind=timeout" in err for err in errors), "no survivor reported a timeout", *errors)
+    check(elapsed >= 2.5, f"the timeout fired after {elapsed:.1f}s, before the 3 s deadline",
+          *errors)
+
+
+def visible_gpus():
+    out = subprocess.run([WORKER, "nccl", "gpus"], capture_output=True, text=True,
+                         timeout=60).stdout
+    return int(out.strip().split("=")[1])
+
+
+@test
+def nccl_collectives_are_right_on_one_gpu():
+    if visible_gpus() == 0:
+        raise Skip("no GPU visible (or this build has no NCCL)")
+    run_values(1, backend="nccl")
+    # Ranks sharing one GPU pass NCCL's duplicate-GPU check only as distinct hosts.
+    env = {rank: {"NCCL_HOSTID": f"muster-test-{rank}", "NCCL_NET": "Socket"} for rank in range(2)}
+    run_values(2, backend="nccl", extra_env=env)
+
+
+@test
+def asking_for_nccl_without_a_gpu_is_a_clear_error():
+    if visible_gpus() > 0:
+        raise Skip("a GPU is visible")
+    port = start_store()
+    [(code, out, err)] = finish(start_ranks(1, ["nccl", "values", 5000], port), 30)
+    check(code == 1 and "--backend nccl" in err, f"exited {code}", out, err)
+    [(code, out, err)] = finish(start_ranks(1, ["auto", "values", 5000], port), 60)
+    check(code == 0 and "backend=gloo" in out, f"auto without a GPU exited {code}", out, err)
+
+
+if __name__ == "__main__":
+    run_tests()

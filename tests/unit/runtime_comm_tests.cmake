@@ -1,0 +1,7 @@
+# Unit tests of the communicators' pure pieces: names and sizes, backend
+# resolution, the average, the Gloo allreduce algorithm per size.
+muster_unit_test(runtime_comm_unit_tests
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/runtime_comm_types_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/runtime_comm_reduction_test.cc
+  LIBS muster_runtime_comm)

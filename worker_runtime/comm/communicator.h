@@ -1,0 +1,87 @@
+// Communicator: collectives across the ranks of one generation, behind one
+// interface for Gloo (CPU, host memory) and NCCL (GPU, device memory).
+//
+//   auto comm = CreateCommunicator(ctx, *store, {.backend = Backend::kAuto});
+//   comm->AllReduce(grads.data(), grads.size(), DataType::kFloat32, ReduceOp::kAvg);
+//
+// Every collective has a deadline (CommOptions::timeout). When it passes, or
+// a peer dies, the communicator is aborted (NCCL: ncclCommAbort) and the call
+// throws CommError; the communicator is unusable afterwards. A worker that
+// catches it should exit with kExitCommFailure so its agent restarts the job.
+// It never hangs.
+//
+// Thread-safety: one thread at a time per communicator (collectives are
+// issued in the same order on every rank).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "common/status.h"
+#include "worker_runtime/bootstrap/context.h"
+#include "worker_runtime/store/store_client.h"
+
+namespace muster::runtime {
+
+// The exit status of a worker whose collective failed or timed out (a peer
+// died, or the network did): the agent treats it as a worker failure and
+// restarts the job in a new generation. 75 is EX_TEMPFAIL.
+inline constexpr int kExitCommFailure = 75;
+
+enum class Backend { kAuto, kGloo, kNccl };
+enum class DataType { kFloat32, kFloat64, kFloat16, kBFloat16 };  // 16-bit: NCCL only
+enum class ReduceOp { kSum, kAvg, kMax, kMin };
+
+size_t DataTypeSize(DataType type);
+const char* BackendName(Backend backend);
+// "auto", "gloo" or "nccl"; the error quotes the bad value.
+Result<Backend> ParseBackend(const std::string& text);
+
+class CommError : public std::runtime_error {
+ public:
+  enum class Kind { kTimeout, kPeerFailed, kInvalidArgument, kInternal };
+  CommError(Kind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+struct CommOptions {
+  Backend backend = Backend::kAuto;  // auto: NCCL if a GPU is visible, else Gloo
+  std::chrono::milliseconds timeout{300'000};
+  int cuda_device = -1;  // -1: the context's local rank
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual Backend backend() const = 0;
+
+  // In place over `count` elements at `data`.
+  virtual void AllReduce(void* data, size_t count, DataType type, ReduceOp op) = 0;
+  virtual void Broadcast(void* data, size_t count, DataType type, int root) = 0;
+  // `send` holds `count` elements; `recv` holds world_size * count, rank r's at r * count.
+  virtual void AllGather(const void* send, void* recv, size_t count, DataType type) = 0;
+  // `send` holds world_size * count elements; rank r receives the reduction of
+  // every rank's block r in `recv` (count elements).
+  virtual void ReduceScatter(const void* send, void* recv, size_t count, DataType type,
+                             ReduceOp op) = 0;
+  virtual void Barrier() = 0;
+  // Stops every pending and future collective; idempotent.
+  virtual void Abort() = 0;
+};
+
+// Builds the communicator of this generation: ranks and world size from
+// `ctx`; rendezvous (Gloo addresses, NCCL unique id) through `store`, whose
+// prefix is the generation's namespace. Errors name the backend and why
+// (e.g. "--backend nccl: no GPU is visible").
+Result<std::unique_ptr<Communicator>> CreateCommunicator(const Context& ctx, StoreClient& store,
+                                                         const CommOptions& options);
+
+}  // namespace muster::runtime

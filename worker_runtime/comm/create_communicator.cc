@@ -1,0 +1,33 @@
+// CreateCommunicator: resolves the backend (backend_choice.h), then builds it.
+#include "worker_runtime/comm/backend_choice.h"
+#include "worker_runtime/comm/communicator.h"
+#include "worker_runtime/comm/gloo/gloo_communicator.h"
+
+#if MUSTER_HAVE_NCCL
+#include "worker_runtime/comm/nccl/cuda_devices.h"
+#include "worker_runtime/comm/nccl/nccl_communicator.h"
+#endif
+
+namespace muster::runtime {
+
+Result<std::unique_ptr<Communicator>> CreateCommunicator(const Context& ctx, StoreClient& store,
+                                                         const CommOptions& options) {
+  if (options.timeout.count() <= 0) {
+    return Status::InvalidArgument("comm: timeout " + std::to_string(options.timeout.count()) +
+                                   " ms is not positive");
+  }
+#if MUSTER_HAVE_NCCL
+  // Only probe the GPUs when the answer matters: probing loads the driver.
+  const int gpus = options.backend == Backend::kGloo ? 0 : VisibleCudaDeviceCount();
+  Result<Backend> backend = ResolveBackend(options.backend, true, gpus);
+#else
+  Result<Backend> backend = ResolveBackend(options.backend, false, 0);
+#endif
+  if (!backend.ok()) return backend.status();
+#if MUSTER_HAVE_NCCL
+  if (*backend == Backend::kNccl) return NcclCommunicator::Create(ctx, store, options);
+#endif
+  return GlooCommunicator::Create(ctx, store, options);
+}
+
+}  // namespace muster::runtime

@@ -1,0 +1,221 @@
+#include "worker_runtime/comm/gloo/gloo_communicator.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <gloo/allgather_ring.h>
+#include <gloo/barrier_all_to_all.h>
+#include <gloo/broadcast_one_to_all.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+#include <spdlog/spdlog.h>
+
+#include "worker_runtime/comm/gloo/allreduce_cache.h"
+#include "worker_runtime/comm/gloo/interface_address.h"
+#include "worker_runtime/comm/gloo/store_adapter.h"
+#include "worker_runtime/comm/host_reduction.h"
+
+namespace muster::runtime {
+namespace {
+
+// Gloo's algorithms count elements in an int.
+constexpr size_t kMaxElementsPerCall = size_t{1} << 30;
+// Distinct allreduce shapes kept built (a training step uses a few bucket
+// sizes); each holds scratch memory about the size of its message.
+constexpr size_t kCachedAllreduces = 6;
+
+bool MentionsTimeout(const std::string& text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower.find("timeout") != std::string::npos || lower.find("timed out") != std::string::npos;
+}
+
+const char* KindName(CommError::Kind kind) {
+  switch (kind) {
+    case CommError::Kind::kTimeout:
+      return "timeout";
+    case CommError::Kind::kPeerFailed:
+      return "peer failed";
+    case CommError::Kind::kInvalidArgument:
+      return "invalid argument";
+    case CommError::Kind::kInternal:
+      return "internal error";
+  }
+  return "error";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator>> GlooCommunicator::Create(const Context& ctx,
+                                                               StoreClient& store,
+                                                               const CommOptions& options) {
+  const char* forced_text = std::getenv("MUSTER_GLOO_ALLREDUCE");
+  Result<std::optional<GlooAllreduce>> forced = ParseGlooAllreduce(forced_text ? forced_text : "");
+  if (!forced.ok()) return forced.status();
+  if (*forced == GlooAllreduce::kBcube && (ctx.world_size & (ctx.world_size - 1)) != 0) {
+    return Status::InvalidArgument("MUSTER_GLOO_ALLREDUCE=bcube needs a power-of-two world, not " +
+                                   std::to_string(ctx.world_size));
+  }
+  Result<std::string> address = LocalAddressToward(ctx.master_addr, ctx.master_port);
+  if (!address.ok()) return address.status();
+
+  auto context = std::make_shared<gloo::rendezvous::Context>(ctx.rank, ctx.world_size);
+  // Set before connecting: the mesh copies it into every pair, and each
+  // wait inside a collective is bounded by it.
+  context->setTimeout(options.timeout);
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = *address;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    GlooStoreAdapter adapter(store, options.timeout);
+    context->connectFullMesh(adapter, device);
+  } catch (const std::exception& e) {
+    return Status::IoError("gloo: rendezvous of rank " + std::to_string(ctx.rank) + " of " +
+                           std::to_string(ctx.world_size) + " on " + *address +
+                           " failed: " + e.what());
+  }
+  spdlog::info("comm backend=gloo rank={} world={} addr={} timeout_ms={} allreduce={}", ctx.rank,
+               ctx.world_size, *address, options.timeout.count(),
+               forced->has_value() ? GlooAllreduceName(**forced) : "auto");
+  return std::unique_ptr<Communicator>(
+      new GlooCommunicator(std::move(context), ctx.rank, ctx.world_size, options.timeout, *forced));
+}
+
+GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context, int rank, int world_size,
+                                   std::chrono::milliseconds timeout,
+                                   std::optional<GlooAllreduce> forced)
+    : context_(std::move(context)),
+      rank_(rank),
+      world_size_(world_size),
+      timeout_(timeout),
+      forced_algorithm_(forced),
+      allreduce_cache_(std::make_unique<GlooAllreduceCache>(context_, kCachedAllreduces)) {}
+
+GlooCommunicator::~GlooCommunicator() = default;
+
+void GlooCommunicator::ThrowIfAborted(const char* op) const {
+  if (aborted_) {
+    throw CommError(abort_kind_, std::string("gloo ") + op + ": the communicator is aborted (" +
+                                     abort_reason_ + ")");
+  }
+}
+
+void GlooCommunicator::RequireHostFloat(const char* op, DataType type) const {
+  if (type != DataType::kFloat32 && type != DataType::kFloat64) {
+    throw CommError(CommError::Kind::kInvalidArgument,
+                    std::string("gloo ") + op + ": only float32 and float64 are supported");
+  }
+}
+
+template <typename Body>
+void GlooCommunicator::Guarded(const char* op, Body&& body) {
+  ThrowIfAborted(op);
+  const auto started = std::chrono::steady_clock::now();
+  CommError::Kind kind;
+  std::string detail;
+  try {
+    body();
+    return;
+  } catch (const CommError&) {
+    throw;  // argument errors: the communicator stays usable
+  } catch (const gloo::IoException& e) {
+    const bool late = std::chrono::steady_clock::now() - started >= timeout_;
+    kind = MentionsTimeout(e.what()) || late ? CommError::Kind::kTimeout
+                                             : CommError::Kind::kPeerFailed;
+    detail = e.what();
+  } catch (const std::exception& e) {
+    kind = CommError::Kind::kInternal;
+    detail = e.what();
+  }
+  aborted_ = true;
+  abort_kind_ = kind;
+  abort_reason_ = std::string(op) + " " + KindName(kind) + ": " + detail;
+  throw CommError(kind, "gloo " + std::string(op) + " on rank " + std::to_string(rank_) + " of " +
+                            std::to_string(world_size_) + ": " + KindName(kind) + " (timeout " +
+                            std::to_string(timeout_.count()) + " ms): " + detail);
+}
+
+void GlooCommunicator::AllReduceUnguarded(void* data, size_t count, DataType type, ReduceOp op) {
+  if (count == 0) return;
+  const GlooAllreduce algorithm =
+      forced_algorithm_.value_or(ChooseGlooAllreduce(count * DataTypeSize(type), world_size_));
+  const size_t element = DataTypeSize(type);
+  for (size_t offset = 0; offset < count; offset += kMaxElementsPerCall) {
+    const size_t piece = std::min(kMaxElementsPerCall, count - offset);
+    allreduce_cache_->Run(static_cast<char*>(data) + offset * element, static_cast<int>(piece),
+                          type, op, algorithm);
+  }
+  if (op == ReduceOp::kAvg) DivideInPlace(data, count, type, world_size_);
+}
+
+void GlooCommunicator::AllReduce(void* data, size_t count, DataType type, ReduceOp op) {
+  ThrowIfAborted("allreduce");
+  RequireHostFloat("allreduce", type);
+  Guarded("allreduce", [&] { AllReduceUnguarded(data, count, type, op); });
+}
+
+void GlooCommunicator::Broadcast(void* data, size_t count, DataType type, int root) {
+  ThrowIfAborted("broadcast");
+  RequireHostFloat("broadcast", type);
+  if (root < 0 || root >= world_size_) {
+    throw CommError(CommError::Kind::kInvalidArgument,
+                    "gloo broadcast: root " + std::to_string(root) + " is not a rank of " +
+                        std::to_string(world_size_));
+  }
+  Guarded("broadcast", [&] {
+    const size_t bytes = count * DataTypeSize(type);
+    if (bytes == 0) return;
+    gloo::BroadcastOneToAll<char>(context_, {static_cast<char*>(data)}, bytes, root).run();
+  });
+}
+
+void GlooCommunicator::AllGather(const void* send, void* recv, size_t count, DataType type) {
+  ThrowIfAborted("allgather");
+  RequireHostFloat("allgather", type);
+  const size_t bytes = count * DataTypeSize(type);
+  if (bytes > static_cast<size_t>(INT_MAX)) {
+    throw CommError(CommError::Kind::kInvalidArgument,
+                    "gloo allgather: " + std::to_string(bytes) + " bytes per rank exceed 2^31-1");
+  }
+  Guarded("allgather", [&] {
+    if (bytes == 0) return;
+    if (world_size_ == 1) {  // AllgatherRing needs a right-hand neighbour
+      std::memcpy(recv, send, bytes);
+      return;
+    }
+    gloo::AllgatherRing<char>(context_, {static_cast<const char*>(send)}, static_cast<char*>(recv),
+                              static_cast<int>(bytes))
+        .run();
+  });
+}
+
+void GlooCommunicator::ReduceScatter(const void* send, void* recv, size_t count, DataType type,
+                                     ReduceOp op) {
+  ThrowIfAborted("reduce_scatter");
+  RequireHostFloat("reduce_scatter", type);
+  Guarded("reduce_scatter", [&] {
+    const size_t block_bytes = count * DataTypeSize(type);
+    std::vector<char> whole(block_bytes * world_size_);
+    std::memcpy(whole.data(), send, whole.size());
+    AllReduceUnguarded(whole.data(), count * world_size_, type, op);
+    std::memcpy(recv, whole.data() + block_bytes * rank_, block_bytes);
+  });
+}
+
+void GlooCommunicator::Barrier() {
+  Guarded("barrier", [&] { gloo::BarrierAllToAll(context_).run(); });
+}
+
+void GlooCommunicator::Abort() {
+  if (aborted_) return;
+  aborted_ = true;
+  abort_kind_ = CommError::Kind::kInternal;
+  abort_reason_ = "Abort() was called";
+}
+
+}  // namespace muster::runtime

@@ -1,0 +1,87 @@
+// GlooCommunicator: the Communicator over Gloo's TCP transport, for host
+// memory (float32 and float64; 16-bit types are rejected with
+// CommError::kInvalidArgument).
+//
+// Creation: a TCP device on LocalAddressToward(master) and a full mesh
+// connected through the store (GlooStoreAdapter). Every wait inside a
+// collective is bounded by CommOptions::timeout (Gloo's context timeout, set
+// before the mesh connects): a peer that stops answering fails the call
+// after at most `timeout` without progress; a peer whose process died fails
+// it at once (its sockets close).
+//
+// Errors: the first gloo exception aborts the communicator and is rethrown
+// as CommError (kTimeout when Gloo reports a timeout, kPeerFailed for other
+// I/O errors, kInternal for anything else); every later call throws the same
+// kind, quoting the first failure. Invalid arguments throw kInvalidArgument
+// and leave the communicator usable.
+//
+// Algorithms: AllReduce picks per size (ChooseGlooAllreduce) and reuses the
+// Gloo algorithm objects of recent shapes (GlooAllreduceCache).
+// ReduceScatter is an AllReduce of a copy of `send` plus a copy of this
+// rank's block (Gloo's ReduceScatterHalvingDoubling works in place with a
+// different layout); it moves about twice the bytes a dedicated one would.
+// Messages over 2^30 elements run as several collectives of at most that.
+//
+// Thread-safety: one thread at a time (see Communicator). Abort() only marks
+// the communicator: Gloo has no way to interrupt a running collective, which
+// ends at its timeout.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "worker_runtime/comm/communicator.h"
+#include "worker_runtime/comm/gloo/allreduce_algorithm.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace muster::runtime {
+
+class GlooAllreduceCache;
+
+class GlooCommunicator final : public Communicator {
+ public:
+  // Connects the mesh; errors name the stage (address, device, rendezvous).
+  static Result<std::unique_ptr<Communicator>> Create(const Context& ctx, StoreClient& store,
+                                                      const CommOptions& options);
+  ~GlooCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  Backend backend() const override { return Backend::kGloo; }
+
+  void AllReduce(void* data, size_t count, DataType type, ReduceOp op) override;
+  void Broadcast(void* data, size_t count, DataType type, int root) override;
+  void AllGather(const void* send, void* recv, size_t count, DataType type) override;
+  void ReduceScatter(const void* send, void* recv, size_t count, DataType type,
+                     ReduceOp op) override;
+  void Barrier() override;
+  void Abort() override;
+
+ private:
+  GlooCommunicator(std::shared_ptr<gloo::Context> context, int rank, int world_size,
+                   std::chrono::milliseconds timeout, std::optional<GlooAllreduce> forced);
+
+  // Runs `body`; turns a Gloo exception into an abort plus CommError.
+  template <typename Body>
+  void Guarded(const char* op, Body&& body);
+  void ThrowIfAborted(const char* op) const;
+  void RequireHostFloat(const char* op, DataType type) const;
+  void AllReduceUnguarded(void* data, size_t count, DataType type, ReduceOp op);
+
+  std::shared_ptr<gloo::Context> context_;
+  const int rank_;
+  const int world_size_;
+  const std::chrono::milliseconds timeout_;
+  const std::optional<GlooAllreduce> forced_algorithm_;
+  std::unique_ptr<GlooAllreduceCache> allreduce_cache_;
+  bool aborted_ = false;
+  CommError::Kind abort_kind_ = CommError::Kind::kInternal;
+  std::string abort_reason_;
+};
+
+}  // namespace muster::runtime

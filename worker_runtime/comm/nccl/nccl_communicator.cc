@@ -1,0 +1,239 @@
+#include "worker_runtime/comm/nccl/nccl_communicator.h"
+
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "worker_runtime/comm/nccl/cuda_devices.h"
+
+namespace muster::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kUniqueIdKey = "nccl/unique_id";
+
+ncclDataType_t NcclType(DataType type) {
+  switch (type) {
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kBFloat16:
+      return ncclBfloat16;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t NcclOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kAvg:
+      return ncclAvg;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
+  }
+  return ncclSum;
+}
+
+// NCCL's asynchronous state once it leaves ncclInProgress, or ncclInProgress
+// when `deadline` passes first. Non-blocking communicators report progress
+// of init and of enqueues only through this call.
+ncclResult_t PollAsyncState(ncclComm_t comm, Clock::time_point deadline) {
+  while (true) {
+    ncclResult_t state = ncclInProgress;
+    if (ncclResult_t rc = ncclCommGetAsyncError(comm, &state); rc != ncclSuccess) return rc;
+    if (state != ncclInProgress || Clock::now() >= deadline) return state;
+    std::this_thread::yield();
+  }
+}
+
+std::string NcclText(ncclComm_t comm, ncclResult_t rc) {
+  std::string text = ncclGetErrorString(rc);
+  if (const char* last = ncclGetLastError(comm); last && *last) text += std::string(": ") + last;
+  return text;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator>> NcclCommunicator::Create(const Context& ctx,
+                                                               StoreClient& store,
+                                                               const CommOptions& options) {
+  const int visible = VisibleCudaDeviceCount();
+  const int device =
+      options.cuda_device >= 0 ? options.cuda_device : (visible == 1 ? 0 : ctx.local_rank);
+  if (device >= visible) {
+    return Status::InvalidArgument("nccl: device " + std::to_string(device) +
+                                   " is not one of the " + std::to_string(visible) +
+                                   " visible GPU(s)");
+  }
+  if (cudaError_t rc = cudaSetDevice(device); rc != cudaSuccess) {
+    return Status::IoError("nccl: cudaSetDevice(" + std::to_string(device) +
+                           "): " + cudaGetErrorString(rc));
+  }
+
+  ncclUniqueId id{};
+  if (ctx.rank == 0) {
+    if (ncclResult_t rc = ncclGetUniqueId(&id); rc != ncclSuccess) {
+      return Status::IoError(std::string("nccl: ncclGetUniqueId: ") + ncclGetErrorString(rc));
+    }
+    Status set = store.Set(kUniqueIdKey, std::string_view(id.internal, sizeof(id.internal)));
+    if (!set.ok()) return Status::IoError("nccl: publishing the unique id: " + set.message());
+  } else {
+    Result<std::string> got = store.Get(kUniqueIdKey, options.timeout);
+    if (!got.ok()) return Status::IoError("nccl: reading the unique id: " + got.status().message());
+    if (got->size() != sizeof(id.internal)) {
+      return Status::IoError("nccl: the unique id in the store has " + std::to_string(got->size()) +
+                             " bytes, not " + std::to_string(sizeof(id.internal)));
+    }
+    std::copy(got->begin(), got->end(), id.internal);
+  }
+
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  const auto deadline = Clock::now() + options.timeout;
+  ncclResult_t rc = ncclCommInitRankConfig(&comm, ctx.world_size, id, ctx.rank, &config);
+  if (rc == ncclInProgress || rc == ncclSuccess) rc = PollAsyncState(comm, deadline);
+  if (rc != ncclSuccess) {
+    std::string why = rc == ncclInProgress
+                          ? "not ready after " + std::to_string(options.timeout.count()) + " ms"
+                          : NcclText(comm, rc);
+    if (comm != nullptr) ncclCommAbort(comm);
+    return Status::IoError("nccl: init of rank " + std::to_string(ctx.rank) + " of " +
+                           std::to_string(ctx.world_size) + " on device " + std::to_string(device) +
+                           ": " + why);
+  }
+
+  cudaStream_t stream = nullptr;
+  float* barrier_word = nullptr;
+  if (cudaError_t crc = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      crc != cudaSuccess || (crc = cudaMalloc(&barrier_word, sizeof(float))) != cudaSuccess) {
+    ncclCommAbort(comm);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    return Status::IoError(std::string("nccl: stream or buffer: ") + cudaGetErrorString(crc));
+  }
+  spdlog::info("comm backend=nccl rank={} world={} device={} timeout_ms={}", ctx.rank,
+               ctx.world_size, device, options.timeout.count());
+  return std::unique_ptr<Communicator>(new NcclCommunicator(
+      comm, stream, barrier_word, device, ctx.rank, ctx.world_size, options.timeout));
+}
+
+NcclCommunicator::NcclCommunicator(ncclComm_t comm, cudaStream_t stream, float* barrier_word,
+                                   int device, int rank, int world_size,
+                                   std::chrono::milliseconds timeout)
+    : comm_(comm),
+      stream_(stream),
+      barrier_word_(barrier_word),
+      device_(device),
+      rank_(rank),
+      world_size_(world_size),
+      timeout_(timeout) {}
+
+NcclCommunicator::~NcclCommunicator() {
+  cudaSetDevice(device_);
+  if (!aborted_) {
+    // Finalize flushes outstanding work; a dead peer can stall it, so it is
+    // bounded like a collective and falls back to abort.
+    ncclResult_t rc = ncclCommFinalize(comm_);
+    if (rc == ncclInProgress || rc == ncclSuccess) {
+      rc = PollAsyncState(comm_, Clock::now() + timeout_);
+    }
+    if (rc == ncclSuccess) {
+      ncclCommDestroy(comm_);
+    } else {
+      ncclCommAbort(comm_);
+    }
+  }
+  cudaFree(barrier_word_);
+  cudaStreamDestroy(stream_);
+}
+
+void NcclCommunicator::ThrowIfAborted(const char* op) const {
+  if (aborted_) {
+    throw CommError(abort_kind_, std::string("nccl ") + op + ": the communicator is aborted (" +
+                                     abort_reason_ + ")");
+  }
+}
+
+void NcclCommunicator::Fail(const char* op, CommError::Kind kind, const std::string& detail) {
+  ncclCommAbort(comm_);
+  aborted_ = true;
+  abort_kind_ = kind;
+  abort_reason_ = std::string(op) + ": " + detail;
+  throw CommError(kind, "nccl " + std::string(op) + " on rank " + std::to_string(rank_) + " of " +
+                            std::to_string(world_size_) + " (timeout " +
+                            std::to_string(timeout_.count()) + " ms): " + detail);
+}
+
+void NcclCommunicator::Complete(const char* op, ncclResult_t enqueued) {
+  const auto deadline = Clock::now() + timeout_;
+  if (enqueued == ncclInProgress) enqueued = PollAsyncState(comm_, deadline);
+  if (enqueued == ncclInProgress) Fail(op, CommError::Kind::kTimeout, "enqueue did not finish");
+  if (enqueued != ncclSuccess) Fail(op, CommError::Kind::kPeerFailed, NcclText(comm_, enqueued));
+  while (true) {
+    const cudaError_t query = cudaStreamQuery(stream_);
+    if (query == cudaSuccess) return;
+    if (query != cudaErrorNotReady) {
+      Fail(op, CommError::Kind::kInternal, std::string("CUDA: ") + cudaGetErrorString(query));
+    }
+    ncclResult_t state = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &state);
+    if (state != ncclSuccess && state != ncclInProgress) {
+      Fail(op, CommError::Kind::kPeerFailed, NcclText(comm_, state));
+    }
+    if (Clock::now() >= deadline) {
+      Fail(op, CommError::Kind::kTimeout, "not complete when the deadline passed");
+    }
+    std::this_thread::yield();
+  }
+}
+
+void NcclCommunicator::AllReduce(void* data, size_t count, DataType type, ReduceOp op) {
+  ThrowIfAborted("allreduce");
+  Complete("allreduce",
+           ncclAllReduce(data, data, count, NcclType(type), NcclOp(op), comm_, stream_));
+}
+
+void NcclCommunicator::Broadcast(void* data, size_t count, DataType type, int root) {
+  ThrowIfAborted("broadcast");
+  if (root < 0 || root >= world_size_) {
+    throw CommError(CommError::Kind::kInvalidArgument,
+                    "nccl broadcast: root " + std::to_string(root) + " is not a rank of " +
+                        std::to_string(world_size_));
+  }
+  Complete("broadcast", ncclBroadcast(data, data, count, NcclType(type), root, comm_, stream_));
+}
+
+void NcclCommunicator::AllGather(const void* send, void* recv, size_t count, DataType type) {
+  ThrowIfAborted("allgather");
+  Complete("allgather", ncclAllGather(send, recv, count, NcclType(type), comm_, stream_));
+}
+
+void NcclCommunicator::ReduceScatter(const void* send, void* recv, size_t count, DataType type,
+                                     ReduceOp op) {
+  ThrowIfAborted("reduce_scatter");
+  Complete("reduce_scatter",
+           ncclReduceScatter(send, recv, count, NcclType(type), NcclOp(op), comm_, stream_));
+}
+
+void NcclCommunicator::Barrier() {
+  ThrowIfAborted("barrier");
+  Complete("barrier",
+           ncclAllReduce(barrier_word_, barrier_word_, 1, ncclFloat32, ncclSum, comm_, stream_));
+}
+
+void NcclCommunicator::Abort() {
+  if (aborted_) return;
+  ncclCommAbort(comm_);
+  aborted_ = true;
+  abort_kind_ = CommError::Kind::kInternal;
+  abort_reason_ = "Abort() was called";
+}
+
+}  // namespace muster::runtime

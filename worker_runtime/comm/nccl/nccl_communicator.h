@@ -1,0 +1,73 @@
+// NcclCommunicator: the Communicator over NCCL, for device memory (float32,
+// float64, float16, bfloat16) on this process's GPU.
+//
+// Creation: the device is CommOptions::cuda_device, or the context's local
+// rank (device 0 when exactly one device is visible, as when the launcher
+// sets CUDA_VISIBLE_DEVICES per worker). Rank 0 creates the unique id and
+// publishes it under "nccl/unique_id" in the store (inside the generation's
+// prefix); the others read it. The communicator is initialized non-blocking
+// (config.blocking = 0) and polled until ready or the timeout.
+//
+// Collectives run on the communicator's own stream, then the call polls
+// cudaStreamQuery and ncclCommGetAsyncError until the operation completes,
+// NCCL reports an error, or CommOptions::timeout passes; on error or timeout
+// it calls ncclCommAbort and throws CommError (kTimeout or kPeerFailed). The
+// call returns only once the result is in `data` (the stream is drained).
+// Every later call throws. ReduceOp::kAvg is ncclAvg. Barrier is a
+// one-element allreduce.
+//
+// Thread-safety: one thread at a time (see Communicator).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "worker_runtime/comm/communicator.h"
+
+namespace muster::runtime {
+
+class NcclCommunicator final : public Communicator {
+ public:
+  static Result<std::unique_ptr<Communicator>> Create(const Context& ctx, StoreClient& store,
+                                                      const CommOptions& options);
+  // Finalizes the communicator (bounded by the timeout, then aborts).
+  ~NcclCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  Backend backend() const override { return Backend::kNccl; }
+
+  void AllReduce(void* data, size_t count, DataType type, ReduceOp op) override;
+  void Broadcast(void* data, size_t count, DataType type, int root) override;
+  void AllGather(const void* send, void* recv, size_t count, DataType type) override;
+  void ReduceScatter(const void* send, void* recv, size_t count, DataType type,
+                     ReduceOp op) override;
+  void Barrier() override;
+  void Abort() override;
+
+ private:
+  NcclCommunicator(ncclComm_t comm, cudaStream_t stream, float* barrier_word, int device, int rank,
+                   int world_size, std::chrono::milliseconds timeout);
+
+  void ThrowIfAborted(const char* op) const;
+  // Checks the enqueue result, then waits for the stream with a deadline.
+  void Complete(const char* op, ncclResult_t enqueued);
+  [[noreturn]] void Fail(const char* op, CommError::Kind kind, const std::string& detail);
+
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+  float* barrier_word_;  // one float of device memory for Barrier()
+  const int device_;
+  const int rank_;
+  const int world_size_;
+  const std::chrono::milliseconds timeout_;
+  bool aborted_ = false;
+  CommError::Kind abort_kind_ = CommError::Kind::kInternal;
+  std::string abort_reason_;
+};
+
+}  // namespace muster::runtime

@@ -1,0 +1,50 @@
+// muster-train: the example data-parallel trainer on libmuster_runtime. An
+// MLP classifier on a synthetic dataset drawn from --seed, SGD with
+// momentum, gradients averaged in buckets overlapped with the backward pass.
+// Run it under muster (or torchrun, or srun): it reads its rank from the
+// environment; alone, it trains as a single process.
+#include <CLI/CLI.hpp>
+
+#include "worker_runtime/train/trainer.h"
+
+int main(int argc, char** argv) {
+  muster::train::TrainOptions o;
+  CLI::App app{"muster-train: data-parallel MLP training on libmuster_runtime"};
+  app.add_option("--steps", o.steps, "optimizer steps in total")->capture_default_str();
+  app.add_option("--global-batch", o.global_batch,
+                 "samples per step across all ranks (a multiple of the world size)")
+      ->capture_default_str();
+  app.add_option("--hidden", o.hidden, "width of each hidden layer")->capture_default_str();
+  app.add_option("--depth", o.depth, "number of hidden layers")->capture_default_str();
+  app.add_option("--lr", o.lr, "learning rate")->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the data and the initial weights")
+      ->capture_default_str();
+  app.add_option("--backend", o.backend, "auto (NCCL if a GPU is visible), nccl or gloo")
+      ->capture_default_str();
+  app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                 "write checkpoints here and resume from the newest valid one");
+  app.add_option("--checkpoint-every", o.checkpoint_every, "steps between checkpoints (0: never)")
+      ->capture_default_str();
+  app.add_option("--out", o.out_path,
+                 "at the end, write every parameter as raw little-endian float32: layer 1 "
+                 "weight ([out][in], as torch.nn.Linear), layer 1 bias, layer 2 weight, ...");
+  app.add_option("--dataset-size", o.dataset_size, "samples in the synthetic dataset")
+      ->capture_default_str();
+  app.add_option("--features", o.features, "input features")->capture_default_str();
+  app.add_option("--classes", o.classes, "classes")->capture_default_str();
+  app.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB")->capture_default_str();
+  bool no_overlap = false;
+  app.add_flag("--no-overlap", no_overlap,
+               "reduce gradients after the backward pass instead of during it");
+  app.add_option("--log-every", o.log_every, "steps between log lines")->capture_default_str();
+  app.add_option("--collective-timeout", o.collective_timeout_s,
+                 "seconds before a collective (or the store) is declared hung")
+      ->capture_default_str();
+  app.add_option("--step-sleep-ms", o.step_sleep_ms,
+                 "sleep after each step (to rehearse failures mid-run)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  o.overlap = !no_overlap;
+  return muster::train::RunTraining(o);
+}
