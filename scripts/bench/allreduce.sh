@@ -10,7 +10,8 @@
 #              built there first
 #   OUT_DIR    default: BUILD_DIR/bench/allreduce
 # Env: WORLDS (default "2,4"), SIZES (bytes, comma-separated; default 1 KB..256 MB
-#      in powers of 4), MUSTER_GLOO_ALLREDUCE (force one Gloo algorithm).
+#      in powers of 4), ROUNDS (alternating muster/torch runs, best median
+#      counts; default 3), MUSTER_GLOO_ALLREDUCE (force one Gloo algorithm).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -18,7 +19,7 @@ build="$(cd "${1:-$root/build}" && pwd)"
 out="$(mkdir -p "${2:-$build/bench/allreduce}" && cd "${2:-$build/bench/allreduce}" && pwd)"
 
 cmake --build "$build" --target allreduce_bench_worker >/dev/null
-args=(--build-dir "$build" --out-dir "$out" --worlds "${WORLDS:-2,4}")
+args=(--build-dir "$build" --out-dir "$out" --worlds "${WORLDS:-2,4}" --rounds "${ROUNDS:-3}")
 if [[ -n "${SIZES:-}" ]]; then args+=(--sizes "$SIZES"); fi
 echo "+ /usr/bin/python3 $here/allreduce_bench.py ${args[*]}"
 cd "$here"

@@ -35,11 +35,11 @@ for bin in muster muster-train; do
   [[ -x "$BUILD/bin/$bin" ]] || { echo "train_step.sh: $BUILD/bin/$bin is missing; build first" >&2; exit 1; }
 done
 
-run() {  # nproc overlap-flag -> median step ms of one run
-  local nproc=$1 flag=$2
+run() {  # nproc [--no-overlap] -> median step ms of one run
+  local nproc=$1 flag=${2:-}
   "$BUILD/bin/muster" --standalone --nproc-per-node "$nproc" --no-python "$BUILD/bin/muster-train" \
     --backend gloo --steps "$STEPS" --global-batch $((BATCH * nproc)) --hidden "$HIDDEN" \
-    --depth 3 --features 256 --dataset-size $((BATCH * 2 * 512)) --log-every 1000000 $flag \
+    --depth 3 --features 256 --dataset-size $((BATCH * 2 * 512)) --log-every 1000000 ${flag:+"$flag"} \
     | sed -n 's/.*step time median \([0-9.]*\) ms.*/\1/p'
 }
 

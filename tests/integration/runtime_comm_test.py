@@ -85,7 +85,7 @@ def every_collective_is_right_with_3_ranks_a_world_that_is_no_power_of_two():
 
 @test
 def every_forced_allreduce_algorithm_gives_the_same_values_at_4_ranks():
-    for algorithm in ("ring", "ring_chunked", "halving_doubling", "bcube"):
+    for algorithm in ("ring", "bcube"):
         env = {rank: {"MUSTER_GLOO_ALLREDUCE": algorithm} for rank in range(4)}
         run_values(4, extra_env=env)
 

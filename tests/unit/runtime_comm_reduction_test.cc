@@ -48,25 +48,29 @@ TEST_CASE("average on host memory refuses 16-bit types", "[comm]") {
   CHECK_THROWS_AS(DivideInPlace(halves.data(), halves.size(), DataType::kFloat16, 2), CommError);
 }
 
-TEST_CASE("small messages use halving-doubling, large ones at 4+ ranks the chunked ring",
-          "[comm]") {
-  CHECK(ChooseGlooAllreduce(4, 2) == GlooAllreduce::kHalvingDoubling);
-  CHECK(ChooseGlooAllreduce(4, 4) == GlooAllreduce::kHalvingDoubling);
-  CHECK(ChooseGlooAllreduce(256u << 20, 2) == GlooAllreduce::kHalvingDoubling);
-  CHECK(ChooseGlooAllreduce(256u << 20, 4) == GlooAllreduce::kRingChunked);
-  CHECK(ChooseGlooAllreduce(1 << 10, 8) == GlooAllreduce::kHalvingDoubling);
+TEST_CASE("messages below 1 MB use bcube, larger ones the ring", "[comm]") {
+  CHECK(ChooseGlooAllreduce(4, 2) == GlooAllreduce::kBcube);
+  CHECK(ChooseGlooAllreduce(4, 4) == GlooAllreduce::kBcube);
+  CHECK(ChooseGlooAllreduce((1 << 20) - 1, 8) == GlooAllreduce::kBcube);
+  CHECK(ChooseGlooAllreduce(1 << 20, 2) == GlooAllreduce::kRing);
+  CHECK(ChooseGlooAllreduce(256u << 20, 4) == GlooAllreduce::kRing);
+}
+
+TEST_CASE("worlds that are no power of two, or of one rank, never get bcube", "[comm]") {
+  CHECK(ChooseGlooAllreduce(4, 3) == GlooAllreduce::kRing);
+  CHECK(ChooseGlooAllreduce(4, 6) == GlooAllreduce::kRing);
+  CHECK(ChooseGlooAllreduce(4, 1) == GlooAllreduce::kRing);
 }
 
 TEST_CASE("the allreduce override accepts each algorithm's name and auto", "[comm]") {
-  for (GlooAllreduce algorithm : {GlooAllreduce::kRing, GlooAllreduce::kRingChunked,
-                                  GlooAllreduce::kHalvingDoubling, GlooAllreduce::kBcube}) {
+  for (GlooAllreduce algorithm : {GlooAllreduce::kRing, GlooAllreduce::kBcube}) {
     auto parsed = ParseGlooAllreduce(GlooAllreduceName(algorithm));
     REQUIRE(parsed.ok());
     CHECK(*parsed == algorithm);
   }
   CHECK_FALSE(ParseGlooAllreduce("auto")->has_value());
   CHECK_FALSE(ParseGlooAllreduce("")->has_value());
-  auto bad = ParseGlooAllreduce("tree");
+  auto bad = ParseGlooAllreduce("halving_doubling");
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message().find("'tree'") != std::string::npos);
+  CHECK(bad.status().message().find("'halving_doubling'") != std::string::npos);
 }

@@ -1,9 +1,15 @@
 // Which of Gloo's allreduce algorithms runs a message of a given size.
 //
-// Measured on loopback with 2 and 4 ranks (scripts/bench/allreduce.sh with
-// MUSTER_GLOO_ALLREDUCE forcing each one); see ChooseGlooAllreduce for the
-// thresholds. MUSTER_GLOO_ALLREDUCE=ring|ring_chunked|halving_doubling|bcube
-// overrides the choice (for measuring); "auto" or unset keeps it.
+// Both run through gloo::allreduce(AllreduceOptions) with unbound buffers, as
+// every other collective of GlooCommunicator does. Gloo's older algorithm
+// classes (AllreduceRing, AllreduceHalvingDoubling, ...) use bound buffers;
+// measured here (loopback, 2 and 4 ranks), mixing them with unbound
+// operations on the same pairs made the unbound ones 10-300x slower, and on
+// their own they reached about half of the segmented ring's bandwidth above
+// 1 MB. So they are not used.
+//
+// MUSTER_GLOO_ALLREDUCE=ring|bcube (bcube: power-of-two worlds) overrides the choice (for
+// measuring); "auto" or unset keeps it.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -16,7 +22,10 @@
 
 namespace muster::runtime {
 
-enum class GlooAllreduce { kRing, kRingChunked, kHalvingDoubling, kBcube };
+enum class GlooAllreduce {
+  kRing,   // Gloo's default: reduce-scatter then allgather around a ring, 1 MB segments
+  kBcube,  // recursive exchange in groups; fewer rounds for small messages
+};
 
 const char* GlooAllreduceName(GlooAllreduce algorithm);
 

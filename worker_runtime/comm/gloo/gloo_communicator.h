@@ -3,11 +3,11 @@
 // CommError::kInvalidArgument).
 //
 // Creation: a TCP device on LocalAddressToward(master) and a full mesh
-// connected through the store (GlooStoreAdapter). Every wait inside a
-// collective is bounded by CommOptions::timeout (Gloo's context timeout, set
-// before the mesh connects): a peer that stops answering fails the call
-// after at most `timeout` without progress; a peer whose process died fails
-// it at once (its sockets close).
+// connected through the store (GlooStoreAdapter), both bounded by
+// CommOptions::timeout. Every wait for a peer inside a collective is bounded
+// by the same timeout (passed to each Gloo call): a peer that stops
+// answering fails the call after `timeout` without progress; a peer whose
+// process died fails it at once (its sockets close).
 //
 // Errors: the first gloo exception aborts the communicator and is rethrown
 // as CommError (kTimeout when Gloo reports a timeout, kPeerFailed for other
@@ -15,12 +15,13 @@
 // kind, quoting the first failure. Invalid arguments throw kInvalidArgument
 // and leave the communicator usable.
 //
-// Algorithms: AllReduce picks per size (ChooseGlooAllreduce) and reuses the
-// Gloo algorithm objects of recent shapes (GlooAllreduceCache).
-// ReduceScatter is an AllReduce of a copy of `send` plus a copy of this
-// rank's block (Gloo's ReduceScatterHalvingDoubling works in place with a
-// different layout); it moves about twice the bytes a dedicated one would.
-// Messages over 2^30 elements run as several collectives of at most that.
+// Operations: every collective is one of Gloo's option-based calls
+// (gloo::allreduce, broadcast, allgather, barrier) with unbound buffers, a
+// tag that counts calls, and the timeout; AllReduce picks ring or bcube per
+// size (allreduce_algorithm.h explains why Gloo's algorithm classes are not
+// used). ReduceScatter is an AllReduce of a copy of `send` plus a copy of
+// this rank's block (Gloo's ReduceScatterHalvingDoubling is a class with
+// bound buffers); it moves about twice the bytes a dedicated one would.
 //
 // Thread-safety: one thread at a time (see Communicator). Abort() only marks
 // the communicator: Gloo has no way to interrupt a running collective, which
@@ -40,8 +41,6 @@ class Context;
 }
 
 namespace muster::runtime {
-
-class GlooAllreduceCache;
 
 class GlooCommunicator final : public Communicator {
  public:
@@ -78,7 +77,7 @@ class GlooCommunicator final : public Communicator {
   const int world_size_;
   const std::chrono::milliseconds timeout_;
   const std::optional<GlooAllreduce> forced_algorithm_;
-  std::unique_ptr<GlooAllreduceCache> allreduce_cache_;
+  uint32_t next_tag_ = 0;
   bool aborted_ = false;
   CommError::Kind abort_kind_ = CommError::Kind::kInternal;
   std::string abort_reason_;

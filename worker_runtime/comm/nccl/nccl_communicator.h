@@ -6,7 +6,8 @@
 // sets CUDA_VISIBLE_DEVICES per worker). Rank 0 creates the unique id and
 // publishes it under "nccl/unique_id" in the store (inside the generation's
 // prefix); the others read it. The communicator is initialized non-blocking
-// (config.blocking = 0) and polled until ready or the timeout.
+// (config.blocking = 0) and polled until ready or the timeout. The key is
+// fixed: build one NcclCommunicator per generation (per store prefix).
 //
 // Collectives run on the communicator's own stream, then the call polls
 // cudaStreamQuery and ncclCommGetAsyncError until the operation completes,
