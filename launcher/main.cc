@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "common/log_level.h"
 #include "launcher/agent.h"
 #include "launcher/cli/command_line.h"
 #include "launcher/exit_status.h"
@@ -20,19 +21,7 @@ void SetUpLogging(const muster::EnvLookup& env) {
   auto logger =
       std::make_shared<spdlog::logger>("muster", std::make_shared<spdlog::sinks::stderr_sink_st>());
   logger->set_pattern("muster: %l: %v");
-  logger->set_level(spdlog::level::info);
-  if (auto level = env("MUSTER_LOG_LEVEL")) {
-    const auto parsed = spdlog::level::from_str(*level);
-    // from_str maps unknown names to "off", which would hide every error.
-    if (parsed == spdlog::level::off && *level != "off") {
-      logger->warn(
-          "MUSTER_LOG_LEVEL: '{}' is not one of trace, debug, info, warning, error, "
-          "critical, off; using info",
-          *level);
-    } else {
-      logger->set_level(parsed);
-    }
-  }
+  muster::SetLogLevelFromEnv(*logger, env);
   spdlog::set_default_logger(logger);
 }
 

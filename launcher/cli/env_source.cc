@@ -4,14 +4,6 @@
 
 namespace muster::cli {
 
-EnvLookup SystemEnv() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  };
-}
-
 RawSettings ReadEnvSettings(const EnvLookup& env) {
   RawSettings settings;
   if (!env) return settings;

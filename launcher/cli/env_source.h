@@ -11,8 +11,7 @@
 
 namespace muster::cli {
 
-// The real process environment (getenv).
-EnvLookup SystemEnv();
+using muster::SystemEnv;
 
 // The PET_ values that are set. An empty value counts as unset, so
 // `PET_NNODES= muster ...` means "no setting", not "bad value ''".

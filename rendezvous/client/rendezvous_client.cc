@@ -4,7 +4,7 @@
 
 #include <boost/asio/connect.hpp>
 
-#include "rendezvous/client/backoff.h"
+#include "common/backoff.h"
 
 namespace muster::rdzv {
 namespace asio = boost::asio;

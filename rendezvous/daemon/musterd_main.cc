@@ -18,6 +18,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/log_level.h"
 #include "rendezvous/daemon/metrics_http.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "rendezvous/net/token_file.h"
@@ -131,9 +132,7 @@ int main(int argc, char** argv) {
   auto logger = std::make_shared<spdlog::logger>("musterd",
                                                  std::make_shared<spdlog::sinks::stderr_sink_st>());
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e musterd %l: %v");
-  if (const char* level = std::getenv("MUSTER_LOG_LEVEL")) {
-    logger->set_level(spdlog::level::from_str(level));
-  }
+  muster::SetLogLevelFromEnv(*logger, muster::SystemEnv());
   spdlog::set_default_logger(logger);
   std::signal(SIGPIPE, SIG_IGN);
   // Each agent holds one connection: allow as many as the hard limit does.

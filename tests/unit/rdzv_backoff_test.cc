@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "rendezvous/client/backoff.h"
+#include "common/backoff.h"
 
-using muster::rdzv::NextBackoff;
+using muster::NextBackoff;
 using std::chrono::milliseconds;
 
 TEST_CASE("reconnect backoff doubles from the base and stops at the cap", "[backoff]") {

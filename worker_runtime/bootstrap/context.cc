@@ -29,13 +29,7 @@ Result<Context> Context::FromEnv(const EnvLookup& env) {
   return Context{};
 }
 
-Result<Context> Context::FromProcessEnv() {
-  return FromEnv([](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  });
-}
+Result<Context> Context::FromProcessEnv() { return FromEnv(SystemEnv()); }
 
 std::string Context::StoreNamespace() const { return "muster/" + std::to_string(generation) + "/"; }
 

@@ -4,15 +4,10 @@
 #include <numeric>
 #include <utility>
 
+#include "common/splitmix64.h"
+
 namespace muster::runtime {
 namespace {
-
-uint64_t SplitMix64(uint64_t& x) {
-  uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 uint64_t RotateLeft(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
@@ -20,7 +15,12 @@ uint64_t RotateLeft(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 Xoshiro256::Xoshiro256(uint64_t seed) {
   // splitmix64 never yields four zero words, the one state xoshiro cannot leave.
-  for (uint64_t& word : state_) word = SplitMix64(seed);
+  // The generator's stream: SplitMix64 of seed, seed + gamma, seed + 2 gamma, ...
+  constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ULL;
+  for (uint64_t& word : state_) {
+    word = SplitMix64(seed);
+    seed += kGamma;
+  }
 }
 
 uint64_t Xoshiro256::Next() {

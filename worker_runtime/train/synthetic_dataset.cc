@@ -1,14 +1,9 @@
 #include "worker_runtime/train/synthetic_dataset.h"
 
+#include "common/splitmix64.h"
+
 namespace muster::train {
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 constexpr uint64_t kCenterStream = 1;
 constexpr uint64_t kNoiseStream = 2;

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
-namespace muster::rdzv {
+namespace muster {
 
 inline std::chrono::milliseconds NextBackoff(int attempt, std::chrono::milliseconds base,
                                              std::chrono::milliseconds cap, double unit_random) {
@@ -17,4 +17,4 @@ inline std::chrono::milliseconds NextBackoff(int attempt, std::chrono::milliseco
   return std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(jittered));
 }
 
-}  // namespace muster::rdzv
+}  // namespace muster
