@@ -5,6 +5,8 @@
 //
 // The config file is JSON with the same keys (`host`, `port`, `token_file`,
 // `metrics_port`, `max_connections`, and `rdzv_conf` as an object); flags win.
+// Values from either source are held to the same ranges, and --rdzv-conf /
+// rdzv_conf keys musterd does not know (a typo) are refused, not ignored.
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -14,9 +16,12 @@
 #include <boost/asio/signal_set.hpp>
 
 #include <csignal>
+#include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/log_level.h"
 #include "rendezvous/daemon/metrics_http.h"
@@ -27,13 +32,46 @@ namespace {
 
 struct DaemonFlags {
   std::string host = "0.0.0.0";
-  int port = 29400;
+  int64_t port = 29400;
   std::string config;
   std::string token_file;
-  int metrics_port = -1;
+  int64_t metrics_port = -1;  // -1: no metrics server
   std::string rdzv_conf;
-  int max_connections = 20000;
+  int64_t max_connections = 20000;
 };
+
+constexpr int64_t kMaxPort = 65535;
+constexpr int64_t kMaxConnections = 1000000;
+
+// A JSON integer as int64; nullopt for other types and for integers beyond
+// int64 (so a huge value cannot wrap into range).
+std::optional<int64_t> JsonInteger(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) {
+    const uint64_t u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (value.is_number_integer()) return value.get<int64_t>();
+  return std::nullopt;
+}
+
+// The merged values (flags over the config file), held to the ranges the
+// flags have; the error quotes the value.
+muster::Status CheckRanges(const DaemonFlags& flags) {
+  auto out_of = [](const std::string& name, int64_t value, int64_t lo, int64_t hi) {
+    return muster::Status::InvalidArgument(name + "=" + std::to_string(value) +
+                                           " must be an integer from " + std::to_string(lo) +
+                                           " to " + std::to_string(hi));
+  };
+  if (flags.port < 0 || flags.port > kMaxPort) return out_of("port", flags.port, 0, kMaxPort);
+  if (flags.metrics_port != -1 && (flags.metrics_port < 0 || flags.metrics_port > kMaxPort)) {
+    return out_of("metrics_port", flags.metrics_port, 0, kMaxPort);
+  }
+  if (flags.max_connections < 1 || flags.max_connections > kMaxConnections) {
+    return out_of("max_connections", flags.max_connections, 1, kMaxConnections);
+  }
+  return muster::Status::Ok();
+}
 
 // Splits "k=v,k2=v2"; a pair without '=' is an error quoting it.
 muster::Result<std::map<std::string, std::string>> ParseConf(const std::string& text) {
@@ -65,14 +103,14 @@ int main(int argc, char** argv) {
   CLI::App app{"musterd: the muster elastic rendezvous daemon"};
   app.add_option("--host", flags.host, "address to listen on (default 0.0.0.0)");
   app.add_option("--port", flags.port, "port to listen on (default 29400; 0: any)")
-      ->check(CLI::Range(0, 65535));
+      ->check(CLI::Range(int64_t{0}, kMaxPort));
   app.add_option("--config", flags.config, "JSON config file; flags win over it");
   app.add_option("--token-file", flags.token_file, "shared secret agents must present");
   app.add_option("--metrics-port", flags.metrics_port, "serve Prometheus /metrics on this port")
-      ->check(CLI::Range(0, 65535));
+      ->check(CLI::Range(int64_t{0}, kMaxPort));
   app.add_option("--rdzv-conf", flags.rdzv_conf, "timeouts, e.g. heartbeat_timeout=1.5");
   app.add_option("--max-connections", flags.max_connections, "connection limit (default 20000)")
-      ->check(CLI::Range(1, 1000000));
+      ->check(CLI::Range(int64_t{1}, kMaxConnections));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -93,27 +131,38 @@ int main(int argc, char** argv) {
     }
     auto given = [&app](const char* flag) { return app.count(flag) > 0; };
     for (auto& [key, value] : doc.items()) {
+      const std::optional<int64_t> integer = JsonInteger(value);
       if (key == "host" && value.is_string()) {
         if (!given("--host")) flags.host = value.get<std::string>();
-      } else if (key == "port" && value.is_number_integer()) {
-        if (!given("--port")) flags.port = value.get<int>();
+      } else if (key == "port" && integer) {
+        if (!given("--port")) flags.port = *integer;
       } else if (key == "token_file" && value.is_string()) {
         if (!given("--token-file")) flags.token_file = value.get<std::string>();
-      } else if (key == "metrics_port" && value.is_number_integer()) {
-        if (!given("--metrics-port")) flags.metrics_port = value.get<int>();
-      } else if (key == "max_connections" && value.is_number_integer()) {
-        if (!given("--max-connections")) flags.max_connections = value.get<int>();
+      } else if (key == "metrics_port" && integer) {
+        if (!given("--metrics-port")) flags.metrics_port = *integer;
+      } else if (key == "max_connections" && integer) {
+        if (!given("--max-connections")) flags.max_connections = *integer;
       } else if (key == "rdzv_conf" && value.is_object()) {
         for (auto& [k, v] : value.items())
           conf[k] = v.is_string() ? v.get<std::string>() : v.dump();
+        if (auto known = muster::rdzv::Settings::RefuseUnknownKeys(conf); !known.ok()) {
+          return Fail("--config: '" + flags.config + "': " + known.message());
+        }
       } else {
         return Fail("--config: key '" + key + "' with value " + value.dump() +
                     " is unknown or has the wrong type");
       }
     }
   }
+  if (auto ranges = CheckRanges(flags); !ranges.ok()) {
+    return Fail((flags.config.empty() ? "" : "--config '" + flags.config + "' or flags: ") +
+                ranges.message());
+  }
   auto cli_conf = ParseConf(flags.rdzv_conf);
   if (!cli_conf.ok()) return Fail(cli_conf.status().message());
+  if (auto known = muster::rdzv::Settings::RefuseUnknownKeys(*cli_conf); !known.ok()) {
+    return Fail(known.message());
+  }
   for (auto& [k, v] : *cli_conf) conf[k] = v;
   auto settings = muster::rdzv::Settings::FromConf(conf);
   if (!settings.ok()) return Fail(settings.status().message());

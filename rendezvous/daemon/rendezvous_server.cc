@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <random>
-
 #include <sstream>
+
 #include "rendezvous/protocol/heartbeat_fast_path.h"
 #include "rendezvous/protocol/message_codec.h"
 
@@ -151,6 +151,15 @@ bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {
   // no read completes inside it.
   heartbeat_actions_.clear();
   core_.HandleHeartbeat(conn, *hb, std::chrono::steady_clock::now(), heartbeat_actions_);
+  // The usual outcome, the run's ack to this connection, goes out on the
+  // session already found; anything else through Apply().
+  if (heartbeat_actions_.size() == 1) {
+    const auto* ack = std::get_if<SendFrameAction>(&heartbeat_actions_.front());
+    if (ack != nullptr && ack->conn == conn) {
+      it->second.channel->SendFrame(*ack->frame);
+      return true;
+    }
+  }
   Apply(heartbeat_actions_);
   return true;
 }
@@ -169,19 +178,12 @@ void RendezvousServer::OnClosed(ConnId conn, const std::string& why) {
 void RendezvousServer::Apply(const Actions& actions) {
   for (const Action& action : actions) {
     if (const auto* send = std::get_if<SendAction>(&action)) {
-      auto it = sessions_.find(send->conn);
-      if (it == sessions_.end()) continue;
-      if (const auto* ack = std::get_if<HeartbeatAck>(&send->message)) {
-        // Every member of a generation gets the same bytes: encode them once.
-        if (ack_frames_.size() > 4096) ack_frames_.clear();
-        auto& [generation, frame] = ack_frames_[ack->run_id];
-        if (frame.empty() || generation != ack->generation) {
-          generation = ack->generation;
-          frame = Encode(*ack);
-        }
-        it->second.channel->SendFrame(frame);
-      } else {
+      if (auto it = sessions_.find(send->conn); it != sessions_.end()) {
         it->second.channel->Send(send->message);
+      }
+    } else if (const auto* frame = std::get_if<SendFrameAction>(&action)) {
+      if (auto it = sessions_.find(frame->conn); it != sessions_.end()) {
+        it->second.channel->SendFrame(*frame->frame);
       }
     } else if (const auto* close = std::get_if<CloseAction>(&action)) {
       if (auto it = sessions_.find(close->conn); it != sessions_.end()) {

@@ -11,8 +11,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -35,8 +35,9 @@ struct ServerOptions {
 
 class RendezvousServer {
  public:
-  // Deadlines are checked this often: well inside disconnect_grace (0.15 s), and
-  // at 10,000 nodes a tick (a pass over every node) stays cheap.
+  // Deadlines are checked this often: well inside disconnect_grace (0.15 s).
+  // A tick is cheap at 10,000 nodes: a run scans its nodes only once the
+  // earliest node deadline has come (RunState's next_node_check_).
   static constexpr Duration kTickInterval{50};
 
   // Binds host:port and starts serving. The error quotes host and port.
@@ -47,10 +48,6 @@ class RendezvousServer {
   RendezvousServer& operator=(const RendezvousServer&) = delete;
 
   uint16_t port() const { return port_; }
-  const std::string& daemon_id() const { return daemon_id_; }
-  size_t num_connections() const { return sessions_.size(); }
-  const RendezvousCore& core() const { return core_; }
-  uint64_t rejected_connections() const { return rejected_; }
   // Prometheus text exposition of the daemon's counters.
   std::string MetricsText() const;
   void Stop();
@@ -78,15 +75,13 @@ class RendezvousServer {
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer sweep_timer_;
   RendezvousCore core_;
-  // Looked up twice per heartbeat; nothing depends on its order.
+  // Looked up for every heartbeat; nothing depends on its order.
   std::unordered_map<ConnId, Session> sessions_;
   ConnId next_conn_ = 1;
   uint16_t port_ = 0;
   std::string daemon_id_;
   uint64_t rejected_ = 0;
   std::optional<std::chrono::steady_clock::time_point> last_tick_;
-  // Encoded HeartbeatAck per run, for its current generation.
-  std::map<std::string, std::pair<uint64_t, std::string>> ack_frames_;
   Actions heartbeat_actions_;
   uint64_t bad_hellos_ = 0;
   bool stopped_ = false;

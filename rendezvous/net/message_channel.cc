@@ -1,5 +1,6 @@
 #include "rendezvous/net/message_channel.h"
 
+#include <algorithm>
 #include <boost/asio/write.hpp>
 
 #include "rendezvous/protocol/message_codec.h"
@@ -74,6 +75,17 @@ bool MessageChannel::Send(const Message& message) {
 
 bool MessageChannel::SendFrame(std::string_view frame) {
   if (!open_ || close_after_flush_) return false;
+  const size_t n = frame.size() - kFrameLengthBytes;  // type byte and payload
+  const bool status_reply =
+      frame.size() > kFrameLengthBytes && static_cast<uint8_t>(frame[kFrameLengthBytes]) ==
+                                              static_cast<uint8_t>(MessageType::kStatusReply);
+  const size_t bound = status_reply ? std::max(limits_.max_frame_bytes, kMaxStatusReplyFrameBytes)
+                                    : limits_.max_frame_bytes;
+  if (n > bound) {
+    Close("outgoing frame of " + std::to_string(n) + " bytes exceeds the " + std::to_string(bound) +
+          "-byte bound");
+    return false;
+  }
   if (pending_.size() + in_flight_.size() + frame.size() > limits_.max_queued_bytes) {
     Close("write queue full (peer not reading)");
     return false;

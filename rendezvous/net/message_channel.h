@@ -25,6 +25,9 @@ namespace muster::rdzv {
 class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
  public:
   struct Limits {
+    // The largest frame (N) read, and sent: the protocol's bound holds in
+    // both directions, save that a StatusReply may be sent up to
+    // kMaxStatusReplyFrameBytes.
     uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
     size_t max_queued_bytes = 8u << 20;  // a peer that does not read is dropped
   };
@@ -41,7 +44,9 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, bool reply_to_bad_input);
 
   void Start(Handlers handlers);
-  // Queues `message`. Returns false (and closes) if the queue limit is exceeded.
+  // Queues `message`. Returns false (and closes) if the queue limit is
+  // exceeded, or if the frame is larger than the peer may accept (see
+  // Limits): sending it would only make the peer drop the connection.
   bool Send(const Message& message);
   // Queues an already encoded frame (Encode(message)); same contract as Send.
   bool SendFrame(std::string_view frame);

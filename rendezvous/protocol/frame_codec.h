@@ -38,6 +38,11 @@ namespace muster::rdzv {
 
 inline constexpr size_t kFrameLengthBytes = 4;
 inline constexpr uint32_t kDefaultMaxFrameBytes = 1u << 20;  // N, type byte included
+// The one exception to that bound (PROTOCOL.md, "Transport and framing"): a
+// StatusReply, the status document of a large run, may be this large. A
+// client that sends StatusRequest must accept it; the daemon answers a
+// status that would not fit with an Error instead.
+inline constexpr uint32_t kMaxStatusReplyFrameBytes = 8u << 20;
 
 enum class FrameError {
   kNone,

@@ -55,10 +55,4 @@ std::optional<HeartbeatView> DecodePlainHeartbeatView(std::string_view in) {
   return HeartbeatView{*run_id, *node_id, *generation};
 }
 
-std::optional<Heartbeat> DecodePlainHeartbeat(std::string_view payload) {
-  auto view = DecodePlainHeartbeatView(payload);
-  if (!view) return std::nullopt;
-  return Heartbeat{std::string(view->run_id), std::string(view->node_id), view->generation};
-}
-
 }  // namespace muster::rdzv

@@ -1,7 +1,5 @@
 #include "rendezvous/protocol/message_codec.h"
 
-#include "rendezvous/protocol/heartbeat_fast_path.h"
-
 #include <array>
 #include <cstdio>
 #include <exception>
@@ -488,9 +486,6 @@ Result<Message> Decode(uint8_t type, std::string_view payload) {
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02x", type);
     return Status::InvalidArgument(std::string("unknown message type byte ") + hex);
-  }
-  if (static_cast<MessageType>(type) == MessageType::kHeartbeat) {
-    if (auto hb = DecodePlainHeartbeat(payload)) return Message(std::move(*hb));
   }
   // nlohmann::json throws on misuse; a bug here must close one connection,
   // never take the daemon down.

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -23,7 +24,8 @@ struct MessageEvent {
 struct DisconnectEvent {
   ConnId conn = 0;
 };
-// Time passed; deadlines are checked. The shell sends one at NextDeadline().
+// Time passed; deadlines are checked. The shell sends one every
+// RendezvousServer::kTickInterval (50 ms), well inside the shortest deadline.
 struct TickEvent {};
 // The shell's loop did not run for longer than a heartbeat interval, so
 // heartbeats may be unread: nobody is judged silent for that gap.
@@ -35,6 +37,13 @@ struct SendAction {
   ConnId conn = 0;
   Message message;
 };
+// Send a frame the logic has already encoded (Encode(message)) and shares
+// between many sends, e.g. a run's HeartbeatAck for its current generation:
+// the shell writes the bytes as they are. Never null.
+struct SendFrameAction {
+  ConnId conn = 0;
+  std::shared_ptr<const std::string> frame;
+};
 // Close a connection (a dead node's, so a half-open socket cannot linger).
 struct CloseAction {
   ConnId conn = 0;
@@ -45,7 +54,7 @@ struct LogAction {
   std::string line;
 };
 
-using Action = std::variant<SendAction, CloseAction, LogAction>;
+using Action = std::variant<SendAction, SendFrameAction, CloseAction, LogAction>;
 using Actions = std::vector<Action>;
 
 }  // namespace muster::rdzv

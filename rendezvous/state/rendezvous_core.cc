@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rendezvous/protocol/frame_codec.h"
+#include "rendezvous/protocol/message_codec.h"
+
 namespace muster::rdzv {
 namespace {
 
@@ -105,7 +108,20 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
             return run ? run->OnLeave(conn, l, now) : Actions{};
           },
           [&](const StatusRequest& r) -> Actions {
-            return {SendAction{conn, StatusReply{StatusJson(r.run_id, now)}}};
+            // Encoded here to learn its size: a reply over the bound the
+            // client accepts would only break its connection.
+            auto frame =
+                std::make_shared<const std::string>(Encode(StatusReply{StatusJson(r.run_id, now)}));
+            const size_t bytes = frame->size() - kFrameLengthBytes;
+            if (bytes > kMaxStatusReplyFrameBytes) {
+              return {SendAction{
+                  conn, Error{"bad_request",
+                              "the status document is " + std::to_string(bytes) +
+                                  " bytes, over the " + std::to_string(kMaxStatusReplyFrameBytes) +
+                                  "-byte bound of a StatusReply; ask for one run (--run-id)",
+                              false}}};
+            }
+            return {SendFrameAction{conn, std::move(frame)}};
           },
           [&](const auto&) -> Actions {
             return {
@@ -127,21 +143,11 @@ void RendezvousCore::HandleHeartbeat(ConnId conn, const HeartbeatView& hb, Time 
   it->second->OnHeartbeat(conn, hb, now, out);
 }
 
-std::optional<Time> RendezvousCore::NextDeadline() const {
-  std::optional<Time> next;
-  for (const auto& [id, run] : runs_) {
-    std::optional<Time> t = run->ended() ? std::optional<Time>(run->ended_at() + kEndedRunRetention)
-                                         : run->NextDeadline();
-    if (t && (!next || *t < *next)) next = t;
-  }
-  return next;
-}
-
 std::string RendezvousCore::StatusJson(const std::string& run_id, Time now) const {
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& [id, run] : runs_) {
     if (!run_id.empty() && id != run_id) continue;
-    runs.push_back(nlohmann::json::parse(run->StatusJson(now)));
+    runs.push_back(run->StatusJson(now));
   }
   return nlohmann::json{{"runs", runs}}.dump();
 }
@@ -152,7 +158,7 @@ RendezvousCore::Totals RendezvousCore::totals() const {
   for (const auto& [id, run] : runs_) {
     ++t.runs;
     if (run->phase() == RunState::Phase::kRunning) ++t.runs_running;
-    t.nodes += run->members().size();
+    t.nodes += run->member_count();
     t += run->counters();
   }
   return t;

@@ -5,7 +5,6 @@
 
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "rendezvous/state/run_state.h"
@@ -20,9 +19,10 @@ class RendezvousCore {
   // The hot path of Handle(MessageEvent{conn, Heartbeat}): the same outcome,
   // appended to `out`, with no copy of the heartbeat's strings.
   void HandleHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actions& out);
-  std::optional<Time> NextDeadline() const;
 
-  // {"runs": [...]} for every run, or only `run_id` when not empty.
+  // {"runs": [...]} for every run, or only `run_id` when not empty. A
+  // StatusRequest is answered with it (a SendFrameAction), or with an Error
+  // when its frame would exceed kMaxStatusReplyFrameBytes.
   std::string StatusJson(const std::string& run_id, Time now) const;
 
   // Counters of every run, ended and forgotten ones included, plus gauges.
@@ -32,7 +32,6 @@ class RendezvousCore {
     size_t nodes = 0;
   };
   Totals totals() const;
-  const Settings& settings() const { return settings_; }
 
   // How long an ended run stays visible in status before it is forgotten.
   static constexpr Duration kEndedRunRetention{60'000};

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "rendezvous/protocol/message_codec.h"
+
 namespace muster::rdzv {
 namespace {
 
@@ -59,27 +61,35 @@ RunState::Node* RunState::FindNode(std::string_view node_id) {
 }
 
 RunState::Node* RunState::FindByConn(ConnId conn) {
-  for (auto& [id, node] : nodes_) {
-    if (node.conn == conn) return &node;
-  }
-  return nullptr;
+  auto it = conn_node_.find(conn);
+  return it == conn_node_.end() ? nullptr : FindNode(it->second);
 }
 
-bool RunState::HasConnection(ConnId conn) const {
-  return std::any_of(nodes_.begin(), nodes_.end(),
-                     [conn](const auto& entry) { return entry.second.conn == conn; });
+void RunState::BindConn(Node& node, ConnId conn) {
+  if (node.conn == conn) return;
+  if (node.conn != 0) {
+    // Only if it is still this node's: a client that joined a second node id
+    // on the same connection has rebound it.
+    auto it = conn_node_.find(node.conn);
+    if (it != conn_node_.end() && it->second == node.node_id) conn_node_.erase(it);
+  }
+  node.conn = conn;
+  if (conn != 0) conn_node_[conn] = node.node_id;
 }
 
-std::vector<std::string> RunState::members() const {
-  std::vector<const Node*> m;
-  for (const auto& [id, node] : nodes_) {
-    if (node.member) m.push_back(&node);
+const std::shared_ptr<const std::string>& RunState::AckFrame() {
+  // Every ack of a generation is the same bytes: encode them once, not once
+  // per heartbeat.
+  if (!ack_frame_ || ack_frame_generation_ != generation_) {
+    ack_frame_ = std::make_shared<const std::string>(Encode(HeartbeatAck{run_id_, generation_}));
+    ack_frame_generation_ = generation_;
   }
-  std::sort(m.begin(), m.end(),
-            [](const Node* a, const Node* b) { return a->group_rank < b->group_rank; });
-  std::vector<std::string> ids;
-  for (const Node* n : m) ids.push_back(n->node_id);
-  return ids;
+  return ack_frame_;
+}
+
+size_t RunState::member_count() const {
+  return static_cast<size_t>(std::count_if(nodes_.begin(), nodes_.end(),
+                                           [](const auto& entry) { return entry.second.member; }));
 }
 
 void RunState::Log(Actions& out, bool warning, const std::string& line) const {
@@ -114,7 +124,10 @@ void RunState::SendAssignment(const Node& node, Actions& out) const {
 void RunState::SummarizeGeneration() {
   // Once per generation, so that sending N assignments costs O(N), not O(N^2).
   summary_ = GenerationSummary{};
-  for (const auto& [id, node] : nodes_) {
+  // A new generation's workers have not succeeded yet.
+  succeeded_members_ = 0;
+  for (auto& [id, node] : nodes_) {
+    node.succeeded = false;
     if (!node.member) continue;
     ++summary_.group_world_size;
     summary_.world_size += node.local_world_size;
@@ -148,7 +161,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
   if (Node* node = FindNode(join.node_id)) {
     // The same agent on a new connection (it reconnected).
     if (node->conn != 0 && node->conn != conn) out.push_back(CloseAction{node->conn});
-    node->conn = conn;
+    BindConn(*node, conn);
     node->disconnected_at.reset();
     node->last_seen = now;
     NoteDeadline(*node);
@@ -169,10 +182,10 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
     return out;
   }
 
-  Node node;
+  Node& node = nodes_.emplace(join.node_id, Node{}).first->second;
   node.node_id = join.node_id;
   node.host = join.host;
-  node.conn = conn;
+  BindConn(node, conn);
   node.last_seen = now;
   node.local_world_size = join.local_world_size;
   node.store_addr = join.store_addr;
@@ -180,7 +193,6 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
   node.join_seq = next_join_seq_++;
   node.reported = join.current;
   NoteDeadline(node);
-  nodes_.emplace(join.node_id, node);
   Log(out, false,
       "event=join node=" + join.node_id + " host=" + join.host + " local_world_size=" +
           std::to_string(join.local_world_size) + " nodes=" + std::to_string(nodes_.size()));
@@ -257,7 +269,7 @@ void RunState::OnHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actio
   // third of it halves the daemon's sends at the default settings.
   if (now - node->last_ack < settings_.fence_timeout / 3) return;
   node->last_ack = now;
-  out.push_back(SendAction{conn, HeartbeatAck{run_id_, generation_}});
+  out.push_back(SendFrameAction{conn, AckFrame()});
 }
 
 Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time now) {
@@ -295,17 +307,27 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
 
 Actions RunState::OnWorkersSucceeded(ConnId conn, const WorkersSucceeded& done, Time now) {
   Node* node = FindNode(done.node_id);
-  if (node == nullptr || node->conn != conn || done.generation != generation_ || !node->member) {
+  if (node == nullptr || node->conn != conn) {
+    return Refuse(conn, "unknown_node", "node '" + done.node_id + "' is not part of the run",
+                  false);
+  }
+  node->last_seen = now;
+  if (phase_ == Phase::kEnded) {
+    // A report after the run ended (a repeat of the one that ended it): the
+    // outcome is settled; only the reporter hears it again.
+    return {SendAction{conn, RunEnded{run_id_, end_succeeded_, end_message_}}};
+  }
+  if (done.generation != generation_ || phase_ != Phase::kRunning || !node->member) {
     return Refuse(conn, "stale_generation",
                   "generation " + std::to_string(done.generation) + " is not current (" +
                       std::to_string(generation_) + ")",
                   false);
   }
-  node->last_seen = now;
-  node->succeeded = true;
-  for (const auto& [id, other] : nodes_) {
-    if (other.member && !other.succeeded) return {};
+  if (!node->succeeded) {
+    node->succeeded = true;
+    ++succeeded_members_;
   }
+  if (succeeded_members_ < summary_.group_world_size) return {};
   Actions out;
   EndRun(true, "every worker succeeded", now, out);
   return out;
@@ -322,7 +344,7 @@ Actions RunState::OnLeave(ConnId conn, const Leave& leave, Time now) {
 Actions RunState::OnDisconnect(ConnId conn, Time now) {
   Node* node = FindByConn(conn);
   if (node == nullptr) return {};
-  node->conn = 0;
+  BindConn(*node, 0);
   node->disconnected_at = now;
   NoteDeadline(*node);
   Actions out;
@@ -336,6 +358,7 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
   if (it == nodes_.end()) return;
   const bool was_member = it->second.member;
   const std::string host = it->second.host;
+  BindConn(it->second, 0);
   nodes_.erase(it);
   ++counters_.dead_nodes;
   Log(out, true,
@@ -389,7 +412,6 @@ void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
   for (auto& [id, node] : nodes_) {
     node.member = false;
     node.group_rank = -1;
-    node.succeeded = false;
   }
   // A node may report a newer generation than the one a restarted daemon
   // resumed (it saw a round the others missed): never hand that number out again.
@@ -530,7 +552,7 @@ Actions RunState::OnTick(Time now) {
       } else if (now - node.last_seen > settings_.heartbeat_timeout) {
         // Silent (stopped, or its link is down): close the half-open socket too.
         if (node.conn) out.push_back(CloseAction{node.conn});
-        node.conn = 0;
+        BindConn(node, 0);
         dead.emplace_back(id, "silent");
       } else {
         next_node_check_ = std::min(next_node_check_, DeadlineOf(node));
@@ -577,20 +599,7 @@ void RunState::NoteDeadline(const Node& node) {
   next_node_check_ = std::min(next_node_check_, DeadlineOf(node));
 }
 
-std::optional<Time> RunState::NextDeadline() const {
-  if (phase_ == Phase::kEnded) return std::nullopt;
-  std::optional<Time> next = round_deadline_;
-  auto consider = [&next](Time t) {
-    if (!next || t < *next) next = t;
-  };
-  for (const auto& [id, node] : nodes_) consider(DeadlineOf(node));
-  if (phase_ == Phase::kGathering || phase_ == Phase::kRebuilding) {
-    consider(gathering_since_ + settings_.join_timeout);
-  }
-  return next;
-}
-
-std::string RunState::StatusJson(Time now) const {
+nlohmann::json RunState::StatusJson(Time now) const {
   nlohmann::json nodes = nlohmann::json::array();
   // Members by group rank, then the others by node id: a stable, readable order.
   std::vector<const Node*> ordered;
@@ -632,7 +641,7 @@ std::string RunState::StatusJson(Time now) const {
     run["result"] = end_succeeded_ ? "succeeded" : "failed";
     run["message"] = end_message_;
   }
-  return run.dump();
+  return run;
 }
 
 }  // namespace muster::rdzv

@@ -22,6 +22,8 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -40,7 +42,9 @@ class RunState {
 
   // Requests from a node of this run. REQUIRES: the message's run_id is this run's.
   Actions OnJoin(ConnId conn, const Join& join, Time now);
-  // Appends to `out`: the daemon handles heartbeats with one reused list.
+  // Appends to `out`: the daemon handles heartbeats with one reused list. An
+  // ack is a SendFrameAction sharing this run's encoded HeartbeatAck, so an
+  // ack allocates nothing.
   void OnHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actions& out);
   Actions OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time now);
   Actions OnWorkersSucceeded(ConnId conn, const WorkersSucceeded& done, Time now);
@@ -50,19 +54,11 @@ class RunState {
   // The daemon's loop was stalled: no node is judged silent for the stall.
   void OnDaemonStalled(Time now);
 
-  // The earliest time OnTick() has something to do.
-  std::optional<Time> NextDeadline() const;
-
   Phase phase() const { return phase_; }
-  uint64_t generation() const { return generation_; }
-  int restart_count() const { return restart_count_; }
-  const std::string& run_id() const { return run_id_; }
   bool ended() const { return phase_ == Phase::kEnded; }
   Time ended_at() const { return ended_at_; }
-  // Node ids of the current generation, by group rank.
-  std::vector<std::string> members() const;
-  // Whether `conn` is bound to a node of this run.
-  bool HasConnection(ConnId conn) const;
+  // How many nodes the current generation has.
+  size_t member_count() const;
 
   // Counters for /metrics.
   struct Counters {
@@ -81,7 +77,7 @@ class RunState {
   const Counters& counters() const { return counters_; }
 
   // The status document of this run (see PROTOCOL.md "Status").
-  std::string StatusJson(Time now) const;
+  nlohmann::json StatusJson(Time now) const;
 
   static const char* PhaseName(Phase phase);
 
@@ -105,7 +101,14 @@ class RunState {
   };
 
   Node* FindNode(std::string_view node_id);
+  // The node bound to `conn`, through conn_node_.
   Node* FindByConn(ConnId conn);
+  // node.conn = conn, keeping conn_node_ in step; 0 unbinds. Every change of
+  // a node's connection goes through here (or NodeGone, which erases it).
+  void BindConn(Node& node, ConnId conn);
+  // This run's HeartbeatAck for its current generation, encoded once per
+  // generation and shared by every ack sent.
+  const std::shared_ptr<const std::string>& AckFrame();
   // When OnTick() must look at `node`: the end of its disconnect grace, or
   // of its heartbeat silence.
   Time DeadlineOf(const Node& node) const;
@@ -133,12 +136,21 @@ class RunState {
   int restart_count_ = 0;
   uint64_t next_join_seq_ = 0;
   // By node id; dead nodes are erased. Hashed: a heartbeat looks its node up
-  // 40,000 times a second at 10,000 nodes. Nothing depends on its order.
+  // 20,000 times a second at 10,000 nodes (0.5 s keep_alive_interval).
+  // Nothing depends on its order.
   struct StringHash {
     using is_transparent = void;  // find() by string_view, without a copy
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, Node, StringHash, std::equal_to<>> nodes_;
+  // Node id by connection, for every node with conn != 0, so a disconnect
+  // finds its node without a scan of every node.
+  std::unordered_map<ConnId, std::string> conn_node_;
+  // Members of the current generation whose workers all succeeded: the run
+  // succeeds when it reaches summary_.group_world_size. Reset with it.
+  int succeeded_members_ = 0;
+  std::shared_ptr<const std::string> ack_frame_;  // see AckFrame()
+  uint64_t ack_frame_generation_ = 0;
   // No node's deadline is earlier than this, so OnTick() skips its scan of
   // every node until then (at 10,000 nodes the scan at every 50 ms tick
   // cost more than the heartbeats). Heartbeats only move deadlines later.

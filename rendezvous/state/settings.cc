@@ -1,5 +1,6 @@
 #include "rendezvous/state/settings.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -24,6 +25,20 @@ Result<Duration> ParseSeconds(const std::string& key, const std::string& value) 
 }
 
 }  // namespace
+
+bool Settings::IsKey(std::string_view key) {
+  return std::find(kKeys.begin(), kKeys.end(), key) != kKeys.end();
+}
+
+Status Settings::RefuseUnknownKeys(const std::map<std::string, std::string>& conf) {
+  for (const auto& [key, value] : conf) {
+    if (IsKey(key)) continue;
+    std::string known;
+    for (std::string_view k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k);
+    return Status::InvalidArgument("--rdzv-conf: unknown key '" + key + "'; known keys: " + known);
+  }
+  return Status::Ok();
+}
 
 Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& conf) {
   Settings s;

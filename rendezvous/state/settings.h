@@ -16,9 +16,11 @@
 //                          heartbeat_timeout)
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -39,10 +41,23 @@ struct Settings {
   Duration disconnect_grace{150};
   Duration fence_timeout{1'000};
 
+  // The keys FromConf() reads.
+  static constexpr std::array<std::string_view, 8> kKeys = {
+      "join_timeout",           "last_call_timeout", "close_timeout",    "keep_alive_interval",
+      "keep_alive_max_attempt", "heartbeat_timeout", "disconnect_grace", "fence_timeout",
+  };
+  static bool IsKey(std::string_view key);
+
   // Reads the known keys of `conf` (values in seconds, decimals allowed);
   // other keys (is_host, ...) are the caller's. Errors quote key and value,
   // e.g. "--rdzv-conf: join_timeout='-1' must be a positive number of seconds".
   static Result<Settings> FromConf(const std::map<std::string, std::string>& conf);
+
+  // For a caller that has no keys of its own (musterd): InvalidArgument
+  // naming the first key of `conf` that is not in kKeys and listing them, e.g.
+  // "--rdzv-conf: unknown key 'heartbeat_timout'; known keys: join_timeout, ...".
+  // OK when every key is known.
+  static Status RefuseUnknownKeys(const std::map<std::string, std::string>& conf);
 };
 
 }  // namespace muster::rdzv

@@ -21,6 +21,9 @@ table says so with what its agents printed after the fault.
 Runs alternate muster and torchrun per fault. Everything this script starts is
 killed by PID (and process group) in `finally`; namespaces, veths and the
 bridge it creates are deleted in `finally` and on SIGTERM/SIGINT/SIGHUP.
+
+Exit status: 0, or 1 when a muster run failed or a muster detection target
+was MISSED (torchrun's results never fail the script); 130 when interrupted.
 """
 import argparse
 import datetime
@@ -567,6 +570,7 @@ def main():
     print("| fault | muster median / max | muster detection median / max (target) "
           "| torchrun (what happened) | ratio |")
     print("|---|---|---|---|---|")
+    failed = False  # a muster run errored or missed its detection target: exit 1
     for fault in faults:
         if fault in not_measured:
             print(f"| {fault} | not measured: {not_measured[fault]} | | | |")
@@ -577,8 +581,11 @@ def main():
         mcell = f"{fmt_s(statistics.median(m))} / {fmt_s(max(m))} (n={len(m)})" if m else "—"
         if m_err:
             mcell += f"; {len(m_err)} failed: {m_err[0][:80]}"
+            failed = True
+        missed = bool(d) and max(d) > TARGETS[fault]
+        failed = failed or missed
         dcell = (f"{fmt_s(statistics.median(d))} / {fmt_s(max(d))} (≤ {TARGETS[fault]} s: "
-                 f"{'met' if max(d) <= TARGETS[fault] else 'MISSED'})") if d else "—"
+                 f"{'MISSED' if missed else 'met'})") if d else "—"
         t_runs = results[fault]["torchrun"]
         t = [r["recovery"] for r in t_runs if "recovery" in r]
         parts = []
@@ -591,7 +598,7 @@ def main():
         tcell = "; ".join(parts) if parts else "not run"
         ratio = f"{statistics.median(t) / statistics.median(m):.0f}x" if (t and m) else "—"
         print(f"| {fault} | {mcell} | {dcell} | {tcell} | {ratio} |")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

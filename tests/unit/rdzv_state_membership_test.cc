@@ -274,3 +274,28 @@ TEST_CASE("a node that joins after the last scan of the nodes is still found sil
   CHECK(c.agent(1).closed == 0);
   CHECK(Closes(c.Advance(1ms), conn));
 }
+
+TEST_CASE("a node that re-joined on a new connection outlives the close of its old one",
+          "[rdzv][dead]") {
+  FakeCluster c = Running(2, 3, 3);
+  // The agent reconnects before the daemon has seen its old connection close.
+  const ConnId old_conn = c.agent(1).conn;
+  c.agent(1).conn = 0;
+  auto actions = c.Rejoin(1);
+  CHECK(Closes(actions, old_conn));
+  REQUIRE(c.agent(1).conn != old_conn);
+
+  actions = c.core().Handle(DisconnectEvent{old_conn}, c.now());
+  CHECK_FALSE(Logged(actions, "event=disconnect"));
+  c.Run(5s);
+  c.ExpectNoNewGeneration();
+  CHECK(c.Members() == std::vector<int>{0, 1, 2});
+
+  // Its new connection is the one that counts.
+  actions = c.Disconnect(1);
+  CHECK(Logged(actions, "event=disconnect node=node1"));
+  actions = c.Advance(c.settings().disconnect_grace);
+  CHECK(Logged(actions, "event=node_dead node=node1"));
+  c.ExpectNewGeneration();
+  CHECK(c.Members() == std::vector<int>{0, 2});
+}

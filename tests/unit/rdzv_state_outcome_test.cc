@@ -142,3 +142,91 @@ TEST_CASE("the run succeeds when every member's workers succeeded", "[rdzv][succ
   }
   CHECK(c.Phase() == "ended");
 }
+
+TEST_CASE("a node reporting success twice counts once", "[rdzv][success]") {
+  FakeCluster c = Running(3, 0);
+  CHECK(CountSent<RunEnded>(c.Succeed(0)) == 0);
+  CHECK(CountSent<RunEnded>(c.Succeed(0)) == 0);
+  CHECK(CountSent<RunEnded>(c.Succeed(1)) == 0);
+  CHECK(c.Phase() == "running");
+  CHECK(CountSent<RunEnded>(c.Succeed(2)) == 3);
+  CHECK(c.Phase() == "ended");
+}
+
+TEST_CASE("successes in an older generation do not count toward the next", "[rdzv][success]") {
+  FakeCluster c = Running(2, 1);
+  CHECK(CountSent<RunEnded>(c.Succeed(0)) == 0);
+  c.Fail(1);
+  c.ExpectNewGeneration();
+  CHECK(CountSent<RunEnded>(c.Succeed(1)) == 0);
+  CHECK(c.Phase() == "running");
+  CHECK(CountSent<RunEnded>(c.Succeed(0)) == 2);
+  CHECK(c.Phase() == "ended");
+}
+
+TEST_CASE("a success report from a node the run does not know is refused as unknown_node",
+          "[rdzv][success]") {
+  FakeCluster c(2, 2);
+  c.AddAgents(3);
+  c.Join(0);
+  c.Join(1);
+  c.ExpectNewGeneration();
+
+  auto actions = c.SucceedAt(2, 1);  // node2 never joined
+  auto errors = SentTo<Error>(actions, c.agent(2).conn);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].code == "unknown_node");
+  CHECK_THAT(errors[0].message, Catch::Contains("node2"));
+  CHECK_FALSE(errors[0].fatal);
+  CHECK(CountSent<RunEnded>(actions) == 0);
+  CHECK(c.Phase() == "running");
+}
+
+TEST_CASE("a success report after the run ended changes nothing", "[rdzv][success]") {
+  FakeCluster c = Running(2, 0);
+  c.Succeed(0);
+  REQUIRE(CountSent<RunEnded>(c.Succeed(1)) == 2);
+  REQUIRE(c.Phase() == "ended");
+  c.Advance(RendezvousCore::kEndedRunRetention - 1s);
+
+  // The report that ended the run, repeated: only its sender hears the outcome again.
+  auto actions = c.Succeed(1);
+  CHECK_FALSE(Logged(actions, "event=run_ended"));
+  CHECK(SentTo<RunEnded>(actions, c.agent(0).conn).empty());
+  auto ended = SentTo<RunEnded>(actions, c.agent(1).conn);
+  REQUIRE(ended.size() == 1);
+  CHECK(ended[0].succeeded);
+  CHECK(SentTo<Error>(actions, c.agent(1).conn).empty());
+
+  // The run is still forgotten on the schedule of its first end.
+  c.Advance(1s);
+  CHECK(c.Phase() == "forgotten");
+}
+
+TEST_CASE("acks of one generation share one encoded frame, new with each generation",
+          "[rdzv][ack]") {
+  FakeCluster c = Running(2, 1);
+  c.Advance(500ms);
+  auto frame_of = [](const Actions& actions) {
+    std::shared_ptr<const std::string> frame;
+    for (const Action& action : actions) {
+      if (const auto* f = std::get_if<SendFrameAction>(&action)) frame = f->frame;
+    }
+    return frame;
+  };
+  const auto first = frame_of(c.Heartbeat(0));
+  const auto second = frame_of(c.Heartbeat(1));
+  REQUIRE(first != nullptr);
+  CHECK(first == second);
+  REQUIRE(c.agent(0).acks.size() == 1);
+  CHECK(c.agent(0).acks.back() == HeartbeatAck{FakeCluster::kRunId, 1});
+
+  c.Fail(0);
+  c.ExpectNewGeneration();
+  c.Advance(500ms);
+  const auto next = frame_of(c.Heartbeat(0));
+  REQUIRE(next != nullptr);
+  CHECK(next != first);
+  REQUIRE(c.agent(0).acks.size() == 2);
+  CHECK(c.agent(0).acks.back() == HeartbeatAck{FakeCluster::kRunId, 2});
+}

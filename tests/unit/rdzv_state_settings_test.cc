@@ -99,3 +99,34 @@ TEST_CASE("fence_timeout at or above heartbeat_timeout is refused", "[rdzv][sett
   REQUIRE(ok.ok());
   CHECK(ok->fence_timeout == Duration(900));
 }
+
+TEST_CASE("every listed key is one that settings read", "[rdzv][settings]") {
+  for (std::string_view key : Settings::kKeys) {
+    INFO(key);
+    CHECK(Settings::IsKey(key));
+    // A bad value is refused quoting the key: FromConf reads it.
+    auto s = Settings::FromConf({{std::string(key), "bad"}});
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.status().message(), Catch::Contains(std::string(key) + "='bad'"));
+  }
+  CHECK_FALSE(Settings::IsKey("is_host"));
+  CHECK_FALSE(Settings::IsKey("heartbeat_timout"));
+}
+
+TEST_CASE("unknown keys are left to the caller, who may refuse them by name", "[rdzv][settings]") {
+  const std::map<std::string, std::string> conf = {{"heartbeat_timout", "9"},
+                                                   {"join_timeout", "60"}};
+  // FromConf leaves them alone (the agent passes is_host, token_file, ...)...
+  auto s = Settings::FromConf(conf);
+  REQUIRE(s.ok());
+  CHECK(s->heartbeat_timeout == Settings{}.heartbeat_timeout);
+  // ...and musterd, which has none of its own, refuses them.
+  muster::Status refused = Settings::RefuseUnknownKeys(conf);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.IsInvalidArgument());
+  CHECK_THAT(refused.message(), Catch::Contains("'heartbeat_timout'") &&
+                                    Catch::Contains("heartbeat_timeout") &&
+                                    Catch::Contains("keep_alive_max_attempt"));
+  CHECK(Settings::RefuseUnknownKeys({{"join_timeout", "60"}, {"fence_timeout", "1"}}).ok());
+  CHECK(Settings::RefuseUnknownKeys({}).ok());
+}

@@ -10,8 +10,9 @@
 //   c.Advance(c.settings().disconnect_grace);  // node1 is dead: generation 2
 //
 // Every message the core sends is delivered to the agent owning the
-// connection; while delivering, the cluster checks that no agent ever sees its
-// generation go backwards, that one generation number always means one
+// connection (a shared encoded frame, SendFrameAction, is decoded first, so
+// a test sees a HeartbeatAck like any other message); while delivering, the cluster checks that no
+// agent ever sees its generation go backwards, that one generation number always means one
 // assignment, and that a generation number seen for the first time is newer
 // than every one seen before.
 #pragma once
@@ -24,8 +25,11 @@
 #include <set>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "rendezvous/protocol/frame_codec.h"
+#include "rendezvous/protocol/message_codec.h"
 #include "rendezvous/state/rendezvous_core.h"
 
 namespace muster::rdzv::testing {
@@ -38,14 +42,34 @@ inline Settings TestSettings() {
   return s;
 }
 
+// The connection and message an action sends: a SendAction's message, or
+// the decoded bytes of a SendFrameAction, which must be exactly one valid
+// frame. nullopt for actions that send nothing.
+inline std::optional<std::pair<ConnId, Message>> SentMessage(const Action& action) {
+  if (const auto* send = std::get_if<SendAction>(&action)) {
+    return std::pair<ConnId, Message>(send->conn, send->message);
+  }
+  const auto* send_frame = std::get_if<SendFrameAction>(&action);
+  if (send_frame == nullptr) return std::nullopt;
+  REQUIRE(send_frame->frame != nullptr);
+  FrameDecoder decoder;
+  decoder.Feed(*send_frame->frame);
+  FrameResult frame = decoder.Next();
+  REQUIRE(frame.state == FrameResult::kFrame);
+  auto message = Decode(frame.type, frame.payload);
+  REQUIRE(message.ok());
+  REQUIRE(decoder.buffered_bytes() == 0);  // nothing after the one frame
+  return std::pair<ConnId, Message>(send_frame->conn, std::move(message).value());
+}
+
 // The messages of type T that `actions` sends to `conn`.
 template <typename T>
 std::vector<T> SentTo(const Actions& actions, ConnId conn) {
   std::vector<T> found;
   for (const Action& action : actions) {
-    const auto* send = std::get_if<SendAction>(&action);
-    if (send == nullptr || send->conn != conn) continue;
-    if (const auto* m = std::get_if<T>(&send->message)) found.push_back(*m);
+    auto sent = SentMessage(action);
+    if (!sent || sent->first != conn) continue;
+    if (const auto* m = std::get_if<T>(&sent->second)) found.push_back(*m);
   }
   return found;
 }
@@ -55,8 +79,8 @@ template <typename T>
 int CountSent(const Actions& actions) {
   int n = 0;
   for (const Action& action : actions) {
-    const auto* send = std::get_if<SendAction>(&action);
-    if (send != nullptr && std::holds_alternative<T>(send->message)) ++n;
+    auto sent = SentMessage(action);
+    if (sent && std::holds_alternative<T>(sent->second)) ++n;
   }
   return n;
 }
@@ -120,7 +144,8 @@ struct Agent {
   std::optional<Waiting> waiting;        // the latest Waiting since that assignment
   std::optional<RunEnded> ended;
   std::vector<Error> errors;
-  int closed = 0;  // how many times the daemon closed its connection
+  std::vector<HeartbeatAck> acks;  // every one received
+  int closed = 0;                  // how many times the daemon closed its connection
 };
 
 class FakeCluster {
@@ -334,9 +359,9 @@ class FakeCluster {
         }
         continue;
       }
-      const auto* send = std::get_if<SendAction>(&action);
-      if (send == nullptr) continue;
-      auto it = conn_agent_.find(send->conn);
+      auto sent = SentMessage(action);
+      if (!sent) continue;
+      auto it = conn_agent_.find(sent->first);
       REQUIRE(it != conn_agent_.end());
       Agent& a = agent(it->second);
       std::visit(
@@ -350,9 +375,11 @@ class FakeCluster {
               a.ended = m;
             } else if constexpr (std::is_same_v<M, Error>) {
               a.errors.push_back(m);
+            } else if constexpr (std::is_same_v<M, HeartbeatAck>) {
+              a.acks.push_back(m);
             }
           },
-          send->message);
+          sent->second);
     }
     return actions;
   }
