@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,13 @@ class Agent final : public SpawnEvents {
   std::unique_ptr<rdzv::RendezvousClient> client_;
   std::optional<rdzv::Assignment> current_;  // what the workers run under
   std::optional<rdzv::Assignment> pending_;  // next generation, once the group stopped
+  // The newest generation whose workers this node started (they never start
+  // twice for one generation), and whether they all succeeded.
+  std::optional<uint64_t> ran_generation_;
+  bool ran_generation_succeeded_ = false;
+  // Why StartAttempt failed after spawning some workers, reported once the
+  // group has stopped them.
+  std::optional<std::string> start_failure_;
   StopReason stop_reason_ = StopReason::kNone;
   bool run_ended_ = false;
   bool run_succeeded_ = false;

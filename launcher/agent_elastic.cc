@@ -102,11 +102,10 @@ int Agent::RunElastic() {
   callbacks.on_fatal = [this](const std::string& message) {
     spdlog::error("rendezvous: {}", message);
     run_ended_ = true;
-    local_failure_code_ = FailureExitCode();
     if (group_ && !group_->finished()) {
       StopGroupFor(StopReason::kRunEnded, SIGTERM);
     } else if (!settling_) {
-      Finish(1);
+      Finish(FailureExitCode());
     }
   };
   client_ = std::make_unique<rdzv::RendezvousClient>(io_, std::move(client), std::move(callbacks));
@@ -117,11 +116,23 @@ int Agent::RunElastic() {
 }
 
 void Agent::OnAssignment(const rdzv::Assignment& a) {
-  if (current_ && current_->generation == a.generation && group_ && !group_->finished()) {
-    // The same generation confirmed (e.g. after a daemon restart): carry on.
+  if (ran_generation_ && a.generation <= *ran_generation_) {
+    // Workers never start twice for one generation. The daemon repeats an
+    // assignment when a member rejoins, or after its restart rebuilt the run.
+    if (a.generation < *ran_generation_) return;  // stale
+    // Still running (or settling): carry on; the outcome is reported when
+    // the workers are done.
+    if (settling_ || (group_ && !group_->finished())) return;
+    // Already done here: say so again, since a restarted daemon forgot it.
+    if (ran_generation_succeeded_) {
+      client_->ReportSucceeded(a.generation);
+    } else {
+      client_->ReportWorkerFailure(a.generation, FailureExitCode(),
+                                   "the workers of generation " + std::to_string(a.generation) +
+                                       " already stopped on this node");
+    }
     return;
   }
-  if (current_ && a.generation < current_->generation) return;  // stale
   pending_ = a;
   if (group_ && !group_->finished()) {
     StopGroupFor(StopReason::kReassigned, SIGTERM);
@@ -131,8 +142,12 @@ void Agent::OnAssignment(const rdzv::Assignment& a) {
 }
 
 void Agent::StopGroupFor(StopReason reason, int sig) {
-  // A fence or a run's end outranks a reassignment already under way.
-  if (stop_reason_ == StopReason::kNone || reason != StopReason::kReassigned) stop_reason_ = reason;
+  // A signal outranks everything (Ctrl-C exits 128+sig); a fence or a run's
+  // end outranks a reassignment already under way.
+  if (stop_reason_ != StopReason::kSignal &&
+      (stop_reason_ == StopReason::kNone || reason != StopReason::kReassigned)) {
+    stop_reason_ = reason;
+  }
   group_->Stop(sig, std::chrono::steady_clock::now());
   AfterGroupEvent();
 }
@@ -140,10 +155,15 @@ void Agent::StopGroupFor(StopReason reason, int sig) {
 void Agent::StartGeneration(const rdzv::Assignment& a) {
   pending_.reset();
   current_ = a;
+  ran_generation_ = a.generation;
+  ran_generation_succeeded_ = false;
   client_->SetCurrent(a);
   node_ = a;
-  // torch namespaces its store keys by TORCHELASTIC_RESTART_COUNT; counting
-  // generations (as torchrun counts every re-rendezvous) keeps each one fresh.
+  // torch namespaces its store keys by TORCHELASTIC_RESTART_COUNT. muster sets
+  // it to generation-1, unique per generation, so every generation (a
+  // membership change included) gets fresh keys. torchrun 1.13 counts only
+  // failure restarts (max_restarts - remaining_restarts) and relies on a new
+  // store per rendezvous instead; the daemon's restart_count (below) is that.
   restart_count_ = static_cast<int>(a.generation) - 1;
   stop_reason_ = StopReason::kNone;
   spdlog::info(
@@ -154,6 +174,14 @@ void Agent::StartGeneration(const rdzv::Assignment& a) {
       a.restart_count);
   if (auto s = StartAttempt(); !s.ok()) {
     spdlog::error("{}", s.message());
+    if (group_ && !group_->finished()) {
+      // Some workers were spawned and the group is stopping them: settle as
+      // for a failure once they are gone. AfterGroupEvent arms the SIGKILL
+      // deadline, as the static path does.
+      start_failure_ = s.message();
+      AfterGroupEvent();
+      return;
+    }
     current_.reset();
     client_->SetCurrent(std::nullopt);
     client_->ReportWorkerFailure(a.generation, 127, s.message());
@@ -163,6 +191,8 @@ void Agent::StartGeneration(const rdzv::Assignment& a) {
 void Agent::SettleElastic() {
   const StopReason reason = stop_reason_;
   stop_reason_ = StopReason::kNone;
+  const std::optional<std::string> start_failure = std::move(start_failure_);
+  start_failure_.reset();
   const auto state = group_->state();
   if (reason == StopReason::kSignal) {
     Finish(128 + received_signal_);
@@ -170,7 +200,13 @@ void Agent::SettleElastic() {
   }
   if (state == WorkerGroup::State::kSucceeded && current_) {
     spdlog::info("event=workers_succeeded gen={}", current_->generation);
+    ran_generation_succeeded_ = true;
     client_->ReportSucceeded(current_->generation);
+  } else if (state == WorkerGroup::State::kFailed && reason == StopReason::kNone && current_ &&
+             start_failure) {
+    client_->ReportWorkerFailure(current_->generation, 127, *start_failure);
+    current_.reset();
+    client_->SetCurrent(std::nullopt);
   } else if (state == WorkerGroup::State::kFailed && reason == StopReason::kNone && current_) {
     const auto& failures = group_->failures();
     const bool will_restart = current_->restart_count < current_->max_restarts;

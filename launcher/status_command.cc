@@ -13,6 +13,7 @@
 #include "launcher/launch_plan.h"
 #include "rendezvous/net/message_channel.h"
 #include "rendezvous/net/token_file.h"
+#include "rendezvous/protocol/frame_codec.h"
 
 namespace muster {
 namespace asio = boost::asio;
@@ -20,8 +21,6 @@ namespace asio = boost::asio;
 namespace {
 
 constexpr auto kStatusTimeout = std::chrono::seconds(5);
-// A status document of a large run exceeds the default frame limit.
-constexpr uint32_t kStatusMaxFrame = 256u << 20;
 
 struct StatusArgs {
   std::string host;
@@ -110,7 +109,7 @@ int RunStatusCommand(const std::vector<std::string>& args) {
 
   asio::io_context io;
   std::optional<std::string> reply;
-  std::string failure = "no answer within 5 s";
+  std::optional<std::string> failure;  // why no reply came, once known
   std::shared_ptr<rdzv::MessageChannel> channel;
   asio::ip::tcp::resolver resolver(io);
   auto socket = std::make_shared<asio::ip::tcp::socket>(io);
@@ -125,7 +124,8 @@ int RunStatusCommand(const std::vector<std::string>& args) {
         return;
       }
       channel = std::make_shared<rdzv::MessageChannel>(
-          std::move(*socket), rdzv::MessageChannel::Limits{kStatusMaxFrame, 1u << 20}, false);
+          std::move(*socket),
+          rdzv::MessageChannel::Limits{rdzv::kMaxStatusReplyFrameBytes, 1u << 20}, false);
       channel->Start({[&](rdzv::Message m) {
                         if (auto* s = std::get_if<rdzv::StatusReply>(&m)) {
                           reply = s->json;
@@ -136,7 +136,7 @@ int RunStatusCommand(const std::vector<std::string>& args) {
                         }
                       },
                       [&](const std::string& why, bool) {
-                        if (!reply && failure == "no answer within 5 s") failure = why;
+                        if (!reply && !failure) failure = why;
                         io.stop();
                       },
                       {}});
@@ -146,7 +146,10 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   });
   io.run_for(kStatusTimeout);
   if (!reply) {
-    std::cerr << "muster status: " << failure << "\n";
+    std::cerr << "muster status: "
+              << failure.value_or("no answer within " + std::to_string(kStatusTimeout.count()) +
+                                  " s")
+              << "\n";
     return 1;
   }
   std::cout << (a.json ? *reply + "\n" : FormatStatusTable(*reply));

@@ -47,6 +47,7 @@ void RendezvousClient::Stop() {
 }
 
 void RendezvousClient::SetCurrent(std::optional<Assignment> current) {
+  if (current) last_report_.ForgetBefore(current->generation);
   current_ = std::move(current);
 }
 
@@ -56,11 +57,15 @@ void RendezvousClient::Send(const Message& message) {
 
 void RendezvousClient::ReportWorkerFailure(uint64_t generation, int exit_code,
                                            const std::string& message) {
-  Send(WorkerFailed{options_.join.run_id, options_.join.node_id, generation, exit_code, message});
+  last_report_.Record(generation, WorkerFailed{options_.join.run_id, options_.join.node_id,
+                                               generation, exit_code, message});
+  Send(*last_report_.pending());
 }
 
 void RendezvousClient::ReportSucceeded(uint64_t generation) {
-  Send(WorkersSucceeded{options_.join.run_id, options_.join.node_id, generation});
+  last_report_.Record(generation,
+                      WorkersSucceeded{options_.join.run_id, options_.join.node_id, generation});
+  Send(*last_report_.pending());
 }
 
 void RendezvousClient::Leave() { Send(rdzv::Leave{options_.join.run_id, options_.join.node_id}); }
@@ -119,6 +124,10 @@ void RendezvousClient::OnConnected(tcp::socket socket) {
                    {}});
   channel_->Send(Hello{kProtocolVersion, options_.token, options_.join.node_id});
   channel_->Send(MakeJoin());
+  // A report sent while disconnected was dropped, and a restarted daemon
+  // never saw one: repeat the last outcome after the Join. (A stale one is
+  // refused as stale_generation, which is harmless.)
+  if (const Message* report = last_report_.pending()) channel_->Send(*report);
 }
 
 Join RendezvousClient::MakeJoin() const {
@@ -160,6 +169,7 @@ void RendezvousClient::OnMessage(const Message& message) {
     return;
   }
   if (const auto* assignment = std::get_if<AssignmentMessage>(&message)) {
+    last_report_.ForgetBefore(assignment->assignment.generation);
     if (callbacks_.on_assignment) callbacks_.on_assignment(assignment->assignment);
     return;
   }

@@ -23,6 +23,7 @@
 #include <random>
 #include <string>
 
+#include "rendezvous/client/outcome_report.h"
 #include "rendezvous/net/message_channel.h"
 #include "rendezvous/state/settings.h"
 
@@ -56,6 +57,8 @@ class RendezvousClient {
   void Stop();
   // The assignment the workers run under now (nullopt: none running).
   void SetCurrent(std::optional<Assignment> current);
+  // Outcome reports are kept: the last one is sent again after every Join on
+  // a reconnect, until an assignment of a newer generation arrives.
   void ReportWorkerFailure(uint64_t generation, int exit_code, const std::string& message);
   void ReportSucceeded(uint64_t generation);
   void Leave();
@@ -82,6 +85,7 @@ class RendezvousClient {
   boost::asio::steady_timer connect_deadline_;
   boost::asio::steady_timer fence_timer_;
   std::optional<Assignment> current_;
+  OutcomeReport last_report_;
   std::string local_addr_;
   std::chrono::steady_clock::time_point last_contact_;
   bool welcomed_ = false;

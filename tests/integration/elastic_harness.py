@@ -26,13 +26,19 @@ def start_musterd(port=0, extra=(), env=None):
     return proc, int(match.group(1))
 
 
-def start_agent(port, out_dir, nnodes="2:3", nproc=2, run_id="job", conf="", worker_args=(),
-                extra=(), env=None):
+def agent_args(endpoint, local_addr, out_dir, nnodes="2:3", nproc=2, run_id="job", conf="",
+               worker_args=(), extra=()):
+    """The command line of an elastic agent running gen_dump.py workers."""
     rdzv_conf = "last_call_timeout=0.5" + ("," + conf if conf else "")
-    args = [MUSTER, "--nnodes", nnodes, "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", run_id, "--rdzv-conf", rdzv_conf,
-            "--local-addr", "127.0.0.1"] + list(extra) + [GEN_DUMP, out_dir] + list(worker_args)
-    return start(args, env=env or base_env())
+    return ([MUSTER, "--nnodes", nnodes, "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
+             "--rdzv-endpoint", endpoint, "--rdzv-id", run_id, "--rdzv-conf", rdzv_conf,
+             "--local-addr", local_addr] + list(extra) + [GEN_DUMP, out_dir] + list(worker_args))
+
+
+def start_agent(port, out_dir, env=None, **kwargs):
+    """Starts an agent on loopback; kwargs as for agent_args()."""
+    return start(agent_args(f"127.0.0.1:{port}", "127.0.0.1", out_dir, **kwargs),
+                 env=env or base_env())
 
 
 def dumps(out_dir):

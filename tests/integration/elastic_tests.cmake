@@ -1,2 +1,2 @@
 # The elastic rendezvous: musterd with several agents on loopback.
-muster_integration_test(elastic elastic_test.py TIMEOUT 400 LABELS elastic)
+muster_integration_test(elastic elastic_test.py TIMEOUT 400 LABELS elastic sanitize)

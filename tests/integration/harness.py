@@ -2,7 +2,8 @@
 
 Tests are plain functions decorated with @test; run_tests() runs them in
 order, prints one line per test and a closing "N passed, M failed" line, and
-exits non-zero on any failure. Every process a test starts through this module
+exits 1 on any failure, 77 when tests only skipped (ctest's SKIP_RETURN_CODE:
+reported as Skipped, not Passed), 0 otherwise. Every process a test starts through this module
 is killed by PID (its whole process group) when the test ends, pass or fail.
 """
 import json
@@ -129,6 +130,9 @@ class Skip(Exception):
     """Raised by a test that cannot run here; reported as SKIP with its reason."""
 
 
+SKIP_RETURN_CODE = 77  # muster_integration_test sets ctest's SKIP_RETURN_CODE to it
+
+
 def run_tests():
     only = sys.argv[1:]
     passed = failed = skipped = 0
@@ -154,4 +158,8 @@ def run_tests():
             _started.clear()
     print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""),
           flush=True)
-    sys.exit(1 if failed or not passed else 0)
+    if failed:
+        sys.exit(1)
+    if not passed:
+        sys.exit(SKIP_RETURN_CODE if skipped else 1)
+    sys.exit(0)

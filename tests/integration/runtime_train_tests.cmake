@@ -4,4 +4,4 @@ add_executable(runtime_grad_avg_main ${CMAKE_CURRENT_LIST_DIR}/runtime_grad_avg_
 target_link_libraries(runtime_grad_avg_main PRIVATE muster_train)
 set_target_properties(runtime_grad_avg_main PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 
-muster_integration_test(runtime_train runtime_train_test.py TIMEOUT 600 LABELS train)
+muster_integration_test(runtime_train runtime_train_test.py TIMEOUT 600 LABELS train sanitize)

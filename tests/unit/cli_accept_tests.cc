@@ -7,8 +7,8 @@
 namespace muster::cli {
 namespace {
 
+using testing::EnvOf;
 using testing::Fields;
-using testing::MapEnv;
 
 struct Accepted {
   std::vector<std::string> args;
@@ -141,7 +141,7 @@ TEST_CASE("torchrun and muster command lines are accepted with the expected opti
         {"signals_to_handle", "SIGTERM,SIGUSR1"},
         {"event_log_handler", "console"}}},
   };
-  for (const Accepted& row : table) CheckAccepted(row, MapEnv({}));
+  for (const Accepted& row : table) CheckAccepted(row, EnvOf({}));
 }
 
 // One sample value per flag: each must work in all four command-line forms,
@@ -236,7 +236,7 @@ TEST_CASE("every flag works in both spellings, with a space or '=' before the va
     for (std::vector<std::string> args : forms) {
       args.insert(args.end(), sample.also.begin(), sample.also.end());
       args.push_back("train.py");
-      CheckAccepted({args, {{sample.field, sample.expected}}}, MapEnv({}));
+      CheckAccepted({args, {{sample.field, sample.expected}}}, EnvOf({}));
     }
   }
 }
@@ -248,37 +248,36 @@ TEST_CASE("every flag can be set as PET_<FLAG>") {
     std::vector<std::string> args = sample.also;
     args.push_back("train.py");
     const std::string value = sample.value.empty() ? "1" : sample.value;
-    CheckAccepted({args, {{sample.field, sample.expected}}}, MapEnv({{EnvName(*flag), value}}));
+    CheckAccepted({args, {{sample.field, sample.expected}}}, EnvOf({{EnvName(*flag), value}}));
   }
 }
 
 TEST_CASE("boolean PET_ variables take 1, 0, true and false") {
-  CheckAccepted({{"t.py"}, {{"standalone", "true"}}}, MapEnv({{"PET_STANDALONE", "TRUE"}}));
-  CheckAccepted({{"t.py"}, {{"standalone", "false"}}}, MapEnv({{"PET_STANDALONE", "0"}}));
-  CheckAccepted({{"t.py"}, {{"prefix_output", "true"}}}, MapEnv({{"PET_NO_PREFIX", "false"}}));
+  CheckAccepted({{"t.py"}, {{"standalone", "true"}}}, EnvOf({{"PET_STANDALONE", "TRUE"}}));
+  CheckAccepted({{"t.py"}, {{"standalone", "false"}}}, EnvOf({{"PET_STANDALONE", "0"}}));
+  CheckAccepted({{"t.py"}, {{"prefix_output", "true"}}}, EnvOf({{"PET_NO_PREFIX", "false"}}));
   // Off modes do not count against each other.
   CheckAccepted({{"-m", "pkg"}, {{"run_as_module", "true"}}},
-                MapEnv({{"PET_NO_PYTHON", "0"}, {"PET_RUN_PATH", "false"}}));
+                EnvOf({{"PET_NO_PYTHON", "0"}, {"PET_RUN_PATH", "false"}}));
 }
 
 TEST_CASE("an empty PET_ variable counts as unset") {
   CheckAccepted({{"t.py"}, {{"min_nodes", "1"}, {"rdzv_id", "none"}}},
-                MapEnv({{"PET_NNODES", ""}, {"PET_RDZV_ID", ""}}));
+                EnvOf({{"PET_NNODES", ""}, {"PET_RDZV_ID", ""}}));
 }
 
 TEST_CASE("python comes from --python, else MUSTER_PYTHON, else python3") {
-  CheckAccepted({{"t.py"}, {{"python", "/env/python"}}},
-                MapEnv({{"MUSTER_PYTHON", "/env/python"}}));
+  CheckAccepted({{"t.py"}, {{"python", "/env/python"}}}, EnvOf({{"MUSTER_PYTHON", "/env/python"}}));
   CheckAccepted({{"--python", "/cli/python", "t.py"}, {{"python", "/cli/python"}}},
-                MapEnv({{"MUSTER_PYTHON", "/env/python"}}));
+                EnvOf({{"MUSTER_PYTHON", "/env/python"}}));
   CheckAccepted({{"t.py"}, {{"python", "/pet/python"}}},
-                MapEnv({{"MUSTER_PYTHON", "/env/python"}, {"PET_PYTHON", "/pet/python"}}));
-  CheckAccepted({{"t.py"}, {{"python", "python3"}}}, MapEnv({{"MUSTER_PYTHON", ""}}));
+                EnvOf({{"MUSTER_PYTHON", "/env/python"}, {"PET_PYTHON", "/pet/python"}}));
+  CheckAccepted({{"t.py"}, {{"python", "python3"}}}, EnvOf({{"MUSTER_PYTHON", ""}}));
 }
 
 TEST_CASE("standalone without an id gets a fresh random one") {
-  auto first = ParseLaunchCommandLine({"--standalone", "t.py"}, MapEnv({}));
-  auto second = ParseLaunchCommandLine({"--standalone", "t.py"}, MapEnv({}));
+  auto first = ParseLaunchCommandLine({"--standalone", "t.py"}, EnvOf({}));
+  auto second = ParseLaunchCommandLine({"--standalone", "t.py"}, EnvOf({}));
   REQUIRE(first.options);
   REQUIRE(second.options);
   CHECK(first.options->rdzv_id.size() == 36);
@@ -288,20 +287,20 @@ TEST_CASE("standalone without an id gets a fresh random one") {
 
 TEST_CASE("--help and --version print and exit 0") {
   for (const char* help : {"--help", "-h"}) {
-    auto outcome = ParseLaunchCommandLine({"--nnodes", "2", help, "--bogus"}, MapEnv({}));
+    auto outcome = ParseLaunchCommandLine({"--nnodes", "2", help, "--bogus"}, EnvOf({}));
     CHECK_FALSE(outcome.options);
     CHECK(outcome.exit_code == 0);
     CHECK(outcome.text.starts_with("usage: muster [options] SCRIPT [SCRIPT_ARGS...]\n"));
     CHECK(outcome.text.back() != '\n');
   }
-  auto version = ParseLaunchCommandLine({"--version"}, MapEnv({}));
+  auto version = ParseLaunchCommandLine({"--version"}, EnvOf({}));
   CHECK_FALSE(version.options);
   CHECK(version.exit_code == 0);
   CHECK(version.text == "muster 0.1.0");
 }
 
 TEST_CASE("help lists every command-line flag in both spellings with its default") {
-  std::string help = ParseLaunchCommandLine({"-h"}, MapEnv({})).text;
+  std::string help = ParseLaunchCommandLine({"-h"}, EnvOf({})).text;
   std::size_t longest = 0;
   for (std::size_t start = 0, end; start <= help.size(); start = end + 1) {
     end = std::min(help.find('\n', start), help.size());
@@ -339,7 +338,7 @@ TEST_CASE("parsing a typical command line takes microseconds") {
                                          "3"};
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 1000; ++i) {
-    auto outcome = ParseLaunchCommandLine(args, MapEnv({}));
+    auto outcome = ParseLaunchCommandLine(args, EnvOf({}));
     REQUIRE(outcome.options);
   }
   const auto per_parse = (std::chrono::steady_clock::now() - start) / 1000;

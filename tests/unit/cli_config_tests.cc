@@ -9,8 +9,8 @@ namespace muster::cli {
 namespace {
 
 using testing::EnvMap;
+using testing::EnvOf;
 using testing::Fields;
-using testing::MapEnv;
 using testing::TempFile;
 
 std::map<std::string, std::string> ParseWith(const std::string& json,
@@ -18,7 +18,7 @@ std::map<std::string, std::string> ParseWith(const std::string& json,
   TempFile file(json);
   args.insert(args.begin(), {"--config", file.path()});
   args.push_back("train.py");
-  CliOutcome outcome = ParseLaunchCommandLine(args, MapEnv(env));
+  CliOutcome outcome = ParseLaunchCommandLine(args, EnvOf(env));
   INFO("json: " << json << "\ntext: " << outcome.text);
   REQUIRE(outcome.options);
   return Fields(*outcome.options, outcome.extras);
@@ -27,7 +27,7 @@ std::map<std::string, std::string> ParseWith(const std::string& json,
 std::string ErrorWith(const std::string& json, std::string* path = nullptr) {
   TempFile file(json);
   if (path != nullptr) *path = file.path();
-  CliOutcome outcome = ParseLaunchCommandLine({"--config", file.path(), "t.py"}, MapEnv({}));
+  CliOutcome outcome = ParseLaunchCommandLine({"--config", file.path(), "t.py"}, EnvOf({}));
   INFO("json: " << json);
   REQUIRE_FALSE(outcome.options);
   CHECK(outcome.exit_code == 2);
@@ -105,12 +105,12 @@ TEST_CASE("command line beats PET_ beats config file beats default") {
 TEST_CASE("PET_CONFIG names the config file, and --config overrides it") {
   TempFile from_env(R"({"role": "env-file"})");
   TempFile from_cli(R"({"role": "cli-file"})");
-  auto outcome = ParseLaunchCommandLine({"t.py"}, MapEnv({{"PET_CONFIG", from_env.path()}}));
+  auto outcome = ParseLaunchCommandLine({"t.py"}, EnvOf({{"PET_CONFIG", from_env.path()}}));
   REQUIRE(outcome.options);
   CHECK(outcome.options->role == "env-file");
   CHECK(outcome.options->config_file == from_env.path());
   outcome = ParseLaunchCommandLine({"--config", from_cli.path(), "t.py"},
-                                   MapEnv({{"PET_CONFIG", from_env.path()}}));
+                                   EnvOf({{"PET_CONFIG", from_env.path()}}));
   REQUIRE(outcome.options);
   CHECK(outcome.options->role == "cli-file");
 }
@@ -152,7 +152,7 @@ TEST_CASE("config errors name the file, the key and the value") {
 
 TEST_CASE("a config file's cross-flag errors name the keys") {
   TempFile file(R"({"nnodes": 2, "standalone": true})");
-  auto outcome = ParseLaunchCommandLine({"--config", file.path(), "t.py"}, MapEnv({}));
+  auto outcome = ParseLaunchCommandLine({"--config", file.path(), "t.py"}, EnvOf({}));
   CHECK(outcome.text == "muster: error: " + file.path() + ": standalone runs a single node, but " +
                             file.path() + ": nnodes is '2'");
 }

@@ -38,7 +38,7 @@ TEST_CASE("every example config parses") {
   for (const auto& path : configs) {
     INFO("config: " << path);
     auto outcome =
-        ParseLaunchCommandLine({"--config", path.string(), "train.py"}, testing::MapEnv({}));
+        ParseLaunchCommandLine({"--config", path.string(), "train.py"}, testing::EnvOf({}));
     INFO("text: " << outcome.text);
     CHECK(outcome.options.has_value());
   }

@@ -8,7 +8,7 @@ namespace muster::cli {
 namespace {
 
 using testing::EnvMap;
-using testing::MapEnv;
+using testing::EnvOf;
 
 struct Rejected {
   std::vector<std::string> args;
@@ -168,7 +168,7 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
   };
   for (const Rejected& row : table) {
     INFO("args: " << testing::Join(row.args, " "));
-    CliOutcome outcome = ParseLaunchCommandLine(row.args, MapEnv(row.env));
+    CliOutcome outcome = ParseLaunchCommandLine(row.args, EnvOf(row.env));
     CHECK_FALSE(outcome.options);
     CHECK(outcome.exit_code == 2);
     CHECK(outcome.text == "muster: error: " + row.error);
@@ -178,7 +178,7 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
 
 TEST_CASE("a bad value that a higher-precedence source overrides is not an error") {
   auto outcome = ParseLaunchCommandLine({"--nproc-per-node", "2", "t.py"},
-                                        MapEnv({{"PET_NPROC_PER_NODE", "zero"}}));
+                                        EnvOf({{"PET_NPROC_PER_NODE", "zero"}}));
   REQUIRE(outcome.options);
   CHECK(outcome.options->nproc_per_node.count == 2);
 }

@@ -1,6 +1,7 @@
 // Helpers for the muster_cli tests: LaunchOptions rendered as a flat
 // field -> text map (so test tables list only the fields they care about),
-// an in-memory environment, and temporary config files.
+// an in-memory environment (EnvOf, shared with the launcher tests), and
+// temporary config files.
 #pragma once
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "launcher/cli/command_line.h"
+#include "tests/unit/launcher_test_support.h"
 
 namespace muster::cli::testing {
 
@@ -101,14 +103,7 @@ inline std::map<std::string, std::string> Fields(const LaunchOptions& o, const E
 }
 
 using EnvMap = std::map<std::string, std::string>;
-
-inline EnvLookup MapEnv(EnvMap vars) {
-  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using muster::testing::EnvOf;  // an in-memory environment (launcher_test_support.h)
 
 // A file with `contents` in a fresh temporary directory, removed on scope exit.
 class TempFile {

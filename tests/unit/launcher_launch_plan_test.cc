@@ -93,7 +93,9 @@ TEST_CASE("static rendezvous puts node ranks in order and node 0 hosts the store
   CHECK(a->global_rank_offset == 4);
   CHECK(a->world_size == 8);
   CHECK(a->master_port == 29500);
-  CHECK(a->group_rank != 0);  // node 0 hosts the store
+  CHECK(a->group_rank == 1);  // node 1 of 2: node 0 hosts the store
+  CHECK(a->group_world_size == 2);
+  CHECK(a->local_world_size == 4);
 }
 
 TEST_CASE("the static endpoint flag overrides master address and port", "[plan]") {
@@ -110,7 +112,13 @@ TEST_CASE("a one-node job binds loopback on any port", "[plan]") {
   LaunchOptions o = Script("train.py");
   o.rdzv_backend = "c10d";
   o.rdzv_endpoint = "head:29400";  // one node: the store stays local anyway
+  // main() runs a one-node c10d job without the elastic rendezvous...
+  auto config = MakeElasticConfig(o);
+  REQUIRE(config.ok());
+  CHECK_FALSE(config->has_value());
+  // ...with this static assignment.
   auto a = StaticAssignment(o, 3);
+  REQUIRE(a.ok());
   CHECK(a->master_addr == "127.0.0.1");
   CHECK(a->master_port == 0);
   CHECK(a->world_size == 3);

@@ -1,4 +1,4 @@
-// Helpers shared by the launcher's unit tests.
+// Helpers shared by the launcher's unit tests (launcher_* and cli_*).
 #pragma once
 
 #include <map>
