@@ -1,6 +1,7 @@
 #include "rendezvous/store/tcpstore_codec.h"
 
 #include <bit>
+#include <cassert>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -207,8 +208,20 @@ void EncodeBytes(std::string_view value, std::string* out) {
 
 void EncodeInt64(int64_t value, std::string* out) { AppendLittle<int64_t>(value, out); }
 
+void EncodeUint64(uint64_t value, std::string* out) { AppendLittle<uint64_t>(value, out); }
+
 void EncodeUint32(uint32_t value, std::string* out) { AppendLittle<uint32_t>(value, out); }
 
 void EncodeByte(uint8_t value, std::string* out) { out->push_back(static_cast<char>(value)); }
+
+uint64_t DecodeUint64(std::string_view bytes) {
+  assert(bytes.size() >= sizeof(uint64_t));
+  return LoadLittle<uint64_t>(bytes.data());
+}
+
+int64_t DecodeInt64(std::string_view bytes) {
+  assert(bytes.size() >= sizeof(int64_t));
+  return LoadLittle<int64_t>(bytes.data());
+}
 
 }  // namespace muster::store

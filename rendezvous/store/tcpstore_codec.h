@@ -90,11 +90,19 @@ class RequestDecoder {
   std::string error_;  // non-empty once failed
 };
 
-// Response encoders: each appends one wire value to *out. Layouts are the same
-// in both dialects.
+// Value encoders: each appends one wire value to *out. Layouts are the same
+// in both dialects. The store encodes its replies with them and the worker
+// runtime's client (worker_runtime/store) its requests, so both sides share
+// one definition of the byte layout.
 void EncodeBytes(std::string_view value, std::string* out);  // uint64 length + bytes
 void EncodeInt64(int64_t value, std::string* out);           // ADD, GETNUMKEYS, DELETE_KEY
+void EncodeUint64(uint64_t value, std::string* out);         // key counts (CHECK, WAIT, ...)
 void EncodeUint32(uint32_t value, std::string* out);         // PING
 void EncodeByte(uint8_t value, std::string* out);            // CHECK, WAIT, CANCEL_WAIT
+
+// Value decoders, the inverse of the encoders for fixed-size integers: the
+// value in the first 8 bytes of `bytes`. REQUIRES: bytes.size() >= 8.
+uint64_t DecodeUint64(std::string_view bytes);
+int64_t DecodeInt64(std::string_view bytes);
 
 }  // namespace muster::store

@@ -1,6 +1,7 @@
 #include "rendezvous/store/tcpstore_protocol.h"
 
 #include <array>
+#include <cstddef>
 
 namespace muster::store {
 namespace {
@@ -26,6 +27,26 @@ std::optional<Op> OpFromWire(Dialect dialect, uint8_t wire) {
     case Dialect::kModern:
       if (wire < kModernOps.size()) return kModernOps[wire];
       return std::nullopt;
+    case Dialect::kUnknown:
+      break;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint8_t> OpToWire(Dialect dialect, Op op) {
+  // The tables above are the one mapping; searching them keeps the two
+  // directions from ever disagreeing.
+  const auto find = [op](const auto& table) -> std::optional<uint8_t> {
+    for (size_t wire = 0; wire < table.size(); ++wire) {
+      if (table[wire] == op) return static_cast<uint8_t>(wire);
+    }
+    return std::nullopt;
+  };
+  switch (dialect) {
+    case Dialect::kLegacy:
+      return find(kLegacyOps);
+    case Dialect::kModern:
+      return find(kModernOps);
     case Dialect::kUnknown:
       break;
   }

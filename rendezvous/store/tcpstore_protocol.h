@@ -69,6 +69,10 @@ struct Request {
 // The operation named by query byte `wire` in `dialect`, or nullopt when the
 // dialect has no such query type. REQUIRES: dialect != kUnknown.
 std::optional<Op> OpFromWire(Dialect dialect, uint8_t wire);
+// The query byte that names `op` in `dialect`: the inverse of OpFromWire.
+// nullopt when the dialect has no such operation (kWatchKey in kModern,
+// kAppend in kLegacy, ...). REQUIRES: dialect != kUnknown.
+std::optional<uint8_t> OpToWire(Dialect dialect, Op op);
 
 // "SET", "COMPARE_SET", ... for logs and test names.
 std::string_view OpName(Op op);

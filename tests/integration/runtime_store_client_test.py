@@ -121,9 +121,12 @@ def scripted_sequence(port):
     t, plain = torch_clients(port)
     check(t.get("n") == b"3", "torch sees the probe's prefixed key")
     check(t.get("c") == b"second", "torch sees compare_set's result")
-    # (torch 1.13's Python API has no check(); delete_key of an absent key is harmless.)
-    check(plain.delete_key("n") is False, "the key is not stored without the prefix")
     check(plain.get(TORCH_PREFIX + "/n") == b"3", "the key is stored under the prefix")
+    # torch 1.13's Python API has no check(); a probe without a prefix sees the
+    # raw wire keys. Had the first probe dropped its prefix, "n" would exist.
+    raw = Probe(port, prefix="<empty>").connected()
+    check(raw.run(f"check {PREFIX}n") == "value=true", "the wire key carries the prefix")
+    check(raw.run("check n") == "value=false", "the bare key was never sent")
 
 
 @test
@@ -235,6 +238,27 @@ def connect_to_a_store_that_never_starts_times_out():
     check(f"127.0.0.1:{port}" in line and "700 ms" in line, f"names endpoint and timeout: {line!r}")
     check(650 <= int(field(line, "elapsed_ms")) < 1500, f"connect deadline: {line!r}")
     check(p.proc.wait(timeout=10) == 1, "the probe exits 1")
+
+
+@test
+def a_reconnect_cut_short_by_connect_timeout_reports_that_budget():
+    port = harness.free_port()
+    store = harness.start([SERVER_BIN, str(port)], stdin=subprocess.PIPE)
+    line = LineReader(store.stdout).readline(10)
+    check(line == f"port={port}", f"expected port={port} from the store, got {line!r}")
+    p = Probe(port, timeout_ms=5000, connect_timeout_ms=700).connected()
+    check(p.run("set k v") == "ok", "set while the store is up")
+    harness.kill_tree(store.pid)
+    store.wait(timeout=10)
+    # The first call finds its connection closed; the next reconnects, and the
+    # 700 ms connect_timeout ends that before the call's 5000 ms timeout.
+    line = p.run("add n 1")
+    check(line.startswith("error="), f"a call on the dead connection fails: {line!r}")
+    line = p.run("add n 1")
+    check(line.startswith("error=Timeout"), f"the reconnect times out: {line!r}")
+    check("700 ms (connect_timeout)" in line and "5000 ms" not in line,
+          f"the error names the budget that expired: {line!r}")
+    check(650 <= int(field(line, "elapsed_ms")) < 1500, f"connect_timeout bounds it: {line!r}")
 
 
 @test

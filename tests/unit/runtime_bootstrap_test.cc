@@ -213,7 +213,11 @@ TEST_CASE("the derived port is deterministic and within 20000..60000") {
   }
   Env neighbour = Slurm();
   neighbour["SLURM_JOB_ID"] = "123457";
-  CHECK(FromMap(neighbour)->master_port != FromMap(Slurm())->master_port);
+  auto next_job = FromMap(neighbour);
+  auto this_job = FromMap(Slurm());
+  REQUIRE(next_job.ok());
+  REQUIRE(this_job.ok());
+  CHECK(next_job->master_port != this_job->master_port);
 }
 
 TEST_CASE("SLURM errors name the variable and quote the value") {
@@ -226,6 +230,9 @@ TEST_CASE("SLURM errors name the variable and quote the value") {
   vars = Slurm();
   vars["SLURM_LOCALID"] = "2";
   CHECK(ErrorOf(vars) == "SLURM_LOCALID=2 is not below tasks on this node=2");
+  vars = Slurm();
+  vars["MASTER_ADDR"] = "";
+  CHECK(ErrorOf(vars) == "MASTER_ADDR='' is not a host");
   vars = Slurm();
   vars["SLURM_TASKS_PER_NODE"] = "2(x3";
   CHECK(ErrorOf(vars) ==

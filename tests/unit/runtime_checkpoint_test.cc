@@ -333,6 +333,29 @@ TEST_CASE("temp files and foreign names are ignored", "[checkpoint]") {
   CHECK(log.Lines().empty());
 }
 
+TEST_CASE("temp files left by crashed writes are removed by the next write", "[checkpoint]") {
+  TempDir dir;
+  REQUIRE(WriteCheckpoint(dir.path(), SampleCheckpoint(2)).ok());
+  const std::string valid = ReadBytes(dir.File(CheckpointFileName(2)));
+  // What two crashed writes (before their rename) leave behind, and names
+  // that only look similar: those are not ours to delete.
+  WriteBytes(dir.File(CheckpointTempFileName(3, "123-0")), valid);
+  WriteBytes(dir.File(CheckpointTempFileName(2, "456-7")), "torn");
+  WriteBytes(dir.File(".ckpt-42.mck.tmp-1-0"), "foreign");
+  WriteBytes(dir.File("notes.tmp-1"), "foreign");
+  CHECK(IsCheckpointTempFileName(CheckpointTempFileName(3, "123-0")));
+  CHECK_FALSE(IsCheckpointTempFileName(".ckpt-42.mck.tmp-1-0"));
+  CHECK_FALSE(IsCheckpointTempFileName(CheckpointFileName(3)));
+
+  LogCapture log;
+  REQUIRE(WriteCheckpoint(dir.path(), SampleCheckpoint(4), /*keep_last=*/5).ok());
+  CHECK(DirectoryNames(dir.path()) ==
+        std::vector<std::string>{".ckpt-42.mck.tmp-1-0", CheckpointFileName(2),
+                                 CheckpointFileName(4), "notes.tmp-1"});
+  CHECK(log.Lines().empty());
+  CHECK(LoadOrFail(dir.path())->step == 4);
+}
+
 TEST_CASE("the newest valid checkpoint wins over older and broken ones", "[checkpoint]") {
   TempDir dir;
   for (uint64_t step : {5, 1, 30, 200}) {

@@ -14,6 +14,7 @@ namespace muster::runtime::store_wire {
 namespace {
 
 using muster::store::Dialect;
+using muster::store::kCheckNotReady;
 using muster::store::Op;
 using muster::store::Request;
 using muster::store::RequestDecoder;

@@ -2,6 +2,7 @@
 // Legacy literals marked "captured" are exactly what torch 1.13's client sent.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -319,6 +320,28 @@ TEST_CASE("garbage after valid requests keeps the valid ones", "[store][codec]")
   CHECK(d.last == DecodeResult::kError);
 }
 
+TEST_CASE("a query byte maps back to its operation in both dialects", "[store][codec]") {
+  for (Dialect dialect : {Dialect::kLegacy, Dialect::kModern}) {
+    INFO("dialect=" << DialectName(dialect));
+    for (int wire = 0; wire < 256; ++wire) {
+      const std::optional<Op> op = OpFromWire(dialect, static_cast<uint8_t>(wire));
+      if (op) CHECK(OpToWire(dialect, *op) == std::optional<uint8_t>(wire));
+    }
+  }
+  // The captured torch 1.13 query bytes the runtime's client sends.
+  CHECK(OpToWire(Dialect::kLegacy, Op::kSet) == std::optional<uint8_t>(0));
+  CHECK(OpToWire(Dialect::kLegacy, Op::kWait) == std::optional<uint8_t>(5));
+  CHECK(OpToWire(Dialect::kLegacy, Op::kDeleteKey) == std::optional<uint8_t>(8));
+  CHECK(OpToWire(Dialect::kModern, Op::kSet) == std::optional<uint8_t>(1));
+}
+
+TEST_CASE("an operation a dialect lacks has no query byte in it", "[store][codec]") {
+  CHECK_FALSE(OpToWire(Dialect::kLegacy, Op::kAppend).has_value());
+  CHECK_FALSE(OpToWire(Dialect::kLegacy, Op::kPing).has_value());
+  CHECK_FALSE(OpToWire(Dialect::kModern, Op::kWatchKey).has_value());
+  CHECK_FALSE(OpToWire(Dialect::kUnknown, Op::kSet).has_value());
+}
+
 // ---------------------------------------------------------------- encoders
 
 TEST_CASE("responses encode as torch expects them", "[store][codec]") {
@@ -335,6 +358,15 @@ TEST_CASE("responses encode as torch expects them", "[store][codec]") {
     EncodeInt64(5, &out);
     EncodeInt64(-2, &out);
     CHECK(out == Hex("0500000000000000 feffffffffffffff"));
+  }
+  SECTION("uint64 key count, and its decoder") {
+    EncodeUint64(0x0102030405060708ull, &out);
+    CHECK(out == Hex("0807060504030201"));
+    CHECK(DecodeUint64(out) == 0x0102030405060708ull);
+  }
+  SECTION("int64 decodes what it encodes") {
+    EncodeInt64(-2, &out);
+    CHECK(DecodeInt64(out) == -2);
   }
   SECTION("uint32 nonce") {
     EncodeUint32(0x01020304, &out);

@@ -1,6 +1,8 @@
 #include "worker_runtime/bootstrap/context.h"
 
 #include <cstdlib>
+#include <string>
+#include <utility>
 
 #include "worker_runtime/bootstrap/context_sources.h"
 
@@ -21,6 +23,16 @@ Result<std::string> Required(const EnvLookup& env, const char* source, const std
   if (!value)
     return Status::InvalidArgument(std::string(source) + " variable " + name + " is not set");
   return std::move(*value);
+}
+
+Status NotBelow(const char* name, int value, const char* limit_name, int limit) {
+  return Status::InvalidArgument(std::string(name) + "=" + std::to_string(value) +
+                                 " is not below " + limit_name + "=" + std::to_string(limit));
+}
+
+Result<std::string> MasterAddr(std::string addr) {
+  if (addr.empty()) return Status::InvalidArgument("MASTER_ADDR='' is not a host");
+  return addr;
 }
 
 Result<Context> Context::FromEnv(const EnvLookup& env) {

@@ -5,6 +5,8 @@
 // Thread-safety: pure functions of `env`.
 #pragma once
 
+#include <string>
+
 #include "common/env_lookup.h"
 #include "common/status.h"
 #include "worker_runtime/bootstrap/context.h"
@@ -23,5 +25,13 @@ bool TorchrunVariablesPresent(const EnvLookup& env);
 // The value of `name`, or an error saying which variable of `source` is
 // missing: "torchrun variable WORLD_SIZE is not set".
 Result<std::string> Required(const EnvLookup& env, const char* source, const std::string& name);
+
+// The error for a rank that is not below its world size:
+// "RANK=4 is not below WORLD_SIZE=4".
+Status NotBelow(const char* name, int value, const char* limit_name, int limit);
+
+// `addr`, the value of MASTER_ADDR, as the rendezvous host. Error:
+// InvalidArgument "MASTER_ADDR='' is not a host" when it is empty.
+Result<std::string> MasterAddr(std::string addr);
 
 }  // namespace muster::runtime

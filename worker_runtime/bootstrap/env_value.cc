@@ -1,23 +1,10 @@
 #include "worker_runtime/bootstrap/env_value.h"
 
-#include <charconv>
 #include <limits>
 
-namespace muster::runtime {
+#include "common/decimal.h"
 
-std::optional<uint64_t> ParseDecimal(std::string_view text, uint64_t max) {
-  // from_chars alone would accept a prefix ("4x"); every byte must be a digit.
-  if (text.empty()) return std::nullopt;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-  }
-  uint64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value > max) {
-    return std::nullopt;
-  }
-  return value;
-}
+namespace muster::runtime {
 
 namespace {
 

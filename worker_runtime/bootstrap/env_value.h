@@ -1,24 +1,19 @@
 // Reading numbers out of environment variables, with errors that name the
 // variable and quote its value ("RANK='x' is not a non-negative integer").
 //
-// Numbers are strict: decimal digits only, no sign, no spaces, no trailing
-// text, and they must fit the result type.
+// Numbers are strict (muster::ParseDecimal, common/decimal.h): decimal
+// digits only, no sign, no spaces, no trailing text, and they must fit the
+// result type.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <string_view>
 
 #include "common/status.h"
 
 namespace muster::runtime {
-
-// The digits of `text` as a non-negative number, or nullopt when `text` is
-// not a strict decimal number or exceeds `max`.
-std::optional<uint64_t> ParseDecimal(std::string_view text, uint64_t max);
 
 // `value` as an int >= 0. Error: "NAME='value' is not a non-negative integer".
 Result<int> NonNegativeInt(const std::string& name, const std::string& value);

@@ -1,7 +1,9 @@
 // Context from the variables `srun` sets for each task it starts directly.
 #include <limits>
 #include <string>
+#include <utility>
 
+#include "common/decimal.h"
 #include "worker_runtime/bootstrap/context_sources.h"
 #include "worker_runtime/bootstrap/env_value.h"
 #include "worker_runtime/bootstrap/slurm_lists.h"
@@ -10,11 +12,6 @@ namespace muster::runtime {
 namespace {
 
 constexpr const char* kSource = "SLURM";
-
-Status NotBelow(const char* name, int value, const char* limit_name, int limit) {
-  return Status::InvalidArgument(std::string(name) + "=" + std::to_string(value) +
-                                 " is not below " + limit_name + "=" + std::to_string(limit));
-}
 
 // SLURM_NTASKS_PER_NODE exists only with --ntasks-per-node; otherwise
 // SLURM_TASKS_PER_NODE lists every node's count and SLURM_NODEID says which
@@ -73,9 +70,10 @@ Result<Context> ContextFromSlurm(const EnvLookup& env) {
 
   // An exported MASTER_ADDR wins (sbatch scripts set it when the first node's
   // name does not resolve from the others); else the job's first node.
-  if (auto addr = env("MASTER_ADDR")) {
-    if (addr->empty()) return Status::InvalidArgument("MASTER_ADDR='' is not a host");
-    ctx.master_addr = *addr;
+  if (auto text = env("MASTER_ADDR")) {
+    auto addr = MasterAddr(std::move(*text));
+    if (!addr.ok()) return addr.status();
+    ctx.master_addr = std::move(*addr);
   } else {
     auto node_list = Required(env, kSource, "SLURM_JOB_NODELIST");
     if (!node_list.ok()) return node_list.status();

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "worker_runtime/bootstrap/env_value.h"
+#include "common/decimal.h"
 
 namespace muster::runtime {
 namespace {

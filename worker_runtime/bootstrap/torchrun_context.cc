@@ -1,5 +1,6 @@
 // Context from the variables torchrun (or muster acting as torchrun) sets.
 #include <string>
+#include <utility>
 
 #include "worker_runtime/bootstrap/context_sources.h"
 #include "worker_runtime/bootstrap/env_value.h"
@@ -8,11 +9,6 @@ namespace muster::runtime {
 namespace {
 
 constexpr const char* kSource = "torchrun";
-
-Status NotBelow(const char* name, int value, const char* limit_name, int limit) {
-  return Status::InvalidArgument(std::string(name) + "=" + std::to_string(value) +
-                                 " is not below " + limit_name + "=" + std::to_string(limit));
-}
 
 }  // namespace
 
@@ -24,8 +20,8 @@ Result<Context> ContextFromTorchrun(const EnvLookup& env) {
   if (!rank_text.ok()) return rank_text.status();
   auto world_text = Required(env, kSource, "WORLD_SIZE");
   if (!world_text.ok()) return world_text.status();
-  auto addr = Required(env, kSource, "MASTER_ADDR");
-  if (!addr.ok()) return addr.status();
+  auto addr_text = Required(env, kSource, "MASTER_ADDR");
+  if (!addr_text.ok()) return addr_text.status();
   auto port_text = Required(env, kSource, "MASTER_PORT");
   if (!port_text.ok()) return port_text.status();
 
@@ -35,7 +31,8 @@ Result<Context> ContextFromTorchrun(const EnvLookup& env) {
   if (!world.ok()) return world.status();
   auto port = Port("MASTER_PORT", *port_text);
   if (!port.ok()) return port.status();
-  if (addr->empty()) return Status::InvalidArgument("MASTER_ADDR='' is not a host");
+  auto addr = MasterAddr(std::move(*addr_text));
+  if (!addr.ok()) return addr.status();
   if (*rank >= *world) return NotBelow("RANK", *rank, "WORLD_SIZE", *world);
   ctx.rank = *rank;
   ctx.world_size = *world;

@@ -26,10 +26,10 @@ std::string PathError(const std::string& path, const char* what) {
 Result<std::pair<int, std::string>> CreateTempFile(const std::string& dir, uint64_t step) {
   static std::atomic<uint64_t> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const std::string path = (std::filesystem::path(dir) /
-                              ("." + CheckpointFileName(step) + ".tmp-" +
-                               std::to_string(::getpid()) + "-" + std::to_string(counter++)))
-                                 .string();
+    const std::string path =
+        (std::filesystem::path(dir) /
+         CheckpointTempFileName(step, std::to_string(::getpid()) + "-" + std::to_string(counter++)))
+            .string();
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) return std::make_pair(fd, path);
     if (errno != EEXIST) return Status::IoError(PathError(path, "create"));
@@ -52,6 +52,22 @@ Status WriteTempFile(int fd, const std::string& path, const Checkpoint& ckpt) {
   // close can report a deferred write error (NFS), so it is checked too.
   if (::close(fd) != 0) return Status::IoError(PathError(path, "close"));
   return Status::Ok();
+}
+
+// Temp files of earlier writes that crashed before their rename would
+// otherwise pile up across restarts. With one writer per directory none of
+// them belongs to a write in progress. Leftovers only cost space: logged.
+void RemoveStaleTempFiles(const std::string& dir) {
+  Result<std::vector<RemovalFailure>> failures = RemoveCheckpointTempFiles(dir);
+  if (!failures.ok()) {
+    spdlog::warn("checkpoint temp cleanup skipped dir={} reason={}", dir,
+                 failures.status().message());
+    return;
+  }
+  for (const RemovalFailure& failure : *failures) {
+    spdlog::warn("checkpoint temp file not removed file={} reason={}", failure.path,
+                 failure.reason);
+  }
 }
 
 // Keeps the newest `keep_last` files; `written` survives regardless, so an
@@ -102,6 +118,7 @@ Status WriteCheckpoint(const std::string& dir, const Checkpoint& ckpt, int keep_
     return Status::IoError("checkpoint dir '" + dir + "': create: " + created_error.message());
   }
 
+  RemoveStaleTempFiles(dir);
   Result<std::pair<int, std::string>> temp = CreateTempFile(dir, ckpt.step);
   if (!temp.ok()) return temp.status();
   const auto& [fd, temp_path] = *temp;

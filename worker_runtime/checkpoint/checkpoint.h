@@ -6,7 +6,8 @@
 //   .ckpt-<step>.mck.tmp-<pid>-<n>              a write in progress (ignored)
 // A checkpoint only appears under its final name once its bytes are on disk
 // (temp file, fsync, rename, fsync of the directory), so a crash leaves either
-// the previous set of checkpoints or the new one, plus possibly a temp file.
+// the previous set of checkpoints or the new one, plus possibly a temp file,
+// which the next WriteCheckpoint to the directory removes.
 //
 // File format, version 1. Integers are unsigned little-endian; offsets in bytes.
 //    0   8  magic "MSTRCKPT"
@@ -50,9 +51,11 @@ struct Checkpoint {
 };
 
 // Writes `ckpt` to dir/ckpt-<step>.mck atomically, creating `dir` if missing
-// and replacing a checkpoint of the same step. Then removes the oldest
-// checkpoints so that at most `keep_last` remain; the one just written is
-// never removed, and a failed removal is only logged.
+// and replacing a checkpoint of the same step. Before writing, removes the
+// temp files that crashed writes left behind (with one writer per directory
+// none is in progress). After writing, removes the oldest checkpoints so
+// that at most `keep_last` remain; the one just written is never removed.
+// A failed removal of either kind is only logged.
 // Errors (the previous checkpoints are left intact, the temp file removed):
 // InvalidArgument when keep_last < 1; IoError naming the path and the
 // system's reason.

@@ -5,10 +5,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+
+#include "common/decimal.h"
 
 namespace muster::runtime {
 namespace {
@@ -16,6 +17,7 @@ namespace {
 constexpr std::string_view kPrefix = "ckpt-";
 constexpr std::string_view kSuffix = ".mck";
 constexpr size_t kStepDigits = 12;
+constexpr std::string_view kTempMarker = ".tmp-";
 
 }  // namespace
 
@@ -31,13 +33,18 @@ std::optional<uint64_t> ParseCheckpointFileName(std::string_view name) {
       name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
   // At least the padded width, so "ckpt-1.mck" (not ours) is not mistaken for step 1.
   if (digits.size() < kStepDigits) return std::nullopt;
-  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  uint64_t step = 0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
-  if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
-  return step;
+  return ParseDecimal(digits);
+}
+
+std::string CheckpointTempFileName(uint64_t step, std::string_view suffix) {
+  return "." + CheckpointFileName(step) + std::string(kTempMarker) + std::string(suffix);
+}
+
+bool IsCheckpointTempFileName(std::string_view name) {
+  if (!name.starts_with('.')) return false;
+  const size_t marker = name.find(kTempMarker);
+  if (marker == std::string_view::npos) return false;
+  return ParseCheckpointFileName(name.substr(1, marker - 1)).has_value();
 }
 
 Result<std::vector<CheckpointFile>> ListCheckpointFiles(const std::string& dir) {
@@ -64,6 +71,34 @@ Result<std::vector<CheckpointFile>> ListCheckpointFiles(const std::string& dir) 
   std::sort(files.begin(), files.end(),
             [](const CheckpointFile& a, const CheckpointFile& b) { return a.step > b.step; });
   return files;
+}
+
+Result<std::vector<RemovalFailure>> RemoveCheckpointTempFiles(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::directory_iterator entries(dir, error);
+  if (error == std::errc::no_such_file_or_directory) return std::vector<RemovalFailure>{};
+  if (error) {
+    return Status::IoError("checkpoint dir '" + dir + "': cannot list: " + error.message());
+  }
+  // Collected first: removing entries while iterating leaves it unspecified
+  // whether the iterator still visits the others.
+  std::vector<std::string> stale;
+  for (; entries != fs::directory_iterator(); entries.increment(error)) {
+    if (IsCheckpointTempFileName(entries->path().filename().string())) {
+      stale.push_back(entries->path().string());
+    }
+  }
+  if (error) {
+    return Status::IoError("checkpoint dir '" + dir + "': cannot list: " + error.message());
+  }
+  std::vector<RemovalFailure> failures;
+  for (const std::string& path : stale) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      failures.push_back(RemovalFailure{path, std::strerror(errno)});
+    }
+  }
+  return failures;
 }
 
 Status SyncDirectory(const std::string& dir) {

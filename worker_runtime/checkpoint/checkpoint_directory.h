@@ -21,6 +21,14 @@ std::string CheckpointFileName(uint64_t step);
 // files, foreign files, a step that overflows 64 bits).
 std::optional<uint64_t> ParseCheckpointFileName(std::string_view name);
 
+// ".ckpt-000000000042.mck.tmp-<suffix>": where a write of `step` puts its
+// bytes before the rename. `suffix` tells concurrent writes apart.
+std::string CheckpointTempFileName(uint64_t step, std::string_view suffix);
+
+// Whether `name` is a temp file of some checkpoint write, i.e. what
+// CheckpointTempFileName returns for some step and suffix.
+bool IsCheckpointTempFileName(std::string_view name);
+
 struct CheckpointFile {
   uint64_t step = 0;
   std::string path;
@@ -30,6 +38,19 @@ struct CheckpointFile {
 // not checked. A missing `dir` yields an empty list.
 // Errors: IoError naming `dir` when it exists but cannot be listed.
 Result<std::vector<CheckpointFile>> ListCheckpointFiles(const std::string& dir);
+
+struct RemovalFailure {
+  std::string path;
+  std::string reason;  // the system's
+};
+
+// Removes every checkpoint temp file in `dir` (IsCheckpointTempFileName) and
+// returns the ones it could not remove; other names are left alone.
+// REQUIRES: no write to `dir` is in progress (one writer per directory),
+// since that write's temp file would be removed too.
+// Errors: IoError naming `dir` when it exists but cannot be listed; a
+// missing `dir` has nothing to remove.
+Result<std::vector<RemovalFailure>> RemoveCheckpointTempFiles(const std::string& dir);
 
 // Makes the directory's entries (a rename, a new file) durable.
 // Errors: IoError naming `dir` and the system's reason.

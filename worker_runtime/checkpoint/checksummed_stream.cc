@@ -13,15 +13,17 @@
 namespace muster::runtime {
 namespace {
 
+// Floats are copied to and from the file as they lie in memory, which is the
+// format's little-endian IEEE 754 only on a little-endian host.
+static_assert(std::endian::native == std::endian::little,
+              "checkpoint floats are stored little-endian by copying memory; "
+              "a big-endian host would need a byte swap here");
+
 // Large enough that tensors stream at disk speed, small next to a model.
 constexpr size_t kBufferSize = size_t{1} << 20;
 
 std::string SystemError(const char* what) {
   return std::string(what) + ": " + std::strerror(errno);
-}
-
-uint32_t ByteSwap32(uint32_t value) {
-  return (value >> 24) | ((value >> 8) & 0xFF00u) | ((value << 8) & 0xFF0000u) | (value << 24);
 }
 
 }  // namespace
@@ -53,16 +55,7 @@ Status ChecksummedWriter::AppendU64(uint64_t value) {
 }
 
 Status ChecksummedWriter::AppendFloats(const std::vector<float>& values) {
-  if constexpr (std::endian::native == std::endian::little) {
-    return Append(values.data(), values.size() * sizeof(float));
-  } else {
-    for (float value : values) {
-      if (Status appended = AppendU32(std::bit_cast<uint32_t>(value)); !appended.ok()) {
-        return appended;
-      }
-    }
-    return Status::Ok();
-  }
+  return Append(values.data(), values.size() * sizeof(float));
 }
 
 Status ChecksummedWriter::Flush() {
@@ -129,11 +122,6 @@ Result<uint64_t> ChecksummedReader::ReadU64() {
 Result<std::vector<float>> ChecksummedReader::ReadFloats(uint64_t count) {
   std::vector<float> values(static_cast<size_t>(count));
   if (Status read = Read(values.data(), count * sizeof(float)); !read.ok()) return read;
-  if constexpr (std::endian::native != std::endian::little) {
-    for (float& value : values) {
-      value = std::bit_cast<float>(ByteSwap32(std::bit_cast<uint32_t>(value)));
-    }
-  }
   return values;
 }
 

@@ -1,5 +1,6 @@
 // Buffered file I/O that checksums (CRC-32C) every byte passing through, and
-// encodes integers and floats little-endian whatever the host's byte order.
+// encodes integers and floats little-endian. Floats are copied as they lie
+// in memory, so muster builds only for little-endian hosts (static_assert).
 // Used by the checkpoint codec; errors carry no path (the caller adds it).
 //
 // Thread-safety: one object per thread; each owns a buffer, not the fd.

@@ -15,9 +15,15 @@
 // [kB, (k+1)B) is global positions [kG, (k+1)G). A global batch's samples
 // therefore depend on N, seed and epoch, not on W (except in the padded tail).
 //
-// Resuming mid-epoch: record StateAfter(per-rank samples consumed); after a
-// restart, Resume(state) selects the epoch and returns the per-rank position
-// to pass to Indices().
+// Resuming mid-epoch, the one supported way:
+//   checkpoint:  SamplerState s = sampler.StateAfter(consumed_per_rank);
+//                store s.epoch and s.global_position (Checkpoint has both);
+//   restart:     auto start = sampler.Resume(SamplerState{epoch, position});
+//                for (size_t i : sampler.Indices(*start)) ...
+// The resumed run reads exactly what the uninterrupted one would have read
+// next, also after a change of world size W -> W' when the position is a
+// multiple of W' (the global order does not depend on W; only the padded
+// tail, whose length does, may differ).
 //
 // Thread-safety: a value type; const methods may run concurrently, SetEpoch
 // and Resume need exclusive access.
@@ -58,20 +64,29 @@ class DistributedSampler {
   const SamplerOptions& options() const { return options_; }
 
   // This rank's indices for the current epoch, from per-rank position `start`
-  // on (empty when start >= num_samples()). O(N) time and memory per call.
+  // on: Indices(start) is Indices() without its first `start` entries, so
+  // element i is GlobalOrder()[rank + (start + i) * W]. Empty when
+  // start >= num_samples(). O(N) time and memory per call.
   std::vector<size_t> Indices(size_t start = 0) const;
 
   // The padded or trimmed global order of the current epoch (total_size()
   // entries), before it is strided across ranks.
   std::vector<size_t> GlobalOrder() const;
 
-  // The state after every rank consumed `per_rank_consumed` indices of the
-  // current epoch: {epoch(), per_rank_consumed * W}.
+  // The state to checkpoint once every rank has consumed the first
+  // `per_rank_consumed` indices of the current epoch (ranks advance in
+  // lockstep, so every rank computes the same state):
+  // {epoch(), per_rank_consumed * W}. Does not change the sampler.
+  // REQUIRES: per_rank_consumed <= num_samples(); num_samples() marks the
+  // epoch's end (Resume then yields an empty Indices()).
   SamplerState StateAfter(size_t per_rank_consumed) const;
 
-  // Moves to state.epoch and returns the per-rank start for Indices().
-  // Fails, leaving the sampler unchanged, when global_position is not a
-  // multiple of num_replicas or exceeds total_size().
+  // The inverse of StateAfter, possibly under another world size: moves to
+  // state.epoch (as SetEpoch) and returns the per-rank position to pass to
+  // Indices(), state.global_position / W.
+  // Errors (InvalidArgument quoting the values; the sampler is unchanged):
+  // global_position is not a multiple of num_replicas (ranks would resume at
+  // different places), or exceeds total_size().
   Result<size_t> Resume(const SamplerState& state);
 
  private:

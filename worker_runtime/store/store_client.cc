@@ -1,8 +1,8 @@
 #include "worker_runtime/store/store_client.h"
 
-#include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "worker_runtime/store/store_wire.h"
@@ -14,12 +14,16 @@ namespace {
 using store_wire::ReplyDecoder;
 using store_wire::ReplyType;
 
-// Joins what was being done with a transport error. A timeout gets its
-// budget right after "timed out": "...: timed out after 1000 ms; last error: ...".
-Status Explained(const std::string& what, const Status& cause, StoreClient::Timeout timeout) {
+// Joins what was being done with a transport error. A timeout gets the
+// budget that expired right after "timed out", and its name when that is not
+// the call's own timeout: "...: timed out after 1000 ms; last error: ...",
+// "...: timed out after 500 ms (connect_timeout); last error: ...".
+Status Explained(const std::string& what, const Status& cause, StoreClient::Timeout timeout,
+                 std::string_view budget_name = {}) {
   std::string detail = cause.message();
   if (!cause.IsTimeout()) return Status::IoError(what + ": " + detail);
-  const std::string budget = " after " + std::to_string(timeout.count()) + " ms";
+  std::string budget = " after " + std::to_string(timeout.count()) + " ms";
+  if (!budget_name.empty()) budget += " (" + std::string(budget_name) + ")";
   const std::string_view head = "timed out";
   if (detail.starts_with(head)) {
     detail.insert(head.size(), budget);
@@ -82,10 +86,10 @@ class TcpStoreClient final : public StoreClient {
     Call call = Begin("CHECK", KeysText(full_keys), options_.timeout);
     auto reply = Exchange(call, store_wire::EncodeCheck(full_keys), ReplyType::kByte, &Byte);
     if (!reply.ok()) return reply.status();
-    if (*reply != store_wire::kCheckReady && *reply != store_wire::kCheckNotReady) {
+    if (*reply != muster::store::kCheckReady && *reply != muster::store::kCheckNotReady) {
       return Unexpected(call, "CHECK reply " + std::to_string(*reply));
     }
-    return *reply == store_wire::kCheckReady;
+    return *reply == muster::store::kCheckReady;
   }
 
   Result<bool> DeleteKey(std::string_view key) override {
@@ -128,9 +132,15 @@ class TcpStoreClient final : public StoreClient {
 
   // "store WAIT keys='muster/0/x' at 10.0.0.1:29500: timed out after 1000 ms"
   Status Failed(const Call& call, const Status& cause) {
+    return FailedWithin(call, cause, call.timeout, {});
+  }
+  // As Failed, for a step whose deadline was `budget` (named `budget_name`)
+  // rather than the call's timeout.
+  Status FailedWithin(const Call& call, const Status& cause, Timeout budget,
+                      std::string_view budget_name) {
     connection_.reset();
     return Explained(std::string("store ") + call.op + " " + call.keys_text + " at " + endpoint_,
-                     cause, call.timeout);
+                     cause, budget, budget_name);
   }
   Status Unexpected(const Call& call, const std::string& what) {
     return Failed(call, Status::IoError("unexpected " + what));
@@ -138,10 +148,18 @@ class TcpStoreClient final : public StoreClient {
 
   Status EnsureConnected(const Call& call) {
     if (connection_) return Status::Ok();
-    const SteadyTime connect_deadline =
-        std::min(call.deadline, std::chrono::steady_clock::now() + options_.connect_timeout);
-    auto connection = TcpConnection::Connect(options_.host, options_.port, connect_deadline);
-    if (!connection.ok()) return Failed(call, connection.status());
+    // connect_timeout bounds the reconnect when it ends before the call does;
+    // a timeout then reports that budget, not the call's, since it expired.
+    const SteadyTime connect_by = std::chrono::steady_clock::now() + options_.connect_timeout;
+    const bool connect_budget_first = connect_by < call.deadline;
+    auto connection = TcpConnection::Connect(options_.host, options_.port,
+                                             connect_budget_first ? connect_by : call.deadline);
+    if (!connection.ok()) {
+      if (connect_budget_first) {
+        return FailedWithin(call, connection.status(), options_.connect_timeout, "connect_timeout");
+      }
+      return Failed(call, connection.status());
+    }
     connection_.emplace(std::move(*connection));
     return Status::Ok();
   }
@@ -168,7 +186,7 @@ class TcpStoreClient final : public StoreClient {
   Status WaitFor(const Call& call, const std::vector<std::string>& full_keys) {
     auto reply = Exchange(call, store_wire::EncodeWait(full_keys), ReplyType::kByte, &Byte);
     if (!reply.ok()) return reply.status();
-    if (*reply != store_wire::kStopWaiting) {
+    if (*reply != muster::store::kStopWaiting) {
       return Unexpected(call, "WAIT reply " + std::to_string(*reply));
     }
     return Status::Ok();

@@ -18,9 +18,11 @@
 // (the store then drops any WAIT of it) and reconnects on the next call,
 // within that call's deadline and connect_timeout.
 // Errors are Status values naming the operation, key(s) and endpoint:
-//   Timeout  the deadline passed, or the store still refused connections at
-//            connect_timeout: "store WAIT keys='muster/0/a' at
-//            10.0.0.1:29500: timed out after 1000 ms";
+//   Timeout  the deadline passed: "store WAIT keys='muster/0/a' at
+//            10.0.0.1:29500: timed out after 1000 ms"; or a reconnect still
+//            failed when connect_timeout, shorter than what was left of the
+//            call, ran out: "...: timed out after 500 ms (connect_timeout);
+//            last error: Connection refused";
 //   IoError  connection closed or reset, malformed reply, unresolvable host.
 //
 // Thread-safety: none; one client per thread (Gloo's adapter serializes).

@@ -1,85 +1,77 @@
 #include "worker_runtime/store/store_wire.h"
 
-#include <bit>
 #include <cassert>
-#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "rendezvous/store/tcpstore_codec.h"
 
 namespace muster::runtime::store_wire {
 namespace {
 
-static_assert(std::endian::native == std::endian::little,
-              "TCPStore sends native-endian integers; muster assumes little-endian hosts");
+using muster::store::Dialect;
+using muster::store::EncodeBytes;
+using muster::store::Op;
 
-template <typename T>
-void AppendLittle(T value, std::string* out) {
-  char raw[sizeof(T)];
-  std::memcpy(raw, &value, sizeof(T));
-  out->append(raw, sizeof(T));
+// A request's first byte: the query type of `op` in the dialect StoreClient
+// speaks. Every op used here exists in it, so the lookup cannot fail.
+std::string Start(Op op) {
+  const std::optional<uint8_t> wire = muster::store::OpToWire(Dialect::kLegacy, op);
+  assert(wire.has_value());
+  std::string out;
+  muster::store::EncodeByte(*wire, &out);
+  return out;
 }
 
-template <typename T>
-T LoadLittle(std::string_view bytes) {
-  T value;
-  std::memcpy(&value, bytes.data(), sizeof(T));
-  return value;
-}
-
-void AppendString(std::string_view s, std::string* out) {
-  AppendLittle<uint64_t>(s.size(), out);
-  out->append(s);
-}
-
-std::string Start(Query query) { return std::string(1, static_cast<char>(query)); }
-
-std::string EncodeKeyList(Query query, const std::vector<std::string>& keys) {
-  std::string out = Start(query);
-  AppendLittle<uint64_t>(keys.size(), &out);
-  for (const auto& key : keys) AppendString(key, &out);
+std::string EncodeKeyList(Op op, const std::vector<std::string>& keys) {
+  std::string out = Start(op);
+  muster::store::EncodeUint64(keys.size(), &out);
+  for (const auto& key : keys) EncodeBytes(key, &out);
   return out;
 }
 
 }  // namespace
 
 std::string EncodeSet(std::string_view key, std::string_view value) {
-  std::string out = Start(Query::kSet);
-  AppendString(key, &out);
-  AppendString(value, &out);
+  std::string out = Start(Op::kSet);
+  EncodeBytes(key, &out);
+  EncodeBytes(value, &out);
   return out;
 }
 
 std::string EncodeCompareSet(std::string_view key, std::string_view expected,
                              std::string_view desired) {
-  std::string out = Start(Query::kCompareSet);
-  AppendString(key, &out);
-  AppendString(expected, &out);
-  AppendString(desired, &out);
+  std::string out = Start(Op::kCompareSet);
+  EncodeBytes(key, &out);
+  EncodeBytes(expected, &out);
+  EncodeBytes(desired, &out);
   return out;
 }
 
 std::string EncodeGet(std::string_view key) {
-  std::string out = Start(Query::kGet);
-  AppendString(key, &out);
+  std::string out = Start(Op::kGet);
+  EncodeBytes(key, &out);
   return out;
 }
 
 std::string EncodeAdd(std::string_view key, int64_t delta) {
-  std::string out = Start(Query::kAdd);
-  AppendString(key, &out);
-  AppendLittle<int64_t>(delta, &out);
+  std::string out = Start(Op::kAdd);
+  EncodeBytes(key, &out);
+  muster::store::EncodeInt64(delta, &out);
   return out;
 }
 
 std::string EncodeCheck(const std::vector<std::string>& keys) {
-  return EncodeKeyList(Query::kCheck, keys);
+  return EncodeKeyList(Op::kCheck, keys);
 }
 
 std::string EncodeWait(const std::vector<std::string>& keys) {
-  return EncodeKeyList(Query::kWait, keys);
+  return EncodeKeyList(Op::kWait, keys);
 }
 
 std::string EncodeDeleteKey(std::string_view key) {
-  std::string out = Start(Query::kDeleteKey);
-  AppendString(key, &out);
+  std::string out = Start(Op::kDeleteKey);
+  EncodeBytes(key, &out);
   return out;
 }
 
@@ -115,7 +107,7 @@ void ReplyDecoder::Advance() {
       return;
     case ReplyType::kBytes:
       if (!have_length_ && buffer_.size() == 8) {
-        length_ = LoadLittle<uint64_t>(buffer_);
+        length_ = muster::store::DecodeUint64(buffer_);
         buffer_.clear();
         // Checked before anything is reserved for the body.
         if (length_ > max_bytes_) {
@@ -137,7 +129,7 @@ uint8_t ReplyDecoder::byte() const {
 
 int64_t ReplyDecoder::number() const {
   assert(done_ && type_ == ReplyType::kInt64);
-  return LoadLittle<int64_t>(buffer_);
+  return muster::store::DecodeInt64(buffer_);
 }
 
 std::string ReplyDecoder::TakeBytes() {

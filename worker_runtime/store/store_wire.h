@@ -1,16 +1,17 @@
 // Socket-free encoding of requests and decoding of replies for the torch 1.13
 // ("legacy") TCPStore dialect, as StoreClient speaks it.
 //
-// Requests: one query byte, then the operation's fields; strings are a uint64
-// little-endian length followed by the bytes, ADD's delta a little-endian
-// int64, CHECK and WAIT a uint64 key count followed by the keys:
-//   0 SET key value           no reply
-//   1 COMPARE_SET key expected desired   reply: bytes (the value now stored)
-//   2 GET key                 reply: bytes (torch's client WAITs first)
-//   3 ADD key int64           reply: int64 (the new value)
-//   4 CHECK n keys...         reply: one byte, kCheckReady or kCheckNotReady
-//   5 WAIT n keys...          reply: one byte kStopWaiting once all exist
-//   8 DELETE_KEY key          reply: int64, the number of keys deleted
+// The wire format itself (query bytes, integer and string layouts, the reply
+// constants kCheckReady, kCheckNotReady and kStopWaiting) is defined once, in
+// rendezvous/store/tcpstore_protocol.h and tcpstore_codec.h; the request
+// encoders here only pick the fields of each operation:
+//   SET key value                        no reply
+//   COMPARE_SET key expected desired     reply: bytes (the value now stored)
+//   GET key                              reply: bytes (torch's client WAITs first)
+//   ADD key int64                        reply: int64 (the new value)
+//   CHECK n keys...                      reply: one byte, kCheckReady or kCheckNotReady
+//   WAIT n keys...                       reply: one byte kStopWaiting once all exist
+//   DELETE_KEY key                       reply: int64, the number of keys deleted
 // Keys are encoded exactly as given: prefixes are the caller's business.
 //
 // Thread-safety: pure functions; a ReplyDecoder belongs to one caller.
@@ -22,21 +23,9 @@
 #include <string_view>
 #include <vector>
 
+#include "rendezvous/store/tcpstore_protocol.h"
+
 namespace muster::runtime::store_wire {
-
-enum class Query : uint8_t {
-  kSet = 0,
-  kCompareSet = 1,
-  kGet = 2,
-  kAdd = 3,
-  kCheck = 4,
-  kWait = 5,
-  kDeleteKey = 8,
-};
-
-inline constexpr uint8_t kCheckReady = 0;
-inline constexpr uint8_t kCheckNotReady = 1;
-inline constexpr uint8_t kStopWaiting = 0;
 
 // A bytes reply announcing more than this is treated as a corrupt stream
 // rather than allocated.

@@ -11,13 +11,30 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <random>
 #include <thread>
 #include <utility>
+
+#include "common/backoff.h"
 
 namespace muster::runtime {
 namespace {
 
 using std::chrono::milliseconds;
+
+// Connect retries: 10 ms doubling to at most 500 ms (before jitter), so a
+// store that starts a moment after its clients is reached quickly without a
+// busy loop.
+constexpr milliseconds kConnectBackoffBase{10};
+constexpr milliseconds kConnectBackoffCap{500};
+
+// A uniform value in [0, 1) for NextBackoff's jitter. Per thread, seeded
+// from the system, so processes started together draw different pauses.
+double UnitRandom() {
+  thread_local std::mt19937_64 engine(std::random_device{}());
+  return std::uniform_real_distribution<double>(0.0, 1.0)(engine);
+}
 
 // poll() takes whole milliseconds; rounding up keeps a sub-millisecond
 // remainder from turning into a busy loop of zero-timeout polls.
@@ -85,34 +102,33 @@ int ConnectOnce(const addrinfo& address, SteadyTime deadline, int* error) {
 
 }  // namespace
 
-milliseconds NextConnectBackoff(int attempt) {
-  if (attempt >= 6) return milliseconds(500);
-  return std::min(milliseconds(10 << std::max(attempt, 0)), milliseconds(500));
-}
-
 Result<TcpConnection> TcpConnection::Connect(const std::string& host, int port,
                                              SteadyTime deadline) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   const std::string service = std::to_string(port);
+  // Resolved once: a refused connect is retried on the same addresses. Only a
+  // temporary resolution failure (EAI_AGAIN) leaves this empty, so that the
+  // next attempt resolves again.
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(nullptr, &::freeaddrinfo);
   int last_error = 0;  // of the latest attempt, reported if the deadline passes
   for (int attempt = 0;; ++attempt) {
-    addrinfo* addresses = nullptr;
-    const int gai = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &addresses);
-    if (gai != 0 && gai != EAI_AGAIN) {
-      return Status::IoError(std::string("cannot resolve host: ") + ::gai_strerror(gai));
-    }
-    bool retryable = gai == EAI_AGAIN;
-    for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
-      const int fd = ConnectOnce(*a, deadline, &last_error);
-      if (fd >= 0) {
-        ::freeaddrinfo(addresses);
-        return TcpConnection(fd);
+    if (!addresses) {
+      addrinfo* resolved = nullptr;
+      const int gai = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &resolved);
+      if (gai == 0) {
+        addresses.reset(resolved);
+      } else if (gai != EAI_AGAIN) {
+        return Status::IoError(std::string("cannot resolve host: ") + ::gai_strerror(gai));
       }
+    }
+    bool retryable = !addresses;  // the resolution failed temporarily
+    for (const addrinfo* a = addresses.get(); a != nullptr; a = a->ai_next) {
+      const int fd = ConnectOnce(*a, deadline, &last_error);
+      if (fd >= 0) return TcpConnection(fd);
       retryable = retryable || IsRetryableConnectError(last_error);
     }
-    if (addresses != nullptr) ::freeaddrinfo(addresses);
 
     if (last_error == ETIMEDOUT || RemainingMs(deadline) == 0) {
       // A store that keeps refusing until the deadline is "not up yet": a
@@ -122,10 +138,14 @@ Result<TcpConnection> TcpConnection::Connect(const std::string& host, int port,
                                  : std::string("timed out"));
     }
     if (!retryable) return Status::IoError("connect: " + ErrnoText(last_error));
+    // Jittered, so that the ranks of a job that all wait for the same store
+    // do not retry it in lockstep.
+    const milliseconds pause =
+        NextBackoff(attempt, kConnectBackoffBase, kConnectBackoffCap, UnitRandom());
     const milliseconds left(RemainingMs(deadline));
-    std::this_thread::sleep_for(std::min(NextConnectBackoff(attempt), left));
+    std::this_thread::sleep_for(std::min(pause, left));
     // Another attempt at the deadline could only time out and hide the reason.
-    if (NextConnectBackoff(attempt) >= left) {
+    if (pause >= left) {
       return Status::Timeout(last_error != 0 ? "timed out; last error: " + ErrnoText(last_error)
                                              : std::string("timed out resolving the host"));
     }

@@ -20,17 +20,14 @@ namespace muster::runtime {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
-// The pause before connect attempt `attempt` + 1 after `attempt` refusals:
-// 10 ms doubling to at most 500 ms, so a store that starts a moment after
-// its clients is reached quickly without a busy loop.
-std::chrono::milliseconds NextConnectBackoff(int attempt);
-
 class TcpConnection {
  public:
-  // Connects to host:port with TCP_NODELAY. A refused (or reset) connection
-  // is retried after NextConnectBackoff until `deadline`, since the store may
-  // start after its clients. Errors: Timeout when the deadline passes,
-  // IoError for an unresolvable host or any other connect error.
+  // Connects to host:port with TCP_NODELAY. The host is resolved once (again
+  // only after a temporary resolution failure). A refused (or reset)
+  // connection is retried after a jittered muster::NextBackoff pause (10 ms
+  // doubling to 500 ms) until `deadline`, since the store may start after its
+  // clients. Errors: Timeout when the deadline passes, IoError for an
+  // unresolvable host or any other connect error.
   static Result<TcpConnection> Connect(const std::string& host, int port, SteadyTime deadline);
 
   TcpConnection(TcpConnection&& other) noexcept;
