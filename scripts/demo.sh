@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds muster and runs real jobs on the embedded
 # defaults: `muster --standalone` with 2 muster-train workers (an MLP trained
-# data-parallel on libmuster_runtime: NCCL when a GPU is visible, else Gloo),
+# data-parallel on CPU with libmuster_runtime's Gloo communicator),
 # then 3 PyTorch workers that train a small model with DistributedDataParallel
 # over gloo through muster's worker store.
 set -euo pipefail

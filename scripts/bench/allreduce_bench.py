@@ -1,6 +1,8 @@
 """Allreduce benchmark: the runtime's Gloo allreduce (allreduce_bench_worker)
 versus torch.distributed's gloo allreduce (allreduce_torch_worker.py), float32
-sum, W ranks on loopback, the same sizes, warm-ups and iterations.
+sum, W ranks on loopback, the same sizes, warm-ups and iterations: this
+script decides the counts per size (warmups_for, iters_for) and passes them
+to both workers.
 
 Bus bandwidth = size / median time * 2(W-1)/W (the bytes each rank's link
 carries in an optimal allreduce), in GB/s (1e9 bytes). Each side runs
@@ -18,7 +20,6 @@ import datetime
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -30,11 +31,26 @@ TARGET_FROM_BYTES = 1 << 20
 RESULT = re.compile(r"size=(\d+) median_s=([0-9.e+-]+)")
 
 
-def free_port():
-    # Benchmark-only: the port is handed to rank 0 of torch, which binds it.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def warmups_for(size):
+    # Fewer repetitions for big messages keep the whole run within minutes.
+    return 1 if size >= 64 << 20 else 2 if size >= 1 << 20 else 5
+
+
+def iters_for(size):
+    return 3 if size >= 64 << 20 else 5 if size >= 1 << 20 else 20
+
+
+def schedule(sizes):
+    """The workers' SIZES WARMUPS ITERS arguments: comma lists, one entry per size."""
+    return [",".join(str(f(size)) for size in sizes) for f in (int, warmups_for, iters_for)]
+
+
+def store_server(world):
+    """A torch TCPStore server in this process (bound to a free port by the
+    kernel, kept open) for the workers' rendezvous; returns it (use .port)."""
+    import torch.distributed as dist
+    return dist.TCPStore("127.0.0.1", 0, world, True, timeout=datetime.timedelta(seconds=60),
+                         wait_for_workers=False)
 
 
 def run_ranks(command, world, port, timeout, extra_env=None):
@@ -61,16 +77,18 @@ def run_ranks(command, world, port, timeout, extra_env=None):
 
 
 def run_muster(build_dir, world, sizes):
-    import torch.distributed as dist  # the store server muster's workers talk to
-    store = dist.TCPStore("127.0.0.1", 0, world, True, timeout=datetime.timedelta(seconds=60),
-                          wait_for_workers=False)
+    store = store_server(world)
     worker = os.path.join(build_dir, "bin", "allreduce_bench_worker")
-    return run_ranks([worker, "gloo", ",".join(map(str, sizes))], world, store.port, 240)
+    return run_ranks([worker, "gloo"] + schedule(sizes), world, store.port, 240)
 
 
 def run_torch(world, sizes):
+    # As under torchrun's agent: every rank is a client of the store this
+    # process hosts, so no port is picked, closed and handed on.
+    store = store_server(world)
     script = os.path.join(HERE, "allreduce_torch_worker.py")
-    return run_ranks([PYTHON, script, ",".join(map(str, sizes))], world, free_port(), 240)
+    agent_env = {"TORCHELASTIC_USE_AGENT_STORE": "True", "TORCHELASTIC_RESTART_COUNT": "0"}
+    return run_ranks([PYTHON, script] + schedule(sizes), world, store.port, 240, agent_env)
 
 
 def bus_gbps(size, seconds, world):

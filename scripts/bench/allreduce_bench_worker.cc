@@ -2,9 +2,12 @@
 // float32 sum allreduce through CreateCommunicator, as a training process
 // would call it.
 //
-// Usage: allreduce_bench_worker BACKEND SIZES_BYTES
-//   BACKEND      gloo | auto | nccl
+// Usage: allreduce_bench_worker BACKEND SIZES_BYTES WARMUPS ITERS
+//   BACKEND      gloo | auto (host memory: NCCL is refused)
 //   SIZES_BYTES  comma-separated message sizes in bytes
+//   WARMUPS      comma-separated warm-up calls per size (as many as sizes)
+//   ITERS        comma-separated timed calls per size (as many as sizes)
+// allreduce_bench.py passes the same counts to allreduce_torch_worker.py.
 // Env: torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (the store).
 // For each size: warm-up calls, then timed calls, each started after a
 // barrier; rank 0 prints "size=BYTES median_s=S min_s=S iters=N".
@@ -26,23 +29,31 @@ namespace {
 using muster::runtime::DataType;
 using muster::runtime::ReduceOp;
 
-// Fewer repetitions for big messages keep the whole run within minutes.
-int WarmupsFor(size_t bytes) { return bytes >= (64u << 20) ? 1 : bytes >= (1u << 20) ? 2 : 5; }
-int ItersFor(size_t bytes) { return bytes >= (64u << 20) ? 3 : bytes >= (1u << 20) ? 5 : 20; }
-
-std::vector<size_t> ParseSizes(const std::string& text) {
-  std::vector<size_t> sizes;
+std::vector<size_t> ParseList(const std::string& text) {
+  std::vector<size_t> values;
   std::stringstream in(text);
   std::string item;
-  while (std::getline(in, item, ',')) sizes.push_back(std::stoull(item));
-  return sizes;
+  while (std::getline(in, item, ',')) values.push_back(std::stoull(item));
+  return values;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: allreduce_bench_worker BACKEND SIZES_BYTES\n";
+  if (argc != 5) {
+    std::cerr << "usage: allreduce_bench_worker BACKEND SIZES_BYTES WARMUPS ITERS\n";
+    return 1;
+  }
+  const std::vector<size_t> sizes = ParseList(argv[2]);
+  const std::vector<size_t> warmups = ParseList(argv[3]);
+  const std::vector<size_t> iters = ParseList(argv[4]);
+  if (warmups.size() != sizes.size() || iters.size() != sizes.size()) {
+    std::cerr << "allreduce_bench_worker: " << sizes.size() << " sizes but " << warmups.size()
+              << " warm-up counts and " << iters.size() << " iteration counts\n";
+    return 1;
+  }
+  if (std::find(iters.begin(), iters.end(), size_t{0}) != iters.end()) {
+    std::cerr << "allreduce_bench_worker: every iteration count must be positive\n";
     return 1;
   }
   auto backend = muster::runtime::ParseBackend(argv[1]);
@@ -57,20 +68,27 @@ int main(int argc, char** argv) {
     std::cerr << "store: " << store.status().message() << std::endl;
     return 1;
   }
+  if (*backend == muster::runtime::Backend::kNccl) {
+    std::cerr << "allreduce_bench_worker: buffers are host memory; --backend nccl is not built\n";
+    return 1;
+  }
   auto comm = muster::runtime::CreateCommunicator(
-      *ctx, **store, {.backend = *backend, .timeout = std::chrono::seconds(120)});
+      *ctx, store->get(),
+      {.backend = muster::runtime::Backend::kGloo, .timeout = std::chrono::seconds(120)});
   if (!comm.ok()) {
     std::cerr << "comm: " << comm.status().message() << std::endl;
     return 1;
   }
   try {
-    for (size_t bytes : ParseSizes(argv[2])) {
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      const size_t bytes = sizes[k];
       std::vector<float> data(bytes / sizeof(float), 1.0f);
-      for (int i = 0; i < WarmupsFor(bytes); ++i) {
+      for (size_t i = 0; i < warmups[k]; ++i) {
         (*comm)->AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum);
       }
       std::vector<double> seconds;
-      for (int i = 0; i < ItersFor(bytes); ++i) {
+      seconds.reserve(iters[k]);
+      for (size_t i = 0; i < iters[k]; ++i) {
         (*comm)->Barrier();
         const auto start = std::chrono::steady_clock::now();
         (*comm)->AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum);

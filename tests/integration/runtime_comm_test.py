@@ -6,35 +6,28 @@ would, and checks their exit codes and output. The worker checks every
 collective's values itself (see runtime_comm_worker.cc).
 """
 import os
-import select
 import subprocess
+import sys
 import time
 
 from harness import Skip, base_env, check, run_tests, start, test
 
-TEST_BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR",
-                              os.path.join(os.path.dirname(__file__), "..", "..", "build", "tests"))
+TEST_BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR")
+if not TEST_BIN_DIR:
+    sys.exit("MUSTER_TEST_BIN_DIR is not set (run through ctest)")
 STORE_SERVER = os.path.join(TEST_BIN_DIR, "store_server_main")
 WORKER = os.path.join(TEST_BIN_DIR, "runtime_comm_worker")
 EXIT_COMM_FAILURE = 75  # kExitCommFailure in worker_runtime/comm/communicator.h
+
+from store_harness import LineReader  # noqa: E402 - needs MUSTER_TEST_BIN_DIR checked first
 
 
 def start_store():
     """Starts a store server; returns its port. Its stdin stays open (EOF stops it)."""
     proc = start([STORE_SERVER], stdin=subprocess.PIPE)
-    line = b""
-    deadline = time.monotonic() + 10
-    while not line.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        check(left > 0, f"store server printed no port line (have {line!r})")
-        ready, _, _ = select.select([proc.stdout], [], [], left)
-        if ready:
-            char = os.read(proc.stdout.fileno(), 1)
-            check(char != b"", f"store server exited: {proc.poll()}")
-            line += char
-    text = line.decode().strip()
-    check(text.startswith("port="), f"expected port=N, got {text!r}")
-    return int(text[len("port="):])
+    line = LineReader(proc.stdout).readline(10)
+    check(line.startswith("port="), f"expected port=N from the store, got {line!r}")
+    return int(line[len("port="):])
 
 
 def start_ranks(world, args, port, extra_env=None):

@@ -115,20 +115,6 @@ const char* OpName(ReduceOp op) {
   return "?";
 }
 
-const char* KindName(CommError::Kind kind) {
-  switch (kind) {
-    case CommError::Kind::kTimeout:
-      return "timeout";
-    case CommError::Kind::kPeerFailed:
-      return "peer_failed";
-    case CommError::Kind::kInvalidArgument:
-      return "invalid_argument";
-    case CommError::Kind::kInternal:
-      return "internal";
-  }
-  return "?";
-}
-
 void Expect(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("wrong value: " + what);
 }
@@ -325,8 +311,8 @@ int main(int argc, char** argv) {
     std::cerr << "store: " << store.status().message() << std::endl;
     return 1;
   }
-  auto comm =
-      muster::runtime::CreateCommunicator(*ctx, **store, {.backend = *backend, .timeout = timeout});
+  auto comm = muster::runtime::CreateCommunicator(*ctx, store->get(),
+                                                  {.backend = *backend, .timeout = timeout});
   if (!comm.ok()) {
     std::cerr << "comm: " << comm.status().message() << std::endl;
     return 1;
@@ -348,8 +334,8 @@ int main(int argc, char** argv) {
   } catch (const CommError& e) {
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);
-    std::cerr << "comm_error kind=" << KindName(e.kind()) << " elapsed_ms=" << elapsed.count()
-              << ": " << e.what() << std::endl;
+    std::cerr << "comm_error kind=" << muster::runtime::CommErrorKindName(e.kind())
+              << " elapsed_ms=" << elapsed.count() << ": " << e.what() << std::endl;
     return muster::runtime::kExitCommFailure;
   } catch (const std::exception& e) {
     std::cerr << "rank " << r.rank << ": " << e.what() << std::endl;

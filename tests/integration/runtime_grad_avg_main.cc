@@ -26,7 +26,7 @@ int main() {
     std::fprintf(stderr, "%s\n", store.status().message().c_str());
     return 1;
   }
-  auto comm = runtime::CreateCommunicator(*ctx, **store, {.backend = runtime::Backend::kGloo});
+  auto comm = runtime::CreateCommunicator(*ctx, store->get(), {.backend = runtime::Backend::kGloo});
   if (!comm.ok()) {
     std::fprintf(stderr, "%s\n", comm.status().message().c_str());
     return 1;

@@ -3,10 +3,13 @@
 - gradient averaging: the Linear(1->1) check gives exactly 14.0 on 2 ranks and
   the general formula on 3 and 4;
 - DDP equivalence: 1, 2 and 4 workers at the same global batch end with the
-  same weights within 1e-5 relative;
+  same weights within 1e-5 relative, and reducing after the backward pass
+  (--no-overlap) gives the overlapped run's weights;
 - resume: a worker SIGKILLed mid-run under --max-restarts 1; the job finishes
-  from the newest checkpoint with the fault-free run's weights;
-- bad flags and a torn checkpoint are refused or skipped with a message.
+  from the newest checkpoint with the fault-free run's weights; a finished
+  run started again reports the loss it ended with;
+- bad flags (--backend nccl included: the trainer is CPU-only) and a torn
+  checkpoint are refused or skipped with a message.
 """
 import array
 import glob
@@ -81,6 +84,12 @@ def one_two_and_four_workers_end_with_the_same_weights():
     for nproc in (2, 4):
         diff = max_relative_difference(weights[1], weights[nproc])
         check(diff <= 1e-5, f"{nproc} workers differ from 1 by {diff:.2e} relative")
+    # The buckets are the same sums in the same order, only sent later.
+    no_overlap = os.path.join(work, "w2-no-overlap.bin")
+    code, out, err = train(2, ["--steps", "40", "--out", no_overlap, "--no-overlap"])
+    check(code == 0, f"2 workers with --no-overlap exited {code}", out, err)
+    check(read_floats(no_overlap) == weights[2],
+          "--no-overlap weights differ from the overlapped run's")
     # The check can fail: a different seed gives different weights.
     other = os.path.join(work, "other.bin")
     code, out, err = train(2, ["--steps", "40", "--out", other, "--seed", "2"])
@@ -128,6 +137,21 @@ def _is_train_worker(pid, muster_pid):
 
 
 @test
+def a_finished_run_started_again_reports_the_loss_it_ended_with():
+    work = tempdir()
+    ckpt = os.path.join(work, "ckpt")
+    common = ["--steps", "10", "--checkpoint-every", "5", "--checkpoint-dir", ckpt]
+    code, out, err = train(2, common)
+    check(code == 0, "first run failed", out, err)
+    ended_with = final_loss(out)
+    code, out, err = train(2, common)
+    check(code == 0, "the run started again failed", out, err)
+    check("resumed from step 10 " in out, "it did not resume from the last step", out, err)
+    check(final_loss(out) == ended_with,
+          f"final loss {final_loss(out)} after resuming, {ended_with} when the run ended", out)
+
+
+@test
 def a_torn_checkpoint_is_never_loaded():
     work = tempdir()
     ckpt = os.path.join(work, "ckpt")
@@ -153,6 +177,12 @@ def bad_flags_are_refused_with_the_value():
     check("--global-batch=63" in err, "the error does not quote the value", err)
     code, out, err = run_muster(["--standalone", "--nproc-per-node", "1", "--no-python", TRAIN, "--backend", "tpu"])
     check(code != 0 and "tpu" in err, "a bad backend was not refused by name", err)
+    # The trainer's buffers are host memory: NCCL is refused at any world size.
+    for nproc in ("1", "2"):
+        code, out, err = run_muster(["--standalone", "--nproc-per-node", nproc, "--no-python",
+                                     TRAIN, "--backend", "nccl"])
+        check(code != 0 and "muster-train trains on CPU; --backend nccl needs device buffers"
+              in err, f"--backend nccl on {nproc} rank(s) was not refused", out, err)
 
 
 if __name__ == "__main__":

@@ -13,34 +13,26 @@ using muster::runtime::GlooAllreduce;
 using muster::runtime::GlooAllreduceName;
 using muster::runtime::ParseGlooAllreduce;
 
-namespace {
-
-// What the Gloo backend does for ReduceOp::kAvg: a sum across the ranks,
-// then a division by the world size. The "ranks" here are plain vectors.
-template <typename T>
-std::vector<T> AverageAcrossRanks(const std::vector<std::vector<T>>& ranks, DataType type) {
-  std::vector<T> sum(ranks[0].size(), T{0});
-  for (const auto& contribution : ranks) {
-    for (size_t i = 0; i < sum.size(); ++i) sum[i] += contribution[i];
-  }
-  DivideInPlace(sum.data(), sum.size(), type, static_cast<int>(ranks.size()));
-  return sum;
+TEST_CASE("average divides every element by the world size", "[comm]") {
+  // Sums as Gloo would leave them for 3 ranks; the expected averages are
+  // written out, not recomputed.
+  std::vector<float> f32 = {9, 15, 0, -4.5f};
+  DivideInPlace(f32.data(), f32.size(), DataType::kFloat32, 3);
+  CHECK(f32 == std::vector<float>{3, 5, 0, -1.5f});
+  std::vector<double> f64 = {3.0, 1.0, 0.5};
+  DivideInPlace(f64.data(), f64.size(), DataType::kFloat64, 2);
+  CHECK(f64 == std::vector<double>{1.5, 0.5, 0.25});
 }
 
-}  // namespace
-
-TEST_CASE("average is the sum divided by the world size", "[comm]") {
-  const std::vector<std::vector<float>> f32 = {{1, 2, -3}, {3, 4, 3}, {5, 9, 0}};
-  CHECK(AverageAcrossRanks(f32, DataType::kFloat32) == std::vector<float>{3, 5, 0});
-  const std::vector<std::vector<double>> f64 = {{1.0, 0.25}, {2.0, 0.75}};
-  CHECK(AverageAcrossRanks(f64, DataType::kFloat64) == std::vector<double>{1.5, 0.5});
-}
-
-TEST_CASE("average of a world of one leaves the values unchanged", "[comm]") {
-  std::vector<double> values = {0.1, -7.5, 1e300};
-  const auto before = values;
-  DivideInPlace(values.data(), values.size(), DataType::kFloat64, 1);
-  CHECK(values == before);
+TEST_CASE("average reads each buffer with its element type", "[comm]") {
+  // float64 divisors applied to float32 storage (or the reverse) would
+  // scramble the bit patterns; only `count` elements are touched.
+  std::vector<float> f32 = {8, 8, 8};
+  DivideInPlace(f32.data(), 2, DataType::kFloat32, 4);
+  CHECK(f32 == std::vector<float>{2, 2, 8});
+  std::vector<double> f64 = {1e300, -6, 7};
+  DivideInPlace(f64.data(), 2, DataType::kFloat64, 2);
+  CHECK(f64 == std::vector<double>{5e299, -3, 7});
 }
 
 TEST_CASE("average on host memory refuses 16-bit types", "[comm]") {

@@ -1,10 +1,14 @@
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include "worker_runtime/comm/backend_choice.h"
 #include "worker_runtime/comm/communicator.h"
 
 using muster::runtime::Backend;
 using muster::runtime::BackendName;
+using muster::runtime::CommError;
+using muster::runtime::CommErrorKindName;
 using muster::runtime::DataType;
 using muster::runtime::DataTypeSize;
 using muster::runtime::ParseBackend;
@@ -49,4 +53,11 @@ TEST_CASE("asking for nccl without it names the missing piece", "[comm]") {
   REQUIRE_FALSE(no_gpu.ok());
   CHECK(no_gpu.status().message().find("no GPU") != std::string::npos);
   CHECK(*ResolveBackend(Backend::kNccl, true, 1) == Backend::kNccl);
+}
+
+TEST_CASE("each comm error kind has its own log name", "[comm]") {
+  CHECK(std::string(CommErrorKindName(CommError::Kind::kTimeout)) == "timeout");
+  CHECK(std::string(CommErrorKindName(CommError::Kind::kPeerFailed)) == "peer_failed");
+  CHECK(std::string(CommErrorKindName(CommError::Kind::kInvalidArgument)) == "invalid_argument");
+  CHECK(std::string(CommErrorKindName(CommError::Kind::kInternal)) == "internal");
 }

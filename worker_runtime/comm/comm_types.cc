@@ -30,6 +30,20 @@ const char* BackendName(Backend backend) {
   return "unknown";
 }
 
+const char* CommErrorKindName(CommError::Kind kind) {
+  switch (kind) {
+    case CommError::Kind::kTimeout:
+      return "timeout";
+    case CommError::Kind::kPeerFailed:
+      return "peer_failed";
+    case CommError::Kind::kInvalidArgument:
+      return "invalid_argument";
+    case CommError::Kind::kInternal:
+      return "internal";
+  }
+  return "unknown";
+}
+
 Result<Backend> ParseBackend(const std::string& text) {
   for (Backend backend : {Backend::kAuto, Backend::kGloo, Backend::kNccl}) {
     if (text == BackendName(backend)) return backend;

@@ -1,14 +1,23 @@
 // Communicator: collectives across the ranks of one generation, behind one
 // interface for Gloo (CPU, host memory) and NCCL (GPU, device memory).
 //
-//   auto comm = CreateCommunicator(ctx, *store, {.backend = Backend::kAuto});
+//   auto comm = CreateCommunicator(ctx, store.get(), {.backend = Backend::kGloo});
 //   comm->AllReduce(grads.data(), grads.size(), DataType::kFloat32, ReduceOp::kAvg);
 //
 // Every collective has a deadline (CommOptions::timeout). When it passes, or
 // a peer dies, the communicator is aborted (NCCL: ncclCommAbort) and the call
 // throws CommError; the communicator is unusable afterwards. A worker that
-// catches it should exit with kExitCommFailure so its agent restarts the job.
-// It never hangs.
+// catches it should exit with kExitCommFailure. It never hangs. Invalid
+// arguments (a bad root, a type the backend lacks) throw CommError
+// kInvalidArgument and abort nothing; Gloo's communicator stays usable,
+// NCCL's refuses later calls (nccl_communicator.h).
+//
+// Memory: Gloo and the one-rank communicator take host memory; NCCL takes
+// device memory of its GPU. Every call returns once the result is in the
+// output buffer. NCCL ordering: a collective starts after the work queued
+// before the call on the legacy default stream (stream 0) of its device; work
+// on the caller's other streams (non-blocking ones, or the per-thread default
+// stream) must be synchronized by the caller before the call.
 //
 // Thread-safety: one thread at a time per communicator (collectives are
 // issued in the same order on every rank).
@@ -27,8 +36,9 @@
 namespace muster::runtime {
 
 // The exit status of a worker whose collective failed or timed out (a peer
-// died, or the network did): the agent treats it as a worker failure and
-// restarts the job in a new generation. 75 is EX_TEMPFAIL.
+// died or hung, or the network did). It marks the failure as a communication
+// one in logs; the agent restarts the job after any non-zero exit (within
+// --max-restarts). 75 is EX_TEMPFAIL.
 inline constexpr int kExitCommFailure = 75;
 
 enum class Backend { kAuto, kGloo, kNccl };
@@ -50,8 +60,11 @@ class CommError : public std::runtime_error {
   Kind kind_;
 };
 
+// "timeout", "peer_failed", "invalid_argument" or "internal" (for logs).
+const char* CommErrorKindName(CommError::Kind kind);
+
 struct CommOptions {
-  Backend backend = Backend::kAuto;  // auto: NCCL if a GPU is visible, else Gloo
+  Backend backend = Backend::kAuto;  // auto: NCCL if built with it and a GPU is visible
   std::chrono::milliseconds timeout{300'000};
   int cuda_device = -1;  // -1: the context's local rank
 };
@@ -79,9 +92,15 @@ class Communicator {
 
 // Builds the communicator of this generation: ranks and world size from
 // `ctx`; rendezvous (Gloo addresses, NCCL unique id) through `store`, whose
-// prefix is the generation's namespace. Errors name the backend and why
-// (e.g. "--backend nccl: no GPU is visible").
-Result<std::unique_ptr<Communicator>> CreateCommunicator(const Context& ctx, StoreClient& store,
+// prefix is the generation's namespace. The backend request is resolved
+// first (backend_choice.h), at every world size. A one-rank world whose
+// backend is Gloo gets a SoloCommunicator (solo_communicator.h) and needs no
+// store (`store` may be null); NCCL keeps a real one-rank communicator.
+// Errors: InvalidArgument for a bad request (a non-positive timeout,
+// "--backend nccl: no GPU is visible", a null store with world_size > 1);
+// IoError when the rendezvous fails. Messages name the backend and why.
+// REQUIRES: `store`, when given, outlives the call.
+Result<std::unique_ptr<Communicator>> CreateCommunicator(const Context& ctx, StoreClient* store,
                                                          const CommOptions& options);
 
 }  // namespace muster::runtime

@@ -2,6 +2,7 @@
 #include "worker_runtime/comm/backend_choice.h"
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/comm/gloo/gloo_communicator.h"
+#include "worker_runtime/comm/solo_communicator.h"
 
 #if MUSTER_HAVE_NCCL
 #include "worker_runtime/comm/nccl/cuda_devices.h"
@@ -10,7 +11,7 @@
 
 namespace muster::runtime {
 
-Result<std::unique_ptr<Communicator>> CreateCommunicator(const Context& ctx, StoreClient& store,
+Result<std::unique_ptr<Communicator>> CreateCommunicator(const Context& ctx, StoreClient* store,
                                                          const CommOptions& options) {
   if (options.timeout.count() <= 0) {
     return Status::InvalidArgument("comm: timeout " + std::to_string(options.timeout.count()) +
@@ -23,11 +24,21 @@ Result<std::unique_ptr<Communicator>> CreateCommunicator(const Context& ctx, Sto
 #else
   Result<Backend> backend = ResolveBackend(options.backend, false, 0);
 #endif
+  // Checked before the world size, so a request this build or machine cannot
+  // serve fails alike at one rank and at many.
   if (!backend.ok()) return backend.status();
+  // Solo works on host memory; a one-rank NCCL job keeps device semantics.
+  if (ctx.world_size == 1 && *backend == Backend::kGloo) {
+    return std::unique_ptr<Communicator>(new SoloCommunicator());
+  }
+  if (store == nullptr && ctx.world_size > 1) {
+    return Status::InvalidArgument("comm: world size " + std::to_string(ctx.world_size) +
+                                   " needs a store for the rendezvous, none was given");
+  }
 #if MUSTER_HAVE_NCCL
   if (*backend == Backend::kNccl) return NcclCommunicator::Create(ctx, store, options);
 #endif
-  return GlooCommunicator::Create(ctx, store, options);
+  return GlooCommunicator::Create(ctx, *store, options);
 }
 
 }  // namespace muster::runtime

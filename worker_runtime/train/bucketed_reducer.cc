@@ -17,6 +17,8 @@ BucketedReducer::BucketedReducer(runtime::Communicator& comm, std::span<double> 
     buckets_.back().tensors += 1;
     bucket_of_tensor_.push_back(buckets_.size() - 1);
   }
+  // A step queues each bucket once before the queue drains, plus one Run().
+  queue_.reserve(buckets_.size() + 1);
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -34,70 +36,80 @@ void BucketedReducer::BeginStep() {
 }
 
 void BucketedReducer::TensorReady(size_t tensor) {
-  Bucket& bucket = buckets_[bucket_of_tensor_[tensor]];
+  const size_t i = bucket_of_tensor_[tensor];
+  Bucket& bucket = buckets_[i];
   if (++bucket.ready < bucket.tensors || !overlap_) return;
-  double* data = grads_.data() + bucket.offset;
-  const size_t size = bucket.size;
-  Enqueue([this, data, size] {
-    comm_.AllReduce(data, size, runtime::DataType::kFloat64, runtime::ReduceOp::kSum);
-  });
+  EnqueueBucket(i);
 }
 
 void BucketedReducer::Finish() {
   if (!overlap_) {
-    for (const Bucket& bucket : buckets_) {
-      double* data = grads_.data() + bucket.offset;
-      const size_t size = bucket.size;
-      Enqueue([this, data, size] {
-        comm_.AllReduce(data, size, runtime::DataType::kFloat64, runtime::ReduceOp::kSum);
-      });
-    }
+    for (size_t i = 0; i < buckets_.size(); ++i) EnqueueBucket(i);
   }
   WaitIdle();
 }
 
 void BucketedReducer::Run(const std::function<void(runtime::Communicator&)>& fn) {
-  Enqueue([this, &fn] { fn(comm_); });
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(kRunSlot);
+    run_fn_ = &fn;
+  }
+  changed_.notify_all();
   WaitIdle();
 }
 
-void BucketedReducer::Enqueue(std::function<void()> task) {
+void BucketedReducer::EnqueueBucket(size_t i) {
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(std::move(task));
+    queue_.push_back(i);
   }
   changed_.notify_all();
 }
 
 void BucketedReducer::WaitIdle() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [this] { return queue_.empty() && running_ == 0; });
+  changed_.wait(lock, [this] { return taken_ == queue_.size() && running_ == 0; });
   if (error_) std::rethrow_exception(error_);
+}
+
+void BucketedReducer::Execute(size_t bucket) {
+  if (bucket == kRunSlot) {
+    (*run_fn_)(comm_);
+    return;
+  }
+  // offset and size are fixed at construction; the training thread only
+  // writes `ready`, so reading them here needs no lock.
+  const Bucket& b = buckets_[bucket];
+  comm_.AllReduce(grads_.data() + b.offset, b.size, runtime::DataType::kFloat64,
+                  runtime::ReduceOp::kSum);
 }
 
 void BucketedReducer::Loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, nothing left
-    std::function<void()> task = std::move(queue_.front());
-    queue_.pop_front();
+    changed_.wait(lock, [this] { return stopping_ || taken_ < queue_.size(); });
+    if (taken_ == queue_.size()) return;  // stopping, nothing left
+    const size_t bucket = queue_[taken_++];
     // After a failure the communicator is aborted: skip the rest, keep the first error.
-    if (error_) {
-      changed_.notify_all();
-      continue;
+    if (!error_) {
+      ++running_;
+      lock.unlock();
+      std::exception_ptr failure;
+      try {
+        Execute(bucket);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      lock.lock();
+      --running_;
+      if (failure && !error_) error_ = failure;
     }
-    ++running_;
-    lock.unlock();
-    std::exception_ptr failure;
-    try {
-      task();
-    } catch (...) {
-      failure = std::current_exception();
+    if (bucket == kRunSlot) run_fn_ = nullptr;
+    if (taken_ == queue_.size()) {
+      queue_.clear();
+      taken_ = 0;
     }
-    lock.lock();
-    --running_;
-    if (failure && !error_) error_ = failure;
     changed_.notify_all();
   }
 }

@@ -11,13 +11,14 @@
 // Buckets are fixed at construction from the tensors' flat layout, so every
 // rank issues the same collectives in the same order. The communicator is
 // used only by the communication thread; other collectives go through Run().
+// The thread's queue holds bucket indices (its storage is reserved at
+// construction), so a step allocates nothing.
 //
 // Thread-safety: the methods are called from one (training) thread.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -54,9 +55,15 @@ class BucketedReducer {
     size_t ready = 0;    // of those, finished this step
   };
 
-  void Enqueue(std::function<void()> task);
+  // Queues bucket i's allreduce for the communication thread.
+  void EnqueueBucket(size_t i);
   void WaitIdle();  // rethrows the first error of the step
   void Loop();
+  // Runs one unit of work on the communication thread: a bucket's allreduce,
+  // or the Run() function when `bucket` is kRunSlot.
+  void Execute(size_t bucket);
+
+  static constexpr size_t kRunSlot = static_cast<size_t>(-1);
 
   runtime::Communicator& comm_;
   std::span<double> grads_;
@@ -66,7 +73,12 @@ class BucketedReducer {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<std::function<void()>> queue_;
+  // Bucket indices queued this step (GUARDED_BY(mutex_)); the thread has
+  // taken the first `taken_`. Cleared (capacity kept) whenever it drains.
+  std::vector<size_t> queue_;
+  size_t taken_ = 0;  // GUARDED_BY(mutex_)
+  // Run()'s function while it waits for the thread (GUARDED_BY(mutex_)).
+  const std::function<void(runtime::Communicator&)>* run_fn_ = nullptr;
   size_t running_ = 0;
   std::exception_ptr error_;
   bool stopping_ = false;

@@ -1,6 +1,7 @@
 // muster-train: the example data-parallel trainer on libmuster_runtime. An
 // MLP classifier on a synthetic dataset drawn from --seed, SGD with
-// momentum, gradients averaged in buckets overlapped with the backward pass.
+// momentum, gradients averaged in buckets overlapped with the backward pass,
+// on CPU over Gloo.
 // Run it under muster (or torchrun, or srun): it reads its rank from the
 // environment; alone, it trains as a single process.
 #include <CLI/CLI.hpp>
@@ -20,7 +21,8 @@ int main(int argc, char** argv) {
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--seed", o.seed, "seed of the data and the initial weights")
       ->capture_default_str();
-  app.add_option("--backend", o.backend, "auto (NCCL if a GPU is visible), nccl or gloo")
+  app.add_option("--backend", o.backend,
+                 "gloo (auto means gloo: the trainer runs on CPU; nccl is refused)")
       ->capture_default_str();
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
                  "write checkpoints here and resume from the newest valid one");

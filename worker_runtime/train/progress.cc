@@ -13,7 +13,11 @@ Progress::Progress(bool enabled, int total_steps, int log_every)
       total_(total_steps),
       log_every_(log_every > 0 ? log_every : 1) {}
 
-void Progress::Step(uint64_t step, double loss, double accuracy) {
+bool Progress::Reports(uint64_t step) const {
+  return step % static_cast<uint64_t>(log_every_) == 0 || step == static_cast<uint64_t>(total_);
+}
+
+void Progress::Report(uint64_t step, double loss, double accuracy) {
   if (!enabled_) return;
   if (tty_) {
     constexpr int kWidth = 30;
@@ -27,11 +31,9 @@ void Progress::Step(uint64_t step, double loss, double accuracy) {
     bar_open_ = true;
     return;
   }
-  if (step % static_cast<uint64_t>(log_every_) == 0 || step == static_cast<uint64_t>(total_)) {
-    std::printf("step=%llu loss=%.6f accuracy=%.4f\n", static_cast<unsigned long long>(step), loss,
-                accuracy);
-    std::fflush(stdout);
-  }
+  std::printf("step=%llu loss=%.6f accuracy=%.4f\n", static_cast<unsigned long long>(step), loss,
+              accuracy);
+  std::fflush(stdout);
 }
 
 void Progress::Done() {

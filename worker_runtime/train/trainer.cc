@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -19,7 +21,6 @@
 #include "worker_runtime/train/bucketed_reducer.h"
 #include "worker_runtime/train/mlp.h"
 #include "worker_runtime/train/progress.h"
-#include "worker_runtime/train/solo_communicator.h"
 #include "worker_runtime/train/synthetic_dataset.h"
 
 namespace muster::train {
@@ -32,10 +33,19 @@ using runtime::Context;
 constexpr int kExitBadInput = 2;
 constexpr int kExitFailure = 1;
 
+// The exit status of an error that is not a collective's (trainer.h):
+// the input is at fault (flags, environment, a checkpoint of another model)
+// or something else failed (I/O, ...).
+int ExitCodeFor(const Status& status) {
+  return status.IsInvalidArgument() ? kExitBadInput : kExitFailure;
+}
+
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "muster-train: %s\n", message.c_str());
   return code;
 }
+
+int Fail(const Status& status) { return Fail(ExitCodeFor(status), status.message()); }
 
 // What a checkpoint must agree with to be resumed from.
 nlohmann::json ModelIdentity(const TrainOptions& o) {
@@ -66,16 +76,27 @@ struct State {
   uint64_t step = 0;
 };
 
-// Loads the newest valid checkpoint, if any, checking it belongs to this model.
-Result<bool> Resume(const TrainOptions& o, State& state) {
-  if (o.checkpoint_dir.empty()) return false;
+// Where a run starts, as rank 0 read it from the newest checkpoint.
+struct ResumePoint {
+  bool resumed = false;
+  uint64_t step = 0;
+  runtime::SamplerState data;  // the sampler's state after step `step`
+  // The loss averaged over step `step`'s global batch; NaN when the
+  // checkpoint predates this field.
+  double last_loss = std::numeric_limits<double>::quiet_NaN();
+};
+
+// Loads the newest valid checkpoint, if any, into `state`, checking it
+// belongs to this model. Rank 0 only: the others receive it by broadcast.
+Result<ResumePoint> LoadNewest(const TrainOptions& o, State& state) {
+  if (o.checkpoint_dir.empty()) return ResumePoint{};
   auto loaded = runtime::LoadNewestCheckpoint(o.checkpoint_dir);
   if (!loaded.ok()) return loaded.status();
-  if (!loaded->has_value()) return false;
+  if (!loaded->has_value()) return ResumePoint{};
   const runtime::Checkpoint& ckpt = **loaded;
   const nlohmann::json identity = ModelIdentity(o);
   nlohmann::json saved = nlohmann::json::parse(ckpt.metadata, nullptr, false);
-  if (saved.is_discarded() || saved.value("model", nlohmann::json()) != identity) {
+  if (!saved.is_object() || saved.value("model", nlohmann::json()) != identity) {
     return Status::InvalidArgument("checkpoint in '" + o.checkpoint_dir +
                                    "' is of another model or data (" + ckpt.metadata +
                                    "); use another --checkpoint-dir");
@@ -92,16 +113,22 @@ Result<bool> Resume(const TrainOptions& o, State& state) {
     }
     *target = values;
   }
-  state.step = ckpt.step;
-  return true;
+  ResumePoint point;
+  point.resumed = true;
+  point.step = ckpt.step;
+  point.data = {.epoch = ckpt.epoch, .global_position = ckpt.sampler_position};
+  const nlohmann::json& loss = saved["last_loss"];
+  if (loss.is_number()) point.last_loss = loss.get<double>();
+  return point;
 }
 
-Status Save(const TrainOptions& o, const State& state, uint64_t steps_per_epoch) {
+Status Save(const TrainOptions& o, const State& state, const runtime::SamplerState& data,
+            double last_loss) {
   runtime::Checkpoint ckpt;
   ckpt.step = state.step;
-  ckpt.epoch = state.step / steps_per_epoch;
-  ckpt.sampler_position = (state.step % steps_per_epoch) * static_cast<uint64_t>(o.global_batch);
-  ckpt.metadata = nlohmann::json{{"model", ModelIdentity(o)}}.dump();
+  ckpt.epoch = data.epoch;
+  ckpt.sampler_position = data.global_position;
+  ckpt.metadata = nlohmann::json{{"model", ModelIdentity(o)}, {"last_loss", last_loss}}.dump();
   ckpt.tensors = {{"params", state.params}, {"momentum", state.momentum}};
   return runtime::WriteCheckpoint(o.checkpoint_dir, ckpt);
 }
@@ -123,51 +150,59 @@ class Trainer {
   }
 
   int Run() {
-    auto resumed = Resume(o_, state_);
-    if (!resumed.ok()) return Fail(kExitBadInput, resumed.status().message());
-    if (!*resumed) model_.Initialize(o_.seed, state_.params);
-    // Every rank starts from rank 0's state, whatever it loaded or drew.
-    double step = static_cast<double>(state_.step);
-    reducer_.Run([&](Communicator& c) {
-      c.Broadcast(state_.params.data(), state_.params.size(), runtime::DataType::kFloat32, 0);
-      c.Broadcast(state_.momentum.data(), state_.momentum.size(), runtime::DataType::kFloat32, 0);
-      c.Broadcast(&step, 1, runtime::DataType::kFloat64, 0);
-    });
-    state_.step = static_cast<uint64_t>(step);
-    if (ctx_.rank == 0 && *resumed) {
-      std::printf("resumed from step %llu of %d\n", static_cast<unsigned long long>(state_.step),
-                  o_.steps);
-    }
-
     auto sampler = runtime::DistributedSampler::Create({.dataset_size = o_.dataset_size,
                                                         .num_replicas = ctx_.world_size,
                                                         .rank = ctx_.rank,
                                                         .shuffle = true,
                                                         .seed = o_.seed,
                                                         .drop_last = false});
-    if (!sampler.ok()) return Fail(kExitBadInput, sampler.status().message());
+    if (!sampler.ok()) return Fail(sampler.status());
+
+    auto point = AgreeOnResumePoint();
+    if (!point.ok()) return Fail(point.status());
+    state_.step = point->step;
+    // Where this rank stands in the sampler's current epoch (per-rank samples).
+    size_t position = 0;
+    if (point->resumed) {
+      auto start = sampler->Resume(point->data);
+      if (!start.ok()) {
+        return Fail(
+            ExitCodeFor(start.status()),
+            "checkpoint of step " + std::to_string(point->step) + ": " + start.status().message());
+      }
+      if (Status s = CheckDataPosition(point->step, sampler->epoch(), *start); !s.ok()) {
+        return Fail(s);
+      }
+      position = *start;
+      if (ctx_.rank == 0) {
+        std::printf("resumed from step %llu of %d\n", static_cast<unsigned long long>(state_.step),
+                    o_.steps);
+      }
+    }
 
     Progress progress(ctx_.rank == 0, o_.steps, o_.log_every);
     std::vector<float> x(local_batch_ * static_cast<size_t>(o_.features));
     std::vector<int> labels(local_batch_);
-    std::vector<size_t> epoch_indices;
-    uint64_t indexed_epoch = UINT64_MAX;
-    double last_loss = 0;
+    std::vector<size_t> epoch_indices = sampler->Indices();
+    // The epoch ends after its last full global batch; the rest is skipped.
+    const size_t epoch_end = steps_per_epoch_ * local_batch_;
+    double last_loss = point->last_loss;
+    const uint64_t total_steps = static_cast<uint64_t>(o_.steps);
     std::vector<double> step_ms;
-    for (; state_.step < static_cast<uint64_t>(o_.steps);) {
+    step_ms.reserve(state_.step < total_steps ? total_steps - state_.step : 0);
+    for (; state_.step < total_steps;) {
       const auto started = std::chrono::steady_clock::now();
-      const uint64_t epoch = state_.step / steps_per_epoch_;
-      if (epoch != indexed_epoch) {
-        sampler->SetEpoch(epoch);
+      if (position == epoch_end) {
+        sampler->SetEpoch(sampler->epoch() + 1);
         epoch_indices = sampler->Indices();
-        indexed_epoch = epoch;
+        position = 0;
       }
-      const size_t first = (state_.step % steps_per_epoch_) * local_batch_;
       for (size_t b = 0; b < local_batch_; ++b) {
-        labels[b] = data_.Sample(epoch_indices[first + b],
+        labels[b] = data_.Sample(epoch_indices[position + b],
                                  std::span<float>(x).subspan(b * static_cast<size_t>(o_.features),
                                                              static_cast<size_t>(o_.features)));
       }
+      position += local_batch_;
 
       std::fill(grads_.begin(), grads_.end(), 0.0);
       reducer_.BeginStep();
@@ -177,19 +212,29 @@ class Trainer {
           state_.params, x, labels, 1.0f / static_cast<float>(o_.global_batch), grads_,
           [this](size_t tensor) { reducer_.TensorReady(tensor); });
       reducer_.Finish();
-      double totals[2] = {stats.loss_sum, stats.correct};
-      reducer_.Run([&](Communicator& c) {
-        c.AllReduce(totals, 2, runtime::DataType::kFloat64, runtime::ReduceOp::kSum);
-      });
+
+      // Loss and accuracy cost a collective of their own: averaged only on
+      // steps that are reported, the last one, and those checkpointed (whose
+      // checkpoint keeps the loss). The choice depends on flags and the step
+      // only, so every rank makes it alike.
+      const uint64_t done = state_.step + 1;
+      const bool checkpoint = !o_.checkpoint_dir.empty() && o_.checkpoint_every > 0 &&
+                              done % static_cast<uint64_t>(o_.checkpoint_every) == 0;
+      const bool report = progress.Reports(done);
+      if (report || checkpoint || done == total_steps) {
+        double totals[2] = {stats.loss_sum, stats.correct};
+        reducer_.Run([&](Communicator& c) {
+          c.AllReduce(totals, 2, runtime::DataType::kFloat64, runtime::ReduceOp::kSum);
+        });
+        last_loss = totals[0] / o_.global_batch;
+        if (report) progress.Report(done, last_loss, totals[1] / o_.global_batch);
+      }
       ApplySgd();
       ++state_.step;
-      last_loss = totals[0] / o_.global_batch;
-      progress.Step(state_.step, last_loss, totals[1] / o_.global_batch);
 
-      if (ctx_.rank == 0 && !o_.checkpoint_dir.empty() && o_.checkpoint_every > 0 &&
-          state_.step % static_cast<uint64_t>(o_.checkpoint_every) == 0) {
-        if (Status s = Save(o_, state_, steps_per_epoch_); !s.ok()) {
-          return Fail(kExitFailure, s.message());
+      if (checkpoint && ctx_.rank == 0) {
+        if (Status s = Save(o_, state_, sampler->StateAfter(position), last_loss); !s.ok()) {
+          return Fail(s);
         }
       }
       if (o_.step_sleep_ms > 0) {
@@ -203,7 +248,7 @@ class Trainer {
 
     if (ctx_.rank == 0 && !o_.out_path.empty()) {
       if (Status s = WriteParameters(o_.out_path, model_.TorchOrder(state_.params)); !s.ok()) {
-        return Fail(kExitFailure, s.message());
+        return Fail(s);
       }
     }
     if (ctx_.rank == 0) {
@@ -219,6 +264,61 @@ class Trainer {
   }
 
  private:
+  // Rank 0 alone reads the checkpoint directory (or draws the initial
+  // weights); every rank then receives its outcome, an error included, so
+  // all ranks go on together or exit together. Then the weights and momentum.
+  Result<ResumePoint> AgreeOnResumePoint() {
+    Status loaded;
+    ResumePoint point;
+    if (ctx_.rank == 0) {
+      auto read = LoadNewest(o_, state_);
+      if (read.ok()) {
+        point = *read;
+        if (!point.resumed) model_.Initialize(o_.seed, state_.params);
+      } else {
+        loaded = read.status();
+      }
+    }
+    // {exit status (0: ok), resumed, step, epoch, global position, last loss}:
+    // every integer here stays far below 2^53, exact in a double.
+    double header[6] = {static_cast<double>(loaded.ok() ? 0 : ExitCodeFor(loaded)),
+                        point.resumed ? 1.0 : 0.0,
+                        static_cast<double>(point.step),
+                        static_cast<double>(point.data.epoch),
+                        static_cast<double>(point.data.global_position),
+                        point.last_loss};
+    reducer_.Run([&](Communicator& c) { c.Broadcast(header, 6, runtime::DataType::kFloat64, 0); });
+    if (header[0] != 0) {
+      if (ctx_.rank == 0) return loaded;
+      const std::string why =
+          "rank 0 could not resume from --checkpoint-dir (its message says why)";
+      return header[0] == kExitBadInput ? Status::InvalidArgument(why) : Status::IoError(why);
+    }
+    point.resumed = header[1] != 0;
+    point.step = static_cast<uint64_t>(header[2]);
+    point.data = {.epoch = static_cast<uint64_t>(header[3]),
+                  .global_position = static_cast<uint64_t>(header[4])};
+    point.last_loss = header[5];
+    reducer_.Run([&](Communicator& c) {
+      c.Broadcast(state_.params.data(), state_.params.size(), runtime::DataType::kFloat32, 0);
+      c.Broadcast(state_.momentum.data(), state_.momentum.size(), runtime::DataType::kFloat32, 0);
+    });
+    return point;
+  }
+
+  // The sampler's position is saved apart from the optimizer's step: a
+  // checkpoint is only resumed when the position is where that step begins.
+  Status CheckDataPosition(uint64_t step, uint64_t epoch, size_t start) const {
+    const bool aligned = start % local_batch_ == 0 && start <= steps_per_epoch_ * local_batch_;
+    if (aligned && epoch * steps_per_epoch_ + start / local_batch_ == step) return Status::Ok();
+    return Status::InvalidArgument(
+        "checkpoint of step " + std::to_string(step) + " records data position epoch " +
+        std::to_string(epoch) + ", per-rank sample " + std::to_string(start) +
+        ", which is not where that step begins (" + std::to_string(steps_per_epoch_) +
+        " steps of " + std::to_string(local_batch_) +
+        " samples per rank and epoch); use another --checkpoint-dir");
+  }
+
   static std::vector<int> LayerSizes(const TrainOptions& o) {
     std::vector<int> sizes{o.features};
     for (int d = 0; d < o.depth; ++d) sizes.push_back(o.hidden);
@@ -294,32 +394,35 @@ Status CheckOptions(const TrainOptions& o, const Context& ctx) {
 
 int RunTraining(const TrainOptions& o) {
   auto ctx = Context::FromProcessEnv();
-  if (!ctx.ok()) return Fail(kExitBadInput, ctx.status().message());
-  if (Status s = CheckOptions(o, *ctx); !s.ok()) return Fail(kExitBadInput, s.message());
+  if (!ctx.ok()) return Fail(ctx.status());
+  if (Status s = CheckOptions(o, *ctx); !s.ok()) return Fail(s);
   auto backend = runtime::ParseBackend(o.backend);
-  if (!backend.ok()) return Fail(kExitBadInput, backend.status().message());
+  if (!backend.ok()) return Fail(backend.status());
+  // Every buffer the trainer hands the communicator (weights, gradients,
+  // loss totals) is host memory: Gloo is its only backend.
+  if (*backend == runtime::Backend::kNccl) {
+    return Fail(kExitBadInput,
+                "muster-train trains on CPU; --backend nccl needs device buffers, not built");
+  }
 
-  std::unique_ptr<runtime::StoreClient> store;
-  std::unique_ptr<Communicator> comm;
-  if (ctx->world_size == 1) {
-    comm = std::make_unique<SoloCommunicator>();
-  } else {
-    const auto timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000));
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000));
+  std::unique_ptr<runtime::StoreClient> store;  // one rank needs none
+  if (ctx->world_size > 1) {
     auto connected = runtime::StoreClient::Connect({.host = ctx->master_addr,
                                                     .port = ctx->master_port,
                                                     .prefix = ctx->StoreNamespace() + "train/",
                                                     .timeout = timeout});
     if (!connected.ok()) return Fail(runtime::kExitCommFailure, connected.status().message());
     store = std::move(connected).value();
-    auto created =
-        runtime::CreateCommunicator(*ctx, *store, {.backend = *backend, .timeout = timeout});
-    if (!created.ok()) {
-      const bool bad_flag = created.status().IsInvalidArgument();
-      return Fail(bad_flag ? kExitBadInput : runtime::kExitCommFailure, created.status().message());
-    }
-    comm = std::move(created).value();
   }
+  auto created = runtime::CreateCommunicator(
+      *ctx, store.get(), {.backend = runtime::Backend::kGloo, .timeout = timeout});
+  if (!created.ok()) {
+    const Status& s = created.status();
+    return s.IsInvalidArgument() ? Fail(s) : Fail(runtime::kExitCommFailure, s.message());
+  }
+  std::unique_ptr<Communicator> comm = std::move(created).value();
 
   try {
     Trainer trainer(o, *ctx, *comm);

@@ -14,10 +14,9 @@ const char* GlooAllreduceName(GlooAllreduce algorithm) {
 
 GlooAllreduce ChooseGlooAllreduce(size_t bytes, int world_size) {
   // Below 1 MB messages are latency-bound: bcube needs log2(W) rounds where
-  // the ring needs 2(W-1); measured 1.5-8x the ring's bandwidth at 2 and 4
-  // ranks. From 1 MB the ring, which sends the optimal 2(W-1)/W of the
-  // buffer per rank, was as fast or faster. Bcube's groups need a
-  // power-of-two world.
+  // the ring needs 2(W-1). From 1 MB the ring sends the optimal 2(W-1)/W of
+  // the buffer per rank. Bcube's groups need a power-of-two world. The
+  // allreduce_algorithm.h commands measure where the two cross.
   constexpr size_t kLatencyBoundBytes = 1 << 20;
   const bool power_of_two = world_size > 1 && (world_size & (world_size - 1)) == 0;
   return power_of_two && bytes < kLatencyBoundBytes ? GlooAllreduce::kBcube : GlooAllreduce::kRing;

@@ -2,14 +2,15 @@
 //
 // Both run through gloo::allreduce(AllreduceOptions) with unbound buffers, as
 // every other collective of GlooCommunicator does. Gloo's older algorithm
-// classes (AllreduceRing, AllreduceHalvingDoubling, ...) use bound buffers;
-// measured here (loopback, 2 and 4 ranks), mixing them with unbound
-// operations on the same pairs made the unbound ones 10-300x slower, and on
-// their own they reached about half of the segmented ring's bandwidth above
-// 1 MB. So they are not used.
+// classes (AllreduceRing, AllreduceHalvingDoubling, ...) bind their buffers
+// at construction, which does not fit a call that takes any buffer; they
+// are not used.
 //
-// MUSTER_GLOO_ALLREDUCE=ring|bcube (bcube: power-of-two worlds) overrides the choice (for
-// measuring); "auto" or unset keeps it.
+// MUSTER_GLOO_ALLREDUCE=ring|bcube (bcube: power-of-two worlds) overrides the
+// choice; "auto" or unset keeps it. ChooseGlooAllreduce's 1 MB threshold
+// comes from comparing the two on loopback; to measure it on a machine:
+//   MUSTER_GLOO_ALLREDUCE=ring scripts/bench/allreduce.sh
+//   MUSTER_GLOO_ALLREDUCE=bcube scripts/bench/allreduce.sh
 //
 // Thread-safety: pure functions.
 #pragma once

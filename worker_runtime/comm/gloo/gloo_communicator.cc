@@ -44,8 +44,9 @@ void RunAllreduce(const std::shared_ptr<gloo::Context>& context, T* data, size_t
   gloo::AllreduceOptions options(context);
   options.setOutput(data, count);
   options.setReduceFunction(ReduceFunctionFor<T>(op));
-  // Gloo's default (UNSPECIFIED) is its segmented ring, the one torch uses;
-  // naming RING explicitly measured 5-20x slower here at sizes up to 1 MB.
+  // kRing leaves Gloo's default (UNSPECIFIED: its segmented ring, as torch
+  // does) rather than naming RING. To compare the algorithms:
+  // MUSTER_GLOO_ALLREDUCE=ring|bcube scripts/bench/allreduce.sh.
   if (algorithm == GlooAllreduce::kBcube) {
     options.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
   }
@@ -59,20 +60,6 @@ bool MentionsTimeout(const std::string& text) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return lower.find("timeout") != std::string::npos || lower.find("timed out") != std::string::npos;
-}
-
-const char* KindName(CommError::Kind kind) {
-  switch (kind) {
-    case CommError::Kind::kTimeout:
-      return "timeout";
-    case CommError::Kind::kPeerFailed:
-      return "peer failed";
-    case CommError::Kind::kInvalidArgument:
-      return "invalid argument";
-    case CommError::Kind::kInternal:
-      return "internal error";
-  }
-  return "error";
 }
 
 }  // namespace
@@ -123,13 +110,6 @@ GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context, int r
 
 GlooCommunicator::~GlooCommunicator() = default;
 
-void GlooCommunicator::ThrowIfAborted(const char* op) const {
-  if (aborted_) {
-    throw CommError(abort_kind_, std::string("gloo ") + op + ": the communicator is aborted (" +
-                                     abort_reason_ + ")");
-  }
-}
-
 void GlooCommunicator::RequireHostFloat(const char* op, DataType type) const {
   if (type != DataType::kFloat32 && type != DataType::kFloat64) {
     throw CommError(CommError::Kind::kInvalidArgument,
@@ -139,7 +119,7 @@ void GlooCommunicator::RequireHostFloat(const char* op, DataType type) const {
 
 template <typename Body>
 void GlooCommunicator::Guarded(const char* op, Body&& body) {
-  ThrowIfAborted(op);
+  latch_.ThrowIfAborted(op);
   const auto started = std::chrono::steady_clock::now();
   CommError::Kind kind;
   std::string detail;
@@ -157,12 +137,10 @@ void GlooCommunicator::Guarded(const char* op, Body&& body) {
     kind = CommError::Kind::kInternal;
     detail = e.what();
   }
-  aborted_ = true;
-  abort_kind_ = kind;
-  abort_reason_ = std::string(op) + " " + KindName(kind) + ": " + detail;
+  latch_.Latch(kind, std::string(op) + " " + CommErrorKindName(kind) + ": " + detail);
   throw CommError(kind, "gloo " + std::string(op) + " on rank " + std::to_string(rank_) + " of " +
-                            std::to_string(world_size_) + ": " + KindName(kind) + " (timeout " +
-                            std::to_string(timeout_.count()) + " ms): " + detail);
+                            std::to_string(world_size_) + ": " + CommErrorKindName(kind) +
+                            " (timeout " + std::to_string(timeout_.count()) + " ms): " + detail);
 }
 
 void GlooCommunicator::AllReduceUnguarded(void* data, size_t count, DataType type, ReduceOp op) {
@@ -180,20 +158,20 @@ void GlooCommunicator::AllReduceUnguarded(void* data, size_t count, DataType typ
 }
 
 void GlooCommunicator::AllReduce(void* data, size_t count, DataType type, ReduceOp op) {
-  ThrowIfAborted("allreduce");
-  RequireHostFloat("allreduce", type);
-  Guarded("allreduce", [&] { AllReduceUnguarded(data, count, type, op); });
+  Guarded("allreduce", [&] {
+    RequireHostFloat("allreduce", type);
+    AllReduceUnguarded(data, count, type, op);
+  });
 }
 
 void GlooCommunicator::Broadcast(void* data, size_t count, DataType type, int root) {
-  ThrowIfAborted("broadcast");
-  RequireHostFloat("broadcast", type);
-  if (root < 0 || root >= world_size_) {
-    throw CommError(CommError::Kind::kInvalidArgument,
-                    "gloo broadcast: root " + std::to_string(root) + " is not a rank of " +
-                        std::to_string(world_size_));
-  }
   Guarded("broadcast", [&] {
+    RequireHostFloat("broadcast", type);
+    if (root < 0 || root >= world_size_) {
+      throw CommError(CommError::Kind::kInvalidArgument,
+                      "gloo broadcast: root " + std::to_string(root) + " is not a rank of " +
+                          std::to_string(world_size_));
+    }
     const size_t bytes = count * DataTypeSize(type);
     if (bytes == 0) return;
     gloo::BroadcastOptions options(context_);
@@ -206,10 +184,9 @@ void GlooCommunicator::Broadcast(void* data, size_t count, DataType type, int ro
 }
 
 void GlooCommunicator::AllGather(const void* send, void* recv, size_t count, DataType type) {
-  ThrowIfAborted("allgather");
-  RequireHostFloat("allgather", type);
-  const size_t bytes = count * DataTypeSize(type);
   Guarded("allgather", [&] {
+    RequireHostFloat("allgather", type);
+    const size_t bytes = count * DataTypeSize(type);
     if (bytes == 0) return;
     gloo::AllgatherOptions options(context_);
     options.setInput(const_cast<char*>(static_cast<const char*>(send)), bytes);
@@ -222,9 +199,8 @@ void GlooCommunicator::AllGather(const void* send, void* recv, size_t count, Dat
 
 void GlooCommunicator::ReduceScatter(const void* send, void* recv, size_t count, DataType type,
                                      ReduceOp op) {
-  ThrowIfAborted("reduce_scatter");
-  RequireHostFloat("reduce_scatter", type);
   Guarded("reduce_scatter", [&] {
+    RequireHostFloat("reduce_scatter", type);
     const size_t block_bytes = count * DataTypeSize(type);
     std::vector<char> whole(block_bytes * world_size_);
     std::memcpy(whole.data(), send, whole.size());
@@ -242,11 +218,6 @@ void GlooCommunicator::Barrier() {
   });
 }
 
-void GlooCommunicator::Abort() {
-  if (aborted_) return;
-  aborted_ = true;
-  abort_kind_ = CommError::Kind::kInternal;
-  abort_reason_ = "Abort() was called";
-}
+void GlooCommunicator::Abort() { latch_.Latch(CommError::Kind::kInternal, "Abort() was called"); }
 
 }  // namespace muster::runtime

@@ -33,6 +33,7 @@
 #include <optional>
 #include <string>
 
+#include "worker_runtime/comm/abort_latch.h"
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/comm/gloo/allreduce_algorithm.h"
 
@@ -65,10 +66,10 @@ class GlooCommunicator final : public Communicator {
   GlooCommunicator(std::shared_ptr<gloo::Context> context, int rank, int world_size,
                    std::chrono::milliseconds timeout, std::optional<GlooAllreduce> forced);
 
-  // Runs `body`; turns a Gloo exception into an abort plus CommError.
+  // Throws when aborted, then runs `body`; a CommError from `body` (an
+  // argument check) passes through, a Gloo exception aborts and becomes one.
   template <typename Body>
   void Guarded(const char* op, Body&& body);
-  void ThrowIfAborted(const char* op) const;
   void RequireHostFloat(const char* op, DataType type) const;
   void AllReduceUnguarded(void* data, size_t count, DataType type, ReduceOp op);
 
@@ -78,9 +79,7 @@ class GlooCommunicator final : public Communicator {
   const std::chrono::milliseconds timeout_;
   const std::optional<GlooAllreduce> forced_algorithm_;
   uint32_t next_tag_ = 0;
-  bool aborted_ = false;
-  CommError::Kind abort_kind_ = CommError::Kind::kInternal;
-  std::string abort_reason_;
+  AbortLatch latch_{"gloo"};
 };
 
 }  // namespace muster::runtime

@@ -62,7 +62,7 @@ std::string NcclText(ncclComm_t comm, ncclResult_t rc) {
 }  // namespace
 
 Result<std::unique_ptr<Communicator>> NcclCommunicator::Create(const Context& ctx,
-                                                               StoreClient& store,
+                                                               StoreClient* store,
                                                                const CommOptions& options) {
   const int visible = VisibleCudaDeviceCount();
   const int device =
@@ -77,15 +77,21 @@ Result<std::unique_ptr<Communicator>> NcclCommunicator::Create(const Context& ct
                            "): " + cudaGetErrorString(rc));
   }
 
+  if (store == nullptr && ctx.world_size > 1) {
+    return Status::InvalidArgument("nccl: world size " + std::to_string(ctx.world_size) +
+                                   " needs a store for the unique id");
+  }
   ncclUniqueId id{};
   if (ctx.rank == 0) {
     if (ncclResult_t rc = ncclGetUniqueId(&id); rc != ncclSuccess) {
       return Status::IoError(std::string("nccl: ncclGetUniqueId: ") + ncclGetErrorString(rc));
     }
-    Status set = store.Set(kUniqueIdKey, std::string_view(id.internal, sizeof(id.internal)));
-    if (!set.ok()) return Status::IoError("nccl: publishing the unique id: " + set.message());
+    if (ctx.world_size > 1) {
+      Status set = store->Set(kUniqueIdKey, std::string_view(id.internal, sizeof(id.internal)));
+      if (!set.ok()) return Status::IoError("nccl: publishing the unique id: " + set.message());
+    }
   } else {
-    Result<std::string> got = store.Get(kUniqueIdKey, options.timeout);
+    Result<std::string> got = store->Get(kUniqueIdKey, options.timeout);
     if (!got.ok()) return Status::IoError("nccl: reading the unique id: " + got.status().message());
     if (got->size() != sizeof(id.internal)) {
       return Status::IoError("nccl: the unique id in the store has " + std::to_string(got->size()) +
@@ -110,9 +116,13 @@ Result<std::unique_ptr<Communicator>> NcclCommunicator::Create(const Context& ct
                            ": " + why);
   }
 
+  // A blocking stream (cudaStreamDefault, not cudaStreamNonBlocking): its
+  // work starts after what the caller queued before it on the legacy default
+  // stream, so a collective sees the buffers the caller's kernels wrote there
+  // (the ordering communicator.h promises).
   cudaStream_t stream = nullptr;
   float* barrier_word = nullptr;
-  if (cudaError_t crc = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (cudaError_t crc = cudaStreamCreateWithFlags(&stream, cudaStreamDefault);
       crc != cudaSuccess || (crc = cudaMalloc(&barrier_word, sizeof(float))) != cudaSuccess) {
     ncclCommAbort(comm);
     if (stream != nullptr) cudaStreamDestroy(stream);
@@ -137,7 +147,7 @@ NcclCommunicator::NcclCommunicator(ncclComm_t comm, cudaStream_t stream, float* 
 
 NcclCommunicator::~NcclCommunicator() {
   cudaSetDevice(device_);
-  if (!aborted_) {
+  if (!latch_.aborted()) {
     // Finalize flushes outstanding work; a dead peer can stall it, so it is
     // bounded like a collective and falls back to abort.
     ncclResult_t rc = ncclCommFinalize(comm_);
@@ -154,24 +164,25 @@ NcclCommunicator::~NcclCommunicator() {
   cudaStreamDestroy(stream_);
 }
 
-void NcclCommunicator::ThrowIfAborted(const char* op) const {
-  if (aborted_) {
-    throw CommError(abort_kind_, std::string("nccl ") + op + ": the communicator is aborted (" +
-                                     abort_reason_ + ")");
-  }
-}
-
 void NcclCommunicator::Fail(const char* op, CommError::Kind kind, const std::string& detail) {
   ncclCommAbort(comm_);
-  aborted_ = true;
-  abort_kind_ = kind;
-  abort_reason_ = std::string(op) + ": " + detail;
+  latch_.Latch(kind, std::string(op) + ": " + detail);
   throw CommError(kind, "nccl " + std::string(op) + " on rank " + std::to_string(rank_) + " of " +
                             std::to_string(world_size_) + " (timeout " +
                             std::to_string(timeout_.count()) + " ms): " + detail);
 }
 
 void NcclCommunicator::Complete(const char* op, ncclResult_t enqueued) {
+  // NCCL checks arguments before it enqueues anything and returns the
+  // verdict at once: nothing is in flight and no peer is at fault, so this
+  // is not an abort (as with Gloo). A non-blocking communicator keeps the
+  // error, though (ncclEnqueueCheck sets its async error): later calls are
+  // refused the same way, each returning at once.
+  if (enqueued == ncclInvalidArgument || enqueued == ncclInvalidUsage) {
+    throw CommError(CommError::Kind::kInvalidArgument, "nccl " + std::string(op) + " on rank " +
+                                                           std::to_string(rank_) + ": " +
+                                                           NcclText(comm_, enqueued));
+  }
   const auto deadline = Clock::now() + timeout_;
   if (enqueued == ncclInProgress) enqueued = PollAsyncState(comm_, deadline);
   if (enqueued == ncclInProgress) Fail(op, CommError::Kind::kTimeout, "enqueue did not finish");
@@ -195,13 +206,13 @@ void NcclCommunicator::Complete(const char* op, ncclResult_t enqueued) {
 }
 
 void NcclCommunicator::AllReduce(void* data, size_t count, DataType type, ReduceOp op) {
-  ThrowIfAborted("allreduce");
+  latch_.ThrowIfAborted("allreduce");
   Complete("allreduce",
            ncclAllReduce(data, data, count, NcclType(type), NcclOp(op), comm_, stream_));
 }
 
 void NcclCommunicator::Broadcast(void* data, size_t count, DataType type, int root) {
-  ThrowIfAborted("broadcast");
+  latch_.ThrowIfAborted("broadcast");
   if (root < 0 || root >= world_size_) {
     throw CommError(CommError::Kind::kInvalidArgument,
                     "nccl broadcast: root " + std::to_string(root) + " is not a rank of " +
@@ -211,29 +222,27 @@ void NcclCommunicator::Broadcast(void* data, size_t count, DataType type, int ro
 }
 
 void NcclCommunicator::AllGather(const void* send, void* recv, size_t count, DataType type) {
-  ThrowIfAborted("allgather");
+  latch_.ThrowIfAborted("allgather");
   Complete("allgather", ncclAllGather(send, recv, count, NcclType(type), comm_, stream_));
 }
 
 void NcclCommunicator::ReduceScatter(const void* send, void* recv, size_t count, DataType type,
                                      ReduceOp op) {
-  ThrowIfAborted("reduce_scatter");
+  latch_.ThrowIfAborted("reduce_scatter");
   Complete("reduce_scatter",
            ncclReduceScatter(send, recv, count, NcclType(type), NcclOp(op), comm_, stream_));
 }
 
 void NcclCommunicator::Barrier() {
-  ThrowIfAborted("barrier");
+  latch_.ThrowIfAborted("barrier");
   Complete("barrier",
            ncclAllReduce(barrier_word_, barrier_word_, 1, ncclFloat32, ncclSum, comm_, stream_));
 }
 
 void NcclCommunicator::Abort() {
-  if (aborted_) return;
+  if (latch_.aborted()) return;
   ncclCommAbort(comm_);
-  aborted_ = true;
-  abort_kind_ = CommError::Kind::kInternal;
-  abort_reason_ = "Abort() was called";
+  latch_.Latch(CommError::Kind::kInternal, "Abort() was called");
 }
 
 }  // namespace muster::runtime

@@ -5,16 +5,24 @@
 // rank (device 0 when exactly one device is visible, as when the launcher
 // sets CUDA_VISIBLE_DEVICES per worker). Rank 0 creates the unique id and
 // publishes it under "nccl/unique_id" in the store (inside the generation's
-// prefix); the others read it. The communicator is initialized non-blocking
+// prefix); the others read it (a one-rank world needs no store). The
+// communicator is initialized non-blocking
 // (config.blocking = 0) and polled until ready or the timeout. The key is
 // fixed: build one NcclCommunicator per generation (per store prefix).
 //
-// Collectives run on the communicator's own stream, then the call polls
-// cudaStreamQuery and ncclCommGetAsyncError until the operation completes,
-// NCCL reports an error, or CommOptions::timeout passes; on error or timeout
-// it calls ncclCommAbort and throws CommError (kTimeout or kPeerFailed). The
-// call returns only once the result is in `data` (the stream is drained).
-// Every later call throws. ReduceOp::kAvg is ncclAvg. Barrier is a
+// Collectives run on the communicator's own blocking stream (created with
+// cudaStreamDefault), so they start after the work the caller queued on the
+// legacy default stream; work on the caller's non-blocking streams must be
+// synchronized by the caller first. The call then polls cudaStreamQuery and
+// ncclCommGetAsyncError until the operation completes, NCCL reports an
+// error, or CommOptions::timeout passes; on error or timeout it calls
+// ncclCommAbort and throws CommError (kTimeout or kPeerFailed), and every
+// later call throws. An enqueue that NCCL refuses as ncclInvalidArgument or
+// ncclInvalidUsage throws kInvalidArgument without ncclCommAbort; unlike
+// Gloo's, the communicator is not usable afterwards: NCCL keeps the error on
+// a non-blocking communicator and refuses every later call the same way (at
+// once, never hanging). The call returns only once the result is in `data`
+// (the stream is drained). ReduceOp::kAvg is ncclAvg. Barrier is a
 // one-element allreduce.
 //
 // Thread-safety: one thread at a time (see Communicator).
@@ -27,13 +35,15 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "worker_runtime/comm/abort_latch.h"
 #include "worker_runtime/comm/communicator.h"
 
 namespace muster::runtime {
 
 class NcclCommunicator final : public Communicator {
  public:
-  static Result<std::unique_ptr<Communicator>> Create(const Context& ctx, StoreClient& store,
+  // `store` may be null when ctx.world_size is 1.
+  static Result<std::unique_ptr<Communicator>> Create(const Context& ctx, StoreClient* store,
                                                       const CommOptions& options);
   // Finalizes the communicator (bounded by the timeout, then aborts).
   ~NcclCommunicator() override;
@@ -54,7 +64,6 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(ncclComm_t comm, cudaStream_t stream, float* barrier_word, int device, int rank,
                    int world_size, std::chrono::milliseconds timeout);
 
-  void ThrowIfAborted(const char* op) const;
   // Checks the enqueue result, then waits for the stream with a deadline.
   void Complete(const char* op, ncclResult_t enqueued);
   [[noreturn]] void Fail(const char* op, CommError::Kind kind, const std::string& detail);
@@ -66,9 +75,7 @@ class NcclCommunicator final : public Communicator {
   const int rank_;
   const int world_size_;
   const std::chrono::milliseconds timeout_;
-  bool aborted_ = false;
-  CommError::Kind abort_kind_ = CommError::Kind::kInternal;
-  std::string abort_reason_;
+  AbortLatch latch_{"nccl"};
 };
 
 }  // namespace muster::runtime

@@ -1,0 +1,21 @@
+#include "worker_runtime/comm/abort_latch.h"
+
+#include <utility>
+
+namespace muster::runtime {
+
+bool AbortLatch::Latch(CommError::Kind kind, std::string reason) {
+  if (aborted_) return false;
+  aborted_ = true;
+  kind_ = kind;
+  reason_ = std::move(reason);
+  return true;
+}
+
+void AbortLatch::ThrowIfAborted(const char* op) const {
+  if (!aborted_) return;
+  throw CommError(
+      kind_, std::string(backend_) + " " + op + ": the communicator is aborted (" + reason_ + ")");
+}
+
+}  // namespace muster::runtime
