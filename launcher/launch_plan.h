@@ -47,9 +47,10 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
 // any port, which the agent fills in once it has bound it.
 Result<rdzv::Assignment> StaticAssignment(const LaunchOptions& options, int local_world_size);
 
+using rdzv::kDefaultRendezvousPort;
+
 // How this node reaches the elastic rendezvous (musterd, or one embedded in
 // this agent with --rdzv-conf is_host=1).
-inline constexpr int kDefaultRendezvousPort = 29400;
 
 struct ElasticConfig {
   std::string host;                        // the daemon's address (--rdzv-endpoint)

@@ -32,7 +32,7 @@ namespace {
 
 struct DaemonFlags {
   std::string host = "0.0.0.0";
-  int64_t port = 29400;
+  int64_t port = muster::rdzv::kDefaultRendezvousPort;
   std::string config;
   std::string token_file;
   int64_t metrics_port = -1;  // -1: no metrics server
@@ -102,7 +102,8 @@ int main(int argc, char** argv) {
   DaemonFlags flags;
   CLI::App app{"musterd: the muster elastic rendezvous daemon"};
   app.add_option("--host", flags.host, "address to listen on (default 0.0.0.0)");
-  app.add_option("--port", flags.port, "port to listen on (default 29400; 0: any)")
+  app.add_option("--port", flags.port,
+                 "port to listen on (default 29400, as torchrun's c10d; 0: any)")
       ->check(CLI::Range(int64_t{0}, kMaxPort));
   app.add_option("--config", flags.config, "JSON config file; flags win over it");
   app.add_option("--token-file", flags.token_file, "shared secret agents must present");

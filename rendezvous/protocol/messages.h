@@ -18,6 +18,8 @@
 namespace muster::rdzv {
 
 inline constexpr uint32_t kProtocolVersion = 1;
+// Where agents find musterd when --rdzv-endpoint gives no port (torchrun's c10d default).
+inline constexpr int kDefaultRendezvousPort = 29400;
 
 // One node's place in one generation (what the agent must remember to let a
 // restarted daemon rebuild the run).
