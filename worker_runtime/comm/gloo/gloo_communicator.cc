@@ -1,5 +1,7 @@
 #include "worker_runtime/comm/gloo/gloo_communicator.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -62,6 +64,17 @@ bool MentionsTimeout(const std::string& text) {
   return lower.find("timeout") != std::string::npos || lower.find("timed out") != std::string::npos;
 }
 
+// Gloo writes to its peers' sockets without MSG_NOSIGNAL: a write to a peer
+// that just died would kill this process with SIGPIPE instead of raising a
+// CommError. Ignore SIGPIPE, as Python (and so torch) does, unless the
+// program installed a handler of its own.
+void IgnoreSigpipeUnlessHandled() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    signal(SIGPIPE, SIG_IGN);
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Communicator>> GlooCommunicator::Create(const Context& ctx,
@@ -76,6 +89,7 @@ Result<std::unique_ptr<Communicator>> GlooCommunicator::Create(const Context& ct
   }
   Result<std::string> address = LocalAddressToward(ctx.master_addr, ctx.master_port);
   if (!address.ok()) return address.status();
+  IgnoreSigpipeUnlessHandled();
 
   auto context = std::make_shared<gloo::rendezvous::Context>(ctx.rank, ctx.world_size);
   // Set before connecting: the mesh copies it into every pair, and each

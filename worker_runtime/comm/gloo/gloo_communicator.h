@@ -46,6 +46,8 @@ namespace muster::runtime {
 class GlooCommunicator final : public Communicator {
  public:
   // Connects the mesh; errors name the stage (address, device, rendezvous).
+  // Sets SIGPIPE to ignored unless the program handles it: Gloo writes to
+  // peers without MSG_NOSIGNAL, and a dead peer must raise CommError.
   static Result<std::unique_ptr<Communicator>> Create(const Context& ctx, StoreClient& store,
                                                       const CommOptions& options);
   ~GlooCommunicator() override;
