@@ -53,34 +53,44 @@ def finish(procs, timeout):
     return results
 
 
-def run_values(world, backend="gloo", extra_env=None, timeout_ms=30000):
+def run_values(world, backend="gloo", extra_env=None, timeout_ms=30000, expect_log=None):
     port = start_store()
     procs = start_ranks(world, [backend, "values", timeout_ms], port, extra_env)
     for rank, (code, out, err) in enumerate(finish(procs, 120)):
         check(code == 0 and f"ok rank={rank}" in out,
               f"rank {rank} of {world} exited {code}", out, err)
+        if expect_log:
+            check(expect_log in out + err, f"rank {rank} did not log {expect_log!r}", out, err)
+
+
+# What the communicator logs when its ranks, all on this host, share memory.
+SHARED_MEMORY_LOG = "(shared memory: one host)"
 
 
 @test
 def every_collective_is_right_with_2_ranks():
-    run_values(2)
+    run_values(2, expect_log=SHARED_MEMORY_LOG)
 
 
 @test
 def every_collective_is_right_with_4_ranks():
-    run_values(4)
+    run_values(4, expect_log=SHARED_MEMORY_LOG)
 
 
 @test
 def every_collective_is_right_with_3_ranks_a_world_that_is_no_power_of_two():
-    run_values(3)
+    run_values(3, expect_log=SHARED_MEMORY_LOG)
+
+
+def forced(algorithm, world):
+    return {rank: {"MUSTER_GLOO_ALLREDUCE": algorithm} for rank in range(world)}
 
 
 @test
 def every_forced_allreduce_algorithm_gives_the_same_values_at_4_ranks():
-    for algorithm in ("ring", "bcube"):
-        env = {rank: {"MUSTER_GLOO_ALLREDUCE": algorithm} for rank in range(4)}
-        run_values(4, extra_env=env)
+    for algorithm in ("ring", "bcube", "shm"):
+        run_values(4, extra_env=forced(algorithm, 4))
+    run_values(3, extra_env=forced("ring", 3))
 
 
 @test
@@ -88,10 +98,11 @@ def a_single_rank_runs_every_collective_alone():
     run_values(1)
 
 
-def lose_a_peer(world, scenario, timeout_ms):
+def lose_a_peer(world, scenario, timeout_ms, algorithm="auto"):
     port = start_store()
     victim = world - 1
-    procs = start_ranks(world, ["gloo", scenario, timeout_ms, victim], port)
+    procs = start_ranks(world, ["gloo", scenario, timeout_ms, victim], port,
+                        forced(algorithm, world))
     started = time.monotonic()
     survivors = procs[:victim]
     results = finish(survivors, 10)
@@ -106,19 +117,24 @@ def lose_a_peer(world, scenario, timeout_ms):
 
 @test
 def survivors_of_a_killed_peer_fail_fast_with_the_comm_failure_exit_code():
-    for world in (2, 4):
-        errors, elapsed = lose_a_peer(world, "die", 3000)
-        check(any("kind=peer_failed" in err for err in errors),
-              "no survivor reported the peer failure", *errors)
-        check(elapsed < 3, f"a killed peer was noticed only after {elapsed:.1f}s", *errors)
+    # auto: shared memory on this host; ring: Gloo's TCP path.
+    for algorithm in ("auto", "ring"):
+        for world in (2, 4):
+            errors, elapsed = lose_a_peer(world, "die", 3000, algorithm)
+            check(any("kind=peer_failed" in err for err in errors),
+                  f"{algorithm}: no survivor reported the peer failure", *errors)
+            check(elapsed < 3, f"{algorithm}: a killed peer was noticed only after "
+                  f"{elapsed:.1f}s", *errors)
 
 
 @test
 def survivors_of_a_stalled_peer_time_out_within_the_deadline():
-    errors, elapsed = lose_a_peer(2, "stall", 3000)
-    check(any("kind=timeout" in err for err in errors), "no survivor reported a timeout", *errors)
-    check(elapsed >= 2.5, f"the timeout fired after {elapsed:.1f}s, before the 3 s deadline",
-          *errors)
+    for algorithm in ("auto", "ring"):
+        errors, elapsed = lose_a_peer(2, "stall", 3000, algorithm)
+        check(any("kind=timeout" in err for err in errors),
+              f"{algorithm}: no survivor reported a timeout", *errors)
+        check(elapsed >= 2.5, f"{algorithm}: the timeout fired after {elapsed:.1f}s, before the "
+              "3 s deadline", *errors)
 
 
 def visible_gpus():

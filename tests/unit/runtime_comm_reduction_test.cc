@@ -41,21 +41,30 @@ TEST_CASE("average on host memory refuses 16-bit types", "[comm]") {
 }
 
 TEST_CASE("messages below 1 MB use bcube, larger ones the ring", "[comm]") {
-  CHECK(ChooseGlooAllreduce(4, 2) == GlooAllreduce::kBcube);
-  CHECK(ChooseGlooAllreduce(4, 4) == GlooAllreduce::kBcube);
-  CHECK(ChooseGlooAllreduce((1 << 20) - 1, 8) == GlooAllreduce::kBcube);
-  CHECK(ChooseGlooAllreduce(1 << 20, 2) == GlooAllreduce::kRing);
-  CHECK(ChooseGlooAllreduce(256u << 20, 4) == GlooAllreduce::kRing);
+  CHECK(ChooseGlooAllreduce(4, 2, false) == GlooAllreduce::kBcube);
+  CHECK(ChooseGlooAllreduce(4, 4, false) == GlooAllreduce::kBcube);
+  CHECK(ChooseGlooAllreduce((1 << 20) - 1, 8, false) == GlooAllreduce::kBcube);
+  CHECK(ChooseGlooAllreduce(1 << 20, 2, false) == GlooAllreduce::kRing);
+  CHECK(ChooseGlooAllreduce(256u << 20, 4, false) == GlooAllreduce::kRing);
+}
+
+TEST_CASE("ranks sharing a segment use it at every size and world", "[comm]") {
+  for (size_t bytes : {size_t{4}, size_t{1} << 20, size_t{256} << 20}) {
+    for (int world : {2, 3, 4}) {
+      CHECK(ChooseGlooAllreduce(bytes, world, true) == GlooAllreduce::kSharedMemory);
+    }
+  }
 }
 
 TEST_CASE("worlds that are no power of two, or of one rank, never get bcube", "[comm]") {
-  CHECK(ChooseGlooAllreduce(4, 3) == GlooAllreduce::kRing);
-  CHECK(ChooseGlooAllreduce(4, 6) == GlooAllreduce::kRing);
-  CHECK(ChooseGlooAllreduce(4, 1) == GlooAllreduce::kRing);
+  CHECK(ChooseGlooAllreduce(4, 3, false) == GlooAllreduce::kRing);
+  CHECK(ChooseGlooAllreduce(4, 6, false) == GlooAllreduce::kRing);
+  CHECK(ChooseGlooAllreduce(4, 1, false) == GlooAllreduce::kRing);
 }
 
 TEST_CASE("the allreduce override accepts each algorithm's name and auto", "[comm]") {
-  for (GlooAllreduce algorithm : {GlooAllreduce::kRing, GlooAllreduce::kBcube}) {
+  for (GlooAllreduce algorithm :
+       {GlooAllreduce::kRing, GlooAllreduce::kBcube, GlooAllreduce::kSharedMemory}) {
     auto parsed = ParseGlooAllreduce(GlooAllreduceName(algorithm));
     REQUIRE(parsed.ok());
     CHECK(*parsed == algorithm);

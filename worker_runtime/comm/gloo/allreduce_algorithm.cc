@@ -8,11 +8,14 @@ const char* GlooAllreduceName(GlooAllreduce algorithm) {
       return "ring";
     case GlooAllreduce::kBcube:
       return "bcube";
+    case GlooAllreduce::kSharedMemory:
+      return "shm";
   }
   return "unknown";
 }
 
-GlooAllreduce ChooseGlooAllreduce(size_t bytes, int world_size) {
+GlooAllreduce ChooseGlooAllreduce(size_t bytes, int world_size, bool shared_memory) {
+  if (shared_memory) return GlooAllreduce::kSharedMemory;
   // Below 1 MB messages are latency-bound: bcube needs log2(W) rounds where
   // the ring needs 2(W-1). From 1 MB the ring sends the optimal 2(W-1)/W of
   // the buffer per rank. Bcube's groups need a power-of-two world. The
@@ -24,11 +27,12 @@ GlooAllreduce ChooseGlooAllreduce(size_t bytes, int world_size) {
 
 Result<std::optional<GlooAllreduce>> ParseGlooAllreduce(const std::string& text) {
   if (text.empty() || text == "auto") return std::optional<GlooAllreduce>();
-  for (GlooAllreduce algorithm : {GlooAllreduce::kRing, GlooAllreduce::kBcube}) {
+  for (GlooAllreduce algorithm :
+       {GlooAllreduce::kRing, GlooAllreduce::kBcube, GlooAllreduce::kSharedMemory}) {
     if (text == GlooAllreduceName(algorithm)) return std::optional<GlooAllreduce>(algorithm);
   }
   return Status::InvalidArgument("MUSTER_GLOO_ALLREDUCE='" + text +
-                                 "' is not one of auto, ring, bcube");
+                                 "' is not one of auto, ring, bcube, shm");
 }
 
 }  // namespace muster::runtime

@@ -106,21 +106,38 @@ Result<std::unique_ptr<Communicator>> GlooCommunicator::Create(const Context& ct
                            std::to_string(ctx.world_size) + " on " + *address +
                            " failed: " + e.what());
   }
-  spdlog::info("comm backend=gloo rank={} world={} addr={} timeout_ms={} allreduce={}", ctx.rank,
+  // Every rank learns the same outcome, so all reduce alike; a forced Gloo
+  // algorithm needs no segment.
+  std::unique_ptr<SharedMemoryAllreduce> shared_memory;
+  if (!forced->has_value() || **forced == GlooAllreduce::kSharedMemory) {
+    auto joined = SharedMemoryAllreduce::Join(store, ctx.rank, ctx.world_size, options.timeout);
+    if (!joined.ok()) return joined.status();
+    shared_memory = std::move(joined).value();
+    if (shared_memory == nullptr && forced->has_value()) {
+      return Status::InvalidArgument(
+          "MUSTER_GLOO_ALLREDUCE=shm needs every rank on this host, at most " +
+          std::to_string(SharedMemoryAllreduce::kMaxRanks) + " of them, and /dev/shm");
+    }
+  }
+  spdlog::info("comm backend=gloo rank={} world={} addr={} timeout_ms={} allreduce={}{}", ctx.rank,
                ctx.world_size, *address, options.timeout.count(),
-               forced->has_value() ? GlooAllreduceName(**forced) : "auto");
-  return std::unique_ptr<Communicator>(
-      new GlooCommunicator(std::move(context), ctx.rank, ctx.world_size, options.timeout, *forced));
+               forced->has_value() ? GlooAllreduceName(**forced) : "auto",
+               shared_memory != nullptr ? " (shared memory: one host)" : "");
+  return std::unique_ptr<Communicator>(new GlooCommunicator(std::move(context), ctx.rank,
+                                                            ctx.world_size, options.timeout,
+                                                            *forced, std::move(shared_memory)));
 }
 
 GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context, int rank, int world_size,
                                    std::chrono::milliseconds timeout,
-                                   std::optional<GlooAllreduce> forced)
+                                   std::optional<GlooAllreduce> forced,
+                                   std::unique_ptr<SharedMemoryAllreduce> shared_memory)
     : context_(std::move(context)),
       rank_(rank),
       world_size_(world_size),
       timeout_(timeout),
-      forced_algorithm_(forced) {}
+      forced_algorithm_(forced),
+      shared_memory_(std::move(shared_memory)) {}
 
 GlooCommunicator::~GlooCommunicator() = default;
 
@@ -151,6 +168,10 @@ void GlooCommunicator::Guarded(const char* op, Body&& body) {
     kind = CommError::Kind::kInternal;
     detail = e.what();
   }
+  Fail(op, kind, detail);
+}
+
+void GlooCommunicator::Fail(const char* op, CommError::Kind kind, const std::string& detail) {
   latch_.Latch(kind, std::string(op) + " " + CommErrorKindName(kind) + ": " + detail);
   throw CommError(kind, "gloo " + std::string(op) + " on rank " + std::to_string(rank_) + " of " +
                             std::to_string(world_size_) + ": " + CommErrorKindName(kind) +
@@ -159,8 +180,15 @@ void GlooCommunicator::Guarded(const char* op, Body&& body) {
 
 void GlooCommunicator::AllReduceUnguarded(void* data, size_t count, DataType type, ReduceOp op) {
   if (count == 0) return;
-  const GlooAllreduce algorithm =
-      forced_algorithm_.value_or(ChooseGlooAllreduce(count * DataTypeSize(type), world_size_));
+  const GlooAllreduce algorithm = forced_algorithm_.value_or(
+      ChooseGlooAllreduce(count * DataTypeSize(type), world_size_, shared_memory_ != nullptr));
+  if (algorithm == GlooAllreduce::kSharedMemory) {
+    if (auto failure = shared_memory_->AllReduce(data, count, type, op)) {
+      Fail("allreduce", failure->kind, "shared memory: " + failure->detail);
+    }
+    if (op == ReduceOp::kAvg) DivideInPlace(data, count, type, world_size_);
+    return;
+  }
   // Tags tell unbound operations apart; every rank counts its calls alike.
   const uint32_t tag = next_tag_++;
   if (type == DataType::kFloat32) {

@@ -19,9 +19,12 @@
 // (gloo::allreduce, broadcast, allgather, barrier) with unbound buffers, a
 // tag that counts calls, and the timeout; AllReduce picks ring or bcube per
 // size (allreduce_algorithm.h explains why Gloo's algorithm classes are not
-// used). ReduceScatter is an AllReduce of a copy of `send` plus a copy of
-// this rank's block (Gloo's ReduceScatterHalvingDoubling is a class with
-// bound buffers); it moves about twice the bytes a dedicated one would.
+// used), except in a world whose ranks share one host: there it reduces
+// through a shared-memory segment set up at creation
+// (shared_memory_allreduce.h), with the same timeout and failure rules. ReduceScatter is an
+// AllReduce of a copy of `send` plus a copy of this rank's block (Gloo's
+// ReduceScatterHalvingDoubling is a class with bound buffers); it moves about twice the bytes a
+// dedicated one would.
 //
 // Thread-safety: one thread at a time (see Communicator). Abort() only marks
 // the communicator: Gloo has no way to interrupt a running collective, which
@@ -36,6 +39,7 @@
 #include "worker_runtime/comm/abort_latch.h"
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/comm/gloo/allreduce_algorithm.h"
+#include "worker_runtime/comm/gloo/shared_memory_allreduce.h"
 
 namespace gloo {
 class Context;
@@ -66,7 +70,8 @@ class GlooCommunicator final : public Communicator {
 
  private:
   GlooCommunicator(std::shared_ptr<gloo::Context> context, int rank, int world_size,
-                   std::chrono::milliseconds timeout, std::optional<GlooAllreduce> forced);
+                   std::chrono::milliseconds timeout, std::optional<GlooAllreduce> forced,
+                   std::unique_ptr<SharedMemoryAllreduce> shared_memory);
 
   // Throws when aborted, then runs `body`; a CommError from `body` (an
   // argument check) passes through, a Gloo exception aborts and becomes one.
@@ -74,12 +79,15 @@ class GlooCommunicator final : public Communicator {
   void Guarded(const char* op, Body&& body);
   void RequireHostFloat(const char* op, DataType type) const;
   void AllReduceUnguarded(void* data, size_t count, DataType type, ReduceOp op);
+  // Aborts with `kind` and throws the CommError that says so.
+  [[noreturn]] void Fail(const char* op, CommError::Kind kind, const std::string& detail);
 
   std::shared_ptr<gloo::Context> context_;
   const int rank_;
   const int world_size_;
   const std::chrono::milliseconds timeout_;
   const std::optional<GlooAllreduce> forced_algorithm_;
+  const std::unique_ptr<SharedMemoryAllreduce> shared_memory_;  // null: not all on one host
   uint32_t next_tag_ = 0;
   AbortLatch latch_{"gloo"};
 };

@@ -1,0 +1,327 @@
+#include "worker_runtime/comm/gloo/shared_memory_allreduce.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "worker_runtime/comm/gloo/host_identity.h"
+
+namespace muster::runtime {
+
+// The segment's first page. Each word has a cache line of its own: ranks
+// spin on `phase` while others add to `arrived`.
+struct SharedMemoryAllreduce::Control {
+  alignas(64) std::atomic<uint32_t> arrived;  // ranks at the current barrier
+  alignas(64) std::atomic<uint32_t> phase;    // barriers passed; the futex word
+  alignas(64) std::atomic<uint32_t> aborted;  // set by the first rank that fails
+};
+
+namespace {
+
+constexpr size_t kControlBytes = 4096;  // the slots start on a page of their own
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                  sizeof(std::atomic<uint32_t>) == sizeof(uint32_t),
+              "the futex word must be a plain 32-bit word");
+
+// How often a waiting rank looks at its peers' processes and the clock.
+constexpr auto kWatchInterval = std::chrono::milliseconds(10);
+// Spins before a waiting rank sleeps: a barrier usually completes within
+// microseconds, and a futex sleep and wake cost about as much.
+constexpr int kSpins = 200;
+
+constexpr const char* kKeyPrefix = "muster_shm/";
+
+// Shared (not process-private) futex calls: the word is in a segment that
+// several processes map.
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout) {
+  timespec ts{static_cast<time_t>(timeout.count() / 1'000'000'000),
+              static_cast<long>(timeout.count() % 1'000'000'000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void FutexWakeAll(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+template <typename T>
+void ReduceInto(T* __restrict dst, const T* __restrict src, size_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax:
+      for (size_t i = 0; i < n; ++i) dst[i] = std::max(dst[i], src[i]);
+      return;
+    case ReduceOp::kMin:
+      for (size_t i = 0; i < n; ++i) dst[i] = std::min(dst[i], src[i]);
+      return;
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      for (size_t i = 0; i < n; ++i) dst[i] += src[i];
+      return;
+  }
+}
+
+std::string RandomSuffix() {
+  std::random_device device;
+  std::uniform_int_distribution<uint64_t> draw;
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(draw(device)));
+  return text;
+}
+
+// Maps `fd` shared, read-write; the returned pointer unmaps at its end.
+std::shared_ptr<void> MapShared(int fd, size_t bytes) {
+  void* address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (address == MAP_FAILED) return nullptr;
+  return std::shared_ptr<void>(address, [bytes](void* a) { munmap(a, bytes); });
+}
+
+int OpenPidfd(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+Status StoreFailure(const std::string& what, const Status& status) {
+  return Status::IoError("shared-memory allreduce setup: " + what + ": " + status.message());
+}
+
+// Publishes this rank's `value` under `name`/<rank> and returns every
+// rank's, in rank order.
+Result<std::vector<std::string>> Exchange(StoreClient& store, const std::string& name, int rank,
+                                          int world_size, const std::string& value) {
+  const std::string base = kKeyPrefix + name + "/";
+  if (Status s = store.Set(base + std::to_string(rank), value); !s.ok()) {
+    return StoreFailure("set " + base + std::to_string(rank), s);
+  }
+  std::vector<std::string> values;
+  for (int r = 0; r < world_size; ++r) {
+    auto got = store.Get(base + std::to_string(r));
+    if (!got.ok()) return StoreFailure("get " + base + std::to_string(r), got.status());
+    values.push_back(std::move(got).value());
+  }
+  return values;
+}
+
+}  // namespace
+
+size_t SharedMemoryAllreduce::SegmentBytes(int world_size) {
+  static_assert(sizeof(Control) <= kControlBytes);
+  return kControlBytes + 2 * static_cast<size_t>(world_size) * kChunkBytes;
+}
+
+Result<std::unique_ptr<SharedMemoryAllreduce>> SharedMemoryAllreduce::Join(
+    StoreClient& store, int rank, int world_size, std::chrono::milliseconds timeout) {
+  if (world_size < 2 || world_size > kMaxRanks) return std::unique_ptr<SharedMemoryAllreduce>();
+  // Round 1: is every rank on this host (and which PIDs to watch)?
+  const std::string identity = HostIdentity();
+  auto peers = Exchange(store, "host", rank, world_size,
+                        std::to_string(getpid()) + " " + (identity.empty() ? "?" : identity));
+  if (!peers.ok()) return peers.status();
+  std::vector<pid_t> pids;
+  for (const std::string& peer : *peers) {
+    const size_t space = peer.find(' ');
+    if (identity.empty() || space == std::string::npos || peer.substr(space + 1) != identity) {
+      return std::unique_ptr<SharedMemoryAllreduce>();  // another host: every rank sees it
+    }
+    pids.push_back(static_cast<pid_t>(std::stol(peer.substr(0, space))));
+  }
+
+  // Rank 0 creates the segment and publishes its name ("" if it could not).
+  const size_t bytes = SegmentBytes(world_size);
+  std::string name;
+  if (rank == 0) {
+    name = "/muster-" + std::to_string(getpid()) + "-" + RandomSuffix();
+    const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      if (fd >= 0) shm_unlink(name.c_str());
+      name.clear();
+    }
+    if (fd >= 0) close(fd);
+    if (Status s = store.Set(std::string(kKeyPrefix) + "segment", name); !s.ok()) {
+      if (!name.empty()) shm_unlink(name.c_str());
+      return StoreFailure("set " + std::string(kKeyPrefix) + "segment", s);
+    }
+  } else {
+    auto got = store.Get(std::string(kKeyPrefix) + "segment");
+    if (!got.ok()) return StoreFailure("get " + std::string(kKeyPrefix) + "segment", got.status());
+    name = std::move(got).value();
+  }
+
+  // Round 2: every rank maps it and watches its peers, or says it cannot.
+  std::shared_ptr<void> mapping;
+  std::vector<int> pidfds(static_cast<size_t>(world_size), -1);
+  bool ready = !name.empty();
+  if (ready) {
+    const int fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd >= 0) {
+      mapping = MapShared(fd, bytes);
+      close(fd);
+    }
+    ready = mapping != nullptr;
+  }
+  for (int r = 0; ready && r < world_size; ++r) {
+    if (r == rank) continue;
+    pidfds[static_cast<size_t>(r)] = OpenPidfd(pids[static_cast<size_t>(r)]);
+    ready = pidfds[static_cast<size_t>(r)] >= 0;
+  }
+  auto readiness = Exchange(store, "ready", rank, world_size, ready ? "1" : "0");
+  if (rank == 0 && !name.empty()) shm_unlink(name.c_str());  // every rank mapped it, or gave up
+  const bool everyone_ready =
+      readiness.ok() && std::all_of(readiness->begin(), readiness->end(),
+                                    [](const std::string& value) { return value == "1"; });
+  if (!everyone_ready) {
+    for (int fd : pidfds) {
+      if (fd >= 0) close(fd);
+    }
+    if (!readiness.ok()) return readiness.status();
+    return std::unique_ptr<SharedMemoryAllreduce>();
+  }
+  auto joined = std::make_unique<SharedMemoryAllreduce>(
+      std::span<std::byte>(static_cast<std::byte*>(mapping.get()), bytes), rank, world_size,
+      timeout, std::move(pidfds));
+  joined->mapping_ = std::move(mapping);
+  return joined;
+}
+
+SharedMemoryAllreduce::SharedMemoryAllreduce(std::span<std::byte> segment, int rank, int world_size,
+                                             std::chrono::milliseconds timeout,
+                                             std::vector<int> peer_pidfds)
+    : segment_(segment),
+      control_(reinterpret_cast<Control*>(segment.data())),
+      rank_(rank),
+      world_size_(world_size),
+      timeout_(timeout),
+      peer_pidfds_(std::move(peer_pidfds)) {
+  peer_pidfds_.resize(static_cast<size_t>(world_size), -1);
+}
+
+SharedMemoryAllreduce::~SharedMemoryAllreduce() {
+  for (int fd : peer_pidfds_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+std::byte* SharedMemoryAllreduce::Slot(size_t bank, int rank) const {
+  return segment_.data() + kControlBytes +
+         (bank * static_cast<size_t>(world_size_) + static_cast<size_t>(rank)) * kChunkBytes;
+}
+
+std::optional<SharedMemoryAllreduce::Failure> SharedMemoryAllreduce::AllReduce(void* data,
+                                                                               size_t count,
+                                                                               DataType type,
+                                                                               ReduceOp op) {
+  if (failed_) return failed_;
+  if (type == DataType::kFloat64) return AllReduceTyped(static_cast<double*>(data), count, op);
+  return AllReduceTyped(static_cast<float*>(data), count, op);
+}
+
+template <typename T>
+std::optional<SharedMemoryAllreduce::Failure> SharedMemoryAllreduce::AllReduceTyped(T* data,
+                                                                                    size_t count,
+                                                                                    ReduceOp op) {
+  constexpr size_t kChunkElements = kChunkBytes / sizeof(T);
+  const size_t ranks = static_cast<size_t>(world_size_);
+  for (size_t offset = 0; offset < count; offset += kChunkElements) {
+    const size_t n = std::min(kChunkElements, count - offset);
+    const size_t bank = chunks_done_++ % 2;
+    std::memcpy(Slot(bank, rank_), data + offset, n * sizeof(T));
+    if (auto failure = Barrier()) return failure;
+    // This rank's share: elements [begin, end) of every slot.
+    const size_t begin = n * static_cast<size_t>(rank_) / ranks;
+    const size_t end = n * static_cast<size_t>(rank_ + 1) / ranks;
+    T* result = reinterpret_cast<T*>(Slot(bank, 0));
+    for (int r = 1; r < world_size_; ++r) {
+      ReduceInto(result + begin, reinterpret_cast<const T*>(Slot(bank, r)) + begin, end - begin,
+                 op);
+    }
+    if (auto failure = Barrier()) return failure;
+    std::memcpy(data + offset, result, n * sizeof(T));
+  }
+  return std::nullopt;
+}
+
+std::optional<SharedMemoryAllreduce::Failure> SharedMemoryAllreduce::Barrier() {
+  // The phase cannot move before this rank arrives, so reading it first is safe.
+  const uint32_t phase = control_->phase.load(std::memory_order_acquire);
+  if (control_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 ==
+      static_cast<uint32_t>(world_size_)) {
+    // The last to arrive opens the barrier. Nobody arrives at the next one
+    // before seeing the new phase, so resetting the count first is safe.
+    control_->arrived.store(0, std::memory_order_relaxed);
+    control_->phase.fetch_add(1, std::memory_order_release);
+    FutexWakeAll(&control_->phase);
+    return std::nullopt;
+  }
+  // As Gloo's waits: the timeout bounds each wait for the peers, not the call.
+  const auto deadline = Clock::now() + timeout_;
+  auto next_watch = Clock::now();
+  for (int spins = 0;; ++spins) {
+    if (control_->aborted.load(std::memory_order_acquire) != 0) {
+      failed_ =
+          Failure{CommError::Kind::kPeerFailed, "another rank failed the shared-memory allreduce"};
+      return failed_;
+    }
+    if (control_->phase.load(std::memory_order_acquire) != phase) return std::nullopt;
+    if (spins < kSpins) {
+      CpuRelax();
+      continue;
+    }
+    const auto now = Clock::now();
+    if (now >= next_watch) {
+      if (now >= deadline) {
+        return Fail(CommError::Kind::kTimeout, "no progress within the timeout of " +
+                                                   std::to_string(timeout_.count()) +
+                                                   " ms (a peer is stalled)");
+      }
+      if (std::optional<int> peer = ExitedPeer()) {
+        return Fail(CommError::Kind::kPeerFailed,
+                    "the process of rank " + std::to_string(*peer) + " exited");
+      }
+      next_watch = now + kWatchInterval;
+    }
+    FutexWait(&control_->phase, phase, std::min<Clock::duration>(kWatchInterval, deadline - now));
+  }
+}
+
+SharedMemoryAllreduce::Failure SharedMemoryAllreduce::Fail(CommError::Kind kind,
+                                                           std::string detail) {
+  control_->aborted.store(1, std::memory_order_release);
+  // Waiters sleep on the phase word: wake them to see the abort.
+  FutexWakeAll(&control_->phase);
+  failed_ = Failure{kind, std::move(detail)};
+  return *failed_;
+}
+
+std::optional<int> SharedMemoryAllreduce::ExitedPeer() const {
+  // A pidfd polls readable once its process has exited (zombie or reaped).
+  std::vector<pollfd> watched;
+  std::vector<int> ranks;
+  for (int r = 0; r < world_size_; ++r) {
+    const int fd = peer_pidfds_[static_cast<size_t>(r)];
+    if (fd < 0) continue;
+    watched.push_back({fd, POLLIN, 0});
+    ranks.push_back(r);
+  }
+  if (watched.empty() || poll(watched.data(), watched.size(), 0) <= 0) return std::nullopt;
+  for (size_t k = 0; k < watched.size(); ++k) {
+    if (watched[k].revents != 0) return ranks[k];
+  }
+  return std::nullopt;
+}
+
+}  // namespace muster::runtime

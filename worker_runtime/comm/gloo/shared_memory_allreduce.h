@@ -1,0 +1,106 @@
+// SharedMemoryAllreduce: allreduce among ranks that share one host, through
+// a POSIX shared-memory segment instead of loopback TCP. Each rank copies
+// its data in once, reduces its 1/W share of it across every rank's copy,
+// and copies the result out: no kernel copies, no socket wake-ups. Every
+// element is reduced by one rank in rank order, so all ranks get identical
+// results.
+//
+// Setup (Join): every rank publishes its host identity (host_identity.h) and
+// PID in the store. Where they differ (a world spanning hosts), the world is
+// larger than kMaxRanks, or any rank cannot map the segment or watch its
+// peers, every rank learns it and Join returns null: the caller keeps Gloo's
+// TCP algorithms. Rank 0 creates the segment; once every rank has mapped it,
+// rank 0 unlinks its name, so nothing is left in /dev/shm whatever happens
+// later.
+//
+// Protocol: a call is cut into chunks of at most kChunkBytes. Chunk k uses
+// bank k % 2 (one slot per rank): copy in; barrier; reduce this rank's share
+// into rank 0's slot; barrier; copy out. Two banks spare a third barrier: a
+// rank writes a bank again only after the barrier of the chunk in between,
+// which every rank reaches after copying out of that bank.
+//
+// Failure: every wait (each barrier) is bounded by the timeout and watches the peers'
+// processes (pidfd): a peer that exits fails the call within about 10 ms
+// (CommError::kPeerFailed); a peer that stops answering fails it at the
+// timeout (kTimeout). The rank that fails marks the segment aborted, and the
+// others then fail at once (kPeerFailed). After a failure every call fails.
+//
+// Thread-safety: one thread at a time per rank, like the communicator that
+// owns it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "worker_runtime/comm/communicator.h"
+#include "worker_runtime/store/store_client.h"
+
+namespace muster::runtime {
+
+class SharedMemoryAllreduce {
+ public:
+  static constexpr size_t kChunkBytes = size_t{1} << 20;
+  static constexpr int kMaxRanks = 16;
+
+  struct Failure {
+    CommError::Kind kind;
+    std::string detail;
+  };
+
+  // The bytes of the segment a world of `world_size` ranks uses.
+  static size_t SegmentBytes(int world_size);
+
+  // Sets up the segment among the ranks of `store`'s namespace (one
+  // communicator per namespace), or returns null where it cannot be used
+  // (see above; every rank returns null alike). Errors: IoError when the
+  // store fails, with the key.
+  static Result<std::unique_ptr<SharedMemoryAllreduce>> Join(StoreClient& store, int rank,
+                                                             int world_size,
+                                                             std::chrono::milliseconds timeout);
+
+  // Over a segment the caller mapped (SegmentBytes(world_size) bytes,
+  // zero-filled, shared by every rank) and the pidfds of the peers to watch
+  // (taken over; may be empty).
+  SharedMemoryAllreduce(std::span<std::byte> segment, int rank, int world_size,
+                        std::chrono::milliseconds timeout, std::vector<int> peer_pidfds);
+  ~SharedMemoryAllreduce();
+  SharedMemoryAllreduce(const SharedMemoryAllreduce&) = delete;
+  SharedMemoryAllreduce& operator=(const SharedMemoryAllreduce&) = delete;
+
+  // Reduces `count` elements at `data` in place across the ranks.
+  // REQUIRES: type is kFloat32 or kFloat64; op is kSum, kMax or kMin (an
+  // average is a sum the caller divides).
+  std::optional<Failure> AllReduce(void* data, size_t count, DataType type, ReduceOp op);
+
+ private:
+  struct Control;
+  using Clock = std::chrono::steady_clock;
+
+  template <typename T>
+  std::optional<Failure> AllReduceTyped(T* data, size_t count, ReduceOp op);
+  std::optional<Failure> Barrier();
+  // Marks the segment aborted, wakes the waiting peers, and returns the failure.
+  Failure Fail(CommError::Kind kind, std::string detail);
+  // The rank of a peer whose process has exited, if any.
+  std::optional<int> ExitedPeer() const;
+  std::byte* Slot(size_t bank, int rank) const;
+
+  std::span<std::byte> segment_;
+  Control* control_;
+  int rank_;
+  int world_size_;
+  std::chrono::milliseconds timeout_;
+  std::vector<int> peer_pidfds_;  // indexed by rank; -1 for this rank or unwatched
+  std::optional<Failure> failed_;
+  size_t chunks_done_ = 0;  // chunks of all calls so far: picks the bank
+  // The mapping, when Join made it (unmapped at destruction).
+  std::shared_ptr<void> mapping_;
+};
+
+}  // namespace muster::runtime
