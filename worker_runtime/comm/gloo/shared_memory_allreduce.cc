@@ -235,22 +235,19 @@ std::optional<SharedMemoryAllreduce::Failure> SharedMemoryAllreduce::AllReduceTy
                                                                                     size_t count,
                                                                                     ReduceOp op) {
   constexpr size_t kChunkElements = kChunkBytes / sizeof(T);
-  const size_t ranks = static_cast<size_t>(world_size_);
   for (size_t offset = 0; offset < count; offset += kChunkElements) {
     const size_t n = std::min(kChunkElements, count - offset);
     const size_t bank = chunks_done_++ % 2;
     std::memcpy(Slot(bank, rank_), data + offset, n * sizeof(T));
     if (auto failure = Barrier()) return failure;
-    // This rank's share: elements [begin, end) of every slot.
-    const size_t begin = n * static_cast<size_t>(rank_) / ranks;
-    const size_t end = n * static_cast<size_t>(rank_ + 1) / ranks;
-    T* result = reinterpret_cast<T*>(Slot(bank, 0));
+    // Every rank reduces the whole chunk, in rank order, straight into its
+    // own buffer: identical results everywhere, and one barrier per chunk
+    // where a reduce-scatter would need two and a copy out.
+    T* out = data + offset;
+    std::memcpy(out, Slot(bank, 0), n * sizeof(T));
     for (int r = 1; r < world_size_; ++r) {
-      ReduceInto(result + begin, reinterpret_cast<const T*>(Slot(bank, r)) + begin, end - begin,
-                 op);
+      ReduceInto(out, reinterpret_cast<const T*>(Slot(bank, r)), n, op);
     }
-    if (auto failure = Barrier()) return failure;
-    std::memcpy(data + offset, result, n * sizeof(T));
   }
   return std::nullopt;
 }

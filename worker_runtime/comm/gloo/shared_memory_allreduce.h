@@ -1,9 +1,9 @@
 // SharedMemoryAllreduce: allreduce among ranks that share one host, through
 // a POSIX shared-memory segment instead of loopback TCP. Each rank copies
-// its data in once, reduces its 1/W share of it across every rank's copy,
-// and copies the result out: no kernel copies, no socket wake-ups. Every
-// element is reduced by one rank in rank order, so all ranks get identical
-// results.
+// its data in once and reduces every rank's copy, in rank order, into its
+// own buffer: no kernel copies, no socket wake-ups, and identical results on
+// every rank. Each rank reads W copies, so this is for the few ranks of one
+// host (kMaxRanks).
 //
 // Setup (Join): every rank publishes its host identity (host_identity.h) and
 // PID in the store. Where they differ (a world spanning hosts), the world is
@@ -14,10 +14,10 @@
 // later.
 //
 // Protocol: a call is cut into chunks of at most kChunkBytes. Chunk k uses
-// bank k % 2 (one slot per rank): copy in; barrier; reduce this rank's share
-// into rank 0's slot; barrier; copy out. Two banks spare a third barrier: a
-// rank writes a bank again only after the barrier of the chunk in between,
-// which every rank reaches after copying out of that bank.
+// bank k % 2 (one slot per rank): copy in; barrier; reduce every slot into
+// the caller's buffer. One barrier per chunk suffices with two banks: a rank
+// writes a bank again only after the barrier of the chunk in between, which
+// every rank reaches after reading that bank.
 //
 // Failure: every wait (each barrier) is bounded by the timeout and watches the peers'
 // processes (pidfd): a peer that exits fails the call within about 10 ms
@@ -46,7 +46,7 @@ namespace muster::runtime {
 class SharedMemoryAllreduce {
  public:
   static constexpr size_t kChunkBytes = size_t{1} << 20;
-  static constexpr int kMaxRanks = 16;
+  static constexpr int kMaxRanks = 8;
 
   struct Failure {
     CommError::Kind kind;
