@@ -21,9 +21,11 @@ std::string HostIdentity() {
   std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
   const ino_t pid_ns = NamespaceInode("/proc/self/ns/pid");
   const ino_t mnt_ns = NamespaceInode("/proc/self/ns/mnt");
-  if (boot_id.empty() || pid_ns == 0 || mnt_ns == 0) return "";
+  const ino_t net_ns = NamespaceInode("/proc/self/ns/net");
+  if (boot_id.empty() || pid_ns == 0 || mnt_ns == 0 || net_ns == 0) return "";
   return "boot=" + boot_id + " pidns=" + std::to_string(pid_ns) +
-         " mntns=" + std::to_string(mnt_ns) + " uid=" + std::to_string(geteuid());
+         " mntns=" + std::to_string(mnt_ns) + " netns=" + std::to_string(net_ns) +
+         " uid=" + std::to_string(geteuid());
 }
 
 }  // namespace muster::runtime
