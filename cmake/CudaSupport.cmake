@@ -21,6 +21,9 @@ if(NOT MUSTER_CUDA STREQUAL "off")
     enable_language(CUDA)
     # CMake 3.25 knows no CUDA 20 dialect; .cu files build as C++17.
     set(CMAKE_CUDA_STANDARD 17)
+    # One CUDA runtime per process: the shared one that NCCL's users link
+    # (CUDA::cudart), also for targets that link CUDA objects (static by default).
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     find_package(CUDAToolkit)
     if(CUDAToolkit_FOUND)
       set(MUSTER_HAVE_CUDA ON)

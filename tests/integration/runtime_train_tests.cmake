@@ -1,7 +1,10 @@
 # The trainer end to end under muster: gradient averaging, DDP equivalence
-# across world sizes, resume after a worker is killed.
+# across world sizes, resume after a worker is killed (CPU, Gloo); the GPU
+# path against the CPU path (skips where this build has no NCCL or no GPU is
+# visible).
 add_executable(runtime_grad_avg_main ${CMAKE_CURRENT_LIST_DIR}/runtime_grad_avg_main.cc)
 target_link_libraries(runtime_grad_avg_main PRIVATE muster_train)
 set_target_properties(runtime_grad_avg_main PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 
 muster_integration_test(runtime_train runtime_train_test.py TIMEOUT 600 LABELS train sanitize)
+muster_integration_test(runtime_train_gpu runtime_train_gpu_test.py TIMEOUT 600 LABELS train gpu)

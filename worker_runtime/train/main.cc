@@ -1,7 +1,8 @@
 // muster-train: the example data-parallel trainer on libmuster_runtime. An
 // MLP classifier on a synthetic dataset drawn from --seed, SGD with
-// momentum, gradients averaged in buckets overlapped with the backward pass,
-// on CPU over Gloo.
+// momentum, gradients averaged in buckets overlapped with the backward pass:
+// on a GPU over NCCL (CUDA kernels and cuBLAS), or on CPU over Gloo
+// (--backend; see trainer.h).
 // Run it under muster (or torchrun, or srun): it reads its rank from the
 // environment; alone, it trains as a single process.
 #include <CLI/CLI.hpp>
@@ -22,7 +23,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of the data and the initial weights")
       ->capture_default_str();
   app.add_option("--backend", o.backend,
-                 "gloo (auto means gloo: the trainer runs on CPU; nccl is refused)")
+                 "nccl: train on this worker's GPU (device LOCAL_RANK) over NCCL; gloo: train "
+                 "on CPU over Gloo; auto: nccl if this build has NCCL and a GPU is visible, "
+                 "else gloo")
       ->capture_default_str();
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
                  "write checkpoints here and resume from the newest valid one");

@@ -18,9 +18,10 @@
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/data/distributed_sampler.h"
 #include "worker_runtime/store/store_client.h"
-#include "worker_runtime/train/bucketed_reducer.h"
 #include "worker_runtime/train/mlp.h"
 #include "worker_runtime/train/progress.h"
+#include "worker_runtime/train/replica.h"
+#include "worker_runtime/train/replica_factory.h"
 #include "worker_runtime/train/synthetic_dataset.h"
 
 namespace muster::train {
@@ -69,7 +70,9 @@ Status WriteParameters(const std::string& path, const std::vector<float>& values
   return Status::Ok();
 }
 
-// The training state every rank holds identically.
+// The host copy of the training state every rank holds identically: its
+// replica's weights and momentum as last loaded or copied out (rank 0, for a
+// checkpoint or --out), and the step.
 struct State {
   std::vector<float> params;
   std::vector<float> momentum;
@@ -133,20 +136,35 @@ Status Save(const TrainOptions& o, const State& state, const runtime::SamplerSta
   return runtime::WriteCheckpoint(o.checkpoint_dir, ckpt);
 }
 
+std::vector<int> LayerSizes(const TrainOptions& o) {
+  std::vector<int> sizes{o.features};
+  for (int d = 0; d < o.depth; ++d) sizes.push_back(o.hidden);
+  sizes.push_back(o.classes);
+  return sizes;
+}
+
+ReplicaOptions ReplicaOptionsFor(const TrainOptions& o) {
+  return {.sizes = LayerSizes(o),
+          .lr = static_cast<float>(o.lr),
+          .momentum = static_cast<float>(o.momentum),
+          .bucket_bytes = static_cast<size_t>(o.bucket_mb * 1024 * 1024),
+          .overlap = o.overlap};
+}
+
+// The training loop, alike for every replica (replica.h): the sampler,
+// resume, checkpoints, logging and --out are host-side and written once.
 class Trainer {
  public:
-  Trainer(const TrainOptions& o, const Context& ctx, Communicator& comm)
+  Trainer(const TrainOptions& o, const Context& ctx, ModelReplica& replica)
       : o_(o),
         ctx_(ctx),
         data_(o.seed, o.dataset_size, o.features, o.classes),
-        model_(LayerSizes(o)),
+        layout_(LayerSizes(o)),
         local_batch_(static_cast<size_t>(o.global_batch / ctx.world_size)),
         steps_per_epoch_(o.dataset_size / static_cast<size_t>(o.global_batch)),
-        grads_(model_.parameter_count()),
-        reducer_(comm, grads_, model_.tensors(), static_cast<size_t>(o.bucket_mb * 1024 * 1024),
-                 o.overlap) {
-    state_.params.resize(model_.parameter_count());
-    state_.momentum.assign(model_.parameter_count(), 0.0f);
+        replica_(replica) {
+    state_.params.resize(layout_.parameter_count());
+    state_.momentum.assign(layout_.parameter_count(), 0.0f);
   }
 
   int Run() {
@@ -204,14 +222,9 @@ class Trainer {
       }
       position += local_batch_;
 
-      std::fill(grads_.begin(), grads_.end(), 0.0);
-      reducer_.BeginStep();
       // Gradients of the sum of losses over 1/global batch: summed across
       // ranks they are the global batch's mean, whatever the world size.
-      const BatchStats stats = model_.ForwardBackward(
-          state_.params, x, labels, 1.0f / static_cast<float>(o_.global_batch), grads_,
-          [this](size_t tensor) { reducer_.TensorReady(tensor); });
-      reducer_.Finish();
+      const BatchStats stats = replica_.Step(x, labels, 1.0f / static_cast<float>(o_.global_batch));
 
       // Loss and accuracy cost a collective of their own: averaged only on
       // steps that are reported, the last one, and those checkpointed (whose
@@ -223,16 +236,14 @@ class Trainer {
       const bool report = progress.Reports(done);
       if (report || checkpoint || done == total_steps) {
         double totals[2] = {stats.loss_sum, stats.correct};
-        reducer_.Run([&](Communicator& c) {
-          c.AllReduce(totals, 2, runtime::DataType::kFloat64, runtime::ReduceOp::kSum);
-        });
+        replica_.AllReduceSum(totals);
         last_loss = totals[0] / o_.global_batch;
         if (report) progress.Report(done, last_loss, totals[1] / o_.global_batch);
       }
-      ApplySgd();
       ++state_.step;
 
       if (checkpoint && ctx_.rank == 0) {
+        replica_.GetState(state_.params, state_.momentum);
         if (Status s = Save(o_, state_, sampler->StateAfter(position), last_loss); !s.ok()) {
           return Fail(s);
         }
@@ -247,7 +258,8 @@ class Trainer {
     progress.Done();
 
     if (ctx_.rank == 0 && !o_.out_path.empty()) {
-      if (Status s = WriteParameters(o_.out_path, model_.TorchOrder(state_.params)); !s.ok()) {
+      replica_.GetState(state_.params, state_.momentum);
+      if (Status s = WriteParameters(o_.out_path, layout_.TorchOrder(state_.params)); !s.ok()) {
         return Fail(s);
       }
     }
@@ -274,7 +286,7 @@ class Trainer {
       auto read = LoadNewest(o_, state_);
       if (read.ok()) {
         point = *read;
-        if (!point.resumed) model_.Initialize(o_.seed, state_.params);
+        if (!point.resumed) layout_.Initialize(o_.seed, state_.params);
       } else {
         loaded = read.status();
       }
@@ -287,7 +299,7 @@ class Trainer {
                         static_cast<double>(point.data.epoch),
                         static_cast<double>(point.data.global_position),
                         point.last_loss};
-    reducer_.Run([&](Communicator& c) { c.Broadcast(header, 6, runtime::DataType::kFloat64, 0); });
+    replica_.Broadcast(header, 0);
     if (header[0] != 0) {
       if (ctx_.rank == 0) return loaded;
       const std::string why =
@@ -299,10 +311,8 @@ class Trainer {
     point.data = {.epoch = static_cast<uint64_t>(header[3]),
                   .global_position = static_cast<uint64_t>(header[4])};
     point.last_loss = header[5];
-    reducer_.Run([&](Communicator& c) {
-      c.Broadcast(state_.params.data(), state_.params.size(), runtime::DataType::kFloat32, 0);
-      c.Broadcast(state_.momentum.data(), state_.momentum.size(), runtime::DataType::kFloat32, 0);
-    });
+    if (ctx_.rank == 0) replica_.SetState(state_.params, state_.momentum);
+    replica_.BroadcastState(0);
     return point;
   }
 
@@ -319,32 +329,15 @@ class Trainer {
         " samples per rank and epoch); use another --checkpoint-dir");
   }
 
-  static std::vector<int> LayerSizes(const TrainOptions& o) {
-    std::vector<int> sizes{o.features};
-    for (int d = 0; d < o.depth; ++d) sizes.push_back(o.hidden);
-    sizes.push_back(o.classes);
-    return sizes;
-  }
-
-  // SGD with momentum as torch.optim.SGD (dampening 0): v = m v + g; p -= lr v.
-  void ApplySgd() {
-    const float lr = static_cast<float>(o_.lr);
-    const float m = static_cast<float>(o_.momentum);
-    for (size_t k = 0; k < grads_.size(); ++k) {
-      state_.momentum[k] = m * state_.momentum[k] + static_cast<float>(grads_[k]);
-      state_.params[k] -= lr * state_.momentum[k];
-    }
-  }
-
   const TrainOptions& o_;
   const Context& ctx_;
   SyntheticDataset data_;
-  Mlp model_;
+  // The flat layout only (initial weights, --out's order): the replica trains.
+  Mlp layout_;
   size_t local_batch_;
   uint64_t steps_per_epoch_;
-  std::vector<double> grads_;
   State state_;
-  BucketedReducer reducer_;
+  ModelReplica& replica_;
 };
 
 Status CheckOptions(const TrainOptions& o, const Context& ctx) {
@@ -398,12 +391,6 @@ int RunTraining(const TrainOptions& o) {
   if (Status s = CheckOptions(o, *ctx); !s.ok()) return Fail(s);
   auto backend = runtime::ParseBackend(o.backend);
   if (!backend.ok()) return Fail(backend.status());
-  // Every buffer the trainer hands the communicator (weights, gradients,
-  // loss totals) is host memory: Gloo is its only backend.
-  if (*backend == runtime::Backend::kNccl) {
-    return Fail(kExitBadInput,
-                "muster-train trains on CPU; --backend nccl needs device buffers, not built");
-  }
 
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000));
@@ -416,8 +403,11 @@ int RunTraining(const TrainOptions& o) {
     if (!connected.ok()) return Fail(runtime::kExitCommFailure, connected.status().message());
     store = std::move(connected).value();
   }
-  auto created = runtime::CreateCommunicator(
-      *ctx, store.get(), {.backend = runtime::Backend::kGloo, .timeout = timeout});
+  // The request is resolved there (backend_choice.h): "nccl" in a build
+  // without NCCL, or with no GPU visible, is refused as a bad flag with the
+  // reason. The replica then follows the backend it got.
+  auto created =
+      runtime::CreateCommunicator(*ctx, store.get(), {.backend = *backend, .timeout = timeout});
   if (!created.ok()) {
     const Status& s = created.status();
     return s.IsInvalidArgument() ? Fail(s) : Fail(runtime::kExitCommFailure, s.message());
@@ -425,13 +415,21 @@ int RunTraining(const TrainOptions& o) {
   std::unique_ptr<Communicator> comm = std::move(created).value();
 
   try {
-    Trainer trainer(o, *ctx, *comm);
+    auto replica = CreateReplica(*comm, *ctx, ReplicaOptionsFor(o));
+    if (!replica.ok()) return Fail(replica.status());
+    Trainer trainer(o, *ctx, **replica);
     return trainer.Run();
   } catch (const CommError& e) {
     comm->Abort();
     return Fail(runtime::kExitCommFailure, std::string("a collective failed (rank ") +
                                                std::to_string(ctx->rank) + "): " + e.what() +
                                                "; exiting for the launcher to restart the job");
+  } catch (const DeviceError& e) {
+    // The peers' collectives fail or time out without this rank; aborting
+    // first keeps the communicator's teardown from waiting on them.
+    comm->Abort();
+    return Fail(kExitFailure, std::string("a GPU call failed (rank ") + std::to_string(ctx->rank) +
+                                  "): " + e.what());
   }
 }
 

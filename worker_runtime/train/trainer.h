@@ -2,16 +2,21 @@
 // environment, rendezvous through the store, resume from the newest valid
 // checkpoint, train data-parallel, checkpoint, export.
 //
-// Trains on CPU: every buffer is host memory, so the communicator is Gloo
-// ("--backend auto" is Gloo; "--backend nccl" is refused as a bad flag).
+// The backend picks where the model trains (replica_factory.h): NCCL on this
+// process's GPU (device LOCAL_RANK, or 0 when it sees one GPU; CUDA kernels,
+// cuBLAS, float32 gradients), Gloo on CPU (host memory, double gradients).
+// "--backend auto" is NCCL in a build with NCCL where a GPU is visible, else
+// Gloo; "--backend nccl" without either is refused as a bad flag, with the
+// reason. The training loop is the same for both.
+//
 // Rank 0 alone reads the checkpoint directory and broadcasts what it found
 // (or why it failed), so all ranks resume or exit together.
 //
 // Returns the process exit status: 0 done; 2 bad input (flags, environment,
 // a checkpoint of another model or data); runtime::kExitCommFailure (75)
 // when the rendezvous or a collective failed or timed out (a peer died or
-// hung); 1 any other failure (I/O, ...). The agent restarts the job after
-// any non-zero exit, within its --max-restarts.
+// hung); 1 any other failure (I/O, a failed CUDA call, ...). The agent
+// restarts the job after any non-zero exit, within its --max-restarts.
 // Rank 0 prints progress and, last, "final loss <value>" (the loss averaged
 // over the last step's global batch; a run resumed at its last step prints
 // the one its checkpoint kept).

@@ -3,10 +3,10 @@
 //
 // Creation: the device is CommOptions::cuda_device, or the context's local
 // rank (device 0 when exactly one device is visible, as when the launcher
-// sets CUDA_VISIBLE_DEVICES per worker). Rank 0 creates the unique id and
-// publishes it under "nccl/unique_id" in the store (inside the generation's
-// prefix); the others read it (a one-rank world needs no store). The
-// communicator is initialized non-blocking
+// sets CUDA_VISIBLE_DEVICES per worker): DefaultCudaDevice (cuda_devices.h).
+// Rank 0 creates the unique id and publishes it under "nccl/unique_id" in
+// the store (inside the generation's prefix); the others read it (a one-rank
+// world needs no store). The communicator is initialized non-blocking
 // (config.blocking = 0) and polled until ready or the timeout. The key is
 // fixed: build one NcclCommunicator per generation (per store prefix).
 //

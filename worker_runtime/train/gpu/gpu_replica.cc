@@ -1,0 +1,174 @@
+#include "worker_runtime/train/gpu/gpu_replica.h"
+
+#include <string>
+
+#include "worker_runtime/train/gpu/cuda_check.h"
+#include "worker_runtime/train/gpu/kernels.h"
+
+namespace muster::train::gpu {
+
+using runtime::Communicator;
+using runtime::DataType;
+
+Result<std::unique_ptr<ModelReplica>> GpuReplica::Create(Communicator& comm, int device,
+                                                         const ReplicaOptions& options) {
+  try {
+    CheckCuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+    return std::unique_ptr<ModelReplica>(new GpuReplica(comm, device, options));
+  } catch (const DeviceError& e) {
+    return Status::IoError("GPU replica on device " + std::to_string(device) + ": " + e.what());
+  }
+}
+
+GpuReplica::GpuReplica(Communicator& comm, int device, const ReplicaOptions& options)
+    : layout_(options.sizes),
+      device_(device),
+      lr_(options.lr),
+      momentum_factor_(options.momentum),
+      blas_(stream_.get()),
+      params_(layout_.parameter_count(), "weights"),
+      momentum_(layout_.parameter_count(), "momentum"),
+      grads_(layout_.parameter_count(), "gradients"),
+      activations_(layers() + 1),
+      deltas_(layers() + 1),
+      stats_(2, "batch statistics"),
+      reducer_(comm, device, stream_.get(), grads_.data(), layout_.tensors(), options.bucket_bytes,
+               options.overlap) {
+  CheckCuda(cudaMemsetAsync(params_.data(), 0, params_.size() * sizeof(float), stream_.get()),
+            "cudaMemsetAsync(weights)");
+  CheckCuda(cudaMemsetAsync(momentum_.data(), 0, momentum_.size() * sizeof(float), stream_.get()),
+            "cudaMemsetAsync(momentum)");
+  stream_.Synchronize("zeroing the weights");
+}
+
+void GpuReplica::MakeCurrent() const {
+  CheckCuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
+}
+
+void GpuReplica::SetState(std::span<const float> params, std::span<const float> momentum) {
+  MakeCurrent();
+  CheckCuda(cudaMemcpyAsync(params_.data(), params.data(), params.size_bytes(),
+                            cudaMemcpyHostToDevice, stream_.get()),
+            "cudaMemcpyAsync(weights to the device)");
+  CheckCuda(cudaMemcpyAsync(momentum_.data(), momentum.data(), momentum.size_bytes(),
+                            cudaMemcpyHostToDevice, stream_.get()),
+            "cudaMemcpyAsync(momentum to the device)");
+  stream_.Synchronize("copying the weights to the device");
+}
+
+void GpuReplica::GetState(std::span<float> params, std::span<float> momentum) {
+  MakeCurrent();
+  CheckCuda(cudaMemcpyAsync(params.data(), params_.data(), params.size_bytes(),
+                            cudaMemcpyDeviceToHost, stream_.get()),
+            "cudaMemcpyAsync(weights to the host)");
+  CheckCuda(cudaMemcpyAsync(momentum.data(), momentum_.data(), momentum.size_bytes(),
+                            cudaMemcpyDeviceToHost, stream_.get()),
+            "cudaMemcpyAsync(momentum to the host)");
+  stream_.Synchronize("copying the weights to the host");
+}
+
+void GpuReplica::BroadcastState(int root) {
+  MakeCurrent();
+  // Every call that writes the buffers drains the compute stream before it
+  // returns, so NCCL's stream reads them complete.
+  reducer_.Run([&](Communicator& c) {
+    c.Broadcast(params_.data(), params_.size(), DataType::kFloat32, root);
+    c.Broadcast(momentum_.data(), momentum_.size(), DataType::kFloat32, root);
+  });
+}
+
+void GpuReplica::ReserveBatch(size_t batch) {
+  if (batch <= batch_capacity_) return;
+  for (size_t l = 0; l <= layers(); ++l) {
+    activations_[l].Reserve(batch * width(l), "activations");
+    if (l > 0) deltas_[l].Reserve(batch * width(l), "activation gradients");
+  }
+  labels_.Reserve(batch, "labels");
+  row_scratch_.Reserve(2 * batch, "per-sample losses");
+  batch_capacity_ = batch;
+}
+
+BatchStats GpuReplica::Step(std::span<const float> x, std::span<const int> labels,
+                            float grad_scale) {
+  MakeCurrent();
+  const size_t batch = labels.size();
+  ReserveBatch(batch);
+  cudaStream_t stream = stream_.get();
+  CheckCuda(cudaMemcpyAsync(activations_[0].data(), x.data(), x.size_bytes(),
+                            cudaMemcpyHostToDevice, stream),
+            "cudaMemcpyAsync(samples to the device)");
+  CheckCuda(cudaMemcpyAsync(labels_.data(), labels.data(), labels.size_bytes(),
+                            cudaMemcpyHostToDevice, stream),
+            "cudaMemcpyAsync(labels to the device)");
+
+  const std::vector<ParamTensor>& t = layout_.tensors();
+  for (size_t l = 0; l < layers(); ++l) {
+    const ParamTensor& w = t[WeightTensor(l)];
+    const ParamTensor& b = t[WeightTensor(l) + 1];
+    LinearForward(blas_, activations_[l].data(), params_.data() + w.offset,
+                  params_.data() + b.offset, activations_[l + 1].data(), batch, width(l),
+                  width(l + 1));
+    if (l + 1 < layers()) {
+      CheckCuda(Relu(activations_[l + 1].data(), batch * width(l + 1), stream), "kernel Relu");
+    }
+  }
+  CheckCuda(SoftmaxCrossEntropy(activations_[layers()].data(), labels_.data(),
+                                deltas_[layers()].data(), batch, width(layers()), grad_scale,
+                                row_scratch_.data(), stats_.data(), stream),
+            "kernel SoftmaxCrossEntropy");
+
+  reducer_.BeginStep();
+  for (size_t l = layers(); l-- > 0;) {
+    const size_t wi = WeightTensor(l);
+    const ParamTensor& w = t[wi];
+    const ParamTensor& b = t[wi + 1];
+    LinearWeightGrad(blas_, activations_[l].data(), deltas_[l + 1].data(), grads_.data() + w.offset,
+                     grads_.data() + b.offset, batch, width(l), width(l + 1));
+    reducer_.TensorReady(wi);
+    reducer_.TensorReady(wi + 1);
+    if (l == 0) break;  // no gradient for the input
+    LinearInputGrad(blas_, deltas_[l + 1].data(), params_.data() + w.offset, deltas_[l].data(),
+                    batch, width(l), width(l + 1));
+    CheckCuda(ReluGrad(activations_[l].data(), deltas_[l].data(), batch * width(l), stream),
+              "kernel ReluGrad");
+  }
+  reducer_.Finish();
+
+  CheckCuda(SgdMomentum(params_.data(), momentum_.data(), grads_.data(), params_.size(), lr_,
+                        momentum_factor_, stream),
+            "kernel SgdMomentum");
+  double stats[2] = {0, 0};
+  CheckCuda(cudaMemcpyAsync(stats, stats_.data(), sizeof(stats), cudaMemcpyDeviceToHost, stream),
+            "cudaMemcpyAsync(batch statistics to the host)");
+  stream_.Synchronize("training step");
+  return {.loss_sum = stats[0], .correct = stats[1]};
+}
+
+void GpuReplica::HostCollective(std::span<double> values,
+                                const std::function<void(Communicator&, double*)>& fn) {
+  MakeCurrent();
+  staging_.Reserve(values.size(), "collective staging");
+  CheckCuda(cudaMemcpyAsync(staging_.data(), values.data(), values.size_bytes(),
+                            cudaMemcpyHostToDevice, stream_.get()),
+            "cudaMemcpyAsync(collective input to the device)");
+  stream_.Synchronize("collective input");
+  reducer_.Run([&](Communicator& c) { fn(c, staging_.data()); });
+  CheckCuda(cudaMemcpyAsync(values.data(), staging_.data(), values.size_bytes(),
+                            cudaMemcpyDeviceToHost, stream_.get()),
+            "cudaMemcpyAsync(collective result to the host)");
+  stream_.Synchronize("collective result");
+}
+
+void GpuReplica::AllReduceSum(std::span<double> values) {
+  HostCollective(values, [&](Communicator& c, double* data) {
+    c.AllReduce(data, values.size(), DataType::kFloat64, runtime::ReduceOp::kSum);
+  });
+}
+
+void GpuReplica::Broadcast(std::span<double> values, int root) {
+  HostCollective(values, [&](Communicator& c, double* data) {
+    c.Broadcast(data, values.size(), DataType::kFloat64, root);
+  });
+}
+
+}  // namespace muster::train::gpu

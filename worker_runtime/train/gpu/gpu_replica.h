@@ -1,0 +1,97 @@
+// GpuReplica: the ModelReplica (replica.h) on one GPU, for the NCCL
+// communicator. Weights, momentum and float32 gradients live in device
+// memory in Mlp's flat layout (mlp.h); the forward and backward products are
+// cuBLAS sgemm without TF32 (linear.h), the rest CUDA kernels (kernels.h),
+// all queued on one non-blocking compute stream. Gradients of (sum of
+// losses) * grad_scale are summed across ranks in float32 buckets by a
+// DeviceBucketedReducer (device_reducer.h), overlapped with the backward
+// pass; that reducer's thread also runs every other collective of the
+// replica. Host collectives (AllReduceSum, Broadcast) are staged through a
+// device buffer, as NCCL takes device memory only.
+//
+// Step() returns once the update is applied and its statistics copied back:
+// every step ends with the compute stream drained.
+//
+// Unlike CpuReplica's, gradients are summed in float, not double: the
+// weights agree with the CPU path's, and with those of other world sizes, to
+// float rounding, not as closely as the CPU path's across world sizes.
+//
+// Thread-safety: one thread at a time (see ModelReplica); it need not be the
+// thread that created it (each call makes the device current).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "worker_runtime/comm/communicator.h"
+#include "worker_runtime/train/gpu/device_buffer.h"
+#include "worker_runtime/train/gpu/device_reducer.h"
+#include "worker_runtime/train/gpu/linear.h"
+#include "worker_runtime/train/gpu/stream.h"
+#include "worker_runtime/train/mlp.h"
+#include "worker_runtime/train/replica.h"
+
+namespace muster::train::gpu {
+
+class GpuReplica final : public ModelReplica {
+ public:
+  // Makes `device` current on the calling thread and sets the replica up
+  // there: weights and momentum (zero until SetState), gradients, the compute
+  // stream, the cuBLAS handle, the reducer and its thread.
+  // Errors: IoError naming the device and the CUDA or cuBLAS call that failed.
+  // REQUIRES: `comm` is an NCCL communicator on `device`; it outlives the
+  // replica.
+  static Result<std::unique_ptr<ModelReplica>> Create(runtime::Communicator& comm, int device,
+                                                      const ReplicaOptions& options);
+
+  size_t parameter_count() const override { return layout_.parameter_count(); }
+  const std::vector<ParamTensor>& tensors() const override { return layout_.tensors(); }
+
+  void SetState(std::span<const float> params, std::span<const float> momentum) override;
+  void GetState(std::span<float> params, std::span<float> momentum) override;
+  void BroadcastState(int root) override;
+
+  BatchStats Step(std::span<const float> x, std::span<const int> labels, float grad_scale) override;
+
+  void AllReduceSum(std::span<double> values) override;
+  void Broadcast(std::span<double> values, int root) override;
+
+ private:
+  GpuReplica(runtime::Communicator& comm, int device, const ReplicaOptions& options);
+
+  size_t layers() const { return layout_.sizes().size() - 1; }
+  size_t width(size_t l) const { return static_cast<size_t>(layout_.sizes()[l]); }
+  // Index in tensors() of layer l's (0-based) weight; its bias follows.
+  size_t WeightTensor(size_t l) const { return 2 * (layers() - 1 - l); }
+  // Grows the per-sample buffers to `batch` rows.
+  void ReserveBatch(size_t batch);
+  void MakeCurrent() const;
+  // Copies host doubles to the staging buffer, runs fn on it on the
+  // communication thread, copies the result back.
+  void HostCollective(std::span<double> values,
+                      const std::function<void(runtime::Communicator&, double*)>& fn);
+
+  Mlp layout_;  // tensors and sizes only: the math is on the device
+  const int device_;
+  const float lr_;
+  const float momentum_factor_;
+  Stream stream_;
+  Blas blas_;
+  DeviceBuffer<float> params_;
+  DeviceBuffer<float> momentum_;
+  DeviceBuffer<float> grads_;
+  // Per layer boundary l (0: the input x) for up to batch_capacity_ rows:
+  // activations, and the gradients of the loss with respect to them (l >= 1).
+  std::vector<DeviceBuffer<float>> activations_;
+  std::vector<DeviceBuffer<float>> deltas_;
+  DeviceBuffer<int> labels_;
+  DeviceBuffer<double> row_scratch_;  // per-row loss and correctness
+  DeviceBuffer<double> stats_;        // the step's loss sum and correct count
+  DeviceBuffer<double> staging_;      // host collectives
+  size_t batch_capacity_ = 0;
+  DeviceBucketedReducer reducer_;  // last: its thread stops before the buffers go
+};
+
+}  // namespace muster::train::gpu

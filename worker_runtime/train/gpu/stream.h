@@ -1,0 +1,45 @@
+// Stream: an owned CUDA stream of the current device, created non-blocking
+// (cudaStreamNonBlocking): its work never waits for the legacy default
+// stream, nor the default stream for it, so the NCCL communicator's blocking
+// stream (nccl_communicator.h) is ordered after it only where the caller
+// synchronizes. Move-only.
+//
+// Thread-safety: the handle may be used from any thread, as CUDA allows.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <utility>
+
+#include "worker_runtime/train/gpu/cuda_check.h"
+
+namespace muster::train::gpu {
+
+class Stream {
+ public:
+  // Throws DeviceError when the stream cannot be created.
+  Stream() {
+    CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+              "cudaStreamCreateWithFlags(compute stream)");
+  }
+  ~Stream() {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  Stream& operator=(Stream&&) = delete;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  cudaStream_t get() const { return stream_; }
+  // Waits for every operation queued so far; throws DeviceError naming `why`
+  // with the first error of that work.
+  void Synchronize(const char* why) const {
+    CheckCuda(cudaStreamSynchronize(stream_), std::string("cudaStreamSynchronize(") + why + ")");
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace muster::train::gpu
