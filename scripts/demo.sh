@@ -11,9 +11,11 @@ cd "$ROOT"
 scripts/install-deps.sh
 scripts/build.sh "$ROOT/build"
 
-echo "== muster --standalone --nproc-per-node 2 muster-train --steps 100"
+# --backend gloo: the demo trains on CPU on every machine (two workers on a
+# machine with one GPU could not both train on it over NCCL).
+echo "== muster --standalone --nproc-per-node 2 muster-train --backend gloo --steps 100"
 "$ROOT/build/bin/muster" --standalone --nproc-per-node 2 --no-python "$ROOT/build/bin/muster-train" \
-  --steps 100 --log-every 20
+  --backend gloo --steps 100 --log-every 20
 
 echo "== muster --standalone --nproc-per-node 3 tests/torch/ddp_gloo.py"
 MUSTER_PYTHON=/usr/bin/python3 "$ROOT/build/bin/muster" --standalone --nproc-per-node 3 \
