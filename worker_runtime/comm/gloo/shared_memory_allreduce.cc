@@ -63,18 +63,19 @@ void CpuRelax() {
 #endif
 }
 
+// dst[i] = op(a[i], b[i]); `a` may be `dst` itself.
 template <typename T>
-void ReduceInto(T* __restrict dst, const T* __restrict src, size_t n, ReduceOp op) {
+void Combine(T* dst, const T* a, const T* __restrict b, size_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::kMax:
-      for (size_t i = 0; i < n; ++i) dst[i] = std::max(dst[i], src[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = std::max(a[i], b[i]);
       return;
     case ReduceOp::kMin:
-      for (size_t i = 0; i < n; ++i) dst[i] = std::min(dst[i], src[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = std::min(a[i], b[i]);
       return;
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      for (size_t i = 0; i < n; ++i) dst[i] += src[i];
+      for (size_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
       return;
   }
 }
@@ -243,11 +244,11 @@ std::optional<SharedMemoryAllreduce::Failure> SharedMemoryAllreduce::AllReduceTy
     // Every rank reduces the whole chunk, in rank order, straight into its
     // own buffer: identical results everywhere, and one barrier per chunk
     // where a reduce-scatter would need two and a copy out.
+    // The first two slots are combined in one pass, not copied and then added.
     T* out = data + offset;
-    std::memcpy(out, Slot(bank, 0), n * sizeof(T));
-    for (int r = 1; r < world_size_; ++r) {
-      ReduceInto(out, reinterpret_cast<const T*>(Slot(bank, r)), n, op);
-    }
+    const auto slot = [&](int r) { return reinterpret_cast<const T*>(Slot(bank, r)); };
+    Combine(out, slot(0), slot(1), n, op);
+    for (int r = 2; r < world_size_; ++r) Combine(out, out, slot(r), n, op);
   }
   return std::nullopt;
 }
