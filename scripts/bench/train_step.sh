@@ -9,9 +9,9 @@
 # same time show what that alone costs, so the table separates it from the
 # cost of communication.
 #
-# Each configuration runs --repeat times (default 3); the median step time
-# of a run is what muster-train prints, and the table shows the median of
-# the runs. The two ranks share this machine's cores, so the model is sized
+# Each configuration runs --repeat times (default 3), in rounds that run
+# every configuration once; the median step time of a run is what
+# muster-train prints, and the table shows the median of the runs. The two ranks share this machine's cores, so the model is sized
 # for one core per rank (the benchmark pins nothing).
 #
 # Usage: scripts/bench/train_step.sh [--build-dir DIR] [--repeat K] [--steps N]
@@ -61,16 +61,21 @@ run() {  # nproc [--no-overlap|--concurrent] -> median step ms of one run
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-declare -A result
-for config in "1 " "1 --concurrent" "2 " "2 --no-overlap"; do
-  times=()
-  for _ in $(seq "$REPEAT"); do
+# Rounds: each runs every configuration once, so that the machine's drift
+# (its neighbours come and go) falls on all of them alike.
+configs=("1 " "1 --concurrent" "2 " "2 --no-overlap")
+declare -A times
+for _ in $(seq "$REPEAT"); do
+  for config in "${configs[@]}"; do
     t=$(run $config)
     [[ -n "$t" ]] || { echo "train_step.sh: run '$config' printed no step time" >&2; exit 1; }
-    times+=("$t")
+    times["$config"]+="$t "
   done
-  result["$config"]=$(printf '%s\n' "${times[@]}" | median)
-  echo "nproc=${config% *} ${config#* } runs: ${times[*]} ms" >&2
+done
+declare -A result
+for config in "${configs[@]}"; do
+  result["$config"]=$(printf '%s\n' ${times["$config"]} | median)
+  echo "nproc=${config% *} ${config#* } runs: ${times["$config"]}ms" >&2
 done
 
 one=${result["1 "]}
