@@ -39,7 +39,11 @@ int main() {
   grad[0] /= ctx->world_size;
 
   std::vector<train::ParamTensor> tensors{{"weight", 0, 1}};
-  train::BucketedReducer reducer(**comm, grad, tensors, 1 << 20, true);
+  train::BucketedReducer reducer(
+      **comm, tensors, sizeof(double), 1 << 20, true,
+      {.reduce = [&](runtime::Communicator& c, const train::BucketedReducer::Bucket& b, size_t) {
+        c.AllReduce(grad + b.offset, b.size, runtime::DataType::kFloat64, runtime::ReduceOp::kSum);
+      }});
   reducer.BeginStep();
   reducer.TensorReady(0);
   reducer.Finish();

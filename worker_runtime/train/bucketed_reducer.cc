@@ -4,17 +4,18 @@
 
 namespace muster::train {
 
-BucketedReducer::BucketedReducer(runtime::Communicator& comm, std::span<double> grads,
-                                 const std::vector<ParamTensor>& tensors, size_t bucket_bytes,
-                                 bool overlap)
-    : comm_(comm), grads_(grads), overlap_(overlap) {
-  const size_t bucket_values = std::max<size_t>(1, bucket_bytes / sizeof(double));
+BucketedReducer::BucketedReducer(runtime::Communicator& comm,
+                                 const std::vector<ParamTensor>& tensors, size_t value_bytes,
+                                 size_t bucket_bytes, bool overlap, Hooks hooks)
+    : comm_(comm), overlap_(overlap), hooks_(std::move(hooks)) {
+  const size_t bucket_values = std::max<size_t>(1, bucket_bytes / value_bytes);
   for (const ParamTensor& t : tensors) {
     if (buckets_.empty() || buckets_.back().size >= bucket_values) {
-      buckets_.push_back({t.offset, 0, 0, 0});
+      buckets_.push_back({t.offset, 0});
+      progress_.emplace_back();
     }
     buckets_.back().size += t.size;
-    buckets_.back().tensors += 1;
+    progress_.back().tensors += 1;
     bucket_of_tensor_.push_back(buckets_.size() - 1);
   }
   // A step queues each bucket once before the queue drains, plus one Run().
@@ -32,13 +33,13 @@ BucketedReducer::~BucketedReducer() {
 }
 
 void BucketedReducer::BeginStep() {
-  for (Bucket& b : buckets_) b.ready = 0;
+  for (Progress& p : progress_) p.ready = 0;
 }
 
 void BucketedReducer::TensorReady(size_t tensor) {
   const size_t i = bucket_of_tensor_[tensor];
-  Bucket& bucket = buckets_[i];
-  if (++bucket.ready < bucket.tensors || !overlap_) return;
+  Progress& p = progress_[i];
+  if (++p.ready < p.tensors || !overlap_) return;
   EnqueueBucket(i);
 }
 
@@ -60,6 +61,7 @@ void BucketedReducer::Run(const std::function<void(runtime::Communicator&)>& fn)
 }
 
 void BucketedReducer::EnqueueBucket(size_t i) {
+  if (hooks_.on_complete) hooks_.on_complete(i);
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(i);
@@ -78,19 +80,27 @@ void BucketedReducer::Execute(size_t bucket) {
     (*run_fn_)(comm_);
     return;
   }
-  // offset and size are fixed at construction; the training thread only
-  // writes `ready`, so reading them here needs no lock.
-  const Bucket& b = buckets_[bucket];
-  comm_.AllReduce(grads_.data() + b.offset, b.size, runtime::DataType::kFloat64,
-                  runtime::ReduceOp::kSum);
+  // Buckets are fixed at construction: reading them here needs no lock.
+  hooks_.reduce(comm_, buckets_[bucket], bucket);
 }
 
 void BucketedReducer::Loop() {
+  std::exception_ptr start_failure;
+  if (hooks_.on_thread_start) {
+    try {
+      hooks_.on_thread_start();
+    } catch (...) {
+      start_failure = std::current_exception();
+    }
+  }
   std::unique_lock lock(mutex_);
   for (;;) {
     changed_.wait(lock, [this] { return stopping_ || taken_ < queue_.size(); });
-    if (taken_ == queue_.size()) return;  // stopping, nothing left
+    // Stopping: whatever is still queued belongs to a step that failed on
+    // the training thread; nobody waits for it.
+    if (stopping_) return;
     const size_t bucket = queue_[taken_++];
+    if (start_failure && !error_) error_ = start_failure;
     // After a failure the communicator is aborted: skip the rest, keep the first error.
     if (!error_) {
       ++running_;

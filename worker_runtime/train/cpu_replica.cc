@@ -14,7 +14,11 @@ CpuReplica::CpuReplica(Communicator& comm, const ReplicaOptions& options)
       params_(model_.parameter_count()),
       momentum_(model_.parameter_count(), 0.0f),
       grads_(model_.parameter_count()),
-      reducer_(comm, grads_, model_.tensors(), options.bucket_bytes, options.overlap) {}
+      reducer_(comm, model_.tensors(), sizeof(double), options.bucket_bytes, options.overlap,
+               {.reduce = [this](Communicator& c, const BucketedReducer::Bucket& b, size_t) {
+                 c.AllReduce(grads_.data() + b.offset, b.size, DataType::kFloat64,
+                             runtime::ReduceOp::kSum);
+               }}) {}
 
 void CpuReplica::SetState(std::span<const float> params, std::span<const float> momentum) {
   std::copy(params.begin(), params.end(), params_.begin());

@@ -32,13 +32,39 @@ GpuReplica::GpuReplica(Communicator& comm, int device, const ReplicaOptions& opt
       activations_(layers() + 1),
       deltas_(layers() + 1),
       stats_(2, "batch statistics"),
-      reducer_(comm, device, stream_.get(), grads_.data(), layout_.tensors(), options.bucket_bytes,
-               options.overlap) {
+      bucket_events_(layout_.tensors().size()),
+      reducer_(comm, layout_.tensors(), sizeof(float), options.bucket_bytes, options.overlap,
+               {.reduce = [this](Communicator& c, const BucketedReducer::Bucket& b,
+                                 size_t index) { ReduceBucket(c, b, index); },
+                .on_complete =
+                    [this](size_t index) {
+                      // In stream order: the event completes once every kernel
+                      // queued so far, this bucket's gradients included, has.
+                      CheckCuda(cudaEventRecord(bucket_events_[index], stream_.get()),
+                                "cudaEventRecord(gradient bucket)");
+                    },
+                // The current device is per thread: the communication
+                // thread's must be the communicator's.
+                .on_thread_start =
+                    [device] {
+                      CheckCuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) +
+                                                           ") on the communication thread");
+                    }}) {
   CheckCuda(cudaMemsetAsync(params_.data(), 0, params_.size() * sizeof(float), stream_.get()),
             "cudaMemsetAsync(weights)");
   CheckCuda(cudaMemsetAsync(momentum_.data(), 0, momentum_.size() * sizeof(float), stream_.get()),
             "cudaMemsetAsync(momentum)");
   stream_.Synchronize("zeroing the weights");
+}
+
+void GpuReplica::ReduceBucket(Communicator& comm, const BucketedReducer::Bucket& bucket,
+                              size_t index) {
+  // The host waits, not NCCL's stream (cudaStreamWaitEvent): the
+  // communicator runs its collectives on a stream of its own that callers
+  // cannot reach, and promises ordering only after the legacy default stream.
+  CheckCuda(cudaEventSynchronize(bucket_events_[index]), "cudaEventSynchronize(gradient bucket)");
+  comm.AllReduce(grads_.data() + bucket.offset, bucket.size, DataType::kFloat32,
+                 runtime::ReduceOp::kSum);
 }
 
 void GpuReplica::MakeCurrent() const {

@@ -4,9 +4,17 @@
 // cuBLAS sgemm without TF32 (linear.h), the rest CUDA kernels (kernels.h),
 // all queued on one non-blocking compute stream. Gradients of (sum of
 // losses) * grad_scale are summed across ranks in float32 buckets by a
-// DeviceBucketedReducer (device_reducer.h), overlapped with the backward
-// pass; that reducer's thread also runs every other collective of the
-// replica. Host collectives (AllReduceSum, Broadcast) are staged through a
+// BucketedReducer (bucketed_reducer.h), overlapped with the backward pass;
+// that reducer's thread also runs every other collective of the replica.
+//
+// Ordering: when a bucket's last tensor is queued on the compute stream, a
+// CUDA event is recorded there (BucketEvents); the communication thread
+// waits for it on the host, then calls the communicator's AllReduce, which
+// NCCL runs on its own stream (the caller-synchronizes rule of
+// communicator.h). So NCCL sums one bucket while the compute stream goes on
+// differentiating earlier layers; a communicator call returns once its
+// result is in the buffer, so after the reducer's Finish() the update sees
+// the sums with no further wait. Host collectives (AllReduceSum, Broadcast) are staged through a
 // device buffer, as NCCL takes device memory only.
 //
 // Step() returns once the update is applied and its statistics copied back:
@@ -26,8 +34,9 @@
 
 #include "common/status.h"
 #include "worker_runtime/comm/communicator.h"
+#include "worker_runtime/train/bucketed_reducer.h"
+#include "worker_runtime/train/gpu/bucket_events.h"
 #include "worker_runtime/train/gpu/device_buffer.h"
-#include "worker_runtime/train/gpu/device_reducer.h"
 #include "worker_runtime/train/gpu/linear.h"
 #include "worker_runtime/train/gpu/stream.h"
 #include "worker_runtime/train/mlp.h"
@@ -68,6 +77,9 @@ class GpuReplica final : public ModelReplica {
   // Grows the per-sample buffers to `batch` rows.
   void ReserveBatch(size_t batch);
   void MakeCurrent() const;
+  // On the communication thread: waits for bucket `index`'s event, then sums it.
+  void ReduceBucket(runtime::Communicator& comm, const BucketedReducer::Bucket& bucket,
+                    size_t index);
   // Copies host doubles to the staging buffer, runs fn on it on the
   // communication thread, copies the result back.
   void HostCollective(std::span<double> values,
@@ -91,7 +103,10 @@ class GpuReplica final : public ModelReplica {
   DeviceBuffer<double> stats_;        // the step's loss sum and correct count
   DeviceBuffer<double> staging_;      // host collectives
   size_t batch_capacity_ = 0;
-  DeviceBucketedReducer reducer_;  // last: its thread stops before the buffers go
+  // One per tensor, so at least one per bucket; made before the reducer,
+  // whose thread may wait on them, and destroyed after it.
+  BucketEvents bucket_events_;
+  BucketedReducer reducer_;  // last: its thread stops before the buffers go
 };
 
 }  // namespace muster::train::gpu
