@@ -11,21 +11,17 @@ Every test skips, printing the reason, where `muster-train --backend nccl`
 cannot run: a build without CUDA/NCCL, or no GPU visible. The reason is the
 trainer's own refusal (runtime::ResolveBackend's message).
 """
-import array
 import math
 import os
 import subprocess
 
 from harness import BIN_DIR, Skip, base_env, check, run_muster, run_tests, tempdir, test
+from train_harness import MODEL, TRAIN, final_loss, read_floats
 
 TEST_BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR", os.path.join(BIN_DIR, "..", "tests"))
-TRAIN = os.path.join(BIN_DIR, "muster-train")
 # Prints "gpus=N" (runtime_comm_tests.cmake builds it).
 COMM_WORKER = os.path.join(TEST_BIN_DIR, "runtime_comm_worker")
 
-# runtime_train_test.py's model: several gradient buckets on either path.
-MODEL = ["--hidden", "64", "--depth", "2", "--features", "32", "--global-batch", "64",
-         "--dataset-size", "4096", "--bucket-mb", "0.004"]
 # GPU gradients are float32 sums (the CPU's are double): the weights agree to
 # float rounding grown over the run, not bit for bit. (Float sums emulated on
 # the CPU for this model differ by about 5e-8 of the norm after 40 steps.)
@@ -37,25 +33,12 @@ def train(nproc, backend, extra, timeout=240):
                       + MODEL + ["--backend", backend] + extra, timeout=timeout)
 
 
-def read_floats(path):
-    values = array.array("f")
-    with open(path, "rb") as f:
-        values.frombytes(f.read())
-    return values
-
-
 def relative_difference(a, b):
     """|a - b| / |b| over the whole parameter vector (Euclidean norms)."""
     check(len(a) == len(b), f"parameter counts differ: {len(a)} vs {len(b)}")
     diff = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
     norm = math.sqrt(sum(y * y for y in b))
     return diff / norm
-
-
-def final_loss(out):
-    lines = [line for line in out.splitlines() if "final loss" in line]
-    check(lines, "no 'final loss' line", out)
-    return float(lines[-1].split("final loss")[1])
 
 
 _refusal = []

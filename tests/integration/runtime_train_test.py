@@ -13,22 +13,19 @@
 
 The GPU path (--backend nccl) is runtime_train_gpu_test.py's.
 """
-import array
 import glob
 import os
 import signal
-import time
 
-from harness import (BIN_DIR, check, pid_alive, run_muster, run_tests, start, tempdir, test,
+from harness import (BIN_DIR, check, run_muster, run_tests, start, tempdir, test,
                      wait_for, MUSTER)
+import train_harness
+from train_harness import TRAIN, final_loss, read_floats
 
 TEST_BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR", os.path.join(BIN_DIR, "..", "tests"))
-TRAIN = os.path.join(BIN_DIR, "muster-train")
 GRAD_AVG = os.path.join(TEST_BIN_DIR, "runtime_grad_avg_main")
 
-# Small enough for 2 cores, big enough to have several buckets.
-MODEL = ["--hidden", "64", "--depth", "2", "--features", "32", "--global-batch", "64",
-         "--dataset-size", "4096", "--bucket-mb", "0.004", "--backend", "gloo"]
+MODEL = train_harness.MODEL + ["--backend", "gloo"]
 
 
 def train(nproc, extra, timeout=240):
@@ -37,25 +34,12 @@ def train(nproc, extra, timeout=240):
     return code, out, err
 
 
-def read_floats(path):
-    values = array.array("f")
-    with open(path, "rb") as f:
-        values.frombytes(f.read())
-    return values
-
-
 def max_relative_difference(a, b):
     check(len(a) == len(b), f"parameter counts differ: {len(a)} vs {len(b)}")
     worst = 0.0
     for x, y in zip(a, b):
         worst = max(worst, abs(x - y) / max(abs(x), abs(y), 1e-3))
     return worst
-
-
-def final_loss(out):
-    lines = [line for line in out.splitlines() if "final loss" in line]
-    check(lines, "no 'final loss' line", out)
-    return float(lines[-1].split("final loss")[1])
 
 
 @test

@@ -1,0 +1,26 @@
+"""What the muster-train tests share: the trainer, their small model, and
+readers of its outputs (the --out parameter file, the final loss line)."""
+import array
+import os
+
+from harness import BIN_DIR, check
+
+TRAIN = os.path.join(BIN_DIR, "muster-train")
+
+# Small enough for 2 cores, big enough to have several gradient buckets.
+MODEL = ["--hidden", "64", "--depth", "2", "--features", "32", "--global-batch", "64",
+         "--dataset-size", "4096", "--bucket-mb", "0.004"]
+
+
+def read_floats(path):
+    """The parameters muster-train's --out wrote (raw little-endian float32)."""
+    values = array.array("f")
+    with open(path, "rb") as f:
+        values.frombytes(f.read())
+    return values
+
+
+def final_loss(out):
+    lines = [line for line in out.splitlines() if "final loss" in line]
+    check(lines, "no 'final loss' line", out)
+    return float(lines[-1].split("final loss")[1])
