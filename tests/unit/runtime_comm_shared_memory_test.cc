@@ -1,7 +1,8 @@
 // SharedMemoryAllreduce's arithmetic and its chunking: W threads play W
 // ranks over one shared anonymous mapping (the processes and their
-// failures are runtime_comm_test.py's). Counts that span several chunks and
-// end mid-chunk, float and double, sum, max and min.
+// killed or stalled peers are runtime_comm_test.py's). Counts that span
+// several chunks and end mid-chunk, float and double, sum, max and min; and a
+// rank that arrives after the others gave up.
 #include <sys/mman.h>
 
 #include <catch2/catch.hpp>
@@ -16,7 +17,9 @@
 
 namespace {
 
+using muster::runtime::CommError;
 using muster::runtime::DataType;
+using muster::runtime::ElementwiseFor;
 using muster::runtime::ReduceOp;
 using muster::runtime::SharedMemoryAllreduce;
 
@@ -53,7 +56,8 @@ std::vector<std::vector<T>> RunWorld(int world, size_t count, ReduceOp op, int c
         data.resize(count);
         for (size_t i = 0; i < count; ++i) data[i] = ValueOf<T>(r, i);
         const DataType type = sizeof(T) == 4 ? DataType::kFloat32 : DataType::kFloat64;
-        failures[static_cast<size_t>(r)] = reduce.AllReduce(data.data(), count, type, op);
+        failures[static_cast<size_t>(r)] =
+            reduce.AllReduce(data.data(), count, type, ElementwiseFor(type, op));
         if (failures[static_cast<size_t>(r)]) return;
       }
     });
@@ -107,16 +111,48 @@ TEST_CASE("every rank of the shared-memory allreduce ends with identical bits", 
   auto segment = MapSegment(3);
   const std::span<std::byte> bytes(segment.get(), SharedMemoryAllreduce::SegmentBytes(3));
   std::vector<std::vector<float>> data(3, std::vector<float>(999));
+  std::vector<std::optional<SharedMemoryAllreduce::Failure>> failures(3);
   std::vector<std::thread> ranks;
   for (int r = 0; r < 3; ++r) {
     ranks.emplace_back([&, r] {
       auto& mine = data[static_cast<size_t>(r)];
       for (size_t i = 0; i < mine.size(); ++i) mine[i] = 1.0f / static_cast<float>(i + 3 + r);
       SharedMemoryAllreduce reduce(bytes, r, 3, std::chrono::seconds(30), {});
-      CHECK_FALSE(reduce.AllReduce(mine.data(), mine.size(), DataType::kFloat32, ReduceOp::kSum));
+      failures[static_cast<size_t>(r)] =
+          reduce.AllReduce(mine.data(), mine.size(), DataType::kFloat32,
+                           ElementwiseFor(DataType::kFloat32, ReduceOp::kSum));
     });
   }
   for (std::thread& t : ranks) t.join();
+  for (const auto& failure : failures) CHECK_FALSE(failure.has_value());
   CHECK(data[0] == data[1]);
   CHECK(data[0] == data[2]);
+}
+
+TEST_CASE("a rank that arrives after the others gave up fails too", "[comm]") {
+  // Ranks 0 and 1 time out waiting for rank 2; rank 2 then arrives last. It
+  // must not open the barrier and succeed where they failed.
+  auto segment = MapSegment(3);
+  const std::span<std::byte> bytes(segment.get(), SharedMemoryAllreduce::SegmentBytes(3));
+  std::vector<std::optional<SharedMemoryAllreduce::Failure>> failures(3);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.emplace_back([&, r] {
+      if (r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      SharedMemoryAllreduce reduce(bytes, r, 3, std::chrono::milliseconds(150), {});
+      float value = 1.0f;
+      failures[static_cast<size_t>(r)] = reduce.AllReduce(
+          &value, 1, DataType::kFloat32, ElementwiseFor(DataType::kFloat32, ReduceOp::kSum));
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < 3; ++r) {
+    CAPTURE(r);
+    REQUIRE(failures[static_cast<size_t>(r)].has_value());
+  }
+  // The first to give up timed out; everyone else learns another rank failed.
+  int timeouts = 0;
+  for (const auto& failure : failures) timeouts += failure->kind == CommError::Kind::kTimeout;
+  CHECK(timeouts >= 1);
+  CHECK(failures[2]->kind == CommError::Kind::kPeerFailed);
 }

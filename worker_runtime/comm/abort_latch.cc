@@ -4,12 +4,11 @@
 
 namespace muster::runtime {
 
-bool AbortLatch::Latch(CommError::Kind kind, std::string reason) {
-  if (aborted_) return false;
+void AbortLatch::Latch(CommError::Kind kind, std::string reason) {
+  if (aborted_) return;
   aborted_ = true;
   kind_ = kind;
   reason_ = std::move(reason);
-  return true;
 }
 
 void AbortLatch::ThrowIfAborted(const char* op) const {

@@ -20,9 +20,8 @@ class AbortLatch {
   explicit AbortLatch(const char* backend) : backend_(backend) {}
 
   bool aborted() const { return aborted_; }
-  // Records the first failure; later calls leave it as it is. Returns whether
-  // this call latched (false when already aborted).
-  bool Latch(CommError::Kind kind, std::string reason);
+  // Records the first failure; later calls leave it as it is.
+  void Latch(CommError::Kind kind, std::string reason);
   // Throws CommError(kind of the first failure) when aborted.
   void ThrowIfAborted(const char* op) const;
 

@@ -1,7 +1,28 @@
 #include "worker_runtime/comm/host_reduction.h"
 
+#include <gloo/math.h>
+
 namespace muster::runtime {
 namespace {
+
+template <typename T>
+ElementwiseReduction ElementwiseOf(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax:
+      return static_cast<ElementwiseReduction>(&gloo::max<T>);
+    case ReduceOp::kMin:
+      return static_cast<ElementwiseReduction>(&gloo::min<T>);
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      break;
+  }
+  return static_cast<ElementwiseReduction>(&gloo::sum<T>);
+}
+
+[[noreturn]] void RefuseHalfPrecision(const char* what) {
+  throw CommError(CommError::Kind::kInvalidArgument,
+                  std::string(what) + " on host memory supports float32 and float64 only");
+}
 
 template <typename T>
 void Divide(T* data, size_t count, T divisor) {
@@ -9,6 +30,19 @@ void Divide(T* data, size_t count, T divisor) {
 }
 
 }  // namespace
+
+ElementwiseReduction ElementwiseFor(DataType type, ReduceOp op) {
+  switch (type) {
+    case DataType::kFloat32:
+      return ElementwiseOf<float>(op);
+    case DataType::kFloat64:
+      return ElementwiseOf<double>(op);
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      break;
+  }
+  RefuseHalfPrecision("reduction");
+}
 
 void DivideInPlace(void* data, size_t count, DataType type, int divisor) {
   switch (type) {
@@ -20,8 +54,7 @@ void DivideInPlace(void* data, size_t count, DataType type, int divisor) {
     case DataType::kBFloat16:
       break;
   }
-  throw CommError(CommError::Kind::kInvalidArgument,
-                  "average on host memory supports float32 and float64 only");
+  RefuseHalfPrecision("average");
 }
 
 }  // namespace muster::runtime

@@ -13,7 +13,6 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
-#include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <spdlog/spdlog.h>
@@ -26,26 +25,12 @@ namespace muster::runtime {
 namespace {
 
 template <typename T>
-gloo::AllreduceOptions::Func ReduceFunctionFor(ReduceOp op) {
-  using Elementwise = void (*)(void*, const void*, const void*, size_t);
-  switch (op) {
-    case ReduceOp::kMax:
-      return static_cast<Elementwise>(&gloo::max<T>);
-    case ReduceOp::kMin:
-      return static_cast<Elementwise>(&gloo::min<T>);
-    case ReduceOp::kSum:
-    case ReduceOp::kAvg:
-      break;
-  }
-  return static_cast<Elementwise>(&gloo::sum<T>);
-}
-
-template <typename T>
-void RunAllreduce(const std::shared_ptr<gloo::Context>& context, T* data, size_t count, ReduceOp op,
-                  GlooAllreduce algorithm, uint32_t tag, std::chrono::milliseconds timeout) {
+void RunAllreduce(const std::shared_ptr<gloo::Context>& context, T* data, size_t count,
+                  ElementwiseReduction reduce, GlooAllreduce algorithm, uint32_t tag,
+                  std::chrono::milliseconds timeout) {
   gloo::AllreduceOptions options(context);
   options.setOutput(data, count);
-  options.setReduceFunction(ReduceFunctionFor<T>(op));
+  options.setReduceFunction(reduce);
   // kRing leaves Gloo's default (UNSPECIFIED: its segmented ring, as torch
   // does) rather than naming RING. To compare the algorithms:
   // MUSTER_GLOO_ALLREDUCE=ring|bcube scripts/bench/allreduce.sh.
@@ -182,19 +167,18 @@ void GlooCommunicator::AllReduceUnguarded(void* data, size_t count, DataType typ
   if (count == 0) return;
   const GlooAllreduce algorithm = forced_algorithm_.value_or(
       ChooseGlooAllreduce(count * DataTypeSize(type), world_size_, shared_memory_ != nullptr));
+  const ElementwiseReduction reduce = ElementwiseFor(type, op);
   if (algorithm == GlooAllreduce::kSharedMemory) {
-    if (auto failure = shared_memory_->AllReduce(data, count, type, op)) {
+    if (auto failure = shared_memory_->AllReduce(data, count, type, reduce)) {
       Fail("allreduce", failure->kind, "shared memory: " + failure->detail);
     }
-    if (op == ReduceOp::kAvg) DivideInPlace(data, count, type, world_size_);
-    return;
-  }
-  // Tags tell unbound operations apart; every rank counts its calls alike.
-  const uint32_t tag = next_tag_++;
-  if (type == DataType::kFloat32) {
-    RunAllreduce(context_, static_cast<float*>(data), count, op, algorithm, tag, timeout_);
+  } else if (type == DataType::kFloat32) {
+    // Tags tell unbound operations apart; every rank counts its calls alike.
+    RunAllreduce(context_, static_cast<float*>(data), count, reduce, algorithm, next_tag_++,
+                 timeout_);
   } else {
-    RunAllreduce(context_, static_cast<double*>(data), count, op, algorithm, tag, timeout_);
+    RunAllreduce(context_, static_cast<double*>(data), count, reduce, algorithm, next_tag_++,
+                 timeout_);
   }
   if (op == ReduceOp::kAvg) DivideInPlace(data, count, type, world_size_);
 }

@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -23,9 +23,9 @@ namespace muster::runtime {
 // The segment's first page. Each word has a cache line of its own: ranks
 // spin on `phase` while others add to `arrived`.
 struct SharedMemoryAllreduce::Control {
-  alignas(64) std::atomic<uint32_t> arrived;  // ranks at the current barrier
-  alignas(64) std::atomic<uint32_t> phase;    // barriers passed; the futex word
-  alignas(64) std::atomic<uint32_t> aborted;  // set by the first rank that fails
+  alignas(64) std::atomic<uint32_t> arrived;   // ranks at the current barrier
+  alignas(64) std::atomic<uint32_t> phase;     // barriers passed (+ kGaveUp); the futex word
+  alignas(64) std::atomic<uint32_t> sleepers;  // ranks in (or entering) a futex wait
 };
 
 namespace {
@@ -42,6 +42,9 @@ constexpr auto kWatchInterval = std::chrono::milliseconds(10);
 constexpr int kSpins = 200;
 
 constexpr const char* kKeyPrefix = "muster_shm/";
+
+// Set in the phase word by the rank that gives up on a barrier.
+constexpr uint32_t kGaveUp = uint32_t{1} << 31;
 
 // Shared (not process-private) futex calls: the word is in a segment that
 // several processes map.
@@ -61,23 +64,6 @@ void CpuRelax() {
 #else
   std::this_thread::yield();
 #endif
-}
-
-// dst[i] = op(a[i], b[i]); `a` may be `dst` itself.
-template <typename T>
-void Combine(T* dst, const T* a, const T* __restrict b, size_t n, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kMax:
-      for (size_t i = 0; i < n; ++i) dst[i] = std::max(a[i], b[i]);
-      return;
-    case ReduceOp::kMin:
-      for (size_t i = 0; i < n; ++i) dst[i] = std::min(a[i], b[i]);
-      return;
-    case ReduceOp::kSum:
-    case ReduceOp::kAvg:
-      for (size_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
-      return;
-  }
 }
 
 std::string RandomSuffix() {
@@ -104,14 +90,15 @@ Status StoreFailure(const std::string& what, const Status& status) {
 // Publishes this rank's `value` under `name`/<rank> and returns every
 // rank's, in rank order.
 Result<std::vector<std::string>> Exchange(StoreClient& store, const std::string& name, int rank,
-                                          int world_size, const std::string& value) {
+                                          int world_size, const std::string& value,
+                                          std::chrono::milliseconds timeout) {
   const std::string base = kKeyPrefix + name + "/";
   if (Status s = store.Set(base + std::to_string(rank), value); !s.ok()) {
     return StoreFailure("set " + base + std::to_string(rank), s);
   }
   std::vector<std::string> values;
   for (int r = 0; r < world_size; ++r) {
-    auto got = store.Get(base + std::to_string(r));
+    auto got = store.Get(base + std::to_string(r), timeout);
     if (!got.ok()) return StoreFailure("get " + base + std::to_string(r), got.status());
     values.push_back(std::move(got).value());
   }
@@ -130,8 +117,9 @@ Result<std::unique_ptr<SharedMemoryAllreduce>> SharedMemoryAllreduce::Join(
   if (world_size < 2 || world_size > kMaxRanks) return std::unique_ptr<SharedMemoryAllreduce>();
   // Round 1: is every rank on this host (and which PIDs to watch)?
   const std::string identity = HostIdentity();
-  auto peers = Exchange(store, "host", rank, world_size,
-                        std::to_string(getpid()) + " " + (identity.empty() ? "?" : identity));
+  auto peers =
+      Exchange(store, "host", rank, world_size,
+               std::to_string(getpid()) + " " + (identity.empty() ? "?" : identity), timeout);
   if (!peers.ok()) return peers.status();
   std::vector<pid_t> pids;
   for (const std::string& peer : *peers) {
@@ -147,8 +135,11 @@ Result<std::unique_ptr<SharedMemoryAllreduce>> SharedMemoryAllreduce::Join(
   std::string name;
   if (rank == 0) {
     name = "/muster-" + std::to_string(getpid()) + "-" + RandomSuffix();
+    // posix_fallocate, not ftruncate: a /dev/shm too small for the segment
+    // (containers often have 64 MiB) must refuse it here, not raise SIGBUS
+    // at the first copy into a page it could not supply.
     const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    if (fd < 0 || posix_fallocate(fd, 0, static_cast<off_t>(bytes)) != 0) {
       if (fd >= 0) shm_unlink(name.c_str());
       name.clear();
     }
@@ -158,7 +149,7 @@ Result<std::unique_ptr<SharedMemoryAllreduce>> SharedMemoryAllreduce::Join(
       return StoreFailure("set " + std::string(kKeyPrefix) + "segment", s);
     }
   } else {
-    auto got = store.Get(std::string(kKeyPrefix) + "segment");
+    auto got = store.Get(std::string(kKeyPrefix) + "segment", timeout);
     if (!got.ok()) return StoreFailure("get " + std::string(kKeyPrefix) + "segment", got.status());
     name = std::move(got).value();
   }
@@ -180,7 +171,7 @@ Result<std::unique_ptr<SharedMemoryAllreduce>> SharedMemoryAllreduce::Join(
     pidfds[static_cast<size_t>(r)] = OpenPidfd(pids[static_cast<size_t>(r)]);
     ready = pidfds[static_cast<size_t>(r)] >= 0;
   }
-  auto readiness = Exchange(store, "ready", rank, world_size, ready ? "1" : "0");
+  auto readiness = Exchange(store, "ready", rank, world_size, ready ? "1" : "0", timeout);
   if (rank == 0 && !name.empty()) shm_unlink(name.c_str());  // every rank mapped it, or gave up
   const bool everyone_ready =
       readiness.ok() && std::all_of(readiness->begin(), readiness->end(),
@@ -209,6 +200,12 @@ SharedMemoryAllreduce::SharedMemoryAllreduce(std::span<std::byte> segment, int r
       timeout_(timeout),
       peer_pidfds_(std::move(peer_pidfds)) {
   peer_pidfds_.resize(static_cast<size_t>(world_size), -1);
+  for (int r = 0; r < world_size; ++r) {
+    const int fd = peer_pidfds_[static_cast<size_t>(r)];
+    if (fd < 0) continue;
+    watched_.push_back({fd, POLLIN, 0});
+    watched_ranks_.push_back(r);
+  }
 }
 
 SharedMemoryAllreduce::~SharedMemoryAllreduce() {
@@ -222,102 +219,113 @@ std::byte* SharedMemoryAllreduce::Slot(size_t bank, int rank) const {
          (bank * static_cast<size_t>(world_size_) + static_cast<size_t>(rank)) * kChunkBytes;
 }
 
-std::optional<SharedMemoryAllreduce::Failure> SharedMemoryAllreduce::AllReduce(void* data,
-                                                                               size_t count,
-                                                                               DataType type,
-                                                                               ReduceOp op) {
+std::optional<SharedMemoryAllreduce::Failure> SharedMemoryAllreduce::AllReduce(
+    void* data, size_t count, DataType type, ElementwiseReduction reduce) {
   if (failed_) return failed_;
-  if (type == DataType::kFloat64) return AllReduceTyped(static_cast<double*>(data), count, op);
-  return AllReduceTyped(static_cast<float*>(data), count, op);
-}
-
-template <typename T>
-std::optional<SharedMemoryAllreduce::Failure> SharedMemoryAllreduce::AllReduceTyped(T* data,
-                                                                                    size_t count,
-                                                                                    ReduceOp op) {
-  constexpr size_t kChunkElements = kChunkBytes / sizeof(T);
-  for (size_t offset = 0; offset < count; offset += kChunkElements) {
-    const size_t n = std::min(kChunkElements, count - offset);
+  const size_t element = DataTypeSize(type);
+  const size_t chunk_elements = kChunkBytes / element;
+  std::byte* bytes = static_cast<std::byte*>(data);
+  for (size_t offset = 0; offset < count; offset += chunk_elements) {
+    const size_t n = std::min(chunk_elements, count - offset);
     const size_t bank = chunks_done_++ % 2;
-    std::memcpy(Slot(bank, rank_), data + offset, n * sizeof(T));
+    std::byte* out = bytes + offset * element;
+    std::memcpy(Slot(bank, rank_), out, n * element);
     if (auto failure = Barrier()) return failure;
     // Every rank reduces the whole chunk, in rank order, straight into its
     // own buffer: identical results everywhere, and one barrier per chunk
-    // where a reduce-scatter would need two and a copy out.
-    // The first two slots are combined in one pass, not copied and then added.
-    T* out = data + offset;
-    const auto slot = [&](int r) { return reinterpret_cast<const T*>(Slot(bank, r)); };
-    Combine(out, slot(0), slot(1), n, op);
-    for (int r = 2; r < world_size_; ++r) Combine(out, out, slot(r), n, op);
+    // where a reduce-scatter would need two and a copy out. The first two
+    // slots are combined in one pass, not copied and then reduced.
+    reduce(out, Slot(bank, 0), Slot(bank, 1), n);
+    for (int r = 2; r < world_size_; ++r) reduce(out, out, Slot(bank, r), n);
   }
   return std::nullopt;
 }
 
 std::optional<SharedMemoryAllreduce::Failure> SharedMemoryAllreduce::Barrier() {
-  // The phase cannot move before this rank arrives, so reading it first is safe.
+  // The phase cannot move before this rank arrives (unless a rank gives up),
+  // so reading it first is safe.
   const uint32_t phase = control_->phase.load(std::memory_order_acquire);
+  if ((phase & kGaveUp) != 0) return PeerGaveUp();
   if (control_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 ==
       static_cast<uint32_t>(world_size_)) {
-    // The last to arrive opens the barrier. Nobody arrives at the next one
+    // The last to arrive opens the barrier, unless a rank gave up on it
+    // first (its arrival still counts). Nobody arrives at the next barrier
     // before seeing the new phase, so resetting the count first is safe.
     control_->arrived.store(0, std::memory_order_relaxed);
-    control_->phase.fetch_add(1, std::memory_order_release);
-    FutexWakeAll(&control_->phase);
+    uint32_t expected = phase;
+    const bool opened = control_->phase.compare_exchange_strong(expected, (phase + 1) & ~kGaveUp,
+                                                                std::memory_order_seq_cst);
+    WakeSleepers();
+    if (!opened) return PeerGaveUp();
     return std::nullopt;
   }
   // As Gloo's waits: the timeout bounds each wait for the peers, not the call.
-  const auto deadline = Clock::now() + timeout_;
-  auto next_watch = Clock::now();
+  const auto entered = Clock::now();
+  const auto deadline = entered + timeout_;
+  auto next_watch = entered + kWatchInterval;
   for (int spins = 0;; ++spins) {
-    if (control_->aborted.load(std::memory_order_acquire) != 0) {
-      failed_ =
-          Failure{CommError::Kind::kPeerFailed, "another rank failed the shared-memory allreduce"};
-      return failed_;
+    const uint32_t current = control_->phase.load(std::memory_order_acquire);
+    if (current != phase) {
+      if ((current & kGaveUp) != 0) return PeerGaveUp();
+      return std::nullopt;
     }
-    if (control_->phase.load(std::memory_order_acquire) != phase) return std::nullopt;
     if (spins < kSpins) {
       CpuRelax();
       continue;
     }
     const auto now = Clock::now();
+    if (now >= deadline) {
+      return GiveUp(phase, CommError::Kind::kTimeout,
+                    "no progress within the timeout of " + std::to_string(timeout_.count()) +
+                        " ms (a peer is stalled)");
+    }
     if (now >= next_watch) {
-      if (now >= deadline) {
-        return Fail(CommError::Kind::kTimeout, "no progress within the timeout of " +
-                                                   std::to_string(timeout_.count()) +
-                                                   " ms (a peer is stalled)");
-      }
       if (std::optional<int> peer = ExitedPeer()) {
-        return Fail(CommError::Kind::kPeerFailed,
-                    "the process of rank " + std::to_string(*peer) + " exited");
+        return GiveUp(phase, CommError::Kind::kPeerFailed,
+                      "the process of rank " + std::to_string(*peer) + " exited");
       }
       next_watch = now + kWatchInterval;
     }
-    FutexWait(&control_->phase, phase, std::min<Clock::duration>(kWatchInterval, deadline - now));
+    // Announced before the wait checks the phase again, so whoever changes
+    // it sees a sleeper to wake (both sides seq_cst).
+    control_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+    FutexWait(&control_->phase, phase, std::min(next_watch, deadline) - now);
+    control_->sleepers.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
-SharedMemoryAllreduce::Failure SharedMemoryAllreduce::Fail(CommError::Kind kind,
-                                                           std::string detail) {
-  control_->aborted.store(1, std::memory_order_release);
-  // Waiters sleep on the phase word: wake them to see the abort.
-  FutexWakeAll(&control_->phase);
-  failed_ = Failure{kind, std::move(detail)};
+std::optional<SharedMemoryAllreduce::Failure> SharedMemoryAllreduce::GiveUp(uint32_t phase,
+                                                                            CommError::Kind kind,
+                                                                            std::string detail) {
+  uint32_t expected = phase;
+  if (control_->phase.compare_exchange_strong(expected, phase | kGaveUp,
+                                              std::memory_order_seq_cst)) {
+    WakeSleepers();
+    failed_ = Failure{kind, std::move(detail)};
+    return failed_;
+  }
+  // The phase moved first: the barrier opened (this call goes on), or
+  // another rank gave up on it.
+  if ((expected & kGaveUp) != 0) return PeerGaveUp();
+  return std::nullopt;
+}
+
+SharedMemoryAllreduce::Failure SharedMemoryAllreduce::PeerGaveUp() {
+  failed_ =
+      Failure{CommError::Kind::kPeerFailed, "another rank failed the shared-memory allreduce"};
   return *failed_;
 }
 
-std::optional<int> SharedMemoryAllreduce::ExitedPeer() const {
+void SharedMemoryAllreduce::WakeSleepers() {
+  // Most barriers open while every waiter still spins: no syscall then.
+  if (control_->sleepers.load(std::memory_order_seq_cst) != 0) FutexWakeAll(&control_->phase);
+}
+
+std::optional<int> SharedMemoryAllreduce::ExitedPeer() {
   // A pidfd polls readable once its process has exited (zombie or reaped).
-  std::vector<pollfd> watched;
-  std::vector<int> ranks;
-  for (int r = 0; r < world_size_; ++r) {
-    const int fd = peer_pidfds_[static_cast<size_t>(r)];
-    if (fd < 0) continue;
-    watched.push_back({fd, POLLIN, 0});
-    ranks.push_back(r);
-  }
-  if (watched.empty() || poll(watched.data(), watched.size(), 0) <= 0) return std::nullopt;
-  for (size_t k = 0; k < watched.size(); ++k) {
-    if (watched[k].revents != 0) return ranks[k];
+  if (watched_.empty() || poll(watched_.data(), watched_.size(), 0) <= 0) return std::nullopt;
+  for (size_t k = 0; k < watched_.size(); ++k) {
+    if (watched_[k].revents != 0) return watched_ranks_[k];
   }
   return std::nullopt;
 }

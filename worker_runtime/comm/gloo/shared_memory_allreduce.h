@@ -5,13 +5,11 @@
 // every rank. Each rank reads W copies, so this is for the few ranks of one
 // host (kMaxRanks).
 //
-// Setup (Join): every rank publishes its host identity (host_identity.h) and
-// PID in the store. Where they differ (a world spanning hosts), the world is
-// larger than kMaxRanks, or any rank cannot map the segment or watch its
-// peers, every rank learns it and Join returns null: the caller keeps Gloo's
-// TCP algorithms. Rank 0 creates the segment; once every rank has mapped it,
-// rank 0 unlinks its name, so nothing is left in /dev/shm whatever happens
-// later.
+// Setup (Join): bounded by the timeout. Every rank publishes its host identity (host_identity.h)
+// and PID in the store. Where they differ (a world spanning hosts), the world is larger than
+// kMaxRanks, or any rank cannot map the segment or watch its peers, every rank learns it and Join
+// returns null: the caller keeps Gloo's TCP algorithms. Rank 0 creates the segment; once every rank
+// has mapped it, rank 0 unlinks its name, so nothing is left in /dev/shm whatever happens later.
 //
 // Protocol: a call is cut into chunks of at most kChunkBytes. Chunk k uses
 // bank k % 2 (one slot per rank): copy in; barrier; reduce every slot into
@@ -19,18 +17,24 @@
 // writes a bank again only after the barrier of the chunk in between, which
 // every rank reaches after reading that bank.
 //
-// Failure: every wait (each barrier) is bounded by the timeout and watches the peers'
-// processes (pidfd): a peer that exits fails the call within about 10 ms
-// (CommError::kPeerFailed); a peer that stops answering fails it at the
-// timeout (kTimeout). The rank that fails marks the segment aborted, and the
-// others then fail at once (kPeerFailed). After a failure every call fails.
+// Failure: every wait (each barrier) is bounded by the timeout and watches
+// the peers' processes (pidfd): a peer that exits fails the call within
+// about 10 ms (CommError::kPeerFailed); a peer that stops answering fails it
+// at the timeout (kTimeout). Opening a barrier and giving up on it are one
+// compare-and-swap on the same word, so they cannot both happen: a barrier
+// that opened succeeds on every rank, one given up on fails on every rank
+// (the others with kPeerFailed), however late a rank arrives. After a
+// failure every call fails.
 //
 // Thread-safety: one thread at a time per rank, like the communicator that
 // owns it.
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -39,6 +43,7 @@
 
 #include "common/status.h"
 #include "worker_runtime/comm/communicator.h"
+#include "worker_runtime/comm/host_reduction.h"
 #include "worker_runtime/store/store_client.h"
 
 namespace muster::runtime {
@@ -73,22 +78,24 @@ class SharedMemoryAllreduce {
   SharedMemoryAllreduce(const SharedMemoryAllreduce&) = delete;
   SharedMemoryAllreduce& operator=(const SharedMemoryAllreduce&) = delete;
 
-  // Reduces `count` elements at `data` in place across the ranks.
-  // REQUIRES: type is kFloat32 or kFloat64; op is kSum, kMax or kMin (an
-  // average is a sum the caller divides).
-  std::optional<Failure> AllReduce(void* data, size_t count, DataType type, ReduceOp op);
+  // Reduces `count` elements at `data` in place across the ranks with
+  // `reduce` (ElementwiseFor(type, op); an average is a sum the caller divides).
+  // REQUIRES: type is kFloat32 or kFloat64.
+  std::optional<Failure> AllReduce(void* data, size_t count, DataType type,
+                                   ElementwiseReduction reduce);
 
  private:
   struct Control;
   using Clock = std::chrono::steady_clock;
 
-  template <typename T>
-  std::optional<Failure> AllReduceTyped(T* data, size_t count, ReduceOp op);
   std::optional<Failure> Barrier();
-  // Marks the segment aborted, wakes the waiting peers, and returns the failure.
-  Failure Fail(CommError::Kind kind, std::string detail);
+  // Gives up on the barrier of `phase` for `kind`, unless it opened first.
+  std::optional<Failure> GiveUp(uint32_t phase, CommError::Kind kind, std::string detail);
+  // Another rank gave up: every later call fails too.
+  Failure PeerGaveUp();
+  void WakeSleepers();
   // The rank of a peer whose process has exited, if any.
-  std::optional<int> ExitedPeer() const;
+  std::optional<int> ExitedPeer();
   std::byte* Slot(size_t bank, int rank) const;
 
   std::span<std::byte> segment_;
@@ -97,6 +104,9 @@ class SharedMemoryAllreduce {
   int world_size_;
   std::chrono::milliseconds timeout_;
   std::vector<int> peer_pidfds_;  // indexed by rank; -1 for this rank or unwatched
+  // The watched pidfds, ready for poll(), and the rank of each.
+  std::vector<pollfd> watched_;
+  std::vector<int> watched_ranks_;
   std::optional<Failure> failed_;
   size_t chunks_done_ = 0;  // chunks of all calls so far: picks the bank
   // The mapping, when Join made it (unmapped at destruction).
