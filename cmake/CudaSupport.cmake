@@ -15,8 +15,10 @@ if(NOT MUSTER_CUDA STREQUAL "off")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # Every major architecture this nvcc knows (H100/H200's 90 among them):
+    # muster-train's kernels must launch on whatever GPU a job is given.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)
+      set(CMAKE_CUDA_ARCHITECTURES all-major)
     endif()
     enable_language(CUDA)
     # CMake 3.25 knows no CUDA 20 dialect; .cu files build as C++17.

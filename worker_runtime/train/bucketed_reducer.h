@@ -65,8 +65,6 @@ class BucketedReducer {
   // Runs fn on the communication thread and waits for it; rethrows.
   void Run(const std::function<void(runtime::Communicator&)>& fn);
 
-  size_t bucket_count() const { return buckets_.size(); }
-
  private:
   struct Progress {
     size_t tensors = 0;  // how many tensors the bucket holds

@@ -23,7 +23,6 @@ class CpuReplica final : public ModelReplica {
   CpuReplica(runtime::Communicator& comm, const ReplicaOptions& options);
 
   size_t parameter_count() const override { return model_.parameter_count(); }
-  const std::vector<ParamTensor>& tensors() const override { return model_.tensors(); }
 
   void SetState(std::span<const float> params, std::span<const float> momentum) override;
   void GetState(std::span<float> params, std::span<float> momentum) override;

@@ -60,8 +60,6 @@ class ModelReplica {
   ModelReplica& operator=(const ModelReplica&) = delete;
 
   virtual size_t parameter_count() const = 0;
-  // In flat-buffer order (backward order), as Mlp::tensors().
-  virtual const std::vector<ParamTensor>& tensors() const = 0;
 
   // Replaces the weights and the momentum with host copies.
   // REQUIRES: both hold parameter_count() values.

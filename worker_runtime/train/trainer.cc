@@ -421,6 +421,11 @@ int RunTraining(const TrainOptions& o) {
     return trainer.Run();
   } catch (const CommError& e) {
     comm->Abort();
+    // A bad argument is this program's fault: a restart would repeat it.
+    if (e.kind() == CommError::Kind::kInvalidArgument) {
+      return Fail(kExitFailure, std::string("a collective was called wrongly (rank ") +
+                                    std::to_string(ctx->rank) + "): " + e.what());
+    }
     return Fail(runtime::kExitCommFailure, std::string("a collective failed (rank ") +
                                                std::to_string(ctx->rank) + "): " + e.what() +
                                                "; exiting for the launcher to restart the job");

@@ -15,7 +15,7 @@ Result<std::unique_ptr<ModelReplica>> GpuReplica::Create(Communicator& comm, int
   try {
     CheckCuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
     return std::unique_ptr<ModelReplica>(new GpuReplica(comm, device, options));
-  } catch (const DeviceError& e) {
+  } catch (const std::exception& e) {  // DeviceError, or the thread or memory failing
     return Status::IoError("GPU replica on device " + std::to_string(device) + ": " + e.what());
   }
 }
@@ -68,7 +68,10 @@ void GpuReplica::ReduceBucket(Communicator& comm, const BucketedReducer::Bucket&
 }
 
 void GpuReplica::MakeCurrent() const {
-  CheckCuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
+  // Every call does this: the message is built only when it failed.
+  if (cudaError_t rc = cudaSetDevice(device_); rc != cudaSuccess) {
+    CheckCuda(rc, "cudaSetDevice(" + std::to_string(device_) + ")");
+  }
 }
 
 void GpuReplica::SetState(std::span<const float> params, std::span<const float> momentum) {

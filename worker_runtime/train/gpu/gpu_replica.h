@@ -56,7 +56,6 @@ class GpuReplica final : public ModelReplica {
                                                       const ReplicaOptions& options);
 
   size_t parameter_count() const override { return layout_.parameter_count(); }
-  const std::vector<ParamTensor>& tensors() const override { return layout_.tensors(); }
 
   void SetState(std::span<const float> params, std::span<const float> momentum) override;
   void GetState(std::span<float> params, std::span<float> momentum) override;
