@@ -31,7 +31,7 @@ while [[ $# -gt 0 ]]; do
     --steps) STEPS=$2; shift 2 ;;
     --per-rank-batch) BATCH=$2; shift 2 ;;
     --hidden) HIDDEN=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "train_step.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done

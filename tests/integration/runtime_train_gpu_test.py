@@ -23,8 +23,7 @@ TEST_BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR", os.path.join(BIN_DIR, "..",
 COMM_WORKER = os.path.join(TEST_BIN_DIR, "runtime_comm_worker")
 
 # GPU gradients are float32 sums (the CPU's are double): the weights agree to
-# float rounding grown over the run, not bit for bit. (Float sums emulated on
-# the CPU for this model differ by about 5e-8 of the norm after 40 steps.)
+# float rounding grown over the run, not bit for bit.
 TOLERANCE = 1e-4
 
 
