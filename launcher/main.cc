@@ -8,6 +8,7 @@
 #include "common/log_level.h"
 #include "launcher/agent.h"
 #include "launcher/cli/command_line.h"
+#include "launcher/dry_run.h"
 #include "launcher/exit_status.h"
 #include "launcher/launch_plan.h"
 #include "launcher/status_command.h"
@@ -59,6 +60,11 @@ int main(int argc, char** argv) {
       return 2;
     }
     static_assignment = std::move(assignment).value();
+  }
+  if (outcome.extras.dry_run) {
+    std::cout << muster::DryRunReport(*outcome.options, outcome.extras, outcome.given, *plan,
+                                      *elastic);
+    return 0;
   }
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) inherited.emplace_back(*e);

@@ -82,7 +82,7 @@ Result<ArgvSettings> ReadArgv(const std::vector<std::string>& args) {
         (flag->name == "help" ? out.help : out.version) = true;
         return out;
       case ValueKind::kSwitch:
-        out.settings.Set(*flag, {inline_value.value_or("1"), origin});
+        out.settings.Set(*flag, {inline_value.value_or("1"), origin, ValueSource::kCommandLine});
         break;
       case ValueKind::kValue:
         if (!inline_value) {
@@ -92,7 +92,7 @@ Result<ArgvSettings> ReadArgv(const std::vector<std::string>& args) {
           }
           inline_value = args[i++];
         }
-        out.settings.Set(*flag, {std::move(*inline_value), origin});
+        out.settings.Set(*flag, {std::move(*inline_value), origin, ValueSource::kCommandLine});
         break;
     }
   }

@@ -4,6 +4,8 @@
 #include "launcher/cli/config_source.h"
 #include "launcher/cli/flag_rules.h"
 #include "launcher/cli/help_text.h"
+#include "launcher/cli/number_parsers.h"
+#include "launcher/cli/slurm_source.h"
 
 namespace muster::cli {
 namespace {
@@ -22,6 +24,49 @@ CliOutcome Print(std::string text) {
   CliOutcome outcome;
   outcome.text = std::move(text);
   return outcome;
+}
+
+bool IsOn(const RawValue* value) {
+  if (value == nullptr) return false;
+  auto on = ParseBool(value->text);
+  return on.ok() && *on;
+}
+
+// SLURM's settings, unless --slurm off or --standalone (one node, whatever
+// the allocation) says to ignore them. --master-addr/--master-port ask for
+// torchrun's static setup: then the backend and endpoint are not derived.
+Result<SlurmSettings> ReadSlurmUnlessOff(const RawSettings& given, const EnvLookup& env) {
+  const RawValue* mode = given.Get(*FindFlag("slurm"));
+  if ((mode != nullptr && mode->text == "off") || IsOn(given.Get(*FindFlag("standalone")))) {
+    return SlurmSettings{};
+  }
+  auto slurm = ReadSlurmSettings(env);
+  if (!slurm.ok() || !slurm->in_step) return slurm;
+  if (given.Get(*FindFlag("master-addr")) != nullptr ||
+      given.Get(*FindFlag("master-port")) != nullptr) {
+    slurm->settings.Clear(*FindFlag("rdzv-backend"));
+    slurm->settings.Clear(*FindFlag("rdzv-endpoint"));
+  }
+  return slurm;
+}
+
+// As torchrun's c10d on the endpoint's host: the agent of the step's first
+// node runs the rendezvous daemon when the endpoint is SLURM's and elastic.
+void HostRendezvousOnFirstNode(const RawSettings& given, const SlurmSettings& slurm,
+                               ParsedFlags& parsed) {
+  const RawValue* endpoint = given.Get(*FindFlag("rdzv-endpoint"));
+  LaunchOptions& options = parsed.options;
+  const bool elastic =
+      options.rdzv_backend != "static" && (options.min_nodes != 1 || options.max_nodes != 1);
+  if (endpoint == nullptr || endpoint->source != ValueSource::kSlurm || !elastic ||
+      options.rdzv_conf.contains("is_host")) {
+    return;
+  }
+  options.rdzv_conf["is_host"] = slurm.node_id == 0 ? "1" : "0";
+  parsed.extras.derived.push_back("rdzv-conf is_host=" + options.rdzv_conf["is_host"] +
+                                  " (SLURM_NODEID=" + std::to_string(slurm.node_id) +
+                                  (slurm.node_id == 0 ? ": this node hosts the rendezvous)"
+                                                      : ": node 0 hosts the rendezvous)"));
 }
 
 }  // namespace
@@ -50,6 +95,15 @@ CliOutcome ParseLaunchCommandLine(const std::vector<std::string>& args, const En
   merged.OverlayWith(env_settings);
   merged.OverlayWith(command_line->settings);
 
+  // SLURM's values sit below every source the user writes.
+  auto slurm = ReadSlurmUnlessOff(merged, env);
+  if (!slurm.ok()) return Fail(slurm.status().message());
+  if (slurm->in_step) {
+    RawSettings with_slurm = std::move(slurm->settings);
+    with_slurm.OverlayWith(merged);
+    merged = std::move(with_slurm);
+  }
+
   ParsedFlags parsed;
   for (const FlagSpec& flag : Flags()) {
     const RawValue* value = merged.Get(flag);
@@ -61,12 +115,14 @@ CliOutcome ParseLaunchCommandLine(const std::vector<std::string>& args, const En
   if (Status status = ApplyFlagRules(merged, env, parsed.options); !status.ok()) {
     return Fail(status.message());
   }
+  if (slurm->in_step) HostRendezvousOnFirstNode(merged, *slurm, parsed);
 
   parsed.options.script = std::move(*command_line->script);
   parsed.options.script_args = std::move(command_line->script_args);
   CliOutcome outcome;
   outcome.options = std::move(parsed.options);
   outcome.extras = std::move(parsed.extras);
+  outcome.given = std::move(merged);
   return outcome;
 }
 

@@ -9,7 +9,9 @@
 //   }
 //
 // Sources and precedence, per flag: command line > PET_<FLAG> environment
-// variable > --config file (named by --config or PET_CONFIG) > default.
+// variable > --config file (named by --config or PET_CONFIG) > SLURM's
+// variables inside an srun step (slurm_source.h; not with --slurm off or
+// --standalone) > default.
 // Only the winning value of a flag is parsed, so a bad value that is
 // overridden does no harm. Rules across flags (flag_rules.h) run on the
 // merged result.
@@ -23,6 +25,7 @@
 
 #include "launcher/cli/env_source.h"
 #include "launcher/cli/extra_options.h"
+#include "launcher/cli/raw_settings.h"
 #include "launcher/launch_options.h"
 
 namespace muster::cli {
@@ -30,6 +33,7 @@ namespace muster::cli {
 struct CliOutcome {
   std::optional<LaunchOptions> options;  // set: go launch
   ExtraOptions extras;                   // meaningful when options is set
+  RawSettings given;                     // the merged settings with their origins, for --dry-run
   int exit_code = 0;                     // when no options: 0 for --help/--version, 2 for errors
   std::string text;  // help/version text, or ONE line "muster: error: ..."; no trailing newline
 };

@@ -148,7 +148,7 @@ Result<RawSettings> ParseConfigText(std::string_view text, const std::string& na
     std::string where = name + ": " + key;
     auto converted = ToText(value, flag->json_types, where);
     if (!converted.ok()) return converted.status();
-    settings.Set(*flag, {std::move(*converted), std::move(where)});
+    settings.Set(*flag, {std::move(*converted), std::move(where), ValueSource::kConfigFile});
   }
   return settings;
 }

@@ -11,7 +11,8 @@ RawSettings ReadEnvSettings(const EnvLookup& env) {
     if (!(flag.sources & kFromEnv)) continue;
     std::string name = EnvName(flag);
     std::optional<std::string> value = env(name);
-    if (value && !value->empty()) settings.Set(flag, {std::move(*value), std::move(name)});
+    if (value && !value->empty())
+      settings.Set(flag, {std::move(*value), std::move(name), ValueSource::kEnv});
   }
   return settings;
 }

@@ -16,6 +16,13 @@ struct ExtraOptions {
   std::string numa_binding;
   // --signals-to-handle: signals muster forwards to its workers, by name.
   std::vector<std::string> signals_to_handle = {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"};
+  // --dry-run: print the resolved plan and where each value came from, start nothing.
+  bool dry_run = false;
+  // --slurm: "auto" derives unset flags from an srun step's variables, "off" ignores them.
+  std::string slurm = "auto";
+  // Values set by a rule rather than by a source, for --dry-run:
+  // "rdzv-conf is_host=1 (SLURM_NODEID=0: this node hosts the rendezvous)".
+  std::vector<std::string> derived;
 };
 
 }  // namespace muster::cli

@@ -45,6 +45,13 @@ constexpr FlagSpec
                  "else "
                  "cores).",
                  [](V v, P& o) { return Assign(ParseProcsPerNode(v), o.options.nproc_per_node); }},
+                {"slurm", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kNodes,
+                 "auto|off", "auto",
+                 "auto: inside an srun step, derive unset flags (nodes, node rank, rendezvous, "
+                 "GPUs) from SLURM's variables; off: ignore them.",
+                 [](V v, P& o) {
+                   return Assign(ParseChoice(v, {"auto", "off"}), o.extras.slurm);
+                 }},
                 {"node-rank", 0, ValueKind::kValue, kFromAll, kIntOrText, FlagGroup::kNodes, "N",
                  "0", "Rank of this node for static rendezvous; 0 <= N < max nodes.",
                  [](V v, P& o) { return Assign(ParseNonNegativeInt(v), o.options.node_rank); }},
@@ -197,6 +204,10 @@ constexpr FlagSpec
                 {"config", 0, ValueKind::kValue, kCliEnv, 0, FlagGroup::kGeneral, "FILE", "",
                  "JSON file of flag settings (keys are flag names, e.g. \"nproc_per_node\").",
                  [](V v, P& o) { return Assign(ParseNonEmpty(v), o.options.config_file); }},
+                {"dry-run", 0, ValueKind::kSwitch, kCliEnv, 0, FlagGroup::kGeneral, "", "",
+                 "Print the resolved plan and where each value came from (flag, env, file, "
+                 "SLURM, default); start nothing.",
+                 [](V v, P& o) { return Assign(ParseBool(v), o.extras.dry_run); }},
                 {"help", 'h', ValueKind::kAction, kFromCommandLine, 0, FlagGroup::kGeneral, "", "",
                  "Show this help and exit.", nullptr},
                 {"version", 0, ValueKind::kAction, kFromCommandLine, 0, FlagGroup::kGeneral, "", "",

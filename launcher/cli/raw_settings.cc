@@ -2,6 +2,20 @@
 
 namespace muster::cli {
 
+std::string_view ValueSourceName(ValueSource source) {
+  switch (source) {
+    case ValueSource::kCommandLine:
+      return "flag";
+    case ValueSource::kEnv:
+      return "env";
+    case ValueSource::kConfigFile:
+      return "file";
+    case ValueSource::kSlurm:
+      return "SLURM";
+  }
+  return "?";
+}
+
 RawSettings::RawSettings() : slots_(Flags().size()) {}
 
 void RawSettings::Set(const FlagSpec& flag, RawValue value) {
@@ -12,6 +26,8 @@ const RawValue* RawSettings::Get(const FlagSpec& flag) const {
   const auto& slot = slots_[FlagIndex(flag)];
   return slot ? &*slot : nullptr;
 }
+
+void RawSettings::Clear(const FlagSpec& flag) { slots_[FlagIndex(flag)].reset(); }
 
 void RawSettings::OverlayWith(const RawSettings& higher) {
   for (std::size_t i = 0; i < slots_.size(); ++i) {

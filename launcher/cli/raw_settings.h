@@ -1,20 +1,30 @@
 // RawSettings: flag values as text, before parsing, from one source (the
-// command line, the environment or the config file). Keeping every source in
-// this one shape is what makes precedence a simple per-flag overlay.
+// command line, the environment, the config file or SLURM's variables).
+// Keeping every source in this one shape is what makes precedence a simple
+// per-flag overlay.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "launcher/cli/flag_table.h"
 
 namespace muster::cli {
 
+// Which kind of source set a value; --dry-run reports it.
+enum class ValueSource { kCommandLine, kEnv, kConfigFile, kSlurm };
+
 struct RawValue {
   std::string text;    // what the command line would carry; "1"/"0" for switches
-  std::string origin;  // how errors name it: "--nproc_per_node", "PET_NNODES", "job.json: nnodes"
+  std::string origin;  // how errors name it: "--nproc_per_node", "PET_NNODES", "job.json: nnodes",
+                       // "SLURM_NNODES"
+  ValueSource source;
 };
+
+// "flag", "env", "file" or "SLURM", as --dry-run prints it.
+std::string_view ValueSourceName(ValueSource source);
 
 class RawSettings {
  public:
@@ -26,6 +36,9 @@ class RawSettings {
 
   // The value for `flag`, or nullptr when this source does not set it.
   const RawValue* Get(const FlagSpec& flag) const;
+
+  // Forgets the value for `flag`.
+  void Clear(const FlagSpec& flag);
 
   // Each flag takes the value of `higher` where `higher` sets it, else keeps
   // its own.

@@ -186,6 +186,8 @@ const std::vector<Sample>& Samples() {
       {"event-log-handler", "console", "event_log_handler", "console", {}},
       {"numa-binding", "node", "numa_binding", "node", {}},
       {"signals-to-handle", "SIGTERM,SIGUSR1", "signals_to_handle", "SIGTERM,SIGUSR1", {}},
+      {"slurm", "off", "slurm", "off", {}},
+      {"dry-run", "", "dry_run", "true", {}},
   };
   return samples;
 }

@@ -99,6 +99,8 @@ inline std::map<std::string, std::string> Fields(const LaunchOptions& o, const E
   f["event_log_handler"] = x.event_log_handler;
   f["numa_binding"] = x.numa_binding;
   f["signals_to_handle"] = Join(x.signals_to_handle);
+  f["slurm"] = x.slurm;
+  f["dry_run"] = Text(x.dry_run);
   return f;
 }
 

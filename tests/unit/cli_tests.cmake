@@ -5,6 +5,7 @@ muster_unit_test(cli_tests
     ${CMAKE_CURRENT_LIST_DIR}/cli_config_tests.cc
     ${CMAKE_CURRENT_LIST_DIR}/cli_example_configs_tests.cc
     ${CMAKE_CURRENT_LIST_DIR}/cli_reject_tests.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cli_slurm_tests.cc
   LIBS muster_cli nlohmann_json::nlohmann_json
 )
 # The example-config tests read configs/ from the source tree.

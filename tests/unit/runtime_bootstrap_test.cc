@@ -190,15 +190,27 @@ TEST_CASE("the master is the first host of every node list form") {
   CHECK(FirstHost("gpu5,node[01-04]") == "gpu5");
   CHECK(FirstHost("rack[2-3]-n[007-009]") == "rack2-n007");
   CHECK(FirstHost("n[10]") == "n10");
+  CHECK(FirstHost("node[1-3]-ib") == "node1-ib");
+  // Empty items are skipped and blanks separate hosts, as in scontrol.
+  CHECK(FirstHost("n1,") == "n1");
+  CHECK(FirstHost(",n1") == "n1");
+  CHECK(FirstHost("n 1") == "n");
 }
 
-TEST_CASE("a malformed node list is an error quoting it") {
+TEST_CASE("a malformed node list is an error quoting it and saying why") {
   for (const std::string bad :
-       {"n[3-", "", "n1,", ",n1", "n[]", "n[3-1]", "n[a-b]", "n]1", "n[1-2", "n 1", "n[1,]"}) {
+       {"n[3-", "", " , ", "n[]", "n[3-1]", "n[a-b]", "n]1", "n[1-2", "n[1,]", "n1,m[1-2"}) {
     Env vars = Slurm();
     vars["SLURM_JOB_NODELIST"] = bad;
-    CHECK(ErrorOf(vars) == "SLURM_JOB_NODELIST='" + bad + "' is not a node list");
+    const std::string prefix = "SLURM_JOB_NODELIST='" + bad + "' is not a host list: ";
+    const std::string error = ErrorOf(vars);
+    CHECK(error.substr(0, prefix.size()) == prefix);
+    CHECK(error.size() > prefix.size());
   }
+  Env vars = Slurm();
+  vars["SLURM_JOB_NODELIST"] = "n[3-1]";
+  CHECK(ErrorOf(vars) ==
+        "SLURM_JOB_NODELIST='n[3-1]' is not a host list: range '3-1' ends below its start");
 }
 
 TEST_CASE("the derived port is deterministic and within 20000..60000") {

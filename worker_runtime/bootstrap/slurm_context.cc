@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/decimal.h"
+#include "common/host_list.h"
 #include "worker_runtime/bootstrap/context_sources.h"
 #include "worker_runtime/bootstrap/env_value.h"
 #include "worker_runtime/bootstrap/slurm_lists.h"
@@ -77,9 +78,10 @@ Result<Context> ContextFromSlurm(const EnvLookup& env) {
   } else {
     auto node_list = Required(env, kSource, "SLURM_JOB_NODELIST");
     if (!node_list.ok()) return node_list.status();
-    auto first_host = FirstHostOfNodeList(*node_list);
-    if (!first_host) {
-      return Status::InvalidArgument("SLURM_JOB_NODELIST='" + *node_list + "' is not a node list");
+    auto first_host = FirstHostOfList(*node_list);
+    if (!first_host.ok()) {
+      // "SLURM_JOB_NODELIST='n[3-1]' is not a host list: range '3-1' ends below its start"
+      return Status::InvalidArgument("SLURM_JOB_NODELIST=" + first_host.status().message());
     }
     ctx.master_addr = std::move(*first_host);
   }

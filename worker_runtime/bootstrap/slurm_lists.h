@@ -1,23 +1,18 @@
-// SLURM's compact list syntaxes, parsed without calling `scontrol`.
+// SLURM's compact lists that only the worker runtime reads, parsed without
+// calling `scontrol`, and the port a SLURM job derives from its id.
 //
-//   SLURM_JOB_NODELIST   "n1", "n[1-3]", "node[01-04,7],gpu5", "rack[1-2]-n[3,5]"
 //   SLURM_TASKS_PER_NODE "2(x3),1": 2 tasks on each of the first 3 nodes, then 1
+//
+// SLURM_JOB_NODELIST ("node[01-04,7],gpu5") is a host list: common/host_list.h.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <string_view>
 
 namespace muster::runtime {
-
-// The first host a SLURM node list names, with the zero padding written in
-// the list ("node[01-04]" -> "node01"). The whole list is validated: nullopt
-// when any part is malformed (unclosed or nested brackets, an empty name or
-// range, a range whose end is below its start, a non-digit inside brackets).
-std::optional<std::string> FirstHostOfNodeList(std::string_view node_list);
 
 // The task count of node `node_index` (0-based, SLURM_NODEID) in a
 // SLURM_TASKS_PER_NODE value; nullopt when the value is malformed or has

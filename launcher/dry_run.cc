@@ -1,0 +1,89 @@
+#include "launcher/dry_run.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "launcher/worker_env.h"
+
+namespace muster {
+namespace {
+
+std::string Join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+// One table row: name, value, source kind, origin; columns padded so the
+// table reads in a terminal.
+void Row(std::ostringstream& out, std::string_view name, std::string_view value,
+         std::string_view source, std::string_view origin) {
+  std::string line = "  " + std::string(name);
+  line.resize(std::max<std::size_t>(line.size() + 1, 22), ' ');
+  line += value;
+  line.resize(std::max<std::size_t>(line.size() + 2, 46), ' ');
+  line += source;
+  if (!origin.empty()) {
+    line.resize(std::max<std::size_t>(line.size() + 1, 54), ' ');
+    line += origin;
+  }
+  out << line << "\n";
+}
+
+void Settings(std::ostringstream& out, const cli::RawSettings& given) {
+  out << "settings (value, source, origin):\n";
+  for (const cli::FlagSpec& flag : cli::Flags()) {
+    if (flag.apply == nullptr || flag.name == "dry-run" || flag.name == "logs-specs") continue;
+    if (const cli::RawValue* value = given.Get(flag)) {
+      Row(out, flag.name, value->text, cli::ValueSourceName(value->source), value->origin);
+    } else {
+      const bool is_switch = flag.kind == cli::ValueKind::kSwitch;
+      const std::string_view shown = !flag.default_text.empty() ? flag.default_text
+                                     : is_switch                ? "off"
+                                                                : "-";
+      Row(out, flag.name, shown, "default", "");
+    }
+  }
+}
+
+void Rendezvous(std::ostringstream& out, const LaunchOptions& options,
+                const std::optional<ElasticConfig>& elastic) {
+  if (elastic) {
+    out << "rendezvous: elastic, " << options.min_nodes << " to " << options.max_nodes
+        << " nodes, run id " << options.rdzv_id << ", daemon at " << elastic->host << ":"
+        << elastic->port << (elastic->is_host ? " (hosted by this agent)" : " (hosted elsewhere)")
+        << "\n";
+    out << "  node rank and global ranks: given by the rendezvous when the round closes\n";
+    return;
+  }
+  out << "rendezvous: static, " << options.max_nodes << " node"
+      << (options.max_nodes == 1 ? "" : "s") << ", this node is node " << options.node_rank << "\n";
+}
+
+}  // namespace
+
+std::string DryRunReport(const LaunchOptions& options, const cli::ExtraOptions& extras,
+                         const cli::RawSettings& given, const LaunchPlan& plan,
+                         const std::optional<ElasticConfig>& elastic) {
+  std::ostringstream out;
+  out << "muster --dry-run: nothing is started\n";
+  Settings(out, given);
+  for (const auto& note : extras.derived) out << "derived: " << note << "\n";
+  Rendezvous(out, options, elastic);
+  out << "GPUs: " << (plan.gpus.ids.empty() ? "none" : Join(plan.gpus.ids, ",")) << " (from "
+      << plan.gpus.source << ")\n";
+  out << "workers on this node: " << plan.nproc_per_node << ", run id " << plan.run_id << "\n";
+  for (int local_rank = 0; local_rank < plan.nproc_per_node; ++local_rank) {
+    const auto devices = VisibleDevicesFor(plan.gpus.ids, plan.isolate_gpus, local_rank);
+    out << "  local rank " << local_rank
+        << ": CUDA_VISIBLE_DEVICES=" << devices.value_or("(inherited)") << "  "
+        << Join(plan.argv, " ") << "\n";
+  }
+  for (const auto& warning : plan.warnings) out << "warning: " << warning << "\n";
+  return out.str();
+}
+
+}  // namespace muster
