@@ -101,6 +101,18 @@ TEST_CASE("a partial torchrun set names the missing variable") {
   CHECK(ErrorOf(vars) == "torchrun variable MASTER_ADDR is not set");
 }
 
+TEST_CASE("rank 0 serves the store only where no launcher does") {
+  CHECK(FromMap(Slurm())->rank0_hosts_store);  // srun per task: nobody else
+  Env vars = Torchrun();
+  CHECK_FALSE(FromMap(vars)->rank0_hosts_store);  // unset: a launcher's store
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  CHECK_FALSE(FromMap(vars)->rank0_hosts_store);
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";  // torchrun's c10d backend
+  CHECK(FromMap(vars)->rank0_hosts_store);
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "maybe";
+  CHECK(ErrorOf(vars) == "TORCHELASTIC_USE_AGENT_STORE='maybe' is not True or False");
+}
+
 TEST_CASE("torchrun errors quote the offending value") {
   Env vars = Torchrun();
   vars["RANK"] = "x";

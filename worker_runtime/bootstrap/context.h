@@ -51,6 +51,11 @@ struct Context {
   // Distinguishes the job's generations (restarts, membership changes): every
   // store key of this process lives under StoreNamespace().
   int64_t generation = 0;
+  // Whether rank 0 serves the store at master_port itself: with SLURM
+  // (srun starts the workers, no launcher hosts a store) and under torchrun
+  // when TORCHELASTIC_USE_AGENT_STORE is false, as torch's env:// does. Unset
+  // TORCHELASTIC_USE_AGENT_STORE means a launcher's store, as muster's.
+  bool rank0_hosts_store = false;
 
   static Result<Context> FromEnv(const EnvLookup& env);
   // FromEnv(the process environment).

@@ -68,6 +68,7 @@ Result<Context> ContextFromSlurm(const EnvLookup& env) {
   ctx.local_rank = *local_rank;
   ctx.local_world_size = *local_world;
   ctx.run_id = *job_id;
+  ctx.rank0_hosts_store = true;  // no launcher: srun started every rank
 
   // An exported MASTER_ADDR wins (sbatch scripts set it when the first node's
   // name does not resolve from the others); else the job's first node.

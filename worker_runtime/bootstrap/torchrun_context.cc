@@ -67,6 +67,14 @@ Result<Context> ContextFromTorchrun(const EnvLookup& env) {
     ctx.generation = *generation;
   }
   ctx.run_id = env("TORCHELASTIC_RUN_ID").value_or("");
+  if (auto text = env("TORCHELASTIC_USE_AGENT_STORE")) {
+    if (*text == "False" || *text == "false" || *text == "0") {
+      ctx.rank0_hosts_store = true;
+    } else if (*text != "True" && *text != "true" && *text != "1") {
+      return Status::InvalidArgument("TORCHELASTIC_USE_AGENT_STORE='" + *text +
+                                     "' is not True or False");
+    }
+  }
   return ctx;
 }
 

@@ -17,6 +17,7 @@
 #include "worker_runtime/checkpoint/checkpoint.h"
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/data/distributed_sampler.h"
+#include "worker_runtime/store/hosted_store.h"
 #include "worker_runtime/store/store_client.h"
 #include "worker_runtime/train/mlp.h"
 #include "worker_runtime/train/progress.h"
@@ -394,6 +395,17 @@ int RunTraining(const TrainOptions& o) {
 
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000));
+  // Declared before the client, so the client disconnects first and the
+  // store's linger only waits for the other ranks.
+  std::unique_ptr<runtime::HostedStore> hosted_store;
+  if (ctx->world_size > 1 && ctx->rank == 0 && ctx->rank0_hosts_store) {
+    auto hosted = runtime::HostedStore::Start(static_cast<uint16_t>(ctx->master_port));
+    if (!hosted.ok()) {
+      return Fail(runtime::kExitCommFailure,
+                  "rank 0 cannot serve the store: " + hosted.status().message());
+    }
+    hosted_store = std::move(hosted).value();
+  }
   std::unique_ptr<runtime::StoreClient> store;  // one rank needs none
   if (ctx->world_size > 1) {
     auto connected = runtime::StoreClient::Connect({.host = ctx->master_addr,

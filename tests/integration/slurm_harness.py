@@ -1,0 +1,235 @@
+"""A private SLURM cluster for integration tests: scripts/slurm/cluster.sh in a temp dir.
+
+    with SlurmCluster() as cluster:          # always torn down, even on exceptions
+        code, out, err = cluster.run(["srun", "-N3", "hostname"], timeout=30)
+
+cluster.sh runs munged (own key and socket), slurmctld and three slurmd virtual
+nodes n1..n3 (4 fake GPUs each) inside a private mount namespace whose
+/etc/hosts maps n1..n3 to 127.0.0.1. Clients started through run()/start() enter
+that namespace (nsenter into the namespace holder) with SLURM_CONF set, and are
+registered with harness.start, so each is killed by PID when the test ends.
+cancel_all() cancels every job and waits until the nodes are idle again; tests
+call it in between so one test's leftover job cannot starve the next. If this
+process dies without unwinding (SIGKILL), cluster.sh's watchdog (it is told our
+pid) brings the cluster down within a second.
+
+skip_reason() says why the cluster cannot run here (not root, SLURM or munge
+not installed); run_slurm_tests() then reports every test as skipped and the
+script exits 77 (ctest: Skipped).
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import harness
+from harness import (SOURCE_DIR, Skip, base_env, check, kill_tree, run_tests, start, test,
+                     wait_for)
+
+
+CLUSTER_SH = os.path.join(SOURCE_DIR, "scripts", "slurm", "cluster.sh")
+SLURM_DIR = os.path.join(SOURCE_DIR, "scripts", "slurm")
+NODES = ["n1", "n2", "n3"]
+GPUS_PER_NODE = 4
+TOOLS = ["slurmctld", "slurmd", "munged", "munge", "srun", "sbatch", "squeue", "scancel", "sinfo",
+         "unshare", "nsenter", "mknod"]
+
+
+def which(tool):
+    return shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")
+
+
+def skip_reason():
+    """None when a cluster can run here, else why not."""
+    if os.geteuid() != 0:
+        return "needs root (mount namespace, mknod, SLURM daemons run as root)"
+    missing = [t for t in TOOLS if which(t) is None]
+    if missing:
+        return f"not installed: {' '.join(missing)} (apt-get install slurm-wlm munge)"
+    return None
+
+
+class SlurmCluster:
+    """Brings the cluster up in a fresh temp dir; __exit__ always runs `cluster.sh down`."""
+
+    def __init__(self, up_timeout=60):
+        self.up_timeout = up_timeout
+        self.dir = None
+        self.holder = None
+        self.up_seconds = None
+
+    def __enter__(self):
+        self.dir = tempfile.mkdtemp(prefix="muster-slurm-")
+        try:
+            started = time.monotonic()
+            try:
+                # The watchdog of cluster.sh runs `down` if this process dies
+                # without reaching __exit__ (SIGKILL, a ctest timeout).
+                env = dict(os.environ, SLURM_CLUSTER_OWNER=str(os.getpid()))
+                res = subprocess.run([CLUSTER_SH, "up", self.dir], capture_output=True, text=True,
+                                     timeout=self.up_timeout, env=env)
+            except subprocess.TimeoutExpired as e:
+                raise AssertionError(f"cluster.sh up did not finish in {self.up_timeout}s\n"
+                                     f"{e.stdout}\n{e.stderr}") from e
+            self.up_seconds = time.monotonic() - started
+            check(res.returncode == 0, f"cluster.sh up failed ({res.returncode})", res.stdout,
+                  res.stderr)
+            with open(os.path.join(self.dir, "run", "ns.pid")) as f:
+                self.holder = int(f.read().strip())
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+        if self.dir and not os.environ.get("MUSTER_KEEP_SLURM_DIR"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+        return False
+
+    def down(self):
+        if not self.dir:
+            return
+        try:
+            res = subprocess.run([CLUSTER_SH, "down", self.dir], capture_output=True, text=True,
+                                 timeout=60)
+            if res.returncode != 0:
+                print(f"cluster.sh down failed ({res.returncode}):\n{res.stdout}{res.stderr}",
+                      file=sys.stderr, flush=True)
+        except subprocess.TimeoutExpired:
+            print("cluster.sh down did not finish in 60s", file=sys.stderr, flush=True)
+
+    @property
+    def conf(self):
+        return os.path.join(self.dir, "slurm.conf")
+
+    def env(self, **extra):
+        """harness.base_env() without any SLURM_* of our own, plus SLURM_CONF and `extra`."""
+        env = base_env()
+        for key in list(env):
+            if key.startswith("SLURM_") or key in ("RANK", "WORLD_SIZE", "LOCAL_RANK",
+                                                   "MASTER_ADDR", "MASTER_PORT"):
+                del env[key]
+        env["SLURM_CONF"] = self.conf
+        env.update({k: str(v) for k, v in extra.items()})
+        return env
+
+    def command(self, args, cwd=None):
+        """`args` run inside the cluster's mount namespace, in `cwd` (default: ours)."""
+        return ["nsenter", "--mount", "--target", str(self.holder), f"--wd={cwd or os.getcwd()}",
+                "--"] + list(args)
+
+    def start(self, args, env=None, cwd=None, log=None):
+        """Starts a client (srun, sbatch, ...) in the namespace; killed when the test ends.
+
+        Its stdout and stderr are pipes, or both go to the file `log` (for a
+        long-running client whose output nobody reads until it ends).
+        """
+        if log is None:
+            return start(self.command(args, cwd), env=env or self.env())
+        with open(log, "w") as out:
+            proc = subprocess.Popen(self.command(args, cwd), env=env or self.env(), stdout=out,
+                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        harness._started.append(proc)  # killed by harness.run_tests when the test ends
+        return proc
+
+    def run(self, args, timeout, env=None, cwd=None):
+        """Runs a client to completion; returns (exit code, stdout, stderr)."""
+        proc = self.start(args, env=env, cwd=cwd)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_tree(proc.pid)
+            out, err = proc.communicate()
+            raise AssertionError(f"{' '.join(args)} did not finish in {timeout}s\n"
+                                 f"stdout:\n{out}\nstderr:\n{err}\n{self.log_tail('slurmctld')}")
+        return proc.returncode, out, err
+
+    def query(self, args, timeout=15):
+        """stdout of a quick query (squeue, sinfo, scontrol); fails on a non-zero exit."""
+        res = subprocess.run(self.command(args), env=self.env(), capture_output=True, text=True,
+                             timeout=timeout)
+        check(res.returncode == 0, f"{' '.join(args)} exited {res.returncode}", res.stdout,
+              res.stderr)
+        return res.stdout
+
+    def jobs(self):
+        """{job id: state} of the jobs slurmctld still lists."""
+        jobs = {}
+        for line in self.query(["squeue", "-h", "-o", "%i %T"]).splitlines():
+            job, state = line.split()
+            jobs[job] = state
+        return jobs
+
+    def wait_job_state(self, job, states, timeout=20):
+        check(wait_for(lambda: self.jobs().get(job) in states, timeout, interval=0.1),
+              f"job {job} not in {states} after {timeout}s: {self.jobs()}")
+
+    def nodes_idle(self):
+        lines = self.query(["sinfo", "-h", "-N", "-o", "%N %t"]).split("\n")
+        return sum(1 for line in lines if line.split()[1:] == ["idle"]) == len(NODES)
+
+    def cancel_all(self, timeout=30):
+        """Cancels every job (all their steps and tasks) and waits until the nodes are idle."""
+        jobs = self.jobs()
+        if jobs:
+            subprocess.run(self.command(["scancel", "--full", "--quiet"] + list(jobs)),
+                           env=self.env(), capture_output=True, timeout=15)
+        check(wait_for(lambda: not self.jobs() and self.nodes_idle(), timeout, interval=0.2),
+              f"jobs or busy nodes left {timeout}s after scancel: {self.jobs()}\n"
+              + self.query(["sinfo", "-N"]))
+
+    def log_tail(self, name, lines=20):
+        path = os.path.join(self.dir, "log", f"{name}.log")
+        try:
+            with open(path) as f:
+                return f"--- last lines of {path}:\n" + "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+
+_cluster = None
+
+
+def cluster():
+    """The cluster of run_slurm_tests(); raises Skip when it could not run here."""
+    if _cluster is None:
+        raise Skip(skip_reason() or "no cluster")
+    return _cluster
+
+
+def slurm_test(fn):
+    """Like harness.test; afterwards every job of the shared cluster is cancelled."""
+
+    def wrapper():
+        c = cluster()
+        try:
+            fn(c)
+        finally:
+            c.cancel_all()
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return test(wrapper)
+
+
+def run_slurm_tests():
+    """One cluster for all tests of the script (up takes ~0.5 s); down however they end."""
+    global _cluster
+    reason = skip_reason()
+    if reason:
+        print(f"skipping every SLURM test: {reason}", flush=True)
+        run_tests()  # each test raises Skip: exits 77
+    # SIGTERM/SIGHUP unwind through the with statement (cluster down, dir removed).
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+    with SlurmCluster() as c:
+        print(f"cluster up in {c.up_seconds:.2f}s ({c.dir})", flush=True)
+        _cluster = c
+        try:
+            run_tests()  # sys.exit: the with statement still tears the cluster down
+        finally:
+            _cluster = None

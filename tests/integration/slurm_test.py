@@ -1,0 +1,272 @@
+"""muster under SLURM: a private 3-node cluster (scripts/slurm/cluster.sh), 4 fake GPUs per node.
+
+Checked:
+  - the sbatch template multi_node.sbatch runs its program on every node and
+    `sbatch --wait` exits with the program's exit code (3), or 0;
+  - per-task mode: srun starts muster-train directly (6 tasks, no agent); the
+    runtime bootstraps from SLURM_PROCID/SLURM_NTASKS/the first host of
+    SLURM_JOB_NODELIST and ends with the weights of a 1-process run;
+  - agent mode: `srun --ntasks-per-node=1 muster ...` derives nnodes, the
+    rendezvous and the run id from the step: 6 workers, ranks 0..5, one
+    WORLD_SIZE and master; `--dry-run` under srun exits 0 and names SLURM; with
+    --gres=gpu:2 (GPUs 0,1 held by another job) each node runs 2 workers, one
+    of the step's GPUs each;
+  - elastic: SIGKILL of node n3's agent; the survivors form a new generation
+    of 4 workers, and srun ends once they finish (137: the killed task).
+
+Needs root and slurm-wlm + munge; otherwise every test is skipped (exit 77).
+Set MUSTER_KEEP_SLURM_DIR=1 to keep the cluster's directory (logs).
+"""
+import json
+import os
+import re
+import signal
+import stat
+import time
+
+from harness import MUSTER, check, pid_alive, tempdir, wait_for
+from slurm_harness import SLURM_DIR, run_slurm_tests, slurm_test
+from train_harness import TRAIN, read_floats
+
+MULTI_NODE = os.path.join(SLURM_DIR, "multi_node.sbatch")
+
+# Divisible by 6 ranks; small enough for 2 shared cores.
+TRAIN_FLAGS = ["--backend", "gloo", "--steps", "20", "--global-batch", "24", "--hidden", "64",
+               "--depth", "2", "--features", "32", "--dataset-size", "3072", "--bucket-mb", "0.004",
+               "--collective-timeout", "20"]
+
+# Records its environment and its agent's pid (the parent) as JSON, one file
+# per (generation, rank); with --wait it then polls for OUTDIR/finish and
+# exits 0 when it appears (or on SIGTERM).
+RECORD_WORKER = """#!/usr/bin/python3
+import json, os, signal, sys, time
+out_dir = sys.argv[1]
+gen = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+rank = os.environ.get("RANK", "none")
+record = {"gen": gen, "pid": os.getpid(), "ppid": os.getppid(), "env": dict(os.environ)}
+tmp = os.path.join(out_dir, f".g{gen}_r{rank}.tmp")
+with open(tmp, "w") as f:
+    json.dump(record, f)
+os.rename(tmp, os.path.join(out_dir, f"g{gen}_r{rank}.json"))
+if "--wait" in sys.argv:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    deadline = time.time() + 120
+    while not os.path.exists(os.path.join(out_dir, "finish")) and time.time() < deadline:
+        time.sleep(0.05)
+"""
+
+
+def write_script(directory, name, text):
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def records(out_dir):
+    """{gen: {rank: record}} of the RECORD_WORKER files in out_dir."""
+    result = {}
+    for name in os.listdir(out_dir):
+        m = re.fullmatch(r"g(\d+)_r(\d+)\.json", name)
+        if m:
+            with open(os.path.join(out_dir, name)) as f:
+                result.setdefault(int(m.group(1)), {})[int(m.group(2))] = json.load(f)
+    return result
+
+
+def summary(out_dir):
+    return {gen: {rank: (rec["env"].get("SLURMD_NODENAME"), rec["env"].get("WORLD_SIZE"))
+                  for rank, rec in sorted(ranks.items())}
+            for gen, ranks in sorted(records(out_dir).items())}
+
+
+def check_generation(ranks, world, context):
+    """Ranks 0..world-1 each once, one WORLD_SIZE, one MASTER_ADDR:MASTER_PORT."""
+    check(sorted(ranks) == list(range(world)), f"ranks {sorted(ranks)}, expected 0..{world - 1}",
+          context)
+    envs = [rec["env"] for rec in ranks.values()]
+    check({e.get("WORLD_SIZE") for e in envs} == {str(world)},
+          f"WORLD_SIZE {sorted({e.get('WORLD_SIZE') for e in envs}, key=str)}, expected {world}",
+          context)
+    masters = {(e.get("MASTER_ADDR"), e.get("MASTER_PORT")) for e in envs}
+    check(len(masters) == 1 and None not in next(iter(masters)),
+          f"workers disagree on (or lack) MASTER_ADDR/MASTER_PORT: {masters}", context)
+
+
+def max_relative_difference(a, b):
+    check(len(a) == len(b), f"parameter counts differ: {len(a)} vs {len(b)}")
+    return max((abs(x - y) / max(abs(x), abs(y), 1e-3) for x, y in zip(a, b)), default=0.0)
+
+
+@slurm_test
+def sbatch_multi_node_template_returns_the_programs_exit_code(cluster):
+    work = tempdir()
+    # exit_with.sh CODE DIR: leaves DIR/ran-NODE-RANK-PID, exits CODE.
+    program = write_script(work, "exit_with.sh", "#!/bin/sh\n"
+                           "touch \"$2/ran-$SLURMD_NODENAME-${RANK:-x}-$$\"\nexit \"$1\"\n")
+    for code in (3, 0):
+        out_file = os.path.join(work, f"job{code}.out")
+        env = cluster.env(MUSTER=MUSTER, TRAIN=f"--no-python {program} {code} {work}")
+        rc, out, err = cluster.run(["sbatch", "--wait", "-N3", "-o", out_file, MULTI_NODE],
+                                   env=env, timeout=90)
+        log = open(out_file).read() if os.path.exists(out_file) else "(no job output)"
+        check(rc == code, f"sbatch --wait exited {rc}, the program {code}", out, err, log)
+        nodes = {name.split("-")[1] for name in os.listdir(work) if name.startswith("ran-")}
+        check(nodes == {"n1", "n2", "n3"}, f"the program ran on {sorted(nodes)}", log)
+        for name in os.listdir(work):
+            if name.startswith("ran-"):
+                os.unlink(os.path.join(work, name))
+
+
+@slurm_test
+def per_task_srun_of_muster_train_matches_one_process(cluster):
+    work = tempdir()
+    reference = os.path.join(work, "w1.bin")
+    result = os.path.join(work, "w6.bin")
+    rc, out, err = cluster.run([TRAIN] + TRAIN_FLAGS + ["--out", reference], env=cluster.env(),
+                               timeout=60)
+    check(rc == 0, f"the 1-process run exited {rc}", out, err)
+    rc, out, err = cluster.run(["srun", "-N3", "--ntasks-per-node=2", "--gpus-per-task=1", TRAIN]
+                               + TRAIN_FLAGS + ["--out", result], timeout=90)
+    check(rc == 0, f"srun of 6 muster-train tasks exited {rc}", out, err)
+    check(os.path.exists(result), "no --out file", out, err)
+    diff = max_relative_difference(read_floats(reference), read_floats(result))
+    check(diff <= 1e-5, f"6 SLURM tasks differ from 1 process by {diff:.2e} relative", out)
+
+
+@slurm_test
+def agent_per_node_derives_the_job_from_slurm(cluster):
+    work = tempdir()
+    worker = write_script(work, "record.py", RECORD_WORKER)
+    out_dir = os.path.join(work, "out")
+    os.mkdir(out_dir)
+    rc, out, err = cluster.run(["srun", "-N3", "--ntasks-per-node=1", MUSTER, "--nproc-per-node",
+                                "2", "--no-python", worker, out_dir], timeout=60)
+    context = f"srun exit {rc}\nstdout:\n{out}\nstderr:\n{err}"
+    check(rc == 0, f"srun of 3 agents exited {rc}", context)
+    gens = records(out_dir)
+    check(len(gens) == 1, f"expected one generation: {summary(out_dir)}", context)
+    ranks = next(iter(gens.values()))
+    check_generation(ranks, 6, context)
+    per_node = {}
+    for rank, rec in ranks.items():
+        per_node.setdefault(rec["env"].get("SLURM_NODEID"), []).append(rec)
+    check(sorted(per_node) == ["0", "1", "2"], f"workers on SLURM nodes {sorted(per_node)}",
+          context)
+    for node, recs in per_node.items():
+        check(len(recs) == 2, f"node {node} ran {len(recs)} workers", context)
+        check(sorted(r["env"].get("LOCAL_RANK") for r in recs) == ["0", "1"],
+              f"node {node} LOCAL_RANKs {[r['env'].get('LOCAL_RANK') for r in recs]}", context)
+        check(len({r["ppid"] for r in recs}) == 1, f"node {node}: workers of different agents",
+              context)
+    check(len({recs[0]["ppid"] for recs in per_node.values()}) == 3, "not one agent per node",
+          context)
+
+
+@slurm_test
+def dry_run_under_srun_prints_the_slurm_plan(cluster):
+    work = tempdir()
+    worker = write_script(work, "record.py", RECORD_WORKER)
+    rc, out, err = cluster.run(["srun", "-N3", "--ntasks-per-node=1", MUSTER, "--dry-run",
+                                "--nproc-per-node", "2", "--no-python", worker, work], timeout=30)
+    check(rc == 0, f"muster --dry-run under srun exited {rc}", out, err)
+    check("SLURM" in out + err, "the plan does not mention SLURM", out, err)
+    check(not records(work), "--dry-run started workers")
+
+
+@slurm_test
+def gpu_step_runs_one_worker_per_gpu_of_the_step(cluster):
+    work = tempdir()
+    worker = write_script(work, "record.py", RECORD_WORKER)
+    out_dir = os.path.join(work, "out")
+    os.mkdir(out_dir)
+    # Another job holds GPUs 0,1 of every node, so this step gets 2,3: a
+    # worker numbering GPUs from 0 would be caught.
+    rc, out, err = cluster.run(["sbatch", "--parsable", "-N3", "--gres=gpu:2", "-o", "/dev/null",
+                                "--wrap", "sleep 300"], timeout=30)
+    check(rc == 0, f"sbatch of the GPU-holding job exited {rc}", out, err)
+    blocker = out.strip().split(";")[0]
+    cluster.wait_job_state(blocker, {"RUNNING"})
+    step_env = os.path.join(work, "step-$SLURM_NODEID.env")
+    rc, out, err = cluster.run(
+        ["srun", "-N3", "--ntasks-per-node=1", "--gres=gpu:2", "sh", "-c",
+         f'env > "{step_env}" && exec "$0" "$@"', MUSTER, "--no-python", worker, out_dir],
+        timeout=60)
+    context = f"srun exit {rc}\nstdout:\n{out}\nstderr:\n{err}"
+    check(rc == 0, f"srun of 3 agents with --gres=gpu:2 exited {rc}", context)
+    ranks = next(iter(records(out_dir).values()), {})
+    check_generation(ranks, 6, context)
+    for node in ("0", "1", "2"):
+        with open(os.path.join(work, f"step-{node}.env")) as f:
+            step = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+        step_gpus = step.get("CUDA_VISIBLE_DEVICES", "")
+        check(step_gpus == step.get("SLURM_STEP_GPUS"),
+              f"node {node}: step CUDA_VISIBLE_DEVICES={step_gpus!r} SLURM_STEP_GPUS="
+              f"{step.get('SLURM_STEP_GPUS')!r}")
+        check(sorted(step_gpus.split(",")) == ["2", "3"],
+              f"node {node}: the step got GPUs {step_gpus!r}, not 2,3 (is the other job running?)")
+        mine = [rec["env"].get("CUDA_VISIBLE_DEVICES") for rec in ranks.values()
+                if rec["env"].get("SLURM_NODEID") == node]
+        check(len(mine) == 2 and sorted(mine) == sorted(step_gpus.split(",")),
+              f"node {node}: workers' CUDA_VISIBLE_DEVICES {mine}, step's {step_gpus!r}", context)
+
+
+@slurm_test
+def elastic_survivors_continue_without_a_killed_agent(cluster):
+    work = tempdir()
+    worker = write_script(work, "record.py", RECORD_WORKER)
+    out_dir = os.path.join(work, "out")
+    os.mkdir(out_dir)
+    log = os.path.join(work, "srun.log")
+    srun = cluster.start(["srun", "-N3", "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--no-kill",
+                          MUSTER, "--nnodes", "2:3", "--nproc-per-node", "2", "--max-restarts",
+                          "3", "--no-python", worker, out_dir, "--wait"], log=log)
+
+    def output():
+        state = "still running" if srun.poll() is None else f"exit {srun.returncode}"
+        with open(log) as f:
+            return f"srun {state}; workers: {summary(out_dir)}\noutput:\n{f.read()}"
+
+    def generation(world, after=-1):
+        for gen, ranks in sorted(records(out_dir).items()):
+            if gen > after and len(ranks) == world:
+                return gen
+        return None
+
+    wait_for(lambda: srun.poll() is not None or generation(6) is not None, 30, 0.1)
+    gen0 = generation(6)
+    check(gen0 is not None and srun.poll() is None, "no generation of 6 workers in 30s", output())
+    ranks = records(out_dir)[gen0]
+    check_generation(ranks, 6, output())
+    agents = {rec["ppid"] for rec in ranks.values() if rec["env"].get("SLURMD_NODENAME") == "n3"}
+    check(len(agents) == 1, f"n3's workers have agents {agents}", output())
+    agent = agents.pop()
+    check(pid_alive(agent) and os.path.basename(os.readlink(f"/proc/{agent}/exe")) == "muster",
+          f"n3's agent {agent} is not a live muster", output())
+    killed_at = time.monotonic()
+    os.kill(agent, signal.SIGKILL)
+
+    wait_for(lambda: srun.poll() is not None or generation(4, gen0) is not None, 60, 0.1)
+    check(generation(4, gen0) is not None,
+          "the survivors formed no generation of 4 workers within 60s", output())
+    print(f"  new generation {time.monotonic() - killed_at:.2f}s after the SIGKILL", flush=True)
+    gen1 = generation(4, gen0)
+    ranks = records(out_dir)[gen1]
+    check_generation(ranks, 4, output())
+    nodes = {rec["env"].get("SLURMD_NODENAME") for rec in ranks.values()}
+    check(nodes == {"n1", "n2"}, f"generation {gen1} runs on {sorted(nodes)}", output())
+
+    open(os.path.join(out_dir, "finish"), "w").close()
+    check(wait_for(lambda: srun.poll() is not None, 30, 0.1),
+          "srun did not end within 30s of the finish marker", output())
+    context = output()
+    # srun reports the worst task: 128+9 for the SIGKILLed agent of n3 (task 2).
+    check(srun.returncode == 128 + signal.SIGKILL, f"srun exited {srun.returncode}, expected 137",
+          context)
+    check("error: n3: task 2: Killed" in context, "srun did not report n3's agent killed", context)
+    check(not re.search(r"error: n[12]: task", context), "a survivor's agent failed", context)
+
+
+if __name__ == "__main__":
+    run_slurm_tests()

@@ -1,0 +1,5 @@
+# muster under SLURM: a private 3-node cluster (munged, slurmctld, three
+# slurmd with fake GPUs) from scripts/slurm/cluster.sh in a mount namespace;
+# the sbatch templates, per-task srun of muster-train, one agent per node,
+# elastic loss of a node. Needs root and slurm-wlm + munge (else Skipped).
+muster_integration_test(slurm slurm_test.py TIMEOUT 300 LABELS slurm)
