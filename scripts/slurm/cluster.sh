@@ -2,6 +2,8 @@
 # A private SLURM 22.05 cluster on this one machine, for tests and demos.
 #
 #   cluster.sh up DIR         start it; prints the environment to use
+#   cluster.sh up DIR --netns the same, but every node is a host of its own:
+#                             own network namespace, address and hostname
 #   cluster.sh down DIR       stop everything `up` started; idempotent, and safe
 #                             after an `up` that failed halfway
 #   cluster.sh exec DIR CMD.. run CMD inside the cluster's mount namespace with
@@ -38,11 +40,30 @@
 # outside it (plain `SLURM_CONF=DIR/slurm.conf srun ...`) also work: only the
 # tasks need the names, and they always run inside.
 #
+# Multi-host mode (`up DIR --netns`): so that a wrong MASTER_ADDR, a listener
+# bound to loopback only or an unreachable store shows up, each slurmd (hence
+# its slurmstepd and tasks) runs in a network namespace of its own and a UTS
+# namespace whose hostname is the node name. `up` draws a random 6-hex-digit
+# id (recorded in DIR/run/netns.conf before anything is created) and a free
+# private /24, 10.A.B.0/24 with A in 64-127 (one that no route or address of
+# this machine overlaps). It creates the bridge ms<id>-br holding 10.A.B.1/24
+# in the root namespace, and per node I a namespace ms<id>-nI joined to the
+# bridge by a veth pair (ms<id>-nI outside, eth0 inside, address
+# 10.A.B.(10+I)/24; lo up). munged and slurmctld stay in the root network
+# namespace: SlurmctldHost=localhost(10.A.B.1), so the nodes reach the
+# controller on the bridge address, and clients in the root namespace (exec,
+# or outside with SLURM_CONF) reach the nodes through the bridge. slurm.conf
+# has NodeAddr=10.A.B.(10+I) and NodeHostname=nI, and DIR/hosts maps each nI
+# to its address. Two clusters coexist: names and subnet differ.
+#
 # `down` SIGKILLs, by PID, every process in that mount namespace (daemons,
 # slurmstepd, job tasks, whatever `exec` started), checking each candidate's
 # /proc/PID/ns/mnt against the recorded namespace and its /proc/PID/mountinfo
-# for this DIR's hosts bind mount, then the holder. It leaves DIR (logs) in
-# place. Needs root (mount namespace, mknod, daemons as root).
+# for this DIR's hosts bind mount, then the holder. In multi-host mode it then
+# kills whatever is still in the recorded network namespaces and deletes the
+# veths, the namespaces and the bridge named in DIR/run/netns.conf (each only
+# if present, so a half-failed `up` is cleaned up too). It leaves DIR (logs)
+# in place. Needs root (mount namespace, mknod, daemons as root).
 #
 # Example:
 #   scripts/slurm/cluster.sh up /tmp/slurm
@@ -60,9 +81,12 @@ NODES=(n1 n2 n3)
 GPUS_PER_NODE=4
 CPUS_PER_NODE=8
 UP_TIMEOUT=${SLURM_CLUSTER_UP_TIMEOUT:-30}   # seconds for the nodes to become idle
+NETNS=0          # 1: `up DIR --netns` (else read from DIR/run/netns.conf by load_netns)
+NET_PREFIX=""    # multi-host mode: ms<6 hex digits>, the prefix of every name we create
+NET_SUBNET=""    # multi-host mode: the first three octets of our /24
 
 usage() {
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -126,7 +150,170 @@ namespace_members() {
 nsexec() {  # run "$@" inside the cluster's namespace
   local pid
   pid=$(holder_pid) || die "no cluster running in $DIR (run: $0 up $DIR)"
+  if [[ -n ${SLURM_CLUSTER_NODE:-} ]]; then
+    # Multi-host mode: on node SLURM_CLUSTER_NODE (its slurmd's network and UTS
+    # namespaces, i.e. its address and hostname).
+    local node=$SLURM_CLUSTER_NODE
+    load_netns || die "SLURM_CLUSTER_NODE=$node needs a cluster started with: $0 up $DIR --netns"
+    pid=$(read_pid "$DIR/run/slurmd-$node.pid" || true)
+    if [[ -z $pid ]] || ! pid_alive "$pid" || ! in_namespace "$pid"; then
+      die "no slurmd of node '$node' running in $DIR"
+    fi
+    SLURM_CONF=$DIR/slurm.conf nsenter --mount --net --uts --target "$pid" --wd="$PWD" -- "$@"
+    return
+  fi
   SLURM_CONF=$DIR/slurm.conf nsenter --mount --target "$pid" --wd="$PWD" -- "$@"
+}
+
+# Multi-host mode -------------------------------------------------------------
+
+# Sets NET_PREFIX and NET_SUBNET from DIR/run/netns.conf; fails when there is
+# none (a cluster without --netns, or none at all). The values are checked so
+# that `down` can only ever delete names of the form ms<6 hex digits>-...
+load_netns() {
+  local conf=$DIR/run/netns.conf prefix subnet
+  [[ -s $conf ]] || return 1
+  prefix=$(awk -F= '$1 == "prefix" { print $2; exit }' "$conf")
+  subnet=$(awk -F= '$1 == "subnet" { print $2; exit }' "$conf")
+  [[ $prefix =~ ^ms[0-9a-f]{6}$ && $subnet =~ ^10\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || {
+    echo "cluster.sh: ignoring malformed $conf" >&2
+    return 1
+  }
+  NET_PREFIX=$prefix
+  NET_SUBNET=$subnet
+}
+
+node_netns() { echo "$NET_PREFIX-$1"; }   # the namespace of node $1, also the name of its veth's outer end
+bridge_name() { echo "$NET_PREFIX-br"; }
+
+node_addr() {  # the address of node $1
+  local i
+  if ((NETNS)); then
+    for i in "${!NODES[@]}"; do
+      [[ ${NODES[$i]} == "$1" ]] && { echo "$NET_SUBNET.$((11 + i))"; return 0; }
+    done
+    return 1
+  fi
+  echo 127.0.0.1
+}
+
+controller_addr() { if ((NETNS)); then echo "$NET_SUBNET.1"; else echo 127.0.0.1; fi; }
+
+link_exists() { ip link show dev "$1" >/dev/null 2>&1; }
+netns_exists() { [[ -e /run/netns/$1 ]]; }
+
+# A private /24 "10.A.B" (A in 64-127) that no IPv4 route or address of this
+# machine overlaps, so the bridge's connected route cannot shadow anything.
+free_subnet() {
+  python3 - <<'EOF'
+import ipaddress, random, subprocess, sys
+used = []
+for cmd in (["ip", "-4", "-o", "route", "show", "table", "all"], ["ip", "-4", "-o", "addr", "show"]):
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    for token in out.split():
+        try:
+            net = ipaddress.ip_network(token, strict=False)
+        except ValueError:
+            continue
+        if net.version == 4 and net.prefixlen > 0:
+            used.append(net)
+for _ in range(500):
+    a, b = random.randint(64, 127), random.randint(0, 255)
+    net = ipaddress.ip_network(f"10.{a}.{b}.0/24")
+    if not any(net.overlaps(u) for u in used):
+        print(f"10.{a}.{b}")
+        sys.exit(0)
+sys.exit("no free 10.A.B.0/24 (A in 64-127)")
+EOF
+}
+
+# Draws the id and the subnet and records them in DIR/run/netns.conf, before
+# anything is created (so `down` finds whatever a failing `up` left).
+pick_netns_names() {
+  local id="" i subnet
+  for ((i = 0; i < 20; i++)); do
+    id=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+    [[ $id =~ ^[0-9a-f]{6}$ ]] || continue
+    # Taken already (vanishingly unlikely): another id, never someone else's names.
+    if ip -o link show 2>/dev/null | grep -q "ms$id-" || compgen -G "/run/netns/ms$id-*" >/dev/null; then
+      id=""
+      continue
+    fi
+    break
+  done
+  [[ -n $id ]] || fail_up "could not draw an unused id for the network names"
+  subnet=$(free_subnet) || fail_up "no free private /24 for --netns"
+  printf 'prefix=ms%s\nsubnet=%s\n' "$id" "$subnet" >"$DIR/run/netns.conf.tmp"
+  mv "$DIR/run/netns.conf.tmp" "$DIR/run/netns.conf"
+  load_netns || fail_up "could not record the network names"
+}
+
+# Creates the bridge (with the controller's address) and one namespace per
+# node, joined to the bridge by a veth pair: outer end ms<id>-nI, inner eth0.
+netns_create() {
+  local bridge node ns
+  bridge=$(bridge_name)
+  {
+    ip link add "$bridge" type bridge &&
+      ip link set "$bridge" type bridge stp_state 0 forward_delay 0 &&
+      ip addr add "$(controller_addr)/24" dev "$bridge" &&
+      ip link set "$bridge" up
+  } >>"$DIR/log/netns.log" 2>&1 || fail_up "could not create the bridge $bridge (see $DIR/log/netns.log)"
+  for node in "${NODES[@]}"; do
+    ns=$(node_netns "$node")
+    {
+      ip netns add "$ns" &&
+        ip link add "$ns" type veth peer name eth0 netns "$ns" &&
+        ip link set "$ns" master "$bridge" &&
+        ip link set "$ns" up &&
+        ip -n "$ns" link set lo up &&
+        ip -n "$ns" addr add "$(node_addr "$node")/24" dev eth0 &&
+        ip -n "$ns" link set eth0 up
+    } >>"$DIR/log/netns.log" 2>&1 || fail_up "could not set up namespace $ns of node $node (see $DIR/log/netns.log)"
+  done
+}
+
+# Undoes pick_netns_names and netns_create, as far as they got: kills what is
+# still in our network namespaces (normally nothing: the mount-namespace sweep
+# got it all), deletes
+# the veths (each takes its peer along), the namespaces, then the bridge.
+# Idempotent; without DIR/run/netns.conf it does nothing.
+netns_down() {
+  load_netns || return 0
+  local node ns inode pids pid i left=""
+  for node in "${NODES[@]}"; do
+    ns=$(node_netns "$node")
+    netns_exists "$ns" || continue
+    inode=$(stat -L -c %i "/run/netns/$ns" 2>/dev/null) || continue
+    for ((i = 0; i < 20; i++)); do
+      pids=$(find /proc -mindepth 3 -maxdepth 3 -path '/proc/[0-9]*/ns/net' -printf '%p %l\n' 2>/dev/null |
+        awk -v id="net:[$inode]" '$2 == id { split($1, part, "/"); print part[3] }')
+      [[ -z $pids ]] && break
+      for pid in $pids; do kill -KILL "$pid" 2>/dev/null || true; done
+      sleep 0.1
+    done
+  done
+  for node in "${NODES[@]}"; do
+    ns=$(node_netns "$node")
+    if link_exists "$ns"; then ip link del "$ns" 2>/dev/null || true; fi
+  done
+  for node in "${NODES[@]}"; do
+    ns=$(node_netns "$node")
+    if netns_exists "$ns"; then ip netns del "$ns" 2>/dev/null || true; fi
+  done
+  if link_exists "$(bridge_name)"; then ip link del "$(bridge_name)" 2>/dev/null || true; fi
+  for node in "${NODES[@]}"; do
+    ns=$(node_netns "$node")
+    link_exists "$ns" && left+=" veth $ns"
+    netns_exists "$ns" && left+=" netns $ns"
+  done
+  link_exists "$(bridge_name)" && left+=" bridge $(bridge_name)"
+  if [[ -n $left ]]; then
+    echo "cluster.sh down: could not delete:$left (kept $DIR/run/netns.conf; run down again)" >&2
+    return 1
+  fi
+  rm -f "$DIR/run/netns.conf"
+  return 0
 }
 
 log_tails() {
@@ -168,10 +355,14 @@ EOF
 }
 
 write_configs() {
-  local ports first_job_id=$2 i node
+  local ports first_job_id=$2 i node hostname
   read -r -a ports <<<"$1"
   {
-    echo "127.0.0.1 ${NODES[*]}"
+    if ((NETNS)); then
+      for node in "${NODES[@]}"; do echo "$(node_addr "$node") $node"; done
+    else
+      echo "127.0.0.1 ${NODES[*]}"
+    fi
     cat /etc/hosts
   } >"$DIR/hosts"
   : >"$DIR/plugstack.conf"
@@ -179,7 +370,7 @@ write_configs() {
     cat <<EOF
 # Written by scripts/slurm/cluster.sh for the private cluster in $DIR.
 ClusterName=muster
-SlurmctldHost=localhost(127.0.0.1)
+SlurmctldHost=localhost($(controller_addr))
 SlurmctldPort=${ports[0]}
 SlurmUser=root
 SlurmdUser=root
@@ -219,7 +410,8 @@ GresTypes=gpu
 EOF
     i=1
     for node in "${NODES[@]}"; do
-      echo "NodeName=$node NodeHostname=localhost NodeAddr=127.0.0.1 Port=${ports[$i]}" \
+      if ((NETNS)); then hostname=$node; else hostname=localhost; fi
+      echo "NodeName=$node NodeHostname=$hostname NodeAddr=$(node_addr "$node") Port=${ports[$i]}" \
         "CPUs=$CPUS_PER_NODE Gres=gpu:$GPUS_PER_NODE State=UNKNOWN"
       i=$((i + 1))
     done
@@ -242,6 +434,16 @@ export SLURM_CONF=$DIR/slurm.conf
 #   $0 exec $DIR srun -N3 hostname
 # or outside it with SLURM_CONF set. Stop with: $0 down $DIR
 EOF
+  if load_netns; then
+    NETNS=1
+    local node nodes=""
+    for node in "${NODES[@]}"; do nodes+=" $node=$(node_addr "$node")"; done
+    cat <<EOF
+# Multi-host mode: nodes$nodes (network namespaces $(node_netns "${NODES[0]}")..),
+# controller $(controller_addr) on bridge $(bridge_name). On a node (its address and hostname):
+#   SLURM_CLUSTER_NODE=${NODES[1]} $0 exec $DIR CMD
+EOF
+  fi
 }
 
 up() {
@@ -250,8 +452,17 @@ up() {
   for cmd in munged slurmctld slurmd sinfo unshare nsenter mknod python3; do
     command -v "$cmd" >/dev/null || die "'$cmd' not found (apt-get install slurm-wlm munge)"
   done
+  if ((NETNS)); then
+    for cmd in ip hostname; do
+      command -v "$cmd" >/dev/null || die "'$cmd' not found (apt-get install iproute2 hostname)"
+    done
+  fi
   if holder_pid >/dev/null 2>&1; then
     die "a cluster is already running in $DIR (run: $0 down $DIR)"
+  fi
+  # Leftovers of an earlier --netns `up` in this DIR that nobody took down.
+  if [[ -d $DIR/run ]]; then
+    netns_down || die "could not delete the network namespaces left in $DIR (see above)"
   fi
   local started=$EPOCHREALTIME
   mkdir -p "$DIR"/{run,log,state,spool,dev,munge}
@@ -261,6 +472,11 @@ up() {
 
   local ports
   ports=$(free_ports $((1 + ${#NODES[@]}))) || die "could not find free ports"
+  # Multi-host mode: the id and subnet first (slurm.conf and hosts need them);
+  # the interfaces and namespaces are created further down, once the watchdog runs.
+  if ((NETNS)); then
+    pick_netns_names
+  fi
   write_configs "$ports" $((1000 + RANDOM * 30 + RANDOM % 30))
 
   # The munge key: 1 KiB of random bytes, readable by its owner (root) only.
@@ -302,6 +518,10 @@ up() {
     echo $! >"$DIR/run/watchdog.pid"
   fi
 
+  if ((NETNS)); then
+    netns_create
+  fi
+
   nsexec munged --socket="$DIR/munge/munge.socket" --key-file="$DIR/munge/munge.key" \
     --pid-file="$DIR/run/munged.pid" --log-file="$DIR/log/munged.log" \
     --seed-file="$DIR/munge/munged.seed" --num-threads=4 \
@@ -317,8 +537,18 @@ up() {
     fail_up "slurmctld did not start"
   local node
   for node in "${NODES[@]}"; do
-    nsexec slurmd -N "$node" -f "$DIR/slurm.conf" >>"$DIR/log/slurmd-$node.log" 2>&1 ||
-      fail_up "slurmd $node did not start"
+    if ((NETNS)); then
+      # In the node's network namespace (nsenter --net, not `ip netns exec`,
+      # which remounts /sys) and a UTS namespace of its own named after it.
+      # shellcheck disable=SC2016 # expanded by the inner shell
+      SLURM_CONF=$DIR/slurm.conf nsenter --mount --target "$holder" --net="/run/netns/$(node_netns "$node")" \
+        -- unshare --uts -- /bin/sh -c 'hostname "$0" && exec "$@"' "$node" \
+        slurmd -N "$node" -f "$DIR/slurm.conf" >>"$DIR/log/slurmd-$node.log" 2>&1 ||
+        fail_up "slurmd $node did not start"
+    else
+      nsexec slurmd -N "$node" -f "$DIR/slurm.conf" >>"$DIR/log/slurmd-$node.log" 2>&1 ||
+        fail_up "slurmd $node did not start"
+    fi
   done
 
   local deadline=$((SECONDS + UP_TIMEOUT)) states=""
@@ -327,7 +557,7 @@ up() {
     if [[ $(grep -cE '^n[0-9]+ idle$' <<<"$states") -eq ${#NODES[@]} ]]; then
       local elapsed
       elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
-      echo "# cluster up in ${elapsed}s: nodes ${NODES[*]} idle, $GPUS_PER_NODE fake GPUs each"
+      echo "# cluster up in ${elapsed}s: nodes ${NODES[*]} idle, $GPUS_PER_NODE fake GPUs each$( ((NETNS)) && echo ", one network namespace each")"
       print_env
       return 0
     fi
@@ -379,7 +609,11 @@ down() {
   fi
   rm -f "$DIR"/run/*.pid "$DIR/run/ns.id" "$DIR/run/ns.pid.tmp" "$DIR/munge/munge.socket" \
     "$DIR/munge/munge.socket.lock"
+  # Multi-host mode: the veths, network namespaces and bridge (no-op otherwise).
+  local status=0
+  netns_down || status=1
   echo "cluster.sh down: stopped the cluster in $DIR"
+  return $status
 }
 
 SELF=$(realpath -- "$0")
@@ -388,7 +622,14 @@ action=$1
 DIR=$(canonical_dir "$2")
 shift 2
 case $action in
-  up) (($# == 0)) || usage; up ;;
+  up)
+    if (($# == 1)) && [[ $1 == --netns ]]; then
+      NETNS=1
+    else
+      (($# == 0)) || usage
+    fi
+    up
+    ;;
   down) (($# == 0)) || usage; down ;;
   exec) (($# >= 1)) || usage; nsexec "$@" ;;
   env) print_env ;;

@@ -57,6 +57,18 @@ for _ in $(seq 100); do [[ -s $WORK/first.out ]] && break; sleep 0.1; done
 cat "$WORK/first.out"
 "${C[@]}" scancel --full --quiet "$(SLURM_CONF=$DIR/slurm.conf squeue -h -o %i | head -1)"
 
+# Runs die.sh on 3 nodes with srun FLAGS; prints srun's exit code, time and output.
+run_die() {
+  local flags=$1 start out rc elapsed
+  start=$EPOCHREALTIME
+  # shellcheck disable=SC2086
+  out=$("${C[@]}" srun -N3 --ntasks-per-node=1 $flags "$WORK/die.sh" 2>&1)
+  rc=$?
+  elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+  echo "-- srun ${flags:-(no flags)}: exit $rc after ${elapsed}s"
+  sed 's/^/   /' <<<"$out"
+}
+
 section "(g) one of three tasks SIGKILLs itself after 1 s; the others sleep 6 s"
 cat >"$WORK/die.sh" <<'EOF'
 #!/bin/sh
@@ -66,23 +78,11 @@ echo "task $SLURM_PROCID survived"
 EOF
 chmod +x "$WORK/die.sh"
 for flags in "" "--kill-on-bad-exit=0" "--no-kill" "--kill-on-bad-exit=0 --no-kill" "--kill-on-bad-exit=1"; do
-  start=$EPOCHREALTIME
-  # shellcheck disable=SC2086
-  out=$("${C[@]}" srun -N3 --ntasks-per-node=1 $flags "$WORK/die.sh" 2>&1)
-  rc=$?
-  elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-  echo "-- srun ${flags:-(no flags)}: exit $rc after ${elapsed}s"
-  sed 's/^/   /' <<<"$out"
+  run_die "$flags"
 done
 
 section "(h) task 2 exits 3 after 1 s (no signal); the others sleep 6 s"
 sed -i 's/kill -9 \$\$/exit 3/' "$WORK/die.sh"
 for flags in "" "--kill-on-bad-exit=0 --no-kill" "--kill-on-bad-exit=1"; do
-  start=$EPOCHREALTIME
-  # shellcheck disable=SC2086
-  out=$("${C[@]}" srun -N3 --ntasks-per-node=1 $flags "$WORK/die.sh" 2>&1)
-  rc=$?
-  elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-  echo "-- srun ${flags:-(no flags)}: exit $rc after ${elapsed}s"
-  sed 's/^/   /' <<<"$out"
+  run_die "$flags"
 done

@@ -13,10 +13,17 @@ call it in between so one test's leftover job cannot starve the next. If this
 process dies without unwinding (SIGKILL), cluster.sh's watchdog (it is told our
 pid) brings the cluster down within a second.
 
+SlurmCluster(netns=True) is `cluster.sh up DIR --netns`: every node is a host
+of its own (network namespace, address in a private /24, hostname = node
+name); node_addrs maps n1..n3 to their addresses (127.0.0.1 each without
+netns). Tests marked @slurm_test(netns=True) run on such a cluster, started
+on first use and torn down with the other one.
+
 skip_reason() says why the cluster cannot run here (not root, SLURM or munge
 not installed); run_slurm_tests() then reports every test as skipped and the
 script exits 77 (ctest: Skipped).
 """
+import contextlib
 import os
 import shutil
 import signal
@@ -36,41 +43,49 @@ NODES = ["n1", "n2", "n3"]
 GPUS_PER_NODE = 4
 TOOLS = ["slurmctld", "slurmd", "munged", "munge", "srun", "sbatch", "squeue", "scancel", "sinfo",
          "unshare", "nsenter", "mknod"]
+NETNS_TOOLS = ["ip", "hostname"]
 
 
 def which(tool):
     return shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")
 
 
-def skip_reason():
-    """None when a cluster can run here, else why not."""
+def skip_reason(netns=False):
+    """None when a cluster (with netns=True: a multi-host one) can run here, else why not."""
     if os.geteuid() != 0:
         return "needs root (mount namespace, mknod, SLURM daemons run as root)"
     missing = [t for t in TOOLS if which(t) is None]
     if missing:
         return f"not installed: {' '.join(missing)} (apt-get install slurm-wlm munge)"
+    if netns:
+        missing = [t for t in NETNS_TOOLS if which(t) is None]
+        if missing:
+            return f"not installed: {' '.join(missing)} (apt-get install iproute2 hostname)"
     return None
 
 
 class SlurmCluster:
     """Brings the cluster up in a fresh temp dir; __exit__ always runs `cluster.sh down`."""
 
-    def __init__(self, up_timeout=60):
+    def __init__(self, up_timeout=60, netns=False):
         self.up_timeout = up_timeout
+        self.netns = netns
         self.dir = None
         self.holder = None
         self.up_seconds = None
+        self.node_addrs = {}  # node name -> the address its name resolves to in the cluster
 
     def __enter__(self):
-        self.dir = tempfile.mkdtemp(prefix="muster-slurm-")
+        self.dir = tempfile.mkdtemp(prefix="muster-slurm-netns-" if self.netns else "muster-slurm-")
         try:
             started = time.monotonic()
             try:
                 # The watchdog of cluster.sh runs `down` if this process dies
                 # without reaching __exit__ (SIGKILL, a ctest timeout).
                 env = dict(os.environ, SLURM_CLUSTER_OWNER=str(os.getpid()))
-                res = subprocess.run([CLUSTER_SH, "up", self.dir], capture_output=True, text=True,
-                                     timeout=self.up_timeout, env=env)
+                up = [CLUSTER_SH, "up", self.dir] + (["--netns"] if self.netns else [])
+                res = subprocess.run(up, capture_output=True, text=True, timeout=self.up_timeout,
+                                     env=env)
             except subprocess.TimeoutExpired as e:
                 raise AssertionError(f"cluster.sh up did not finish in {self.up_timeout}s\n"
                                      f"{e.stdout}\n{e.stderr}") from e
@@ -79,10 +94,23 @@ class SlurmCluster:
                   res.stderr)
             with open(os.path.join(self.dir, "run", "ns.pid")) as f:
                 self.holder = int(f.read().strip())
+            self.node_addrs = self._read_node_addrs()
         except BaseException:
             self.down()
             raise
         return self
+
+    def _read_node_addrs(self):
+        """{node: address} from the cluster's hosts file (its first lines name the nodes)."""
+        addrs = {}
+        with open(os.path.join(self.dir, "hosts")) as f:
+            for line in f:
+                fields = line.split()
+                for name in fields[1:]:
+                    if name in NODES and name not in addrs:
+                        addrs[name] = fields[0]
+        check(sorted(addrs) == NODES, f"the hosts file of {self.dir} names the nodes {sorted(addrs)}")
+        return addrs
 
     def __exit__(self, *exc):
         self.down()
@@ -192,44 +220,76 @@ class SlurmCluster:
 
 
 _cluster = None
+_netns_cluster = None
+_stack = None  # run_slurm_tests' ExitStack: the multi-host cluster, started lazily, goes down with it
+_netns_failure = None  # why `up --netns` failed, once it has
 
 
-def cluster():
-    """The cluster of run_slurm_tests(); raises Skip when it could not run here."""
-    if _cluster is None:
-        raise Skip(skip_reason() or "no cluster")
-    return _cluster
+def cluster(netns=False):
+    """A cluster of run_slurm_tests(); raises Skip when it could not run here.
 
-
-def slurm_test(fn):
-    """Like harness.test; afterwards every job of the shared cluster is cancelled."""
-
-    def wrapper():
-        c = cluster()
+    netns=True: the multi-host cluster, brought up on the first call; if that
+    fails, every test asking for it fails with the same message.
+    """
+    global _netns_cluster, _netns_failure
+    if not netns:
+        if _cluster is None:
+            raise Skip(skip_reason() or "no cluster")
+        return _cluster
+    if _netns_cluster is None:
+        if _stack is None or skip_reason(netns=True):
+            raise Skip(skip_reason(netns=True) or "no cluster")
+        if _netns_failure:
+            raise AssertionError(f"the multi-host cluster did not come up:\n{_netns_failure}")
         try:
-            fn(c)
-        finally:
-            c.cancel_all()
+            c = _stack.enter_context(SlurmCluster(netns=True))
+        except Exception as e:
+            _netns_failure = str(e)
+            raise
+        _netns_cluster = c
+        print(f"  multi-host cluster up in {c.up_seconds:.2f}s ({c.dir}): "
+              + " ".join(f"{n}={a}" for n, a in sorted(c.node_addrs.items())), flush=True)
+    return _netns_cluster
 
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
-    return test(wrapper)
+
+def slurm_test(fn=None, *, netns=False):
+    """Like harness.test; afterwards every job of the shared cluster is cancelled.
+
+    @slurm_test runs the test on the single-address cluster,
+    @slurm_test(netns=True) on the multi-host one (cluster.sh up --netns).
+    """
+
+    def decorate(fn):
+        def wrapper():
+            c = cluster(netns)
+            try:
+                fn(c)
+            finally:
+                c.cancel_all()
+
+        wrapper.__name__ = fn.__name__
+        wrapper.__doc__ = fn.__doc__
+        return test(wrapper)
+
+    return decorate(fn) if fn is not None else decorate
 
 
 def run_slurm_tests():
-    """One cluster for all tests of the script (up takes ~0.5 s); down however they end."""
-    global _cluster
+    """One cluster for all tests of the script (up takes ~0.5 s), and the
+    multi-host one from the first test that asks for it; down however they end."""
+    global _cluster, _netns_cluster, _stack
     reason = skip_reason()
     if reason:
         print(f"skipping every SLURM test: {reason}", flush=True)
         run_tests()  # each test raises Skip: exits 77
-    # SIGTERM/SIGHUP unwind through the with statement (cluster down, dir removed).
+    # SIGTERM/SIGHUP unwind through the with statement (clusters down, dirs removed).
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
-    with SlurmCluster() as c:
+    with contextlib.ExitStack() as stack:
+        c = stack.enter_context(SlurmCluster())
         print(f"cluster up in {c.up_seconds:.2f}s ({c.dir})", flush=True)
-        _cluster = c
+        _cluster, _stack = c, stack
         try:
-            run_tests()  # sys.exit: the with statement still tears the cluster down
+            run_tests()  # sys.exit: the with statement still tears the clusters down
         finally:
-            _cluster = None
+            _cluster = _netns_cluster = _stack = None

@@ -13,6 +13,11 @@ Checked:
     of the step's GPUs each;
   - elastic: SIGKILL of node n3's agent; the survivors form a new generation
     of 4 workers, and srun ends once they finish (137: the killed task).
+  - multi-host (a second cluster, `cluster.sh up --netns`: every node has its
+    own network namespace, address and hostname): the agent-mode and per-task
+    tests again, and there MASTER_ADDR is the address (or the name) of rank
+    0's node, whose store every worker reaches from its own node's address,
+    and workers on different nodes see different local addresses.
 
 Needs root and slurm-wlm + munge; otherwise every test is skipped (exit 77).
 Set MUSTER_KEEP_SLURM_DIR=1 to keep the cluster's directory (logs).
@@ -37,13 +42,28 @@ TRAIN_FLAGS = ["--backend", "gloo", "--steps", "20", "--global-batch", "24", "--
 
 # Records its environment and its agent's pid (the parent) as JSON, one file
 # per (generation, rank); with --wait it then polls for OUTDIR/finish and
-# exits 0 when it appears (or on SIGTERM).
+# exits 0 when it appears (or on SIGTERM). With --net it also records, under
+# "net", its hostname, its addresses (`hostname -I`) and the two ends of a TCP
+# connection to MASTER_ADDR:MASTER_PORT (the store), or why that failed.
 RECORD_WORKER = """#!/usr/bin/python3
-import json, os, signal, sys, time
+import json, os, signal, socket, subprocess, sys, time
 out_dir = sys.argv[1]
 gen = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
 rank = os.environ.get("RANK", "none")
 record = {"gen": gen, "pid": os.getpid(), "ppid": os.getppid(), "env": dict(os.environ)}
+if "--net" in sys.argv:
+    net = record["net"] = {"hostname": socket.gethostname()}
+    try:
+        net["addrs"] = subprocess.run(["hostname", "-I"], capture_output=True, text=True,
+                                      timeout=10).stdout.split()
+    except Exception as e:
+        net["addrs_error"] = repr(e)
+    try:
+        with socket.create_connection((os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])),
+                                      timeout=5) as s:
+            net["store_conn"] = [s.getsockname()[0], s.getpeername()[0]]
+    except Exception as e:
+        net["store_error"] = repr(e)
 tmp = os.path.join(out_dir, f".g{gen}_r{rank}.tmp")
 with open(tmp, "w") as f:
     json.dump(record, f)
@@ -62,6 +82,15 @@ def write_script(directory, name, text):
         f.write(text)
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
+
+
+def recording_worker():
+    """A fresh directory with RECORD_WORKER in it and an empty out/ for its records."""
+    work = tempdir()
+    worker = write_script(work, "record.py", RECORD_WORKER)
+    out_dir = os.path.join(work, "out")
+    os.mkdir(out_dir)
+    return work, worker, out_dir
 
 
 def records(out_dir):
@@ -119,30 +148,39 @@ def sbatch_multi_node_template_returns_the_programs_exit_code(cluster):
                 os.unlink(os.path.join(work, name))
 
 
-@slurm_test
-def per_task_srun_of_muster_train_matches_one_process(cluster):
+def run_per_task_training(cluster, srun_flags=(), wrapper=()):
+    """srun of 6 muster-train tasks (3 nodes x 2, no agent) whose final weights must equal
+    those of one process; `wrapper` goes between srun and muster-train. Returns srun's
+    (stdout, stderr)."""
     work = tempdir()
     reference = os.path.join(work, "w1.bin")
     result = os.path.join(work, "w6.bin")
     rc, out, err = cluster.run([TRAIN] + TRAIN_FLAGS + ["--out", reference], env=cluster.env(),
                                timeout=60)
     check(rc == 0, f"the 1-process run exited {rc}", out, err)
-    rc, out, err = cluster.run(["srun", "-N3", "--ntasks-per-node=2", "--gpus-per-task=1", TRAIN]
-                               + TRAIN_FLAGS + ["--out", result], timeout=90)
+    rc, out, err = cluster.run(["srun", "-N3", "--ntasks-per-node=2", "--gpus-per-task=1"]
+                               + list(srun_flags) + list(wrapper) + [TRAIN] + TRAIN_FLAGS
+                               + ["--out", result], timeout=90)
     check(rc == 0, f"srun of 6 muster-train tasks exited {rc}", out, err)
     check(os.path.exists(result), "no --out file", out, err)
     diff = max_relative_difference(read_floats(reference), read_floats(result))
     check(diff <= 1e-5, f"6 SLURM tasks differ from 1 process by {diff:.2e} relative", out)
+    return out, err
 
 
 @slurm_test
-def agent_per_node_derives_the_job_from_slurm(cluster):
-    work = tempdir()
-    worker = write_script(work, "record.py", RECORD_WORKER)
-    out_dir = os.path.join(work, "out")
-    os.mkdir(out_dir)
+def per_task_srun_of_muster_train_matches_one_process(cluster):
+    run_per_task_training(cluster)
+
+
+def run_agents(cluster, worker_args=()):
+    """srun of one agent per node, 2 workers each: one generation of ranks 0..5, two per
+    node, contiguous per agent, one MASTER_ADDR:MASTER_PORT. Returns ({rank: record},
+    context)."""
+    work, worker, out_dir = recording_worker()
     rc, out, err = cluster.run(["srun", "-N3", "--ntasks-per-node=1", MUSTER, "--nproc-per-node",
-                                "2", "--no-python", worker, out_dir], timeout=60)
+                                "2", "--no-python", worker, out_dir] + list(worker_args),
+                               timeout=60)
     context = f"srun exit {rc}\nstdout:\n{out}\nstderr:\n{err}"
     check(rc == 0, f"srun of 3 agents exited {rc}", context)
     gens = records(out_dir)
@@ -158,10 +196,21 @@ def agent_per_node_derives_the_job_from_slurm(cluster):
         check(len(recs) == 2, f"node {node} ran {len(recs)} workers", context)
         check(sorted(r["env"].get("LOCAL_RANK") for r in recs) == ["0", "1"],
               f"node {node} LOCAL_RANKs {[r['env'].get('LOCAL_RANK') for r in recs]}", context)
+        # Contiguous: a node's workers are ranks r, r+1 in LOCAL_RANK order.
+        starts = {int(r["env"]["RANK"]) - int(r["env"]["LOCAL_RANK"]) for r in recs}
+        check(len(starts) == 1 and starts.pop() % 2 == 0,
+              f"node {node}: ranks {sorted(int(r['env']['RANK']) for r in recs)} with LOCAL_RANKs "
+              f"{[r['env']['LOCAL_RANK'] for r in recs]} are not one contiguous block", context)
         check(len({r["ppid"] for r in recs}) == 1, f"node {node}: workers of different agents",
               context)
     check(len({recs[0]["ppid"] for recs in per_node.values()}) == 3, "not one agent per node",
           context)
+    return ranks, context
+
+
+@slurm_test
+def agent_per_node_derives_the_job_from_slurm(cluster):
+    run_agents(cluster)
 
 
 @slurm_test
@@ -177,10 +226,7 @@ def dry_run_under_srun_prints_the_slurm_plan(cluster):
 
 @slurm_test
 def gpu_step_runs_one_worker_per_gpu_of_the_step(cluster):
-    work = tempdir()
-    worker = write_script(work, "record.py", RECORD_WORKER)
-    out_dir = os.path.join(work, "out")
-    os.mkdir(out_dir)
+    work, worker, out_dir = recording_worker()
     # Another job holds GPUs 0,1 of every node, so this step gets 2,3: a
     # worker numbering GPUs from 0 would be caught.
     rc, out, err = cluster.run(["sbatch", "--parsable", "-N3", "--gres=gpu:2", "-o", "/dev/null",
@@ -214,10 +260,7 @@ def gpu_step_runs_one_worker_per_gpu_of_the_step(cluster):
 
 @slurm_test
 def elastic_survivors_continue_without_a_killed_agent(cluster):
-    work = tempdir()
-    worker = write_script(work, "record.py", RECORD_WORKER)
-    out_dir = os.path.join(work, "out")
-    os.mkdir(out_dir)
+    work, worker, out_dir = recording_worker()
     log = os.path.join(work, "srun.log")
     srun = cluster.start(["srun", "-N3", "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--no-kill",
                           MUSTER, "--nnodes", "2:3", "--nproc-per-node", "2", "--max-restarts",
@@ -266,6 +309,109 @@ def elastic_survivors_continue_without_a_killed_agent(cluster):
           context)
     check("error: n3: task 2: Killed" in context, "srun did not report n3's agent killed", context)
     check(not re.search(r"error: n[12]: task", context), "a survivor's agent failed", context)
+
+
+def first_host(nodelist):
+    """The first host of a SLURM node list of this cluster ("n[1-3]" -> "n1", "n2,n3" -> "n2")."""
+    m = re.match(r"([^\[,]+)(?:\[(\d+))?", nodelist)
+    check(m is not None, f"cannot read the node list {nodelist!r}")
+    return m.group(1) + (m.group(2) or "")
+
+
+def check_distinct_node_addresses(cluster):
+    addrs = cluster.node_addrs
+    check(len(set(addrs.values())) == len(addrs)
+          and not any(a.startswith("127.") for a in addrs.values()),
+          f"the multi-host cluster's nodes do not have distinct non-loopback addresses: {addrs}")
+
+
+@slurm_test(netns=True)
+def multi_host_agents_point_every_worker_at_the_masters_store(cluster):
+    check_distinct_node_addresses(cluster)
+    addrs = cluster.node_addrs
+    ranks, context = run_agents(cluster, ["--net"])
+    for rank, rec in sorted(ranks.items()):
+        node, net = rec["env"].get("SLURMD_NODENAME"), rec["net"]
+        check(net.get("hostname") == node,
+              f"rank {rank} on {node}: hostname {net.get('hostname')!r}", context)
+        check(net.get("addrs") == [addrs[node]],
+              f"rank {rank} on {node}: local addresses {net.get('addrs')} "
+              f"({net.get('addrs_error', '')}), expected [{addrs[node]}]", context)
+    check(len({tuple(rec["net"]["addrs"]) for rec in ranks.values()}) == 3,
+          "workers on the 3 nodes do not see 3 different local addresses: "
+          f"{ {r: rec['net']['addrs'] for r, rec in ranks.items()} }", context)
+    # Rank 0's agent (group rank 0) hosts the store that MASTER_ADDR:MASTER_PORT names.
+    master_addr, master_port = ranks[0]["env"]["MASTER_ADDR"], ranks[0]["env"]["MASTER_PORT"]
+    store_node = ranks[0]["env"]["SLURMD_NODENAME"]
+    resolved = addrs.get(master_addr, master_addr)  # MASTER_ADDR may be a node name
+    check(resolved == addrs[store_node],
+          f"MASTER_ADDR={master_addr} ({resolved}) is not the address of {store_node} "
+          f"({addrs[store_node]}), rank 0's node, whose agent hosts the store", context)
+    for rank, rec in sorted(ranks.items()):
+        node, net = rec["env"].get("SLURMD_NODENAME"), rec["net"]
+        check("store_conn" in net,
+              f"rank {rank} on {node} could not connect to the store at "
+              f"{master_addr}:{master_port}: {net.get('store_error')}", context)
+        check(net["store_conn"] == [addrs[node], addrs[store_node]],
+              f"rank {rank} on {node}: connection to the store from/to {net['store_conn']}, "
+              f"expected [{addrs[node]}, {addrs[store_node]}]", context)
+
+
+# Before exec'ing muster-train, each task leaves its view of the network in
+# DIR/task-PROCID: "PROCID NODENAME JOB_NODELIST HOSTNAME ADDRESS...".
+TASK_RECORD = ('echo "$SLURM_PROCID $SLURMD_NODENAME $SLURM_JOB_NODELIST $(hostname) '
+               '$(hostname -I)" > "{dir}/task-$SLURM_PROCID" && exec "$0" "$@"')
+
+
+@slurm_test(netns=True)
+def multi_host_per_task_training_uses_rank_0s_node_as_master(cluster):
+    check_distinct_node_addresses(cluster)
+    addrs = cluster.node_addrs
+    work = tempdir()
+    out, err = run_per_task_training(cluster, srun_flags=["--label"],
+                                     wrapper=["sh", "-c", TASK_RECORD.format(dir=work)])
+    context = f"srun stdout:\n{out}\nstderr:\n{err}"
+    tasks = {}
+    for name in os.listdir(work):
+        if name.startswith("task-"):
+            with open(os.path.join(work, name)) as f:
+                procid, node, nodelist, hostname, *local = f.read().split()
+            tasks[int(procid)] = {"node": node, "nodelist": nodelist, "hostname": hostname,
+                                  "addrs": local}
+    check(sorted(tasks) == list(range(6)), f"task records {sorted(tasks)}", context)
+    for procid, task in sorted(tasks.items()):
+        node = task["node"]
+        check(task["hostname"] == node and task["addrs"] == [addrs[node]],
+              f"task {procid} on {node}: hostname {task['hostname']}, addresses {task['addrs']}, "
+              f"expected {node} and [{addrs[node]}]", context)
+    check(len({tuple(t["addrs"]) for t in tasks.values()}) == 3,
+          f"tasks on the 3 nodes do not see 3 different local addresses: {tasks}", context)
+    # Per-task mode: the master is the first host of SLURM_JOB_NODELIST (no
+    # MASTER_ADDR in the environment), and rank 0, which serves the store, runs there.
+    master = first_host(tasks[0]["nodelist"])
+    check(master in addrs and tasks[0]["node"] == master,
+          f"task 0 runs on {tasks[0]['node']}, the master (first host of "
+          f"{tasks[0]['nodelist']}) is {master}", context)
+    log = (out + err).splitlines()
+    stores = [line for line in log if "store listening" in line]
+    check(len(stores) == 1 and re.match(r"\s*0: ", stores[0]),
+          f"expected one 'store listening' line, from task 0: {stores}", context)
+    host = re.search(r"host=(\S+)", stores[0])
+    check(host and not host.group(1).startswith("127."),
+          f"rank 0's store listens on loopback only: {stores[0]}", context)
+    # What each rank's communicator advertises: its own node's address.
+    comms = {}
+    for line in log:
+        m = re.match(r"\s*(\d+): .*comm backend=\S+ rank=(\d+) .*addr=(\S+)", line)
+        if m:
+            comms[int(m.group(1))] = (int(m.group(2)), m.group(3))
+    check(sorted(comms) == list(range(6)), f"'comm ... addr=' lines from tasks {sorted(comms)}",
+          context)
+    for procid, (rank, addr) in sorted(comms.items()):
+        node = tasks[procid]["node"]
+        check(rank == procid and addr == addrs[node],
+              f"task {procid} on {node}: rank {rank} advertises {addr}, expected rank {procid} "
+              f"at {addrs[node]}", context)
 
 
 if __name__ == "__main__":
