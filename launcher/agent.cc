@@ -6,7 +6,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
+#include "common/decimal.h"
 #include "launcher/failure_report.h"
 #include "launcher/worker_env.h"
 #include "rendezvous/client/rendezvous_client.h"
@@ -35,6 +37,20 @@ bool ConsoleShows(const LaunchOptions& options, int local_rank) {
     if (r == local_rank) return true;
   }
   return false;
+}
+
+// Workers write one decimal step number per line (worker_runtime's
+// ProgressReporter); the step is that of the newest complete line, -1 when
+// there is none. Any write at all counts as progress.
+int64_t LastReportedStep(std::string_view bytes) {
+  const auto end = bytes.rfind('\n');
+  if (end == std::string_view::npos) return -1;
+  const std::string_view complete = bytes.substr(0, end);
+  const auto start = complete.rfind('\n');
+  const std::string_view line =
+      start == std::string_view::npos ? complete : complete.substr(start + 1);
+  const auto number = ParseDecimal(line, std::numeric_limits<int64_t>::max());
+  return number ? static_cast<int64_t>(*number) : -1;
 }
 
 }  // namespace
@@ -189,7 +205,8 @@ Status Agent::StartAttempt() {
   }
   group_ = std::make_unique<WorkerGroup>(
       spawner_, static_cast<uint32_t>(restart_count_),
-      std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)));
+      std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)),
+      std::chrono::milliseconds(static_cast<int64_t>(options_.hang_timeout_s * 1000)));
   settling_ = false;
   auto status = group_->Start(std::move(specs).value(), std::chrono::steady_clock::now());
   if (!status.ok()) return status;
@@ -227,6 +244,16 @@ void Agent::OnOutputClosed(uint64_t tag, Stream stream) {
   if (settling_ && open_streams_.empty()) Settle();
 }
 
+void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
+  if (!group_ || settling_) return;
+  const int64_t step = LastReportedStep(bytes);
+  const bool had_deadline = group_->deadline().has_value();
+  group_->OnProgress(tag, step, std::chrono::steady_clock::now());
+  // The first report arms hang detection; later ones only move the
+  // deadline out, which the armed timer finds when it fires.
+  if (!had_deadline) ArmTimer();
+}
+
 void Agent::OnExit(uint64_t tag, pid_t pid, int wait_status) {
   if (!group_) return;
   const ExitStatus status = ExitStatus::FromWaitStatus(wait_status);
@@ -241,7 +268,7 @@ void Agent::ArmTimer() {
   timer_.expires_at(*deadline);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !group_) return;
-    group_->OnTick(std::chrono::steady_clock::now());
+    group_->OnTick(std::chrono::steady_clock::now(), std::chrono::system_clock::now());
     AfterGroupEvent();
   });
 }

@@ -53,6 +53,7 @@ class Agent final : public SpawnEvents {
   void OnOutput(uint64_t tag, Stream stream, std::string_view bytes) override;
   void OnOutputClosed(uint64_t tag, Stream stream) override;
   void OnExit(uint64_t tag, pid_t pid, int wait_status) override;
+  void OnProgress(uint64_t tag, std::string_view bytes) override;
 
  private:
   // Why the running group is being stopped, so Settle() knows what comes next.

@@ -44,8 +44,14 @@ void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const std:
   out << indent << "rank       : " << f.global_rank << " (local_rank " << f.local_rank << ")\n"
       << indent << "host       : " << host << "\n"
       << indent << "pid        : " << f.pid << "\n"
-      << indent << "exit       : " << f.status.Describe() << "\n"
-      << indent << "time       : " << FormatWallTime(f.time) << "\n";
+      << indent << "exit       : " << f.status.Describe() << "\n";
+  if (f.hung) {
+    out << indent << "hung       : no progress for " << f.silent_for.count() / 1000.0
+        << " s (--hang-timeout), last step "
+        << (f.last_step >= 0 ? std::to_string(f.last_step) : std::string("unknown"))
+        << "; killed by muster\n";
+  }
+  out << indent << "time       : " << FormatWallTime(f.time) << "\n";
   const std::string message = ReadErrorFileMessage(f.error_file);
   if (!message.empty()) {
     out << indent << "error file : " << f.error_file << "\n";

@@ -79,6 +79,9 @@ struct LaunchOptions {
   GpuVisibility gpu_visibility = GpuVisibility::kIsolate;
 
   double shutdown_timeout_s = 30;  // SIGTERM -> SIGKILL grace, >= 0
+  // A worker that reported progress and then none for this long is killed as
+  // hung and the job restarts; 0: off. >= 0.
+  double hang_timeout_s = 0;
 
   std::string config_file;  // the --config given, for reporting only
 

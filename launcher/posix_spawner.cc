@@ -28,6 +28,7 @@ struct WorkerSetup {
   const char* const* env;
   int stdout_fd;
   int stderr_fd;
+  int progress_fd;
   pid_t agent_pid;
 
   bp::error_code on_setup(bp::posix::default_launcher& launcher, const bp::filesystem::path&,
@@ -62,6 +63,13 @@ struct WorkerSetup {
     if (syscall(SYS_close_range, 3U, ~0U, kCloseRangeCloexec) != 0) {
       for (int fd = 3; fd < 4096; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
+    // The progress pipe, after the sweep above: dup2 clears close-on-exec,
+    // except when the pipe already is kProgressFd.
+    if (progress_fd == kProgressFd) {
+      if (fcntl(kProgressFd, F_SETFD, 0) != 0) return {errno, bp::system_category()};
+    } else if (dup2(progress_fd, kProgressFd) < 0) {
+      return {errno, bp::system_category()};
+    }
     return {};
   }
 };
@@ -86,16 +94,22 @@ struct PipePair {
 }  // namespace
 
 struct PosixSpawner::Child {
-  Child(asio::io_context& io, uint64_t t, bp::process p, int out_fd, int err_fd)
-      : tag(t), process(std::move(p)), out(io, out_fd), err(io, err_fd) {}
+  Child(asio::io_context& io, uint64_t t, bp::process p, int out_fd, int err_fd, int progress_fd)
+      : tag(t),
+        process(std::move(p)),
+        out(io, out_fd),
+        err(io, err_fd),
+        progress(io, progress_fd) {}
   uint64_t tag;
   bool output_released = false;
   bp::process process;
   asio::posix::stream_descriptor out;
   asio::posix::stream_descriptor err;
+  asio::posix::stream_descriptor progress;
   std::array<char, 16384> out_buffer;
   std::array<char, 16384> err_buffer;
-  int open_parts = 3;  // stdout, stderr, the process itself
+  std::array<char, 512> progress_buffer;
+  int open_parts = 4;  // stdout, stderr, progress, the process itself
 };
 
 PosixSpawner::PosixSpawner(asio::io_context& io, SpawnEvents& events) : io_(io), events_(events) {}
@@ -110,8 +124,8 @@ PosixSpawner::~PosixSpawner() {
 }
 
 Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
-  PipePair out, err;
-  if (!out.Open() || !err.Open()) {
+  PipePair out, err, progress;
+  if (!out.Open() || !err.Open() || !progress.Open()) {
     return Status::IoError(std::string("cannot create output pipes: ") + std::strerror(errno));
   }
   std::vector<const char*> envp;
@@ -124,7 +138,7 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
   // A failed exec makes Boost call exit(), which flushes inherited stdio
   // buffers a second time; flush them first.
   std::fflush(nullptr);
-  WorkerSetup setup{envp.data(), out.write_end, err.write_end, getpid()};
+  WorkerSetup setup{envp.data(), out.write_end, err.write_end, progress.write_end, getpid()};
   bp::error_code ec;
   bp::process process(io_.get_executor());
   {
@@ -137,10 +151,12 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
   const pid_t pid = process.id();
 
   const uint64_t id = next_id_++;
-  children_.emplace(id, std::make_unique<Child>(io_, request.tag, std::move(process),
-                                                out.ReleaseRead(), err.ReleaseRead()));
+  children_.emplace(id,
+                    std::make_unique<Child>(io_, request.tag, std::move(process), out.ReleaseRead(),
+                                            err.ReleaseRead(), progress.ReleaseRead()));
   ReadOutput(id, Stream::kStdout);
   ReadOutput(id, Stream::kStderr);
+  ReadProgress(id);
   children_.at(id)->process.async_wait([this, id, pid](bp::error_code, int) {
     auto it = children_.find(id);
     if (it == children_.end()) return;
@@ -171,6 +187,24 @@ void PosixSpawner::ReadOutput(uint64_t id, Stream stream) {
   });
 }
 
+void PosixSpawner::ReadProgress(uint64_t id) {
+  Child& child = *children_.at(id);
+  child.progress.async_read_some(
+      asio::buffer(child.progress_buffer), [this, id](bp::error_code ec, size_t n) {
+        auto it = children_.find(id);
+        if (it == children_.end()) return;
+        Child& c = *it->second;
+        if (n > 0 && !c.output_released) {
+          events_.OnProgress(c.tag, std::string_view(c.progress_buffer.data(), n));
+        }
+        if (!ec && !c.output_released) {
+          ReadProgress(id);
+          return;
+        }
+        if (--c.open_parts == 0) Release(id);
+      });
+}
+
 void PosixSpawner::CloseOutput(uint64_t tag) {
   for (auto& [id, child] : children_) {
     if (child->tag != tag || child->output_released) continue;
@@ -180,6 +214,7 @@ void PosixSpawner::CloseOutput(uint64_t tag) {
     boost::system::error_code ignored;
     child->out.close(ignored);
     child->err.close(ignored);
+    child->progress.close(ignored);
   }
 }
 

@@ -25,6 +25,7 @@ class PosixSpawner final : public ProcessSpawner {
  private:
   struct Child;
   void ReadOutput(uint64_t id, Stream stream);
+  void ReadProgress(uint64_t id);
   void Release(uint64_t id);
 
   boost::asio::io_context& io_;

@@ -16,6 +16,11 @@ namespace muster {
 
 enum class Stream { kStdout, kStderr };
 
+// Every spawned process also gets a progress pipe as this descriptor; the
+// agent names it to workers as MUSTER_PROGRESS_FD. What a worker writes there
+// arrives as OnProgress events.
+inline constexpr int kProgressFd = 3;
+
 struct SpawnRequest {
   uint64_t tag = 0;               // chosen by the caller; echoed in every event of this process
   std::string executable;         // absolute path
@@ -32,6 +37,8 @@ class SpawnEvents {
   virtual void OnOutputClosed(uint64_t tag, Stream stream) = 0;
   // The process terminated; `wait_status` is the raw waitpid() status.
   virtual void OnExit(uint64_t tag, pid_t pid, int wait_status) = 0;
+  // The process wrote `bytes` to its progress pipe (kProgressFd).
+  virtual void OnProgress(uint64_t /*tag*/, std::string_view /*bytes*/) {}
 };
 
 class ProcessSpawner {
@@ -42,7 +49,8 @@ class ProcessSpawner {
 
   // Starts a process that leads its own process group and is SIGKILLed by the
   // kernel if the agent dies. Its stdout/stderr are delivered as OnOutput
-  // events. Returns the pid, or an error quoting the executable.
+  // events, and what it writes to kProgressFd as OnProgress events. Returns
+  // the pid, or an error quoting the executable.
   virtual Result<pid_t> Spawn(const SpawnRequest& request) = 0;
 
   // Sends `sig` to the whole process group led by `pid` (the worker and any

@@ -1,5 +1,7 @@
 #include "launcher/worker_env.h"
 
+#include "launcher/process_spawner.h"
+
 #include <set>
 
 namespace muster {
@@ -28,6 +30,9 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
       // attempt, and no worker has to bind a port.
       {"TORCHELASTIC_USE_AGENT_STORE", "True"},
       {"TORCHELASTIC_ERROR_FILE", worker.error_file},
+      // Where the worker reports progress (process_spawner.h); replaces an
+      // inherited value, which would name an outer agent's pipe.
+      {"MUSTER_PROGRESS_FD", std::to_string(kProgressFd)},
   };
   if (!inherited("TORCH_NCCL_ASYNC_ERROR_HANDLING")) v["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";
   // Several workers each spawning one OpenMP thread per core oversubscribe the

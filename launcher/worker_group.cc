@@ -5,12 +5,31 @@
 namespace muster {
 
 WorkerGroup::WorkerGroup(ProcessSpawner& spawner, uint32_t attempt,
-                         std::chrono::milliseconds shutdown_timeout)
-    : spawner_(spawner), attempt_(attempt), shutdown_timeout_(shutdown_timeout) {}
+                         std::chrono::milliseconds shutdown_timeout,
+                         std::chrono::milliseconds hang_timeout)
+    : spawner_(spawner),
+      attempt_(attempt),
+      shutdown_timeout_(shutdown_timeout),
+      hang_timeout_(hang_timeout) {}
+
+WorkerFailure WorkerGroup::FailureOf(const Worker& worker, ExitStatus status, WallTime wall) {
+  WorkerFailure failure;
+  failure.local_rank = worker.spec.local_rank;
+  failure.global_rank = worker.spec.global_rank;
+  failure.pid = worker.pid;
+  failure.status = status;
+  failure.time = wall;
+  failure.error_file = worker.spec.error_file;
+  return failure;
+}
 
 Status WorkerGroup::Start(std::vector<WorkerSpec> workers, SteadyTime now) {
   workers_.clear();
-  for (auto& spec : workers) workers_.push_back(Worker{std::move(spec)});
+  for (auto& spec : workers) {
+    Worker worker;
+    worker.spec = std::move(spec);
+    workers_.push_back(std::move(worker));
+  }
   for (auto& w : workers_) {
     w.spec.request.tag = TagFor(w.spec.local_rank);
     auto pid = spawner_.Spawn(w.spec.request);
@@ -33,14 +52,12 @@ void WorkerGroup::OnExit(uint64_t tag, ExitStatus status, SteadyTime now, WallTi
     // A worker that ends badly while we are not yet stopping is a failure; one
     // that ends while we stop it was (probably) ended by us.
     if (state_ == State::kRunning && !status.success()) {
-      failures_.push_back(WorkerFailure{w.spec.local_rank, w.spec.global_rank, w.pid, status, wall,
-                                        w.spec.error_file});
+      failures_.push_back(FailureOf(w, status, wall));
       BeginStopping(SIGTERM, now);
     } else if (state_ == State::kStopping && !interrupted_ && !status.success() &&
                !(status.signaled && (status.signal == SIGTERM || status.signal == SIGKILL))) {
       // Failed on its own while the others were being stopped: report it too.
-      failures_.push_back(WorkerFailure{w.spec.local_rank, w.spec.global_rank, w.pid, status, wall,
-                                        w.spec.error_file});
+      failures_.push_back(FailureOf(w, status, wall));
     }
     break;
   }
@@ -76,7 +93,37 @@ void WorkerGroup::SignalRunning(int sig) {
   }
 }
 
-void WorkerGroup::OnTick(SteadyTime now) {
+void WorkerGroup::OnProgress(uint64_t tag, int64_t step, SteadyTime now) {
+  for (auto& w : workers_) {
+    if (TagFor(w.spec.local_rank) != tag || !w.running) continue;
+    w.last_progress = now;
+    if (step >= 0) w.last_step = step;
+    return;
+  }
+}
+
+void WorkerGroup::KillHung(Worker& worker, SteadyTime now, WallTime wall) {
+  WorkerFailure failure = FailureOf(worker, ExitStatus::Killed(SIGKILL), wall);
+  failure.hung = true;
+  failure.silent_for =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - *worker.last_progress);
+  failure.last_step = worker.last_step;
+  failures_.push_back(failure);
+  // SIGKILL: a hung process may not act on SIGTERM, and its exit (by
+  // SIGKILL, while stopping) is then not counted a second time.
+  spawner_.SignalGroup(worker.pid, SIGKILL);
+}
+
+void WorkerGroup::OnTick(SteadyTime now, WallTime wall) {
+  if (state_ == State::kRunning && hang_timeout_.count() > 0) {
+    for (auto& w : workers_) {
+      if (!w.running || !w.last_progress || now - *w.last_progress < hang_timeout_) continue;
+      KillHung(w, now, wall);
+      BeginStopping(SIGTERM, now);
+      return;
+    }
+    return;
+  }
   if (state_ != State::kStopping || !kill_deadline_ || now < *kill_deadline_) return;
   SignalRunning(SIGKILL);
   killed_ = true;
@@ -85,7 +132,15 @@ void WorkerGroup::OnTick(SteadyTime now) {
 }
 
 std::optional<SteadyTime> WorkerGroup::deadline() const {
-  return state_ == State::kStopping ? kill_deadline_ : std::nullopt;
+  if (state_ == State::kStopping) return kill_deadline_;
+  std::optional<SteadyTime> earliest;
+  if (state_ != State::kRunning || hang_timeout_.count() == 0) return earliest;
+  for (const auto& w : workers_) {
+    if (!w.running || !w.last_progress) continue;
+    const SteadyTime hang_at = *w.last_progress + hang_timeout_;
+    if (!earliest || hang_at < *earliest) earliest = hang_at;
+  }
+  return earliest;
 }
 
 bool WorkerGroup::finished() const {

@@ -3,6 +3,11 @@
 // to each process group, SIGKILL after the shutdown timeout) and reports how
 // the attempt ended. Restarting is the agent's decision, not the group's.
 //
+// Hang detection: a worker that has reported progress (OnProgress) and then
+// reports none for `hang_timeout` is hung: it gets SIGKILL, counts as the
+// failure, and the others are stopped as after any failure. A worker that
+// never reports progress is never called hung (it may not use the runtime).
+//
 // No clock or event loop inside: the caller feeds exits and time (OnExit,
 // OnTick) and arms a timer for deadline(). Unit tests drive it with a fake
 // spawner and fake time.
@@ -35,6 +40,11 @@ struct WorkerFailure {
   ExitStatus status;
   WallTime time;
   std::string error_file;
+  // Killed by the group after reporting no progress for `silent_for`; its
+  // last reported step was `last_step` (-1: none parsed).
+  bool hung = false;
+  std::chrono::milliseconds silent_for{0};
+  int64_t last_step = -1;
 };
 
 class WorkerGroup {
@@ -49,8 +59,9 @@ class WorkerGroup {
   enum class State { kRunning, kStopping, kSucceeded, kFailed, kInterrupted };
 
   // `attempt` distinguishes this group's processes from earlier attempts'.
-  WorkerGroup(ProcessSpawner& spawner, uint32_t attempt,
-              std::chrono::milliseconds shutdown_timeout);
+  // `hang_timeout` 0 turns hang detection off.
+  WorkerGroup(ProcessSpawner& spawner, uint32_t attempt, std::chrono::milliseconds shutdown_timeout,
+              std::chrono::milliseconds hang_timeout = std::chrono::milliseconds(0));
 
   // Spawns every worker. If one cannot be started, the ones already started
   // are stopped and the error is returned (the group is then kStopping).
@@ -60,8 +71,11 @@ class WorkerGroup {
   void OnExit(uint64_t tag, ExitStatus status, SteadyTime now, WallTime wall);
   // muster received `sig`: forward it to every worker's group and stop.
   void Stop(int sig, SteadyTime now);
-  // Escalates to SIGKILL once the shutdown deadline has passed.
-  void OnTick(SteadyTime now);
+  // The worker reported progress (`step`, or -1 when it said none).
+  void OnProgress(uint64_t tag, int64_t step, SteadyTime now);
+  // Escalates to SIGKILL once the shutdown deadline has passed; while
+  // running, kills a worker silent for the hang timeout.
+  void OnTick(SteadyTime now, WallTime wall = WallTime{});
 
   // When OnTick() next has something to do, if ever.
   std::optional<SteadyTime> deadline() const;
@@ -86,7 +100,11 @@ class WorkerGroup {
     WorkerSpec spec;
     pid_t pid = 0;
     bool running = false;
+    std::optional<SteadyTime> last_progress;  // set once it reported progress
+    int64_t last_step = -1;
   };
+  static WorkerFailure FailureOf(const Worker& worker, ExitStatus status, WallTime wall);
+  void KillHung(Worker& worker, SteadyTime now, WallTime wall);
   void BeginStopping(int sig, SteadyTime now);
   void SignalRunning(int sig);
   void MaybeFinish();
@@ -94,6 +112,7 @@ class WorkerGroup {
   ProcessSpawner& spawner_;
   uint32_t attempt_;
   std::chrono::milliseconds shutdown_timeout_;
+  std::chrono::milliseconds hang_timeout_;
   std::vector<Worker> workers_;
   State state_ = State::kRunning;
   bool interrupted_ = false;

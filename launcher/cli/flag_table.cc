@@ -132,6 +132,12 @@ constexpr FlagSpec
                    return Assign(ParseSeconds(v, true), o.options.shutdown_timeout_s);
                  }},
 
+                {"hang-timeout", 0, ValueKind::kValue, kFromAll, kNumberOrText, FlagGroup::kWorkers,
+                 "SECONDS", "0 (off)",
+                 "Kill a worker that reported progress (MUSTER_PROGRESS_FD) and then none for "
+                 "this long, report it hung and restart the job.",
+                 [](V v, P& o) { return Assign(ParseSeconds(v, true), o.options.hang_timeout_s); }},
+
                 // Output.
                 {"log-dir", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kOutput, "DIR",
                  "", "Directory for per-rank log files.",

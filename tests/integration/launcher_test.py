@@ -261,8 +261,36 @@ def workers_inherit_no_file_descriptor_beyond_stdio():
     check(len(lines) == 2, f"one line per worker: {out!r}")
     for line in lines:
         fds = sorted(int(x) for x in line.split(":", 1)[1].split())
-        # 0, 1, 2 and the descriptor ls uses to read the directory.
-        check(len(fds) == 4 and fds[:3] == [0, 1, 2], f"inherited fds: {line}")
+        # 0, 1, 2, the progress pipe (3) and the descriptor ls uses to read
+        # the directory.
+        check(len(fds) == 5 and fds[:4] == [0, 1, 2, 3], f"inherited fds: {line}")
+
+
+@test
+def a_worker_that_stops_reporting_progress_is_killed_as_hung_and_the_job_restarts():
+    started = time.monotonic()
+    code, out, err = run_muster(["--nproc-per-node", "2", "--hang-timeout", "1",
+                                 "--max-restarts", "1", "--shutdown-timeout", "1"]
+                                + behave("hang-on-rank", 1, 5), timeout=60)
+    elapsed = time.monotonic() - started
+    check(code == 0, f"exit {code}", err)
+    check("ATTEMPT 1 RANK 0" in out and "ATTEMPT 1 RANK 1" in out, "no second attempt", out)
+    check("hung       : no progress for" in err and "last step 5" in err,
+          "the report does not say rank 1 hung after step 5", err)
+    check("rank       : 1 (local_rank 1)" in err, "the hung worker is not rank 1", err)
+    # 0.5 s of progress, 1 s of silence, the stop, and the restart.
+    check(elapsed < 8, f"took {elapsed:.1f}s")
+
+
+@test
+def without_hang_timeout_a_silent_worker_is_left_alone():
+    code, out, err = run_muster(["--nproc-per-node", "1", "--no-python", "/bin/sh", "-c",
+                                 'echo 1 >&"$MUSTER_PROGRESS_FD"; sleep 1.5; echo done'])
+    check(code == 0 and "done" in out, f"exit {code}", out, err)
+    code, out, err = run_muster(["--hang-timeout", "0.5", "--nproc-per-node", "1", "--no-python",
+                                 "/bin/sh", "-c", "sleep 1.5; echo done"])
+    check(code == 0 and "done" in out, "a worker that never reported progress was killed",
+          out, err)
 
 
 @test

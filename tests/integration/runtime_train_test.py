@@ -123,6 +123,22 @@ def _is_train_worker(pid, muster_pid):
 
 
 @test
+def muster_train_reports_progress_so_a_stalled_rank_is_caught_as_hung():
+    # Progress after every step keeps a run with 0.2 s steps alive under a
+    # 1 s hang timeout; 2.5 s steps make the same timeout fire after step 1.
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--hang-timeout", "1",
+                                 "--no-python", TRAIN, "--backend", "gloo", "--steps", "6",
+                                 "--step-sleep-ms", "200"] + train_harness.MODEL, timeout=60)
+    check(code == 0 and "hung" not in err, f"a steadily progressing run ended with {code}", err)
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--hang-timeout", "1",
+                                 "--no-python", TRAIN, "--backend", "gloo", "--steps", "3",
+                                 "--step-sleep-ms", "2500"] + train_harness.MODEL, timeout=60)
+    check(code == 137, f"exit {code}, expected 137 (the hung worker's SIGKILL)", err)
+    check("hung       : no progress for" in err and "last step 1" in err,
+          "the report does not say a rank hung after step 1", err)
+
+
+@test
 def a_finished_run_started_again_reports_the_loss_it_ended_with():
     work = tempdir()
     ckpt = os.path.join(work, "ckpt")

@@ -187,6 +187,7 @@ const std::vector<Sample>& Samples() {
       {"numa-binding", "node", "numa_binding", "node", {}},
       {"signals-to-handle", "SIGTERM,SIGUSR1", "signals_to_handle", "SIGTERM,SIGUSR1", {}},
       {"slurm", "off", "slurm", "off", {}},
+      {"hang-timeout", "2.5", "hang_timeout_s", "2.5", {}},
       {"dry-run", "", "dry_run", "true", {}},
   };
   return samples;

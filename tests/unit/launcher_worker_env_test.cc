@@ -49,6 +49,7 @@ TEST_CASE("worker variables are exactly torchrun's set", "[env]") {
       {"TORCHELASTIC_RUN_ID", "job7"},
       {"TORCHELASTIC_USE_AGENT_STORE", "True"},
       {"TORCHELASTIC_ERROR_FILE", "/tmp/e.json"},
+      {"MUSTER_PROGRESS_FD", "3"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
       {"OMP_NUM_THREADS", "1"},
   };

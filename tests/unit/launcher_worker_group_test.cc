@@ -134,3 +134,55 @@ TEST_CASE("a worker that cannot be spawned stops the ones already started", "[gr
   group.OnExit(group.TagFor(0), ExitStatus::Killed(SIGTERM), t0, w0);
   CHECK(group.finished());
 }
+
+TEST_CASE("a worker silent for the hang timeout after reporting progress is killed as hung",
+          "[group][hang]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 30s, 2s);
+  REQUIRE(group.Start(Specs(3), t0).ok());
+  CHECK_FALSE(group.deadline());  // nothing reported yet: nothing to watch
+  group.OnProgress(group.TagFor(0), 1, t0 + 1s);
+  group.OnProgress(group.TagFor(1), 1, t0 + 1s);
+  REQUIRE(group.deadline() == t0 + 3s);
+  group.OnProgress(group.TagFor(0), 2, t0 + 2s);  // rank 0 moves on, rank 1 stops
+  group.OnTick(t0 + 2500ms, w0);
+  CHECK(group.state() == WorkerGroup::State::kRunning);
+  CHECK(spawner.signals.empty());
+
+  group.OnTick(t0 + 3s, w0);
+  CHECK(group.state() == WorkerGroup::State::kStopping);
+  REQUIRE(group.failures().size() == 1);
+  const WorkerFailure& hung = group.failures().front();
+  CHECK(hung.hung);
+  CHECK(hung.local_rank == 1);
+  CHECK(hung.last_step == 1);
+  CHECK(hung.silent_for == 2s);
+  // SIGKILL to the hung one first, then SIGTERM to everyone still running.
+  REQUIRE(spawner.signals.size() == 4);
+  CHECK(spawner.signals[0] == std::pair<pid_t, int>{1001, SIGKILL});
+  CHECK(spawner.signals[1].second == SIGTERM);
+
+  // Its death by SIGKILL is not a second failure; the others stop.
+  group.OnExit(group.TagFor(1), ExitStatus::Killed(SIGKILL), t0 + 3s, w0);
+  group.OnExit(group.TagFor(0), ExitStatus::Killed(SIGTERM), t0 + 3s, w0);
+  group.OnExit(group.TagFor(2), ExitStatus::Killed(SIGTERM), t0 + 3s, w0);
+  CHECK(group.state() == WorkerGroup::State::kFailed);
+  CHECK(group.failures().size() == 1);
+}
+
+TEST_CASE("workers that never report progress, or no hang timeout, are never called hung",
+          "[group][hang]") {
+  FakeSpawner spawner;
+  WorkerGroup silent(spawner, 0, 30s, 1s);
+  REQUIRE(silent.Start(Specs(2), t0).ok());
+  silent.OnTick(t0 + 3600s, w0);
+  CHECK(silent.state() == WorkerGroup::State::kRunning);
+
+  WorkerGroup off(spawner, 1, 30s, 0s);
+  REQUIRE(off.Start(Specs(2), t0).ok());
+  off.OnProgress(off.TagFor(0), 5, t0);
+  CHECK_FALSE(off.deadline());
+  off.OnTick(t0 + 3600s, w0);
+  CHECK(off.state() == WorkerGroup::State::kRunning);
+  CHECK(spawner.signals.empty());
+}

@@ -17,6 +17,7 @@
 #include "worker_runtime/checkpoint/checkpoint.h"
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/data/distributed_sampler.h"
+#include "worker_runtime/progress/progress_reporter.h"
 #include "worker_runtime/store/hosted_store.h"
 #include "worker_runtime/store/store_client.h"
 #include "worker_runtime/train/mlp.h"
@@ -242,6 +243,7 @@ class Trainer {
         if (report) progress.Report(done, last_loss, totals[1] / o_.global_batch);
       }
       ++state_.step;
+      progress_reporter_.Report(static_cast<int64_t>(state_.step));
 
       if (checkpoint && ctx_.rank == 0) {
         replica_.GetState(state_.params, state_.momentum);
@@ -339,6 +341,8 @@ class Trainer {
   uint64_t steps_per_epoch_;
   State state_;
   ModelReplica& replica_;
+  // Each finished step tells muster's hang detection this rank still moves.
+  const runtime::ProgressReporter progress_reporter_ = runtime::ProgressReporter::FromProcessEnv();
 };
 
 Status CheckOptions(const TrainOptions& o, const Context& ctx) {

@@ -8,6 +8,9 @@ usage: behave.py ACTION [ARG] [--pid-dir DIR]
   fail-until N CODE       exit CODE while TORCHELASTIC_RESTART_COUNT < N, else exit 0
   error-file R            rank R writes a torch-style error file and exits 1
   print N                 print N lines on stdout and on stderr, then exit 0
+  hang-on-rank R STEPS    every rank reports STEPS steps of progress (MUSTER_PROGRESS_FD),
+                          10 per second; then rank R stops reporting and sleeps, while the
+                          others go on reporting; from the second attempt on, all exit 0
 """
 import ctypes
 import json
@@ -70,5 +73,17 @@ elif action == "print":
     for i in range(int(args[1])):
         print(f"out {rank} {i}", flush=True)
         print(f"err {rank} {i}", file=sys.stderr, flush=True)
+elif action == "hang-on-rank":
+    progress = int(os.environ["MUSTER_PROGRESS_FD"])
+    attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+    print(f"ATTEMPT {attempt} RANK {rank}", flush=True)
+    if attempt > 0:
+        sys.exit(0)
+    step = 0
+    while True:
+        if step < int(args[2]) or rank != int(args[1]):
+            step += 1
+            os.write(progress, f"{step}\n".encode())
+        time.sleep(0.1)
 else:
     sys.exit(f"unknown action {action}")

@@ -1,0 +1,5 @@
+# Unit tests of the worker runtime's progress reports to the agent (a real
+# pipe, a fake environment).
+muster_unit_test(runtime_progress_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/runtime_progress_test.cc
+  LIBS muster_runtime_progress)
