@@ -30,10 +30,14 @@ void Derive(SlurmSettings& out, std::string_view flag_name, std::string text, st
   out.settings.Set(*FindFlag(flag_name), {std::move(text), std::move(origin), ValueSource::kSlurm});
 }
 
+// Ports 20000..32767: below Linux's ephemeral range (32768 and up), where any
+// process's outgoing connection may hold a port when the agent binds.
+constexpr uint64_t kPortSpan = 12768;
+
 }  // namespace
 
 int SlurmRendezvousPort(uint64_t job_id, uint64_t step_id) {
-  return 20000 + static_cast<int>((64 * (job_id % 40001) + step_id % 64 + 1) % 40001);
+  return 20000 + static_cast<int>((64 * (job_id % kPortSpan) + step_id % 64 + 1) % kPortSpan);
 }
 
 Result<SlurmSettings> ReadSlurmSettings(const EnvLookup& env) {

@@ -42,7 +42,8 @@ Result<SlurmSettings> ReadSlurmSettings(const EnvLookup& env);
 
 // The rendezvous port of a job step, the same on every node of the step and
 // different for the steps of one job and for neighbouring jobs:
-// 20000 + (64 * job_id + step_id % 64 + 1) % 40001, so within 20000..60000.
+// 20000 + (64 * job_id + step_id % 64 + 1) % 12768, so within 20000..32767,
+// below the kernel's ephemeral ports.
 int SlurmRendezvousPort(uint64_t job_id, uint64_t step_id);
 
 }  // namespace muster::cli

@@ -15,7 +15,7 @@
 //      (SLURM_NODEID, default the first) of SLURM_TASKS_PER_NODE ("2(x3),1").
 //      Master address: MASTER_ADDR if set, else the first host of
 //      SLURM_JOB_NODELIST ("n[1-3,7]" -> "n1", zero padding kept). Master
-//      port: MASTER_PORT if set, else 20000 + SLURM_JOB_ID % 40001
+//      port: MASTER_PORT if set, else 20000 + SLURM_JOB_ID % 12768
 //      (slurm_lists.h). Generation: SLURM_RESTART_COUNT (default 0).
 //   3. neither: a single process (rank 0 of 1, master 127.0.0.1, port 0).
 // A variable that is missing from a present set, not a number, or

@@ -41,6 +41,6 @@ std::optional<int> TasksOnNode(std::string_view tasks_per_node, int node_index) 
   return found;
 }
 
-int MasterPortForSlurmJob(uint64_t job_id) { return 20000 + static_cast<int>(job_id % 40001); }
+int MasterPortForSlurmJob(uint64_t job_id) { return 20000 + static_cast<int>(job_id % 12768); }
 
 }  // namespace muster::runtime

@@ -20,7 +20,8 @@ namespace muster::runtime {
 std::optional<int> TasksOnNode(std::string_view tasks_per_node, int node_index);
 
 // The master port of a SLURM job that sets no MASTER_PORT, computed alike on
-// every node of the job: 20000 + job_id % 40001, so within 20000..60000 and
+// every node of the job: 20000 + job_id % 12768, so within 20000..32767
+// (below Linux's ephemeral ports, 32768 and up, which any process may hold) and
 // different for jobs with neighbouring ids. A port already taken makes the
 // store's bind fail loudly; MASTER_PORT then picks another.
 int MasterPortForSlurmJob(uint64_t job_id);
