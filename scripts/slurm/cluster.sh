@@ -46,12 +46,12 @@
 # namespace whose hostname is the node name. `up` draws a random 6-hex-digit
 # id (recorded in DIR/run/netns.conf before anything is created) and a free
 # private /24, 10.A.B.0/24 with A in 64-127 (one that no route or address of
-# this machine overlaps). It creates the bridge ms<id>-br holding 10.A.B.1/24
-# in the root namespace, and per node I a namespace ms<id>-nI joined to the
-# bridge by a veth pair (ms<id>-nI outside, eth0 inside, address
-# 10.A.B.(10+I)/24; lo up). munged and slurmctld stay in the root network
-# namespace: SlurmctldHost=localhost(10.A.B.1), so the nodes reach the
-# controller on the bridge address, and clients in the root namespace (exec,
+# this machine overlaps). scripts/netns/hosts.sh makes the bridge ms<id>-br
+# and per node I a namespace ms<id>-hI joined to it by a veth pair (address
+# 10.A.B.(10+I)/24; lo up; its unused ms<id>-d namespace holds 10.A.B.1);
+# the bridge gets 10.A.B.254/24 in the root namespace. munged and slurmctld
+# stay in the root network namespace: SlurmctldHost=localhost(10.A.B.254), so
+# the nodes reach the controller on the bridge address, and clients in the root namespace (exec,
 # or outside with SLURM_CONF) reach the nodes through the bridge. slurm.conf
 # has NodeAddr=10.A.B.(10+I) and NodeHostname=nI, and DIR/hosts maps each nI
 # to its address. Two clusters coexist: names and subnet differ.
@@ -60,9 +60,9 @@
 # slurmstepd, job tasks, whatever `exec` started), checking each candidate's
 # /proc/PID/ns/mnt against the recorded namespace and its /proc/PID/mountinfo
 # for this DIR's hosts bind mount, then the holder. In multi-host mode it then
-# kills whatever is still in the recorded network namespaces and deletes the
-# veths, the namespaces and the bridge named in DIR/run/netns.conf (each only
-# if present, so a half-failed `up` is cleaned up too). It leaves DIR (logs)
+# kills whatever is still in the recorded network namespaces and has hosts.sh
+# delete the veths, the namespaces and the bridge named by DIR/run/netns.conf
+# (each only if present, so a half-failed `up` is cleaned up too). It leaves DIR (logs)
 # in place. Needs root (mount namespace, mknod, daemons as root).
 #
 # Example:
@@ -82,6 +82,7 @@ GPUS_PER_NODE=4
 CPUS_PER_NODE=8
 UP_TIMEOUT=${SLURM_CLUSTER_UP_TIMEOUT:-30}   # seconds for the nodes to become idle
 NETNS=0          # 1: `up DIR --netns` (else read from DIR/run/netns.conf by load_netns)
+NETNS_HOSTS=$(dirname -- "$(realpath -- "${BASH_SOURCE[0]}")")/../netns/hosts.sh
 NET_PREFIX=""    # multi-host mode: ms<6 hex digits>, the prefix of every name we create
 NET_SUBNET=""    # multi-host mode: the first three octets of our /24
 
@@ -183,7 +184,7 @@ load_netns() {
   NET_SUBNET=$subnet
 }
 
-node_netns() { echo "$NET_PREFIX-$1"; }   # the namespace of node $1, also the name of its veth's outer end
+node_netns() { echo "$NET_PREFIX-h${1#n}"; }   # the namespace of node nI (hosts.sh's host I)
 bridge_name() { echo "$NET_PREFIX-br"; }
 
 node_addr() {  # the address of node $1
@@ -197,10 +198,9 @@ node_addr() {  # the address of node $1
   echo 127.0.0.1
 }
 
-controller_addr() { if ((NETNS)); then echo "$NET_SUBNET.1"; else echo 127.0.0.1; fi; }
+controller_addr() { if ((NETNS)); then echo "$NET_SUBNET.254"; else echo 127.0.0.1; fi; }
 
 link_exists() { ip link show dev "$1" >/dev/null 2>&1; }
-netns_exists() { [[ -e /run/netns/$1 ]]; }
 
 # A private /24 "10.A.B" (A in 64-127) that no IPv4 route or address of this
 # machine overlaps, so the bridge's connected route cannot shadow anything.
@@ -248,64 +248,36 @@ pick_netns_names() {
   load_netns || fail_up "could not record the network names"
 }
 
-# Creates the bridge (with the controller's address) and one namespace per
-# node, joined to the bridge by a veth pair: outer end ms<id>-nI, inner eth0.
+# hosts.sh's bridge and one namespace per node, and the controller's address
+# on the bridge.
 netns_create() {
-  local bridge node ns
-  bridge=$(bridge_name)
   {
-    ip link add "$bridge" type bridge &&
-      ip link set "$bridge" type bridge stp_state 0 forward_delay 0 &&
-      ip addr add "$(controller_addr)/24" dev "$bridge" &&
-      ip link set "$bridge" up
-  } >>"$DIR/log/netns.log" 2>&1 || fail_up "could not create the bridge $bridge (see $DIR/log/netns.log)"
-  for node in "${NODES[@]}"; do
-    ns=$(node_netns "$node")
-    {
-      ip netns add "$ns" &&
-        ip link add "$ns" type veth peer name eth0 netns "$ns" &&
-        ip link set "$ns" master "$bridge" &&
-        ip link set "$ns" up &&
-        ip -n "$ns" link set lo up &&
-        ip -n "$ns" addr add "$(node_addr "$node")/24" dev eth0 &&
-        ip -n "$ns" link set eth0 up
-    } >>"$DIR/log/netns.log" 2>&1 || fail_up "could not set up namespace $ns of node $node (see $DIR/log/netns.log)"
-  done
+    "$NETNS_HOSTS" up "${#NODES[@]}" "$NET_PREFIX" "$NET_SUBNET" &&
+      ip addr add "$(controller_addr)/24" dev "$(bridge_name)"
+  } >>"$DIR/log/netns.log" 2>&1 || fail_up "could not create the network namespaces (see $DIR/log/netns.log)"
 }
 
 # Undoes pick_netns_names and netns_create, as far as they got: kills what is
 # still in our network namespaces (normally nothing: the mount-namespace sweep
-# got it all), deletes
-# the veths (each takes its peer along), the namespaces, then the bridge.
-# Idempotent; without DIR/run/netns.conf it does nothing.
+# got it all), then has hosts.sh delete the veths, the namespaces and the
+# bridge. Idempotent; without DIR/run/netns.conf it does nothing.
 netns_down() {
   load_netns || return 0
-  local node ns inode pids pid i left=""
+  mkdir -p "$DIR/log"
+  local node ns pids i left=""
   for node in "${NODES[@]}"; do
     ns=$(node_netns "$node")
-    netns_exists "$ns" || continue
-    inode=$(stat -L -c %i "/run/netns/$ns" 2>/dev/null) || continue
     for ((i = 0; i < 20; i++)); do
-      pids=$(find /proc -mindepth 3 -maxdepth 3 -path '/proc/[0-9]*/ns/net' -printf '%p %l\n' 2>/dev/null |
-        awk -v id="net:[$inode]" '$2 == id { split($1, part, "/"); print part[3] }')
+      pids=$(ip netns pids "$ns" 2>/dev/null) || break
       [[ -z $pids ]] && break
-      for pid in $pids; do kill -KILL "$pid" 2>/dev/null || true; done
+      # shellcheck disable=SC2086
+      kill -KILL $pids 2>/dev/null || true
       sleep 0.1
     done
   done
-  for node in "${NODES[@]}"; do
-    ns=$(node_netns "$node")
-    if link_exists "$ns"; then ip link del "$ns" 2>/dev/null || true; fi
-  done
-  for node in "${NODES[@]}"; do
-    ns=$(node_netns "$node")
-    if netns_exists "$ns"; then ip netns del "$ns" 2>/dev/null || true; fi
-  done
-  if link_exists "$(bridge_name)"; then ip link del "$(bridge_name)" 2>/dev/null || true; fi
-  for node in "${NODES[@]}"; do
-    ns=$(node_netns "$node")
-    link_exists "$ns" && left+=" veth $ns"
-    netns_exists "$ns" && left+=" netns $ns"
+  "$NETNS_HOSTS" down "$NET_PREFIX" >>"$DIR/log/netns.log" 2>&1 || true
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+    [[ $ns == "$NET_PREFIX"-* ]] && left+=" netns $ns"
   done
   link_exists "$(bridge_name)" && left+=" bridge $(bridge_name)"
   if [[ -n $left ]]; then

@@ -51,11 +51,11 @@ section "(e) salloc -N2, the command salloc runs (no srun), then an srun in it"
 "${C[@]}" salloc -N2 sh -c "$DUMP salloc-shell; srun $DUMP srun-in-salloc | sort" 2>/dev/null
 
 section "(f) two concurrent jobs, each -N3 --gres=gpu:2 on the same nodes"
-"${C[@]}" sbatch -N3 --gres=gpu:2 -o "$WORK/first.out" --wrap "srun --ntasks-per-node=1 $DUMP first-job | sort; sleep 30" >/dev/null
+first_job=$("${C[@]}" sbatch --parsable -N3 --gres=gpu:2 -o "$WORK/first.out" --wrap "srun --ntasks-per-node=1 $DUMP first-job | sort; sleep 30")
 for _ in $(seq 100); do [[ -s $WORK/first.out ]] && break; sleep 0.1; done
 "${C[@]}" srun -N3 --ntasks-per-node=1 --gres=gpu:2 "$DUMP" second-job | sort
 cat "$WORK/first.out"
-"${C[@]}" scancel --full --quiet "$(SLURM_CONF=$DIR/slurm.conf squeue -h -o %i | head -1)"
+"${C[@]}" scancel --full --quiet "${first_job%%;*}"
 
 # Runs die.sh on 3 nodes with srun FLAGS; prints srun's exit code, time and output.
 run_die() {

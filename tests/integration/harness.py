@@ -43,24 +43,30 @@ def base_env(**extra):
     return env
 
 
-def start(args, env=None, **kwargs):
+def start(args, env=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs):
     """Starts a process in its own session; it is killed when the test ends."""
-    proc = subprocess.Popen(args, env=env or base_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs)
+    proc = subprocess.Popen(args, env=env or base_env(), stdout=stdout, stderr=stderr, text=True,
+                            start_new_session=True, **kwargs)
     _started.append(proc)
     return proc
 
 
-def run_muster(args, env=None, timeout=60):
-    """Runs muster to completion; returns (exit code, stdout, stderr)."""
-    proc = start([MUSTER] + list(args), env=env)
+def run(args, env=None, timeout=60, **kwargs):
+    """Runs a process to completion; returns (exit code, stdout, stderr)."""
+    proc = start(args, env=env, **kwargs)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_tree(proc.pid)
         out, err = proc.communicate()
-        raise AssertionError(f"muster {args} did not finish in {timeout}s\nstdout:\n{out}\nstderr:\n{err}")
+        raise AssertionError(f"{' '.join(args)} did not finish in {timeout}s\nstdout:\n{out}\n"
+                             f"stderr:\n{err}")
     return proc.returncode, out, err
+
+
+def run_muster(args, env=None, timeout=60):
+    """Runs muster to completion; returns (exit code, stdout, stderr)."""
+    return run([MUSTER] + list(args), env=env, timeout=timeout)
 
 
 def kill_tree(pid):

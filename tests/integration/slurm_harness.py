@@ -33,14 +33,12 @@ import tempfile
 import time
 
 import harness
-from harness import (SOURCE_DIR, Skip, base_env, check, kill_tree, run_tests, start, test,
-                     wait_for)
+from harness import SOURCE_DIR, Skip, base_env, check, run_tests, start, test, wait_for
 
 
 CLUSTER_SH = os.path.join(SOURCE_DIR, "scripts", "slurm", "cluster.sh")
 SLURM_DIR = os.path.join(SOURCE_DIR, "scripts", "slurm")
 NODES = ["n1", "n2", "n3"]
-GPUS_PER_NODE = 4
 TOOLS = ["slurmctld", "slurmd", "munged", "munge", "srun", "sbatch", "squeue", "scancel", "sinfo",
          "unshare", "nsenter", "mknod"]
 NETNS_TOOLS = ["ip", "hostname"]
@@ -96,7 +94,10 @@ class SlurmCluster:
                 self.holder = int(f.read().strip())
             self.node_addrs = self._read_node_addrs()
         except BaseException:
-            self.down()
+            try:
+                self.__exit__(None, None, None)  # down, and the dir unless it is to be kept
+            except AssertionError as teardown:  # reported, but the failure of up comes first
+                print(teardown, file=sys.stderr, flush=True)
             raise
         return self
 
@@ -113,22 +114,26 @@ class SlurmCluster:
         return addrs
 
     def __exit__(self, *exc):
-        self.down()
+        failure = self.down()
         if self.dir and not os.environ.get("MUSTER_KEEP_SLURM_DIR"):
             shutil.rmtree(self.dir, ignore_errors=True)
+        # A teardown that leaves processes, namespaces or links behind fails
+        # the script, whatever the tests did.
+        check(failure is None, failure or "")
         return False
 
     def down(self):
+        """Runs `cluster.sh down`; None when it cleaned up everything, else why not."""
         if not self.dir:
-            return
+            return None
         try:
             res = subprocess.run([CLUSTER_SH, "down", self.dir], capture_output=True, text=True,
                                  timeout=60)
-            if res.returncode != 0:
-                print(f"cluster.sh down failed ({res.returncode}):\n{res.stdout}{res.stderr}",
-                      file=sys.stderr, flush=True)
         except subprocess.TimeoutExpired:
-            print("cluster.sh down did not finish in 60s", file=sys.stderr, flush=True)
+            return "cluster.sh down did not finish in 60s"
+        if res.returncode != 0:
+            return f"cluster.sh down failed ({res.returncode}):\n{res.stdout}{res.stderr}"
+        return None
 
     @property
     def conf(self):
@@ -159,22 +164,15 @@ class SlurmCluster:
         if log is None:
             return start(self.command(args, cwd), env=env or self.env())
         with open(log, "w") as out:
-            proc = subprocess.Popen(self.command(args, cwd), env=env or self.env(), stdout=out,
-                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        harness._started.append(proc)  # killed by harness.run_tests when the test ends
-        return proc
+            return start(self.command(args, cwd), env=env or self.env(), stdout=out,
+                         stderr=subprocess.STDOUT)
 
     def run(self, args, timeout, env=None, cwd=None):
         """Runs a client to completion; returns (exit code, stdout, stderr)."""
-        proc = self.start(args, env=env, cwd=cwd)
         try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_tree(proc.pid)
-            out, err = proc.communicate()
-            raise AssertionError(f"{' '.join(args)} did not finish in {timeout}s\n"
-                                 f"stdout:\n{out}\nstderr:\n{err}\n{self.log_tail('slurmctld')}")
-        return proc.returncode, out, err
+            return harness.run(self.command(args, cwd), env=env or self.env(), timeout=timeout)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.log_tail('slurmctld')}") from None
 
     def query(self, args, timeout=15):
         """stdout of a quick query (squeue, sinfo, scontrol); fails on a non-zero exit."""

@@ -24,3 +24,9 @@ def final_loss(out):
     lines = [line for line in out.splitlines() if "final loss" in line]
     check(lines, "no 'final loss' line", out)
     return float(lines[-1].split("final loss")[1])
+
+
+def max_relative_difference(a, b):
+    """The largest |x - y| / max(|x|, |y|, 1e-3) over two equally long weight lists."""
+    check(len(a) == len(b), f"parameter counts differ: {len(a)} vs {len(b)}")
+    return max((abs(x - y) / max(abs(x), abs(y), 1e-3) for x, y in zip(a, b)), default=0.0)

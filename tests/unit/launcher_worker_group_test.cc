@@ -140,11 +140,11 @@ TEST_CASE("a worker silent for the hang timeout after reporting progress is kill
   FakeSpawner spawner;
   WorkerGroup group(spawner, 0, 30s, 2s);
   REQUIRE(group.Start(Specs(3), t0).ok());
-  CHECK_FALSE(group.deadline());  // nothing reported yet: nothing to watch
-  group.OnProgress(group.TagFor(0), 1, t0 + 1s);
-  group.OnProgress(group.TagFor(1), 1, t0 + 1s);
+  CHECK_FALSE(group.deadline());                         // nothing reported yet: nothing to watch
+  CHECK(group.OnProgress(group.TagFor(0), 1, t0 + 1s));  // first reports: the agent re-arms
+  CHECK(group.OnProgress(group.TagFor(1), 1, t0 + 1s));
   REQUIRE(group.deadline() == t0 + 3s);
-  group.OnProgress(group.TagFor(0), 2, t0 + 2s);  // rank 0 moves on, rank 1 stops
+  CHECK_FALSE(group.OnProgress(group.TagFor(0), 2, t0 + 2s));  // rank 0 moves on, rank 1 stops
   group.OnTick(t0 + 2500ms, w0);
   CHECK(group.state() == WorkerGroup::State::kRunning);
   CHECK(spawner.signals.empty());

@@ -1,16 +1,20 @@
 """Worker for elastic tests: records its generation, rank and environment, then runs.
 
-usage: gen_dump.py OUTDIR [--run SECONDS] [--fail RANK:GEN:CODE]
+usage: gen_dump.py OUTDIR [--run SECONDS] [--fail RANK:GEN:CODE] [--net]
 
 Writes OUTDIR/g<gen>_r<rank>.json (gen = TORCHELASTIC_RESTART_COUNT, which muster
 counts per generation) with the environment, its pid, its agent's (parent's) pid,
 and the pids of workers of EARLIER generations that were still alive when it started ("overlap"). Then
 sleeps --run seconds (default: until SIGTERM) and exits 0, or exits CODE at once
-if --fail matches its rank and generation.
+if --fail matches its rank and generation. With --net the record also holds, under
+"net", its hostname, its addresses (`hostname -I`) and the two ends of a TCP
+connection to MASTER_ADDR:MASTER_PORT (the store), or why that failed.
 """
 import json
 import os
 import signal
+import socket
+import subprocess
 import sys
 import time
 
@@ -49,6 +53,19 @@ for name in os.listdir(out_dir):
 
 record = {"gen": gen, "rank": rank, "pid": os.getpid(), "ppid": os.getppid(),
           "start": time.time(), "overlap": overlap, "env": dict(os.environ)}
+if "--net" in args:
+    net = record["net"] = {"hostname": socket.gethostname()}
+    try:
+        net["addrs"] = subprocess.run(["hostname", "-I"], capture_output=True, text=True,
+                                      timeout=10).stdout.split()
+    except Exception as e:  # noqa: BLE001 - recorded for the test to report
+        net["addrs_error"] = repr(e)
+    try:
+        with socket.create_connection((os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])),
+                                      timeout=5) as s:
+            net["store_conn"] = [s.getsockname()[0], s.getpeername()[0]]
+    except Exception as e:  # noqa: BLE001
+        net["store_error"] = repr(e)
 tmp = os.path.join(out_dir, f".g{gen}_r{rank}.tmp")
 with open(tmp, "w") as f:
     json.dump(record, f)
