@@ -246,12 +246,11 @@ void Agent::OnOutputClosed(uint64_t tag, Stream stream) {
 
 void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   if (!group_ || settling_) return;
-  const int64_t step = LastReportedStep(bytes);
-  const bool had_deadline = group_->deadline().has_value();
-  group_->OnProgress(tag, step, std::chrono::steady_clock::now());
-  // The first report arms hang detection; later ones only move the
-  // deadline out, which the armed timer finds when it fires.
-  if (!had_deadline) ArmTimer();
+  // A worker's first report can bring the deadline in; later ones only move
+  // its own out, which the armed timer finds when it fires.
+  if (group_->OnProgress(tag, LastReportedStep(bytes), std::chrono::steady_clock::now())) {
+    ArmTimer();
+  }
 }
 
 void Agent::OnExit(uint64_t tag, pid_t pid, int wait_status) {

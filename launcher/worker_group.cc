@@ -93,13 +93,15 @@ void WorkerGroup::SignalRunning(int sig) {
   }
 }
 
-void WorkerGroup::OnProgress(uint64_t tag, int64_t step, SteadyTime now) {
+bool WorkerGroup::OnProgress(uint64_t tag, int64_t step, SteadyTime now) {
   for (auto& w : workers_) {
     if (TagFor(w.spec.local_rank) != tag || !w.running) continue;
+    const bool first = !w.last_progress;
     w.last_progress = now;
     if (step >= 0) w.last_step = step;
-    return;
+    return first;
   }
+  return false;
 }
 
 void WorkerGroup::KillHung(Worker& worker, SteadyTime now, WallTime wall) {

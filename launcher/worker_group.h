@@ -71,8 +71,9 @@ class WorkerGroup {
   void OnExit(uint64_t tag, ExitStatus status, SteadyTime now, WallTime wall);
   // muster received `sig`: forward it to every worker's group and stop.
   void Stop(int sig, SteadyTime now);
-  // The worker reported progress (`step`, or -1 when it said none).
-  void OnProgress(uint64_t tag, int64_t step, SteadyTime now);
+  // The worker reported progress (`step`, or -1 when it said none). True
+  // when this was its first report, which may make deadline() earlier.
+  bool OnProgress(uint64_t tag, int64_t step, SteadyTime now);
   // Escalates to SIGKILL once the shutdown deadline has passed; while
   // running, kills a worker silent for the hang timeout.
   void OnTick(SteadyTime now, WallTime wall = WallTime{});

@@ -75,6 +75,8 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   virtual Backend backend() const = 0;
+  // The CUDA device whose memory the collectives take; -1 for host memory.
+  virtual int cuda_device() const { return -1; }
 
   // In place over `count` elements at `data`.
   virtual void AllReduce(void* data, size_t count, DataType type, ReduceOp op) = 0;

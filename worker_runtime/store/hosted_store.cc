@@ -12,7 +12,7 @@ namespace muster::runtime {
 
 class HostedStore::Impl {
  public:
-  Impl(std::chrono::milliseconds linger) : linger_(linger), timer_(io_) {}
+  explicit Impl(std::chrono::milliseconds linger) : linger_(linger), timer_(io_) {}
 
   Status Start(uint16_t port) {
     auto server = store::StoreServer::Start(io_, "0.0.0.0", port);

@@ -85,12 +85,13 @@ void BucketedReducer::Execute(size_t bucket) {
 }
 
 void BucketedReducer::Loop() {
-  std::exception_ptr start_failure;
   if (hooks_.on_thread_start) {
     try {
       hooks_.on_thread_start();
     } catch (...) {
-      start_failure = std::current_exception();
+      // Every bucket is then skipped, and WaitIdle rethrows this.
+      std::lock_guard failed(mutex_);
+      error_ = std::current_exception();
     }
   }
   std::unique_lock lock(mutex_);
@@ -100,7 +101,6 @@ void BucketedReducer::Loop() {
     // the training thread; nobody waits for it.
     if (stopping_) return;
     const size_t bucket = queue_[taken_++];
-    if (start_failure && !error_) error_ = start_failure;
     // After a failure the communicator is aborted: skip the rest, keep the first error.
     if (!error_) {
       ++running_;

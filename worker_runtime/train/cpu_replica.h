@@ -22,7 +22,7 @@ class CpuReplica final : public ModelReplica {
  public:
   CpuReplica(runtime::Communicator& comm, const ReplicaOptions& options);
 
-  size_t parameter_count() const override { return model_.parameter_count(); }
+  const Mlp& layout() const override { return model_; }
 
   void SetState(std::span<const float> params, std::span<const float> momentum) override;
   void GetState(std::span<float> params, std::span<float> momentum) override;

@@ -39,6 +39,11 @@ class Mlp {
   // In flat-buffer order (backward order).
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
   const std::vector<int>& sizes() const { return sizes_; }
+  size_t layers() const { return sizes_.size() - 1; }
+  // Width of layer boundary l: 0 is the input, layers() the class scores.
+  size_t width(size_t l) const { return static_cast<size_t>(sizes_[l]); }
+  // Index in tensors() of layer l's (0-based) weight; its bias follows.
+  size_t WeightTensor(size_t layer) const { return 2 * (layers() - 1 - layer); }
 
   // Kaiming-uniform weights and zero biases, from `seed`.
   void Initialize(uint64_t seed, std::span<float> params) const;
@@ -56,10 +61,6 @@ class Mlp {
   std::vector<float> TorchOrder(std::span<const float> params) const;
 
  private:
-  size_t layers() const { return sizes_.size() - 1; }
-  // Index in tensors_ of layer l's (0-based) weight; its bias follows.
-  size_t WeightTensor(size_t layer) const { return 2 * (layers() - 1 - layer); }
-
   std::vector<int> sizes_;
   std::vector<ParamTensor> tensors_;
   size_t parameter_count_ = 0;

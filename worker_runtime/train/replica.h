@@ -59,7 +59,10 @@ class ModelReplica {
   ModelReplica(const ModelReplica&) = delete;
   ModelReplica& operator=(const ModelReplica&) = delete;
 
-  virtual size_t parameter_count() const = 0;
+  // The model's layout: its tensors in flat-buffer order, its initial
+  // weights and the export order (the math may run elsewhere).
+  virtual const Mlp& layout() const = 0;
+  size_t parameter_count() const { return layout().parameter_count(); }
 
   // Replaces the weights and the momentum with host copies.
   // REQUIRES: both hold parameter_count() values.

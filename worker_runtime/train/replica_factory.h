@@ -1,8 +1,7 @@
 // CreateReplica: the ModelReplica (replica.h) that fits the communicator's
-// backend. NCCL: a GpuReplica (gpu/gpu_replica.h) on this process's GPU —
-// the device NcclCommunicator chose, DefaultCudaDevice(local rank)
-// (comm/nccl/cuda_devices.h). Gloo, or the one-rank host communicator: a
-// CpuReplica (cpu_replica.h).
+// backend. NCCL: a GpuReplica (gpu/gpu_replica.h) on the communicator's
+// device. Gloo, or the one-rank host communicator: a CpuReplica
+// (cpu_replica.h).
 //
 // Errors: IoError when the GPU replica cannot be set up (the message names
 // the device and the CUDA or cuBLAS call); FailedPrecondition for an NCCL
@@ -14,14 +13,12 @@
 #include <memory>
 
 #include "common/status.h"
-#include "worker_runtime/bootstrap/context.h"
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/train/replica.h"
 
 namespace muster::train {
 
 Result<std::unique_ptr<ModelReplica>> CreateReplica(runtime::Communicator& comm,
-                                                    const runtime::Context& ctx,
                                                     const ReplicaOptions& options);
 
 }  // namespace muster::train

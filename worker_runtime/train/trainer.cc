@@ -161,12 +161,11 @@ class Trainer {
       : o_(o),
         ctx_(ctx),
         data_(o.seed, o.dataset_size, o.features, o.classes),
-        layout_(LayerSizes(o)),
         local_batch_(static_cast<size_t>(o.global_batch / ctx.world_size)),
         steps_per_epoch_(o.dataset_size / static_cast<size_t>(o.global_batch)),
         replica_(replica) {
-    state_.params.resize(layout_.parameter_count());
-    state_.momentum.assign(layout_.parameter_count(), 0.0f);
+    state_.params.resize(replica_.parameter_count());
+    state_.momentum.assign(replica_.parameter_count(), 0.0f);
   }
 
   int Run() {
@@ -262,7 +261,8 @@ class Trainer {
 
     if (ctx_.rank == 0 && !o_.out_path.empty()) {
       replica_.GetState(state_.params, state_.momentum);
-      if (Status s = WriteParameters(o_.out_path, layout_.TorchOrder(state_.params)); !s.ok()) {
+      if (Status s = WriteParameters(o_.out_path, replica_.layout().TorchOrder(state_.params));
+          !s.ok()) {
         return Fail(s);
       }
     }
@@ -289,7 +289,7 @@ class Trainer {
       auto read = LoadNewest(o_, state_);
       if (read.ok()) {
         point = *read;
-        if (!point.resumed) layout_.Initialize(o_.seed, state_.params);
+        if (!point.resumed) replica_.layout().Initialize(o_.seed, state_.params);
       } else {
         loaded = read.status();
       }
@@ -335,8 +335,6 @@ class Trainer {
   const TrainOptions& o_;
   const Context& ctx_;
   SyntheticDataset data_;
-  // The flat layout only (initial weights, --out's order): the replica trains.
-  Mlp layout_;
   size_t local_batch_;
   uint64_t steps_per_epoch_;
   State state_;
@@ -431,7 +429,7 @@ int RunTraining(const TrainOptions& o) {
   std::unique_ptr<Communicator> comm = std::move(created).value();
 
   try {
-    auto replica = CreateReplica(*comm, *ctx, ReplicaOptionsFor(o));
+    auto replica = CreateReplica(*comm, ReplicaOptionsFor(o));
     if (!replica.ok()) return Fail(replica.status());
     Trainer trainer(o, *ctx, **replica);
     return trainer.Run();

@@ -197,21 +197,16 @@ SharedMemoryAllreduce::SharedMemoryAllreduce(std::span<std::byte> segment, int r
       control_(reinterpret_cast<Control*>(segment.data())),
       rank_(rank),
       world_size_(world_size),
-      timeout_(timeout),
-      peer_pidfds_(std::move(peer_pidfds)) {
-  peer_pidfds_.resize(static_cast<size_t>(world_size), -1);
-  for (int r = 0; r < world_size; ++r) {
-    const int fd = peer_pidfds_[static_cast<size_t>(r)];
-    if (fd < 0) continue;
-    watched_.push_back({fd, POLLIN, 0});
-    watched_ranks_.push_back(r);
+      timeout_(timeout) {
+  for (size_t r = 0; r < peer_pidfds.size(); ++r) {
+    if (peer_pidfds[r] < 0) continue;
+    watched_.push_back({peer_pidfds[r], POLLIN, 0});
+    watched_ranks_.push_back(static_cast<int>(r));
   }
 }
 
 SharedMemoryAllreduce::~SharedMemoryAllreduce() {
-  for (int fd : peer_pidfds_) {
-    if (fd >= 0) close(fd);
-  }
+  for (const pollfd& watched : watched_) close(watched.fd);
 }
 
 std::byte* SharedMemoryAllreduce::Slot(size_t bank, int rank) const {

@@ -5,7 +5,8 @@
 // every rank. Each rank reads W copies, so this is for the few ranks of one
 // host (kMaxRanks).
 //
-// Setup (Join): bounded by the timeout. Every rank publishes its host identity (host_identity.h)
+// Setup (Join): each of its three store rounds (identity, segment name, ready) is bounded by
+// the timeout. Every rank publishes its host identity (host_identity.h)
 // and PID in the store. Where they differ (a world spanning hosts), the world is larger than
 // kMaxRanks, or any rank cannot map the segment or watch its peers, every rank learns it and Join
 // returns null: the caller keeps Gloo's TCP algorithms. Rank 0 creates the segment; once every rank
@@ -70,8 +71,8 @@ class SharedMemoryAllreduce {
                                                              std::chrono::milliseconds timeout);
 
   // Over a segment the caller mapped (SegmentBytes(world_size) bytes,
-  // zero-filled, shared by every rank) and the pidfds of the peers to watch
-  // (taken over; may be empty).
+  // zero-filled, shared by every rank) and the pidfds of the peers to watch,
+  // indexed by rank, -1 for ranks not watched (taken over; may be empty).
   SharedMemoryAllreduce(std::span<std::byte> segment, int rank, int world_size,
                         std::chrono::milliseconds timeout, std::vector<int> peer_pidfds);
   ~SharedMemoryAllreduce();
@@ -103,8 +104,8 @@ class SharedMemoryAllreduce {
   int rank_;
   int world_size_;
   std::chrono::milliseconds timeout_;
-  std::vector<int> peer_pidfds_;  // indexed by rank; -1 for this rank or unwatched
-  // The watched pidfds, ready for poll(), and the rank of each.
+  // The peers' pidfds (owned: closed at destruction), ready for poll(), and
+  // the rank of each.
   std::vector<pollfd> watched_;
   std::vector<int> watched_ranks_;
   std::optional<Failure> failed_;

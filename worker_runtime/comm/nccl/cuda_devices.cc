@@ -14,6 +14,4 @@ int VisibleCudaDeviceCount() {
   return count;
 }
 
-int DefaultCudaDevice(int local_rank) { return VisibleCudaDeviceCount() == 1 ? 0 : local_rank; }
-
 }  // namespace muster::runtime

@@ -66,7 +66,7 @@ Result<std::unique_ptr<Communicator>> NcclCommunicator::Create(const Context& ct
                                                                const CommOptions& options) {
   const int visible = VisibleCudaDeviceCount();
   const int device =
-      options.cuda_device >= 0 ? options.cuda_device : DefaultCudaDevice(ctx.local_rank);
+      options.cuda_device >= 0 ? options.cuda_device : (visible == 1 ? 0 : ctx.local_rank);
   if (device >= visible) {
     return Status::InvalidArgument("nccl: device " + std::to_string(device) +
                                    " is not one of the " + std::to_string(visible) +

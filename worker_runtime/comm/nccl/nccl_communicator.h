@@ -3,7 +3,8 @@
 //
 // Creation: the device is CommOptions::cuda_device, or the context's local
 // rank (device 0 when exactly one device is visible, as when the launcher
-// sets CUDA_VISIBLE_DEVICES per worker): DefaultCudaDevice (cuda_devices.h).
+// sets CUDA_VISIBLE_DEVICES per worker); cuda_device() reports it, so
+// whoever allocates the buffers to reduce puts them there.
 // Rank 0 creates the unique id and publishes it under "nccl/unique_id" in
 // the store (inside the generation's prefix); the others read it (a one-rank
 // world needs no store). The communicator is initialized non-blocking
@@ -51,6 +52,7 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   Backend backend() const override { return Backend::kNccl; }
+  int cuda_device() const override { return device_; }
 
   void AllReduce(void* data, size_t count, DataType type, ReduceOp op) override;
   void Broadcast(void* data, size_t count, DataType type, int root) override;

@@ -29,8 +29,8 @@ GpuReplica::GpuReplica(Communicator& comm, int device, const ReplicaOptions& opt
       params_(layout_.parameter_count(), "weights"),
       momentum_(layout_.parameter_count(), "momentum"),
       grads_(layout_.parameter_count(), "gradients"),
-      activations_(layers() + 1),
-      deltas_(layers() + 1),
+      activations_(layout_.layers() + 1),
+      deltas_(layout_.layers() + 1),
       stats_(2, "batch statistics"),
       bucket_events_(layout_.tensors().size()),
       reducer_(comm, layout_.tensors(), sizeof(float), options.bucket_bytes, options.overlap,
@@ -108,9 +108,9 @@ void GpuReplica::BroadcastState(int root) {
 
 void GpuReplica::ReserveBatch(size_t batch) {
   if (batch <= batch_capacity_) return;
-  for (size_t l = 0; l <= layers(); ++l) {
-    activations_[l].Reserve(batch * width(l), "activations");
-    if (l > 0) deltas_[l].Reserve(batch * width(l), "activation gradients");
+  for (size_t l = 0; l <= layout_.layers(); ++l) {
+    activations_[l].Reserve(batch * layout_.width(l), "activations");
+    if (l > 0) deltas_[l].Reserve(batch * layout_.width(l), "activation gradients");
   }
   labels_.Reserve(batch, "labels");
   row_scratch_.Reserve(2 * batch, "per-sample losses");
@@ -131,34 +131,36 @@ BatchStats GpuReplica::Step(std::span<const float> x, std::span<const int> label
             "cudaMemcpyAsync(labels to the device)");
 
   const std::vector<ParamTensor>& t = layout_.tensors();
-  for (size_t l = 0; l < layers(); ++l) {
-    const ParamTensor& w = t[WeightTensor(l)];
-    const ParamTensor& b = t[WeightTensor(l) + 1];
+  for (size_t l = 0; l < layout_.layers(); ++l) {
+    const ParamTensor& w = t[layout_.WeightTensor(l)];
+    const ParamTensor& b = t[layout_.WeightTensor(l) + 1];
     LinearForward(blas_, activations_[l].data(), params_.data() + w.offset,
-                  params_.data() + b.offset, activations_[l + 1].data(), batch, width(l),
-                  width(l + 1));
-    if (l + 1 < layers()) {
-      CheckCuda(Relu(activations_[l + 1].data(), batch * width(l + 1), stream), "kernel Relu");
+                  params_.data() + b.offset, activations_[l + 1].data(), batch, layout_.width(l),
+                  layout_.width(l + 1));
+    if (l + 1 < layout_.layers()) {
+      CheckCuda(Relu(activations_[l + 1].data(), batch * layout_.width(l + 1), stream),
+                "kernel Relu");
     }
   }
-  CheckCuda(SoftmaxCrossEntropy(activations_[layers()].data(), labels_.data(),
-                                deltas_[layers()].data(), batch, width(layers()), grad_scale,
-                                row_scratch_.data(), stats_.data(), stream),
-            "kernel SoftmaxCrossEntropy");
+  CheckCuda(
+      SoftmaxCrossEntropy(activations_[layout_.layers()].data(), labels_.data(),
+                          deltas_[layout_.layers()].data(), batch, layout_.width(layout_.layers()),
+                          grad_scale, row_scratch_.data(), stats_.data(), stream),
+      "kernel SoftmaxCrossEntropy");
 
   reducer_.BeginStep();
-  for (size_t l = layers(); l-- > 0;) {
-    const size_t wi = WeightTensor(l);
+  for (size_t l = layout_.layers(); l-- > 0;) {
+    const size_t wi = layout_.WeightTensor(l);
     const ParamTensor& w = t[wi];
     const ParamTensor& b = t[wi + 1];
     LinearWeightGrad(blas_, activations_[l].data(), deltas_[l + 1].data(), grads_.data() + w.offset,
-                     grads_.data() + b.offset, batch, width(l), width(l + 1));
+                     grads_.data() + b.offset, batch, layout_.width(l), layout_.width(l + 1));
     reducer_.TensorReady(wi);
     reducer_.TensorReady(wi + 1);
     if (l == 0) break;  // no gradient for the input
     LinearInputGrad(blas_, deltas_[l + 1].data(), params_.data() + w.offset, deltas_[l].data(),
-                    batch, width(l), width(l + 1));
-    CheckCuda(ReluGrad(activations_[l].data(), deltas_[l].data(), batch * width(l), stream),
+                    batch, layout_.width(l), layout_.width(l + 1));
+    CheckCuda(ReluGrad(activations_[l].data(), deltas_[l].data(), batch * layout_.width(l), stream),
               "kernel ReluGrad");
   }
   reducer_.Finish();

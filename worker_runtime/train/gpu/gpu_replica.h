@@ -55,7 +55,7 @@ class GpuReplica final : public ModelReplica {
   static Result<std::unique_ptr<ModelReplica>> Create(runtime::Communicator& comm, int device,
                                                       const ReplicaOptions& options);
 
-  size_t parameter_count() const override { return layout_.parameter_count(); }
+  const Mlp& layout() const override { return layout_; }
 
   void SetState(std::span<const float> params, std::span<const float> momentum) override;
   void GetState(std::span<float> params, std::span<float> momentum) override;
@@ -69,10 +69,6 @@ class GpuReplica final : public ModelReplica {
  private:
   GpuReplica(runtime::Communicator& comm, int device, const ReplicaOptions& options);
 
-  size_t layers() const { return layout_.sizes().size() - 1; }
-  size_t width(size_t l) const { return static_cast<size_t>(layout_.sizes()[l]); }
-  // Index in tensors() of layer l's (0-based) weight; its bias follows.
-  size_t WeightTensor(size_t l) const { return 2 * (layers() - 1 - l); }
   // Grows the per-sample buffers to `batch` rows.
   void ReserveBatch(size_t batch);
   void MakeCurrent() const;

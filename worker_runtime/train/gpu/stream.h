@@ -2,7 +2,7 @@
 // (cudaStreamNonBlocking): its work never waits for the legacy default
 // stream, nor the default stream for it, so the NCCL communicator's blocking
 // stream (nccl_communicator.h) is ordered after it only where the caller
-// synchronizes. Move-only.
+// synchronizes. Neither copyable nor movable.
 //
 // Thread-safety: the handle may be used from any thread, as CUDA allows.
 #pragma once
@@ -10,7 +10,6 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
-#include <utility>
 
 #include "worker_runtime/train/gpu/cuda_check.h"
 
@@ -26,8 +25,6 @@ class Stream {
   ~Stream() {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
-  Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
-  Stream& operator=(Stream&&) = delete;
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
