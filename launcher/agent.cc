@@ -6,9 +6,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
-#include <limits>
 
-#include "common/decimal.h"
 #include "launcher/failure_report.h"
 #include "launcher/worker_env.h"
 #include "rendezvous/client/rendezvous_client.h"
@@ -39,20 +37,6 @@ bool ConsoleShows(const LaunchOptions& options, int local_rank) {
   return false;
 }
 
-// Workers write one decimal step number per line (worker_runtime's
-// ProgressReporter); the step is that of the newest complete line, -1 when
-// there is none. Any write at all counts as progress.
-int64_t LastReportedStep(std::string_view bytes) {
-  const auto end = bytes.rfind('\n');
-  if (end == std::string_view::npos) return -1;
-  const std::string_view complete = bytes.substr(0, end);
-  const auto start = complete.rfind('\n');
-  const std::string_view line =
-      start == std::string_view::npos ? complete : complete.substr(start + 1);
-  const auto number = ParseDecimal(line, std::numeric_limits<int64_t>::max());
-  return number ? static_cast<int64_t>(*number) : -1;
-}
-
 }  // namespace
 
 Agent::Agent(LaunchOptions options, LaunchPlan plan,
@@ -67,7 +51,8 @@ Agent::Agent(LaunchOptions options, LaunchPlan plan,
       signals_(io_),
       timer_(io_),
       spawner_(io_, *this),
-      elastic_(std::move(elastic)) {
+      elastic_(std::move(elastic)),
+      fault_timer_(io_) {
   if (static_assignment) node_ = std::move(*static_assignment);
   for (int sig : handled_signals) signals_.add(sig);
 }
@@ -83,6 +68,7 @@ int Agent::Run() {
   // A console that goes away must not kill the agent (and with it, the job).
   std::signal(SIGPIPE, SIG_IGN);
   for (const auto& warning : plan_.warnings) spdlog::warn("{}", warning);
+  StartFaultInjection();
   return elastic_ ? RunElastic() : RunStatic();
 }
 
@@ -172,7 +158,9 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attemp
     spec.error_file = id.error_file;
     spec.request.executable = plan_.executable;
     spec.request.argv = plan_.argv;
-    spec.request.env = MergeEnvironment(inherited_env_, WorkerVariables(node_, id, env_));
+    auto variables = WorkerVariables(node_, id, env_);
+    AddFaultVariables(variables);
+    spec.request.env = MergeEnvironment(inherited_env_, variables);
     specs.push_back(std::move(spec));
   }
   return specs;
@@ -248,9 +236,11 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   if (!group_ || settling_) return;
   // A worker's first report can bring the deadline in; later ones only move
   // its own out, which the armed timer finds when it fires.
-  if (group_->OnProgress(tag, LastReportedStep(bytes), std::chrono::steady_clock::now())) {
+  const ProgressReport report = ParseProgressReport(bytes);
+  if (group_->OnProgress(tag, report.step, std::chrono::steady_clock::now())) {
     ArmTimer();
   }
+  if (injector_) OnFaultProgress(static_cast<int>(tag & 0xffffffffu), report);
 }
 
 void Agent::OnExit(uint64_t tag, pid_t pid, int wait_status) {
@@ -359,6 +349,7 @@ void Agent::Finish(int exit_code) {
   if (client_) client_->Stop();
   signals_.cancel();
   timer_.cancel();
+  fault_timer_.cancel();
   if (store_) store_->Stop();
   io_.stop();
 }

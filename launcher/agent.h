@@ -17,9 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "launcher/fault_injector.h"
 #include "launcher/launch_options.h"
 #include "launcher/launch_plan.h"
 #include "launcher/posix_spawner.h"
+#include "launcher/progress_report.h"
 #include "launcher/worker_group.h"
 #include "launcher/worker_output.h"
 #include "rendezvous/protocol/messages.h"
@@ -74,6 +76,17 @@ class Agent final : public SpawnEvents {
   void Settle();
   void Finish(int exit_code);
 
+  // Fault injection (agent_faults.cc): all idle when options_.fault_plan is
+  // empty.
+  void StartFaultInjection();
+  void ArmFaultTimer();
+  // Where this node's workers run now; nullopt when none do.
+  std::optional<FaultPlacement> CurrentPlacement() const;
+  void CarryOut(const std::vector<FaultAction>& actions);
+  void OnFaultProgress(int local_rank, const ProgressReport& report);
+  // MUSTER_INJECT, MUSTER_INJECT_SEED and MUSTER_INJECT_FIRED for a worker.
+  void AddFaultVariables(std::map<std::string, std::string>& variables) const;
+
   LaunchOptions options_;
   LaunchPlan plan_;
   std::vector<std::string> inherited_env_;
@@ -120,6 +133,9 @@ class Agent final : public SpawnEvents {
 
   std::string run_dir_;
   bool remove_run_dir_ = false;
+
+  std::unique_ptr<FaultInjector> injector_;
+  boost::asio::steady_timer fault_timer_;
 };
 
 }  // namespace muster

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "common/signal_names.h"
+
 namespace muster {
 
 struct ExitStatus {
@@ -21,11 +23,5 @@ struct ExitStatus {
   // "exit code 7" or "signal 11 (SIGSEGV)".
   std::string Describe() const;
 };
-
-// "SIGSEGV" for 11; "SIG<n>" for numbers without a name.
-std::string SignalName(int sig);
-
-// 11 for "SIGSEGV"; 0 for a name SignalName() does not produce.
-int SignalNumber(const std::string& name);
 
 }  // namespace muster

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/fault_spec.h"
+
 namespace muster {
 
 // How --nproc-per-node was given: a number, or a rule resolved against the
@@ -82,6 +84,12 @@ struct LaunchOptions {
   // A worker that reported progress and then none for this long is killed as
   // hung and the job restarts; 0: off. >= 0.
   double hang_timeout_s = 0;
+
+  // Faults to inject (--inject/MUSTER_INJECT, seeded by --inject-seed/
+  // MUSTER_INJECT_SEED); nullopt: none, and injection costs nothing.
+  std::string inject;
+  uint64_t inject_seed = 0;
+  std::optional<FaultPlan> fault_plan;
 
   std::string config_file;  // the --config given, for reporting only
 

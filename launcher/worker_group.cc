@@ -173,4 +173,11 @@ std::vector<pid_t> WorkerGroup::pids() const {
   return pids;
 }
 
+std::optional<pid_t> WorkerGroup::RunningPid(int local_rank) const {
+  for (const auto& w : workers_) {
+    if (w.spec.local_rank == local_rank && w.running) return w.pid;
+  }
+  return std::nullopt;
+}
+
 }  // namespace muster

@@ -95,6 +95,8 @@ class WorkerGroup {
   // grandchildren that outlived their worker.
   void KillAllGroups();
   std::vector<pid_t> pids() const;
+  // The pid of local rank `local_rank` while it runs (not yet reaped).
+  std::optional<pid_t> RunningPid(int local_rank) const;
 
  private:
   struct Worker {

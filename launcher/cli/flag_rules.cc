@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/decimal.h"
 #include "launcher/cli/quote.h"
 
 namespace muster::cli {
@@ -10,6 +11,33 @@ namespace {
 
 const RawValue* Given(const RawSettings& given, std::string_view name) {
   return given.Get(*FindFlag(name));
+}
+
+// --inject and --inject-seed, else MUSTER_INJECT and MUSTER_INJECT_SEED:
+// parsed into options.fault_plan, which stays empty when nothing is injected.
+Status ApplyFaultPlan(const RawSettings& given, const EnvLookup& env, LaunchOptions& options) {
+  std::string origin = "--inject";
+  if (const RawValue* inject = Given(given, "inject")) {
+    origin = inject->origin;
+  } else if (auto from_env = env ? env(kInjectEnv) : std::nullopt; from_env && !from_env->empty()) {
+    options.inject = *from_env;
+    origin = kInjectEnv;
+  }
+  if (Given(given, "inject-seed") == nullptr && env) {
+    if (auto seed = env(kInjectSeedEnv); seed && !seed->empty()) {
+      const auto parsed = ParseDecimal(*seed);
+      if (!parsed) {
+        return Status::InvalidArgument(std::string(kInjectSeedEnv) + ": " + Quote(*seed) +
+                                       " must be a non-negative integer");
+      }
+      options.inject_seed = *parsed;
+    }
+  }
+  if (options.inject.empty()) return Status::Ok();
+  auto plan = ParseFaultPlan(options.inject, options.inject_seed);
+  if (!plan.ok()) return Status::InvalidArgument(origin + ": " + plan.status().message());
+  options.fault_plan = std::move(plan).value();
+  return Status::Ok();
 }
 
 }  // namespace
@@ -73,7 +101,7 @@ Status ApplyFlagRules(const RawSettings& given, const EnvLookup& env, LaunchOpti
     std::optional<std::string> from_env = env ? env("MUSTER_PYTHON") : std::nullopt;
     options.python = from_env && !from_env->empty() ? *from_env : "python3";
   }
-  return Status::Ok();
+  return ApplyFaultPlan(given, env, options);
 }
 
 }  // namespace muster::cli

@@ -1,5 +1,7 @@
 #include "launcher/cli/flag_table.h"
 
+#include "common/decimal.h"
+
 #include "launcher/cli/list_parsers.h"
 #include "launcher/cli/number_parsers.h"
 #include "launcher/cli/quote.h"
@@ -137,6 +139,22 @@ constexpr FlagSpec
                  "Kill a worker that reported progress (MUSTER_PROGRESS_FD) and then none for "
                  "this long, report it hung and restart the job.",
                  [](V v, P& o) { return Assign(ParseSeconds(v, true), o.options.hang_timeout_s); }},
+
+                {"inject", 0, ValueKind::kValue, kFromCommandLine | kFromEnv, 0,
+                 FlagGroup::kWorkers, "SPEC", "$MUSTER_INJECT, else none",
+                 "Inject a fault (repeatable), e.g. kill-worker,rank=1,step=20 or "
+                 "drop-heartbeats:5s,node=1,after=10s; see README \"Fault injection\".",
+                 [](V v, P& o) { return Assign(ParseNonEmpty(v), o.options.inject); }},
+                {"inject-seed", 0, ValueKind::kValue, kFromCommandLine | kFromEnv, 0,
+                 FlagGroup::kWorkers, "N", "$MUSTER_INJECT_SEED, else 0",
+                 "Seed of the random choices in --inject (ranges, rank=any, node=any).",
+                 [](V v, P& o) -> Status {
+                   const auto seed = ParseDecimal(v);
+                   if (!seed)
+                     return Status::InvalidArgument(Quote(v) + " must be a non-negative integer");
+                   o.options.inject_seed = *seed;
+                   return Status::Ok();
+                 }},
 
                 // Output.
                 {"log-dir", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kOutput, "DIR",

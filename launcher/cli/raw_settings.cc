@@ -19,7 +19,13 @@ std::string_view ValueSourceName(ValueSource source) {
 RawSettings::RawSettings() : slots_(Flags().size()) {}
 
 void RawSettings::Set(const FlagSpec& flag, RawValue value) {
-  slots_[FlagIndex(flag)] = std::move(value);
+  auto& slot = slots_[FlagIndex(flag)];
+  if (flag.name == "inject" && slot && slot->source == value.source) {
+    // Faults add up: every --inject of one source is part of the plan.
+    slot->text += ";" + value.text;
+    return;
+  }
+  slot = std::move(value);
 }
 
 const RawValue* RawSettings::Get(const FlagSpec& flag) const {

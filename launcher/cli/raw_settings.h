@@ -31,7 +31,8 @@ class RawSettings {
   RawSettings();
 
   // Records `value` for `flag`, replacing an earlier one (the last of a
-  // repeated flag wins, as in torchrun).
+  // repeated flag wins, as in torchrun), except --inject: repeated within
+  // one source, its specs are joined with ';'.
   void Set(const FlagSpec& flag, RawValue value);
 
   // The value for `flag`, or nullptr when this source does not set it.

@@ -42,6 +42,7 @@ void RendezvousClient::Stop() {
   reconnect_timer_.cancel();
   connect_deadline_.cancel();
   fence_timer_.cancel();
+  for (auto& timer : delayed_heartbeats_) timer->cancel();
   if (channel_) channel_->Close("client stopping");
   channel_.reset();
 }
@@ -52,7 +53,17 @@ void RendezvousClient::SetCurrent(std::optional<Assignment> current) {
 }
 
 void RendezvousClient::Send(const Message& message) {
-  if (channel_ && channel_->is_open() && welcomed_) channel_->Send(message);
+  if (channel_ && channel_->is_open() && welcomed_ && !Suspended()) channel_->Send(message);
+}
+
+void RendezvousClient::SuspendTraffic(std::chrono::milliseconds duration) {
+  suspended_until_ = std::chrono::steady_clock::now() + duration;
+}
+
+void RendezvousClient::DelayHeartbeats(std::chrono::milliseconds delay,
+                                       std::chrono::milliseconds window) {
+  heartbeat_delay_ = delay;
+  delayed_until_ = std::chrono::steady_clock::now() + window;
 }
 
 void RendezvousClient::ReportWorkerFailure(uint64_t generation, int exit_code,
@@ -72,6 +83,12 @@ void RendezvousClient::Leave() { Send(rdzv::Leave{options_.join.run_id, options_
 
 void RendezvousClient::Connect() {
   if (stopped_) return;
+  if (Suspended()) {
+    // Cut off: an attempt would go unanswered, which is silence, not refusal.
+    daemon_refusing_ = false;
+    ScheduleReconnect();
+    return;
+  }
   auto socket = std::make_shared<tcp::socket>(io_);
   auto resolver = std::make_shared<tcp::resolver>(io_);
   // A host whose link is down never answers: give up on the attempt in time
@@ -138,6 +155,7 @@ Join RendezvousClient::MakeJoin() const {
 }
 
 void RendezvousClient::OnMessage(const Message& message) {
+  if (Suspended()) return;
   last_contact_ = std::chrono::steady_clock::now();
   ArmFenceTimer(last_contact_ + options_.settings.fence_timeout);
   if (std::holds_alternative<Welcome>(message)) {
@@ -201,8 +219,19 @@ void RendezvousClient::ScheduleReconnect() {
 void RendezvousClient::Heartbeat() {
   if (stopped_) return;
   if (welcomed_) {
-    Send(rdzv::Heartbeat{options_.join.run_id, options_.join.node_id,
-                         current_ ? current_->generation : 0});
+    const rdzv::Heartbeat beat{options_.join.run_id, options_.join.node_id,
+                               current_ ? current_->generation : 0};
+    if (std::chrono::steady_clock::now() < delayed_until_) {
+      std::erase_if(delayed_heartbeats_,
+                    [](const auto& t) { return t->expiry() <= std::chrono::steady_clock::now(); });
+      auto late = std::make_shared<asio::steady_timer>(io_, heartbeat_delay_);
+      delayed_heartbeats_.push_back(late);
+      late->async_wait([this, beat, late](const boost::system::error_code& ec) {
+        if (!ec) Send(beat);
+      });
+    } else {
+      Send(beat);
+    }
   }
   heartbeat_timer_.expires_after(options_.settings.keep_alive_interval);
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {

@@ -22,6 +22,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "rendezvous/client/outcome_report.h"
 #include "rendezvous/net/message_channel.h"
@@ -63,12 +64,21 @@ class RendezvousClient {
   void ReportSucceeded(uint64_t generation);
   void Leave();
 
+  // Fault injection (common/fault_spec.h). SuspendTraffic: for `duration`
+  // nothing is sent, what arrives is ignored and no connection is attempted,
+  // as if the network between this agent and the daemon were cut; the fence
+  // timer runs on. DelayHeartbeats: for `window`, each heartbeat leaves
+  // `delay` after its time.
+  void SuspendTraffic(std::chrono::milliseconds duration);
+  void DelayHeartbeats(std::chrono::milliseconds delay, std::chrono::milliseconds window);
+
  private:
   void Connect();
   void OnConnected(boost::asio::ip::tcp::socket socket);
   void OnMessage(const Message& message);
   void OnClosed(const std::string& why, bool daemon_gone);
   void ScheduleReconnect();
+  bool Suspended() const { return std::chrono::steady_clock::now() < suspended_until_; }
   void Heartbeat();
   void ArmFenceTimer(std::chrono::steady_clock::time_point when);
   void Send(const Message& message);
@@ -94,6 +104,10 @@ class RendezvousClient {
   bool stopped_ = false;
   int attempt_ = 0;
   std::mt19937_64 random_;
+  std::chrono::steady_clock::time_point suspended_until_{};
+  std::chrono::steady_clock::time_point delayed_until_{};
+  std::chrono::milliseconds heartbeat_delay_{0};
+  std::vector<std::shared_ptr<boost::asio::steady_timer>> delayed_heartbeats_;
 };
 
 }  // namespace muster::rdzv

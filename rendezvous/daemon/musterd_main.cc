@@ -1,7 +1,7 @@
 // musterd: the elastic rendezvous daemon.
 //
 //   musterd --host H --port P [--config FILE] [--token-file F] [--metrics-port M]
-//           [--rdzv-conf k=v,...] [--max-connections N]
+//           [--rdzv-conf k=v,...] [--max-connections N] [--inject crash-daemon,after=T]
 //
 // The config file is JSON with the same keys (`host`, `port`, `token_file`,
 // `metrics_port`, `max_connections`, and `rdzv_conf` as an object); flags win.
@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <csignal>
 #include <cstdint>
@@ -22,7 +23,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "common/decimal.h"
+#include "common/env_lookup.h"
+#include "common/fault_spec.h"
 #include "common/log_level.h"
 #include "rendezvous/daemon/metrics_http.h"
 #include "rendezvous/daemon/rendezvous_server.h"
@@ -38,6 +44,8 @@ struct DaemonFlags {
   int64_t metrics_port = -1;  // -1: no metrics server
   std::string rdzv_conf;
   int64_t max_connections = 20000;
+  std::vector<std::string> inject;  // fault specs; only crash-daemon is musterd's
+  std::optional<uint64_t> inject_seed;
 };
 
 constexpr int64_t kMaxPort = 65535;
@@ -98,6 +106,48 @@ int Fail(const std::string& message) {
 
 }  // namespace
 
+// When --inject (or MUSTER_INJECT) asks the daemon to crash: the earliest
+// crash-daemon's time, nullopt when none does. Faults carried out by muster
+// are refused on musterd's command line; in MUSTER_INJECT, shared with the
+// agents, they are theirs and left alone.
+muster::Result<std::optional<std::chrono::milliseconds>> DaemonCrashTime(const DaemonFlags& flags) {
+  const muster::EnvLookup env = muster::SystemEnv();
+  std::string origin = "--inject";
+  std::string text;
+  for (const auto& spec : flags.inject) text += (text.empty() ? "" : ";") + spec;
+  if (text.empty()) {
+    origin = muster::kInjectEnv;
+    text = env(muster::kInjectEnv).value_or("");
+  }
+  if (text.empty()) return std::optional<std::chrono::milliseconds>();
+  uint64_t seed = flags.inject_seed.value_or(0);
+  if (!flags.inject_seed) {
+    if (auto seed_text = env(muster::kInjectSeedEnv); seed_text && !seed_text->empty()) {
+      const auto parsed = muster::ParseDecimal(*seed_text);
+      if (!parsed) {
+        return muster::Status::InvalidArgument(std::string(muster::kInjectSeedEnv) + ": '" +
+                                               *seed_text + "' must be a non-negative integer");
+      }
+      seed = *parsed;
+    }
+  }
+  auto plan = muster::ParseFaultPlan(text, seed);
+  if (!plan.ok()) return muster::Status::InvalidArgument(origin + ": " + plan.status().message());
+  std::optional<std::chrono::milliseconds> crash;
+  for (const auto& spec : plan->faults) {
+    if (spec.kind != muster::FaultKind::kCrashDaemon) {
+      if (!flags.inject.empty()) {
+        return muster::Status::InvalidArgument(
+            "--inject: '" + spec.text + "': " + std::string(muster::FaultKindName(spec.kind)) +
+            " is carried out by muster, not musterd");
+      }
+      continue;
+    }
+    if (!crash || *spec.after < *crash) crash = *spec.after;
+  }
+  return crash;
+}
+
 int main(int argc, char** argv) {
   DaemonFlags flags;
   CLI::App app{"musterd: the muster elastic rendezvous daemon"};
@@ -112,6 +162,10 @@ int main(int argc, char** argv) {
   app.add_option("--rdzv-conf", flags.rdzv_conf, "timeouts, e.g. heartbeat_timeout=1.5");
   app.add_option("--max-connections", flags.max_connections, "connection limit (default 20000)")
       ->check(CLI::Range(int64_t{1}, kMaxConnections));
+  app.add_option("--inject", flags.inject,
+                 "fault to inject (repeatable; default $MUSTER_INJECT): crash-daemon,after=T");
+  app.add_option("--inject-seed", flags.inject_seed,
+                 "seed of --inject's random choices (default $MUSTER_INJECT_SEED, else 0)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -179,6 +233,9 @@ int main(int argc, char** argv) {
     options.token = *token;
   }
 
+  auto crash_after = DaemonCrashTime(flags);
+  if (!crash_after.ok()) return Fail(crash_after.status().message());
+
   auto logger = std::make_shared<spdlog::logger>("musterd",
                                                  std::make_shared<spdlog::sinks::stderr_sink_st>());
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e musterd %l: %v");
@@ -208,11 +265,24 @@ int main(int argc, char** argv) {
   // Tests and scripts read the bound port from this line.
   std::cout << "musterd listening on " << flags.host << ":" << (*server)->port() << std::endl;
 
+  boost::asio::steady_timer crash_timer(io);
+  if (*crash_after) {
+    spdlog::info("event=inject_plan crash_daemon_after_ms={}", (*crash_after)->count());
+    crash_timer.expires_after(**crash_after);
+    crash_timer.async_wait([](const boost::system::error_code& ec) {
+      if (ec) return;
+      spdlog::warn("event=inject fault=crash-daemon");
+      spdlog::default_logger()->flush();
+      std::raise(SIGKILL);
+    });
+  }
+
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int sig) {
     spdlog::info("event=stopping signal={}", sig);
     (*server)->Stop();
     if (metrics) metrics->Stop();
+    crash_timer.cancel();
     io.stop();
   });
   io.run();

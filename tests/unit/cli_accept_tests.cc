@@ -188,6 +188,8 @@ const std::vector<Sample>& Samples() {
       {"signals-to-handle", "SIGTERM,SIGUSR1", "signals_to_handle", "SIGTERM,SIGUSR1", {}},
       {"slurm", "off", "slurm", "off", {}},
       {"hang-timeout", "2.5", "hang_timeout_s", "2.5", {}},
+      {"inject", "kill-worker,rank=1,step=3", "fault_plan", "kill-worker,rank=1,step=3", {}},
+      {"inject-seed", "7", "inject_seed", "7", {}},
       {"dry-run", "", "dry_run", "true", {}},
   };
   return samples;
@@ -276,6 +278,21 @@ TEST_CASE("python comes from --python, else MUSTER_PYTHON, else python3") {
   CheckAccepted({{"t.py"}, {{"python", "/pet/python"}}},
                 EnvOf({{"MUSTER_PYTHON", "/env/python"}, {"PET_PYTHON", "/pet/python"}}));
   CheckAccepted({{"t.py"}, {{"python", "python3"}}}, EnvOf({{"MUSTER_PYTHON", ""}}));
+}
+
+TEST_CASE("faults add up over repeated --inject; else MUSTER_INJECT; seeds likewise") {
+  const std::string a = "kill-worker,rank=0,step=3";
+  const std::string b = "crash-daemon,after=1s";
+  CheckAccepted({{"--inject", a, "--inject=" + b, "t.py"}, {{"fault_plan", a + ";" + b}}},
+                EnvOf({{"MUSTER_INJECT", "kill-agent,after=1s"}}));
+  CheckAccepted({{"t.py"}, {{"fault_plan", a}, {"inject_seed", "5"}}},
+                EnvOf({{"MUSTER_INJECT", a}, {"MUSTER_INJECT_SEED", "5"}}));
+  CheckAccepted({{"--inject-seed", "6", "t.py"}, {{"fault_plan", a}, {"inject_seed", "6"}}},
+                EnvOf({{"MUSTER_INJECT", a}, {"MUSTER_INJECT_SEED", "5"}}));
+  // The command line replaces PET_INJECT's specs; it does not add to them.
+  CheckAccepted({{"--inject", a, "t.py"}, {{"fault_plan", a}}}, EnvOf({{"PET_INJECT", b}}));
+  CheckAccepted({{"t.py"}, {{"fault_plan", "unset"}, {"inject_seed", "0"}}},
+                EnvOf({{"MUSTER_INJECT", ""}}));
 }
 
 TEST_CASE("standalone without an id gets a fresh random one") {

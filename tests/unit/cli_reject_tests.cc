@@ -54,6 +54,21 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
       {{"--node-rank", "2", "--nnodes", "2", "t.py"},
        "--node-rank: '2' must be less than the maximum node count 2"},
       {{"--node_rank=1", "t.py"}, "--node_rank: '1' must be less than the maximum node count 1"},
+      // Fault injection.
+      {{"--inject", "kill-worker,step=3", "t.py"},
+       "--inject: 'kill-worker,step=3': kill-worker needs a target: rank=N or rank=any"},
+      {{"--inject", "kill-worker,rank=0,step=3", "--inject", "nope", "t.py"},
+       "--inject: 'nope': unknown fault kind 'nope' (known: kill-worker, hang-worker, "
+       "exit-worker, kill-agent, drop-heartbeats, delay-heartbeats, crash-daemon, "
+       "corrupt-checkpoint)"},
+      {{"t.py"},
+       "MUSTER_INJECT: 'exit-worker,rank=0,after=1s': exit-worker fires inside the worker, at a "
+       "step: use step=N",
+       {{"MUSTER_INJECT", "exit-worker,rank=0,after=1s"}}},
+      {{"--inject-seed", "-3", "t.py"}, "--inject-seed: '-3' must be a non-negative integer"},
+      {{"--inject", "crash-daemon,after=1s", "t.py"},
+       "MUSTER_INJECT_SEED: 'x' must be a non-negative integer",
+       {{"MUSTER_INJECT_SEED", "x"}}},
       // Rendezvous.
       {{"--rdzv-backend", "etcd", "t.py"},
        "--rdzv-backend: 'etcd' is not supported by muster; the rendezvous backends are "

@@ -94,6 +94,8 @@ inline std::map<std::string, std::string> Fields(const LaunchOptions& o, const E
   f["gpu_visibility"] = o.gpu_visibility == GpuVisibility::kAll ? "all" : "isolate";
   f["shutdown_timeout_s"] = Text(o.shutdown_timeout_s);
   f["hang_timeout_s"] = Text(o.hang_timeout_s);
+  f["inject_seed"] = std::to_string(o.inject_seed);
+  f["fault_plan"] = o.fault_plan ? o.fault_plan->text : "unset";
   f["config_file"] = o.config_file;
   f["script"] = o.script;
   f["script_args"] = Join(o.script_args, " ");

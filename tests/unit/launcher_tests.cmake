@@ -1,5 +1,6 @@
 # Unit tests of the launcher's pure logic: environment, GPU ids, launch plan,
-# supervision state machine (fake spawner, fake time), output splitting, report.
+# supervision state machine (fake spawner, fake time), output splitting, report,
+# fault injection decisions (fake time).
 muster_unit_test(launcher_unit_tests
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_env_test.cc
@@ -9,4 +10,5 @@ muster_unit_test(launcher_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/launcher_line_splitter_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_failure_report_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_status_table_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_fault_injector_test.cc
   LIBS muster_launcher)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <string>
 
 #include "common/decimal.h"
 
@@ -34,6 +35,12 @@ void ProgressReporter::Report(int64_t step) const {
   // behind) and EPIPE (it is gone; SIGPIPE is the caller's to ignore or not)
   // just drop this report.
   [[maybe_unused]] const ssize_t written = write(fd_, line, static_cast<size_t>(end - line));
+}
+
+void ProgressReporter::ReportInjected(int index) const {
+  if (fd_ < 0) return;
+  const std::string line = "inject " + std::to_string(index) + "\n";
+  [[maybe_unused]] const ssize_t written = write(fd_, line.data(), line.size());
 }
 
 }  // namespace muster::runtime

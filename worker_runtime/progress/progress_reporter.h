@@ -1,7 +1,8 @@
 // ProgressReporter: tells the agent that this worker is making progress, for
 // muster's hang detection (--hang-timeout). muster gives every worker a pipe
 // and names its descriptor in MUSTER_PROGRESS_FD; a report is the step number
-// as one decimal line. Under another launcher (or none) there is no pipe and
+// as one decimal line; "inject N" says the worker carried out fault N of
+// muster's --inject plan. Under another launcher (or none) there is no pipe and
 // reports cost nothing.
 //
 //   auto progress = ProgressReporter::FromProcessEnv();
@@ -32,6 +33,9 @@ class ProgressReporter {
 
   bool enabled() const { return fd_ >= 0; }
   void Report(int64_t step) const;
+  // Tells the agent this worker carried out fault `index` of its --inject
+  // plan (worker_runtime/fault): the line "inject N".
+  void ReportInjected(int index) const;
 
  private:
   explicit ProgressReporter(int fd) : fd_(fd) {}

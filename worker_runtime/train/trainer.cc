@@ -15,8 +15,10 @@
 
 #include "worker_runtime/bootstrap/context.h"
 #include "worker_runtime/checkpoint/checkpoint.h"
+#include "worker_runtime/checkpoint/checkpoint_directory.h"
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/data/distributed_sampler.h"
+#include "worker_runtime/fault/worker_faults.h"
 #include "worker_runtime/progress/progress_reporter.h"
 #include "worker_runtime/store/hosted_store.h"
 #include "worker_runtime/store/store_client.h"
@@ -157,13 +159,15 @@ ReplicaOptions ReplicaOptionsFor(const TrainOptions& o) {
 // resume, checkpoints, logging and --out are host-side and written once.
 class Trainer {
  public:
-  Trainer(const TrainOptions& o, const Context& ctx, ModelReplica& replica)
+  Trainer(const TrainOptions& o, const Context& ctx, ModelReplica& replica,
+          runtime::WorkerFaults faults)
       : o_(o),
         ctx_(ctx),
         data_(o.seed, o.dataset_size, o.features, o.classes),
         local_batch_(static_cast<size_t>(o.global_batch / ctx.world_size)),
         steps_per_epoch_(o.dataset_size / static_cast<size_t>(o.global_batch)),
-        replica_(replica) {
+        replica_(replica),
+        faults_(std::move(faults)) {
     state_.params.resize(replica_.parameter_count());
     state_.momentum.assign(replica_.parameter_count(), 0.0f);
   }
@@ -243,11 +247,17 @@ class Trainer {
       }
       ++state_.step;
       progress_reporter_.Report(static_cast<int64_t>(state_.step));
+      faults_.AtStep(state_.step, progress_reporter_);
 
       if (checkpoint && ctx_.rank == 0) {
         replica_.GetState(state_.params, state_.momentum);
         if (Status s = Save(o_, state_, sampler->StateAfter(position), last_loss); !s.ok()) {
           return Fail(s);
+        }
+        if (faults_.CorruptsCheckpointAt(state_.step, progress_reporter_)) {
+          const std::string path =
+              o_.checkpoint_dir + "/" + runtime::CheckpointFileName(state_.step);
+          if (Status s = runtime::DamageFile(path); !s.ok()) return Fail(s);
         }
       }
       if (o_.step_sleep_ms > 0) {
@@ -341,6 +351,8 @@ class Trainer {
   ModelReplica& replica_;
   // Each finished step tells muster's hang detection this rank still moves.
   const runtime::ProgressReporter progress_reporter_ = runtime::ProgressReporter::FromProcessEnv();
+  // --inject faults that fire in this worker (none unless muster injects).
+  runtime::WorkerFaults faults_;
 };
 
 Status CheckOptions(const TrainOptions& o, const Context& ctx) {
@@ -392,6 +404,8 @@ int RunTraining(const TrainOptions& o) {
   auto ctx = Context::FromProcessEnv();
   if (!ctx.ok()) return Fail(ctx.status());
   if (Status s = CheckOptions(o, *ctx); !s.ok()) return Fail(s);
+  auto faults = runtime::WorkerFaults::FromProcessEnv(ctx->rank, ctx->world_size);
+  if (!faults.ok()) return Fail(faults.status());
   auto backend = runtime::ParseBackend(o.backend);
   if (!backend.ok()) return Fail(backend.status());
 
@@ -431,7 +445,7 @@ int RunTraining(const TrainOptions& o) {
   try {
     auto replica = CreateReplica(*comm, ReplicaOptionsFor(o));
     if (!replica.ok()) return Fail(replica.status());
-    Trainer trainer(o, *ctx, **replica);
+    Trainer trainer(o, *ctx, **replica, std::move(faults).value());
     return trainer.Run();
   } catch (const CommError& e) {
     comm->Abort();

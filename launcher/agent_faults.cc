@@ -1,0 +1,125 @@
+// The Agent's side of fault injection (--inject): it arms a timer for the
+// plan's time triggers, watches workers' step reports for step triggers, and
+// carries out what the FaultInjector decides. Every fault is logged as
+// "event=inject" before it is carried out, so the log shows it even when the
+// fault kills this agent.
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+#include "launcher/agent.h"
+#include "rendezvous/client/rendezvous_client.h"
+
+namespace muster {
+
+void Agent::StartFaultInjection() {
+  if (!options_.fault_plan) return;
+  const bool hosts_daemon = elastic_ && elastic_->is_host;
+  injector_ = std::make_unique<FaultInjector>(*options_.fault_plan,
+                                              std::chrono::steady_clock::now(), hosts_daemon);
+  const FaultPlan& plan = injector_->plan();
+  spdlog::info("event=inject_plan seed={} faults={}", plan.seed, plan.faults.size());
+  for (const FaultSpec& spec : plan.faults) {
+    spdlog::info("event=inject_spec index={} fault=\"{}\"{}{}", spec.index, spec.text,
+                 spec.after ? " after_ms=" + std::to_string(spec.after->count()) : "",
+                 spec.step ? " step=" + std::to_string(*spec.step) : "");
+  }
+  ArmFaultTimer();
+}
+
+void Agent::ArmFaultTimer() {
+  const auto deadline = injector_->NextDeadline();
+  if (!deadline) return;
+  fault_timer_.expires_at(*deadline);
+  fault_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || finished_) return;
+    CarryOut(injector_->OnTime(std::chrono::steady_clock::now(), CurrentPlacement()));
+    ArmFaultTimer();
+  });
+}
+
+std::optional<FaultPlacement> Agent::CurrentPlacement() const {
+  if (!group_ || group_->finished() || settling_) return std::nullopt;
+  FaultPlacement placement;
+  placement.group_rank = node_.group_rank;
+  placement.group_world_size = node_.group_world_size;
+  placement.global_rank_offset = node_.global_rank_offset;
+  placement.local_world_size = node_.local_world_size;
+  placement.world_size = node_.world_size;
+  return placement;
+}
+
+void Agent::OnFaultProgress(int local_rank, const ProgressReport& report) {
+  for (int index : report.injected) {
+    injector_->MarkFired(index);
+    const auto& faults = injector_->plan().faults;
+    const bool known = index >= 0 && static_cast<size_t>(index) < faults.size();
+    spdlog::warn("event=inject index={} fault=\"{}\" target=rank{} by=worker", index,
+                 known ? faults[index].text : "?", node_.global_rank_offset + local_rank);
+  }
+  const auto placement = CurrentPlacement();
+  if (report.step >= 0 && placement) {
+    CarryOut(injector_->OnStep(node_.global_rank_offset + local_rank, report.step, *placement));
+  }
+}
+
+void Agent::CarryOut(const std::vector<FaultAction>& actions) {
+  for (const FaultSkip& skip : injector_->TakeSkips()) {
+    spdlog::info("event=inject_skipped index={} fault=\"{}\" why=\"{}\"", skip.spec->index,
+                 skip.spec->text, skip.why);
+  }
+  for (const FaultAction& action : actions) {
+    const FaultSpec& spec = *action.spec;
+    const std::string target =
+        action.global_rank >= 0 ? "rank" + std::to_string(action.global_rank) : "agent";
+    spdlog::warn("event=inject index={} fault=\"{}\" target={} trigger=\"{}\" seed={}", spec.index,
+                 spec.text, target, action.trigger, injector_->plan().seed);
+    switch (spec.kind) {
+      case FaultKind::kKillWorker:
+      case FaultKind::kHangWorker: {
+        const auto pid = group_ ? group_->RunningPid(action.global_rank - node_.global_rank_offset)
+                                : std::nullopt;
+        if (!pid) {
+          spdlog::info("event=inject_skipped index={} why=\"rank {} is not running\"", spec.index,
+                       action.global_rank);
+          break;
+        }
+        ::kill(*pid, spec.kind == FaultKind::kHangWorker ? SIGSTOP : spec.signal);
+        break;
+      }
+      case FaultKind::kKillAgent:
+      case FaultKind::kCrashDaemon:
+        // The daemon of an is_host agent lives in this process: crashing it
+        // is crashing the agent. Workers follow by PR_SET_PDEATHSIG.
+        spdlog::default_logger()->flush();
+        ::raise(spec.kind == FaultKind::kCrashDaemon ? SIGKILL : spec.signal);
+        break;
+      case FaultKind::kDropHeartbeats:
+      case FaultKind::kDelayHeartbeats:
+        if (!client_) {
+          spdlog::info(
+              "event=inject_skipped index={} why=\"no rendezvous daemon (static "
+              "rendezvous)\"",
+              spec.index);
+          break;
+        }
+        if (spec.kind == FaultKind::kDropHeartbeats) {
+          client_->SuspendTraffic(spec.duration);
+        } else {
+          client_->DelayHeartbeats(spec.duration, spec.window);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void Agent::AddFaultVariables(std::map<std::string, std::string>& variables) const {
+  if (!injector_) return;
+  variables[kInjectEnv] = injector_->plan().text;
+  variables[kInjectSeedEnv] = std::to_string(injector_->plan().seed);
+  variables[kInjectFiredEnv] = injector_->FiredWorkerFaults();
+}
+
+}  // namespace muster
