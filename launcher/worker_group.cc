@@ -89,7 +89,11 @@ void WorkerGroup::BeginStopping(int sig, SteadyTime now) {
 
 void WorkerGroup::SignalRunning(int sig) {
   for (const auto& w : workers_) {
-    if (w.running) spawner_.SignalGroup(w.pid, sig);
+    if (!w.running) continue;
+    spawner_.SignalGroup(w.pid, sig);
+    // A stopped worker (SIGSTOP, a debugger's stop) would act on the signal
+    // only after the shutdown timeout's SIGKILL: let it run to act now.
+    if (sig != SIGKILL && sig != SIGCONT) spawner_.SignalGroup(w.pid, SIGCONT);
   }
 }
 

@@ -63,11 +63,12 @@ TEST_CASE("the first failure stops the others with SIGTERM, then SIGKILL after t
   REQUIRE(group.Start(Specs(3), t0).ok());
   group.OnExit(group.TagFor(1), ExitStatus::Exited(7), t0 + 1s, w0);
   CHECK(group.state() == WorkerGroup::State::kStopping);
-  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{{1000, SIGTERM}, {1002, SIGTERM}});
+  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{
+                               {1000, SIGTERM}, {1000, SIGCONT}, {1002, SIGTERM}, {1002, SIGCONT}});
   REQUIRE(group.deadline() == t0 + 6s);
 
   group.OnTick(t0 + 5s);  // not yet
-  CHECK(spawner.signals.size() == 2);
+  CHECK(spawner.signals.size() == 4);
   group.OnExit(group.TagFor(0), ExitStatus::Killed(SIGTERM), t0 + 5s, w0);
   group.OnTick(t0 + 6s);
   CHECK(spawner.signals.back() == std::pair<pid_t, int>{1002, SIGKILL});
@@ -98,7 +99,8 @@ TEST_CASE("a signal to muster is forwarded to every worker group and ends interr
   WorkerGroup group(spawner, 0, 5s);
   REQUIRE(group.Start(Specs(2), t0).ok());
   group.Stop(SIGINT, t0);
-  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{{1000, SIGINT}, {1001, SIGINT}});
+  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{
+                               {1000, SIGINT}, {1000, SIGCONT}, {1001, SIGINT}, {1001, SIGCONT}});
   group.OnExit(group.TagFor(0), ExitStatus::Killed(SIGINT), t0, w0);
   group.OnExit(group.TagFor(1), ExitStatus::Exited(1), t0, w0);
   CHECK(group.state() == WorkerGroup::State::kInterrupted);
@@ -130,7 +132,7 @@ TEST_CASE("a worker that cannot be spawned stops the ones already started", "[gr
   WorkerGroup group(spawner, 0, 5s);
   auto status = group.Start(Specs(3), t0);
   CHECK(status.IsIoError());
-  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{{1000, SIGTERM}});
+  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{{1000, SIGTERM}, {1000, SIGCONT}});
   group.OnExit(group.TagFor(0), ExitStatus::Killed(SIGTERM), t0, w0);
   CHECK(group.finished());
 }
@@ -157,10 +159,12 @@ TEST_CASE("a worker silent for the hang timeout after reporting progress is kill
   CHECK(hung.local_rank == 1);
   CHECK(hung.last_step == 1);
   CHECK(hung.silent_for == 2s);
-  // SIGKILL to the hung one first, then SIGTERM to everyone still running.
-  REQUIRE(spawner.signals.size() == 4);
+  // SIGKILL to the hung one first, then SIGTERM (and SIGCONT, so that a
+  // stopped worker acts on it) to everyone still running.
+  REQUIRE(spawner.signals.size() == 7);
   CHECK(spawner.signals[0] == std::pair<pid_t, int>{1001, SIGKILL});
   CHECK(spawner.signals[1].second == SIGTERM);
+  CHECK(spawner.signals[2].second == SIGCONT);
 
   // Its death by SIGKILL is not a second failure; the others stop.
   group.OnExit(group.TagFor(1), ExitStatus::Killed(SIGKILL), t0 + 3s, w0);
