@@ -49,7 +49,18 @@ void RendezvousClient::Stop() {
 
 void RendezvousClient::SetCurrent(std::optional<Assignment> current) {
   if (current) last_report_.ForgetBefore(current->generation);
+  const bool stopped = current_ && !current;
   current_ = std::move(current);
+  // A draining daemon starts the next generation once every member said its
+  // workers are gone: say so now, not at the next heartbeat.
+  if (stopped) SendHeartbeat();
+}
+
+void RendezvousClient::SendHeartbeat() {
+  if (welcomed_) {
+    Send(rdzv::Heartbeat{options_.join.run_id, options_.join.node_id,
+                         current_ ? current_->generation : 0});
+  }
 }
 
 void RendezvousClient::Send(const Message& message) {
@@ -184,6 +195,9 @@ void RendezvousClient::OnMessage(const Message& message) {
   }
   if (const auto* waiting = std::get_if<Waiting>(&message)) {
     if (callbacks_.on_waiting) callbacks_.on_waiting(waiting->reason);
+    // No workers here (or none left): a draining daemon need not wait for
+    // the next heartbeat to know.
+    if (!current_) SendHeartbeat();
     return;
   }
   if (const auto* assignment = std::get_if<AssignmentMessage>(&message)) {

@@ -56,7 +56,8 @@ class RendezvousClient {
 
   void Start();
   void Stop();
-  // The assignment the workers run under now (nullopt: none running).
+  // The assignment the workers run under now (nullopt: none running). When
+  // workers that ran stop, a heartbeat tells the daemon at once (draining).
   void SetCurrent(std::optional<Assignment> current);
   // Outcome reports are kept: the last one is sent again after every Join on
   // a reconnect, until an assignment of a newer generation arrives.
@@ -80,6 +81,8 @@ class RendezvousClient {
   void ScheduleReconnect();
   bool Suspended() const { return std::chrono::steady_clock::now() < suspended_until_; }
   void Heartbeat();
+  // One heartbeat now, outside the periodic ones.
+  void SendHeartbeat();
   void ArmFenceTimer(std::chrono::steady_clock::time_point when);
   void Send(const Message& message);
   // Join as this agent is now: its store address, and the assignment its

@@ -21,6 +21,12 @@ double SecondsOf(D d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// How long a drain waits for members to stop their workers. An agent stops
+// them within its --shutdown-timeout (30 s by default) and says so at once;
+// one that is gone is found by heartbeat_timeout. This bound is only for an
+// agent that heartbeats but never reports.
+constexpr Duration kDrainTimeout{45'000};
+
 }  // namespace
 
 const char* RunState::PhaseName(Phase phase) {
@@ -174,7 +180,12 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
       if (phase_ == Phase::kRebuilding && !join.current) {
         out.push_back(SendAction{conn, Waiting{run_id_, "rebuilding"}});
       }
-    } else if (node->member && phase_ == Phase::kRunning) {
+    } else if (drain_ && drain_->running.count(node->node_id)) {
+      // Draining: it must stop (or has stopped) its workers, not restart them.
+      out.push_back(SendAction{conn, Waiting{run_id_, "generation " + std::to_string(generation_) +
+                                                          " is ending: " + drain_->why}});
+      if (!join.current) DrainedNode(node->node_id, now, out);
+    } else if (node->member && phase_ == Phase::kRunning && !drain_) {
       SendAssignment(*node, out);
     } else {
       out.push_back(SendAction{conn, Waiting{run_id_, "waiting for the next round"}});
@@ -260,7 +271,13 @@ void RunState::OnHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actio
   }
   node->last_seen = now;
   ++counters_.heartbeats;
-  if (phase_ == Phase::kRunning && node->member && hb.generation != generation_) {
+  if (drain_) {
+    // Draining: a heartbeat for another generation says its workers are gone.
+    if (hb.generation != generation_ && drain_->running.count(node->node_id)) {
+      DrainedNode(node->node_id, now, out);
+      return;
+    }
+  } else if (phase_ == Phase::kRunning && node->member && hb.generation != generation_) {
     // It missed (or has not yet applied) the current assignment: repeat it.
     SendAssignment(*node, out);
     return;
@@ -285,8 +302,18 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
                       std::to_string(generation_) + ")",
                   false);
   }
-  ++restart_count_;
   Actions out;
+  node->workers_stopped = true;  // an agent reports a failure once its workers are gone
+  if (drain_) {
+    // The generation was ending anyway: this failure is part of its end,
+    // not another restart.
+    Log(out, false,
+        "event=worker_failed node=" + node->node_id + " gen=" + std::to_string(generation_) +
+            " exit_code=" + std::to_string(failed.exit_code) + " while draining");
+    DrainedNode(node->node_id, now, out);
+    return out;
+  }
+  ++restart_count_;
   const std::string what = "worker failure on node " + node->node_id + " (host " + node->host +
                            ", exit code " + std::to_string(failed.exit_code) + ")";
   Log(out, true,
@@ -301,7 +328,7 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
            now, out);
     return out;
   }
-  StartGeneration(now, what, out);
+  NextGeneration(now, what, out);
   return out;
 }
 
@@ -327,9 +354,12 @@ Actions RunState::OnWorkersSucceeded(ConnId conn, const WorkersSucceeded& done, 
     node->succeeded = true;
     ++succeeded_members_;
   }
-  if (succeeded_members_ < summary_.group_world_size) return {};
   Actions out;
-  EndRun(true, "every worker succeeded", now, out);
+  if (succeeded_members_ >= summary_.group_world_size) {
+    EndRun(true, "every worker succeeded", now, out);
+  } else if (drain_) {
+    DrainedNode(node->node_id, now, out);
+  }
   return out;
 }
 
@@ -366,13 +396,15 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
           " gen=" + std::to_string(generation_) + " member=" + (was_member ? "1" : "0"));
   if (phase_ == Phase::kEnded) return;
   const int alive = static_cast<int>(nodes_.size());
+  if (drain_) drain_->running.erase(node_id);
   if (phase_ == Phase::kRunning && was_member) {
     round_opened_ = now;
     if (alive >= min_nodes_) {
-      StartGeneration(now, "node " + node_id + " " + why, out);
+      NextGeneration(now, "node " + node_id + " " + why, out);
       return;
     }
     // Too few to go on: survivors stop their workers and wait for replacements.
+    drain_.reset();
     phase_ = Phase::kGathering;
     gathering_since_ = now;
     round_deadline_.reset();
@@ -392,7 +424,43 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
     phase_ = Phase::kGathering;
     round_deadline_.reset();
   }
+  if (drain_ && drain_->running.empty()) DrainedNode(node_id, now, out);
   return;
+}
+
+void RunState::NextGeneration(Time now, const std::string& why, Actions& out) {
+  if (drain_) {
+    drain_->why = why;  // already ending; the latest cause is reported
+    if (drain_->running.empty()) DrainedNode("", now, out);
+    return;
+  }
+  std::set<std::string> running;
+  for (const auto& [id, node] : nodes_) {
+    if (node.member && !node.workers_stopped && !node.succeeded) running.insert(id);
+  }
+  if (running.empty()) {
+    StartGeneration(now, why, out);
+    return;
+  }
+  Log(out, false,
+      "event=draining gen=" + std::to_string(generation_) +
+          " nodes=" + std::to_string(running.size()) + " why=\"" + why + "\"");
+  const std::string reason =
+      "generation " + std::to_string(generation_) + " is ending: " + why + "; stop its workers";
+  for (const std::string& id : running) {
+    const Node& node = nodes_.at(id);
+    if (node.conn) out.push_back(SendAction{node.conn, Waiting{run_id_, reason}});
+  }
+  drain_ = Drain{why, now + kDrainTimeout, std::move(running)};
+}
+
+void RunState::DrainedNode(const std::string& node_id, Time now, Actions& out) {
+  if (!drain_) return;
+  drain_->running.erase(node_id);
+  if (!drain_->running.empty() || phase_ != Phase::kRunning) return;
+  const std::string why = std::move(drain_->why);
+  drain_.reset();
+  StartGeneration(now, why, out);
 }
 
 std::vector<RunState::Node*> RunState::OrderedForNextGeneration() {
@@ -422,6 +490,8 @@ void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
   ++counters_.generations;
   counters_.round_seconds_total += SecondsOf(now - round_opened_);
   int offset = 0;
+  for (auto& [id, node] : nodes_) node.workers_stopped = false;
+  drain_.reset();
   for (size_t i = 0; i < ordered.size(); ++i) {
     ordered[i]->member = true;
     ordered[i]->group_rank = static_cast<int>(i);
@@ -563,6 +633,15 @@ Actions RunState::OnTick(Time now) {
     NodeGone(id, now, why, out);
   }
   if (phase_ == Phase::kEnded) return out;
+  if (drain_ && now >= drain_->deadline) {
+    std::string late;
+    for (const std::string& id : drain_->running) late += (late.empty() ? "" : ",") + id;
+    Log(out, true,
+        "event=drain_timeout gen=" + std::to_string(generation_) + " nodes=" + late +
+            " (they did not report their workers stopped)");
+    drain_->running.clear();
+    DrainedNode("", now, out);
+  }
   if (round_deadline_ && now >= *round_deadline_) {
     // Cleared first: finishing a rebuild may open an admission window of its own.
     round_deadline_.reset();
@@ -573,7 +652,7 @@ Actions RunState::OnTick(Time now) {
                            [](const auto& entry) { return !entry.second.member; })) {
       // Only if a newcomer is still there: a new generation restarts every
       // worker, and the one it was opened for may have died meanwhile.
-      StartGeneration(now, "admitting new nodes", out);
+      NextGeneration(now, "admitting new nodes", out);
     } else if (phase_ == Phase::kRebuilding) {
       TryFinishRebuild(now, true, out);
     }

@@ -12,6 +12,13 @@
 //   kRunning    --worker failed, no restarts left---------------> kEnded (failed)
 //   kRunning    --newcomer, after last_call_timeout-------------> kRunning (new generation)
 //   kRunning    --every member's workers succeeded--------------> kEnded (succeeded)
+//
+// Draining: a running generation that must end (a member died or failed, a
+// newcomer is admitted) ends in two steps. Members that may still run its
+// workers get Waiting and stop them; each says so by a heartbeat for another
+// generation (or by dying, leaving, or reporting an outcome). Only when none
+// is left, or after kDrainTimeout, does the next generation start: the
+// workers of two generations never run at once, on any node.
 //   kRebuilding --all members of the reported generation back---> kRunning (same generation)
 //   kRebuilding --close_timeout---------------------------------> kRunning (new gen) | kGathering
 //
@@ -25,6 +32,7 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -97,6 +105,7 @@ class RunState {
     int group_rank = -1;  // in the current generation
     int global_rank_offset = 0;
     bool succeeded = false;              // its workers of the current generation all exited 0
+    bool workers_stopped = false;        // it reported its workers of the current generation gone
     std::optional<Assignment> reported;  // what it ran when it (re)joined, for rebuilding
   };
 
@@ -119,6 +128,12 @@ class RunState {
   void SendAssignment(const Node& node, Actions& out) const;
   // These append what to send to `out`.
   void StartGeneration(Time now, const std::string& why, Actions& out);
+  // Ends the running generation: drains its members' workers first (see
+  // "Draining" above), then starts the next one.
+  void NextGeneration(Time now, const std::string& why, Actions& out);
+  // A draining member's workers are gone; starts the next generation when
+  // it was the last one.
+  void DrainedNode(const std::string& node_id, Time now, Actions& out);
   void NodeGone(const std::string& node_id, Time now, const std::string& why, Actions& out);
   void EndRun(bool succeeded, const std::string& message, Time now, Actions& out);
   void TryFinishRebuild(Time now, bool deadline_passed, Actions& out);
@@ -170,6 +185,14 @@ class RunState {
     int master_port = 0;
   };
   GenerationSummary summary_;
+  // The generation being drained: why it ends, until when to wait, and the
+  // members whose workers may still run.
+  struct Drain {
+    std::string why;
+    Time deadline;
+    std::set<std::string> running;
+  };
+  std::optional<Drain> drain_;
 };
 
 }  // namespace muster::rdzv

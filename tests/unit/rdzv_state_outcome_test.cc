@@ -46,7 +46,8 @@ TEST_CASE("worker outcomes reported for an old generation are refused as stale a
   CHECK(c.Phase() == "running");
 
   // Nothing moved: a heartbeat still sees generation 2 with one restart.
-  c.agent(0).assignment.reset();  // ask for the assignment again
+  c.agent(0).assignment.reset();  // as if it missed the assignment: ask again
+  c.agent(0).running = 0;
   c.Heartbeat(0);
   REQUIRE(c.agent(0).assignment);
   CHECK(c.agent(0).assignment->generation == 2);

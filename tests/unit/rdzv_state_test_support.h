@@ -141,7 +141,12 @@ struct Agent {
   ConnId conn = 0;      // 0: not connected
   bool silent = false;  // connected, but sends no heartbeats (a hung agent or a cut link)
   std::optional<Assignment> assignment;  // the latest one received
-  std::optional<Waiting> waiting;        // the latest Waiting since that assignment
+  // The generation its workers run (0: none), what its heartbeats carry. Set
+  // by an assignment; cleared by Waiting (it stops them, and heartbeats at
+  // once, as muster's agent does) or by reporting a failure.
+  uint64_t running = 0;
+  bool stopping = false;           // told to stop by Waiting; heartbeats once delivery ends
+  std::optional<Waiting> waiting;  // the latest Waiting since that assignment
   std::optional<RunEnded> ended;
   std::vector<Error> errors;
   std::vector<HeartbeatAck> acks;  // every one received
@@ -222,7 +227,7 @@ class FakeCluster {
     return a.assignment ? a.assignment->generation : 0;
   }
   Actions Heartbeat(int i) {
-    return Send(i, rdzv::Heartbeat{kRunId, agent(i).node_id, GenerationOf(i)});
+    return Send(i, rdzv::Heartbeat{kRunId, agent(i).node_id, agent(i).running});
   }
   // A heartbeat from every connected agent that is not silent.
   Actions HeartbeatAll() {
@@ -235,6 +240,7 @@ class FakeCluster {
 
   Actions Fail(int i, int exit_code = 1) { return FailAt(i, GenerationOf(i), exit_code); }
   Actions FailAt(int i, uint64_t generation, int exit_code = 1) {
+    if (agent(i).running == generation) agent(i).running = 0;  // its workers are gone
     return Send(i, WorkerFailed{kRunId, agent(i).node_id, generation, exit_code, "boom"});
   }
   Actions Succeed(int i) { return SucceedAt(i, GenerationOf(i)); }
@@ -371,6 +377,10 @@ class FakeCluster {
               Receive(a, m.assignment);
             } else if constexpr (std::is_same_v<M, Waiting>) {
               a.waiting = m;
+              if (a.running != 0) {
+                a.running = 0;
+                a.stopping = true;
+              }
             } else if constexpr (std::is_same_v<M, RunEnded>) {
               a.ended = m;
             } else if constexpr (std::is_same_v<M, Error>) {
@@ -380,6 +390,14 @@ class FakeCluster {
             }
           },
           sent->second);
+    }
+    // Agents told to stop have stopped their workers: each says so with a
+    // heartbeat, whose answers are part of what this delivery caused.
+    for (int i = 0; i < size(); ++i) {
+      Agent& a = agent(i);
+      if (!a.stopping) continue;
+      a.stopping = false;
+      if (a.conn != 0 && !a.silent && !a.ended) Append(actions, Heartbeat(i));
     }
     return actions;
   }
@@ -398,6 +416,7 @@ class FakeCluster {
       seen_generations_.insert(next.generation);
     }
     a.assignment = next;
+    a.running = next.generation;
     a.waiting.reset();
   }
 

@@ -6,6 +6,7 @@ muster_unit_test(rdzv_state_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_round_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_membership_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_outcome_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_drain_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_rebuild_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_settings_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_status_test.cc
