@@ -2,12 +2,15 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/process/v2/process.hpp>
 #include <cerrno>
 #include <cstdio>
@@ -94,15 +97,23 @@ struct PipePair {
 }  // namespace
 
 struct PosixSpawner::Child {
-  Child(asio::io_context& io, uint64_t t, bp::process p, int out_fd, int err_fd, int progress_fd)
+  Child(asio::io_context& io, uint64_t t, pid_t p, int pidfd, int out_fd, int err_fd,
+        int progress_fd)
       : tag(t),
-        process(std::move(p)),
+        pid(p),
+        exit_watch(io, pidfd),
+        retry(io),
         out(io, out_fd),
         err(io, err_fd),
         progress(io, progress_fd) {}
   uint64_t tag;
   bool output_released = false;
-  bp::process process;
+  pid_t pid;
+  bool reaped = false;
+  // The child's pidfd: readable once it exited. Reaped with WNOHANG only, so
+  // a wake-up that comes early can never block the agent's one thread.
+  asio::posix::stream_descriptor exit_watch;
+  asio::steady_timer retry;
   asio::posix::stream_descriptor out;
   asio::posix::stream_descriptor err;
   asio::posix::stream_descriptor progress;
@@ -115,11 +126,9 @@ struct PosixSpawner::Child {
 PosixSpawner::PosixSpawner(asio::io_context& io, SpawnEvents& events) : io_(io), events_(events) {}
 
 PosixSpawner::~PosixSpawner() {
-  // Destroying a bp::process SIGKILLs a live child; that is the intent here:
-  // the agent is going away and must leave no worker behind.
+  // The agent is going away and must leave no worker behind.
   for (auto& [id, child] : children_) {
-    bp::error_code ec;
-    if (child->process.running(ec)) SignalGroup(child->process.id(), SIGKILL);
+    if (!child->reaped) SignalGroup(child->pid, SIGKILL);
   }
 }
 
@@ -149,21 +158,59 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
     return Status::IoError("cannot start '" + request.executable + "': " + ec.message());
   }
   const pid_t pid = process.id();
+  // Boost's own wait ends in a blocking waitpid() once the pidfd looks
+  // readable, which has been seen to happen while the child still ran: the
+  // agent then froze. The child is ours and unreaped, so its pid is still
+  // its own: watch a pidfd of ours and reap without blocking.
+  process.detach();
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) {
+    const int error = errno;
+    SignalGroup(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);  // it was just killed: this returns at once
+    return Status::IoError("cannot watch '" + request.executable +
+                           "' (pidfd_open: " + std::strerror(error) + ")");
+  }
 
   const uint64_t id = next_id_++;
-  children_.emplace(id,
-                    std::make_unique<Child>(io_, request.tag, std::move(process), out.ReleaseRead(),
-                                            err.ReleaseRead(), progress.ReleaseRead()));
+  children_.emplace(id, std::make_unique<Child>(io_, request.tag, pid, pidfd, out.ReleaseRead(),
+                                                err.ReleaseRead(), progress.ReleaseRead()));
   ReadOutput(id, Stream::kStdout);
   ReadOutput(id, Stream::kStderr);
   ReadProgress(id);
-  children_.at(id)->process.async_wait([this, id, pid](bp::error_code, int) {
-    auto it = children_.find(id);
-    if (it == children_.end()) return;
-    events_.OnExit(it->second->tag, pid, it->second->process.native_exit_code());
-    if (--it->second->open_parts == 0) Release(id);
-  });
+  WaitForExit(id);
   return pid;
+}
+
+void PosixSpawner::WaitForExit(uint64_t id) {
+  Child& child = *children_.at(id);
+  child.exit_watch.async_wait(asio::posix::descriptor_base::wait_read,
+                              [this, id](const bp::error_code& ec) {
+                                auto it = children_.find(id);
+                                if (it == children_.end()) return;
+                                Child& c = *it->second;
+                                int status = 0;
+                                const pid_t reaped = ec ? -1 : waitpid(c.pid, &status, WNOHANG);
+                                if (reaped == 0) {
+                                  // Woken before the exit. Should the readiness be stale and stay,
+                                  // a pause keeps this from spinning: look again in 20 ms.
+                                  c.retry.expires_after(std::chrono::milliseconds(20));
+                                  c.retry.async_wait([this, id](const bp::error_code& retry_ec) {
+                                    if (!retry_ec && children_.count(id)) WaitForExit(id);
+                                  });
+                                  return;
+                                }
+                                if (reaped < 0) {
+                                  // Not ours to reap any more (ECHILD) or the watch failed: report
+                                  // an unknown end rather than wait forever.
+                                  spdlog::warn("cannot reap worker pid={}: {}", c.pid,
+                                               ec ? ec.message() : std::strerror(errno));
+                                  status = W_EXITCODE(255, 0);
+                                }
+                                c.reaped = true;
+                                events_.OnExit(c.tag, c.pid, status);
+                                if (--c.open_parts == 0) Release(id);
+                              });
 }
 
 void PosixSpawner::ReadOutput(uint64_t id, Stream stream) {

@@ -26,6 +26,9 @@ class PosixSpawner final : public ProcessSpawner {
   struct Child;
   void ReadOutput(uint64_t id, Stream stream);
   void ReadProgress(uint64_t id);
+  // Reports the child's exit once its pidfd says it exited and waitpid
+  // (WNOHANG) confirms it.
+  void WaitForExit(uint64_t id);
   void Release(uint64_t id);
 
   boost::asio::io_context& io_;
