@@ -5,25 +5,11 @@ per x point and per 0.5 GB/s. It draws no text; plot_lines prints the colour
 legend and the axis ranges instead.
 """
 import math
-import struct
-import zlib
+
+from png_writer import write_png
 
 WIDTH, HEIGHT, MARGIN = 900, 600, 40
 COLOURS = [(31, 119, 180), (214, 39, 40), (44, 160, 44), (148, 103, 189)]
-
-
-def _png(path, pixels):
-    raw = b"".join(b"\x00" + bytes(row) for row in pixels)
-
-    def chunk(kind, data):
-        return (struct.pack(">I", len(data)) + kind + data +
-                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n")
-        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", WIDTH, HEIGHT, 8, 2, 0, 0, 0)))
-        f.write(chunk(b"IDAT", zlib.compress(raw, 9)))
-        f.write(chunk(b"IEND", b""))
 
 
 def plot_lines(path, series):
@@ -82,4 +68,4 @@ def plot_lines(path, series):
                     put(x + dx, y + dy, colour)
     print(f"  x: {sizes[0]}..{sizes[-1]} bytes, log2; y: 0..{top:.2f} GB/s, "
           f"grid every {step} GB/s")
-    _png(path, pixels)
+    write_png(path, WIDTH, HEIGHT, pixels)

@@ -10,8 +10,12 @@ Each fault is a vertical line across all panels in its kind's colour, with a
 second, dashed line where it was undone (restore). The image has no text:
 legend() returns the colour key and the axis ranges, which chaos.py prints.
 """
-import struct
-import zlib
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "scripts", "bench"))
+from png_writer import write_png  # noqa: E402  (after the path, on purpose)
 
 WIDTH, HEIGHT, MARGIN = 1200, 520, 30
 PANELS = [(MARGIN, 250), (270, 390), (410, HEIGHT - MARGIN)]  # (top y, bottom y)
@@ -19,21 +23,6 @@ PANELS = [(MARGIN, 250), (270, 390), (410, HEIGHT - MARGIN)]  # (top y, bottom y
 PALETTE = [(214, 39, 40), (31, 119, 180), (44, 160, 44), (148, 103, 189), (255, 127, 14),
            (140, 86, 75), (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207),
            (0, 0, 0)]
-
-
-def write_png(path, width, height, pixels):
-    """pixels: `height` bytearrays of width*3 RGB bytes."""
-    raw = b"".join(b"\x00" + bytes(row) for row in pixels)
-
-    def chunk(kind, data):
-        return (struct.pack(">I", len(data)) + kind + data +
-                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n")
-        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)))
-        f.write(chunk(b"IDAT", zlib.compress(raw, 6)))
-        f.write(chunk(b"IEND", b""))
 
 
 def fault_colours(kinds):
