@@ -308,4 +308,31 @@ Result<FaultPlan> ParseFaultPlan(std::string_view text, uint64_t seed) {
   return plan;
 }
 
+Result<std::optional<FaultPlan>> ResolveFaultPlan(std::string_view text, std::string_view origin,
+                                                  std::optional<uint64_t> seed,
+                                                  const EnvLookup& env) {
+  // An empty lookup is an empty environment.
+  auto variable = [&env](const char* name) { return env ? env(name).value_or("") : ""; };
+  std::string from_env;
+  if (text.empty()) {
+    from_env = variable(kInjectEnv);
+    text = from_env;
+    origin = kInjectEnv;
+  }
+  if (text.empty()) return std::optional<FaultPlan>();
+  if (!seed) {
+    const std::string seed_text = variable(kInjectSeedEnv);
+    seed = seed_text.empty() ? 0 : ParseDecimal(seed_text);
+    if (!seed) {
+      return Status::InvalidArgument(std::string(kInjectSeedEnv) + ": '" + seed_text +
+                                     "' must be a non-negative integer");
+    }
+  }
+  auto plan = ParseFaultPlan(text, *seed);
+  if (!plan.ok()) {
+    return Status::InvalidArgument(std::string(origin) + ": " + plan.status().message());
+  }
+  return std::optional<FaultPlan>(std::move(plan).value());
+}
+
 }  // namespace muster

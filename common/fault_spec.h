@@ -41,6 +41,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/env_lookup.h"
 #include "common/status.h"
 
 namespace muster {
@@ -107,6 +108,16 @@ std::optional<int> ParseSignal(std::string_view text);
 // The environment variables that carry a plan to workers and musterd.
 inline constexpr const char* kInjectEnv = "MUSTER_INJECT";
 inline constexpr const char* kInjectSeedEnv = "MUSTER_INJECT_SEED";
+
+// The plan a program runs with: `text` (given as `origin`, e.g. "--inject"),
+// or MUSTER_INJECT when `text` is empty; seeded by `seed`, else
+// MUSTER_INJECT_SEED, else 0 (an empty `env` is an empty environment).
+// nullopt when neither names a fault. Errors:
+// InvalidArgument that starts with where the bad value came from
+// ("MUSTER_INJECT_SEED: 'x' must be a non-negative integer").
+Result<std::optional<FaultPlan>> ResolveFaultPlan(std::string_view text, std::string_view origin,
+                                                  std::optional<uint64_t> seed,
+                                                  const EnvLookup& env);
 // Indices of worker faults that already fired on this node, ','-separated.
 inline constexpr const char* kInjectFiredEnv = "MUSTER_INJECT_FIRED";
 

@@ -240,7 +240,7 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   if (group_->OnProgress(tag, report.step, std::chrono::steady_clock::now())) {
     ArmTimer();
   }
-  if (injector_) OnFaultProgress(static_cast<int>(tag & 0xffffffffu), report);
+  if (injector_) OnFaultProgress(WorkerGroup::LocalRankOf(tag), report);
 }
 
 void Agent::OnExit(uint64_t tag, pid_t pid, int wait_status) {

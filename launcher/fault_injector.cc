@@ -34,8 +34,6 @@ std::optional<int> FaultInjector::TargetHere(const FaultSpec& spec,
       }
       return std::nullopt;
     }
-    case FaultKind::kCrashDaemon:
-      return -1;
     default:
       return std::nullopt;
   }

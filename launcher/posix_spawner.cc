@@ -183,34 +183,35 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
 }
 
 void PosixSpawner::WaitForExit(uint64_t id) {
-  Child& child = *children_.at(id);
-  child.exit_watch.async_wait(asio::posix::descriptor_base::wait_read,
-                              [this, id](const bp::error_code& ec) {
-                                auto it = children_.find(id);
-                                if (it == children_.end()) return;
-                                Child& c = *it->second;
-                                int status = 0;
-                                const pid_t reaped = ec ? -1 : waitpid(c.pid, &status, WNOHANG);
-                                if (reaped == 0) {
-                                  // Woken before the exit. Should the readiness be stale and stay,
-                                  // a pause keeps this from spinning: look again in 20 ms.
-                                  c.retry.expires_after(std::chrono::milliseconds(20));
-                                  c.retry.async_wait([this, id](const bp::error_code& retry_ec) {
-                                    if (!retry_ec && children_.count(id)) WaitForExit(id);
-                                  });
-                                  return;
-                                }
-                                if (reaped < 0) {
-                                  // Not ours to reap any more (ECHILD) or the watch failed: report
-                                  // an unknown end rather than wait forever.
-                                  spdlog::warn("cannot reap worker pid={}: {}", c.pid,
-                                               ec ? ec.message() : std::strerror(errno));
-                                  status = W_EXITCODE(255, 0);
-                                }
-                                c.reaped = true;
-                                events_.OnExit(c.tag, c.pid, status);
-                                if (--c.open_parts == 0) Release(id);
-                              });
+  children_.at(id)->exit_watch.async_wait(
+      asio::posix::descriptor_base::wait_read,
+      [this, id](const bp::error_code& ec) { OnExitReadable(id, ec); });
+}
+
+void PosixSpawner::OnExitReadable(uint64_t id, const boost::system::error_code& ec) {
+  auto it = children_.find(id);
+  if (it == children_.end()) return;
+  Child& c = *it->second;
+  int status = 0;
+  const pid_t reaped = ec ? -1 : waitpid(c.pid, &status, WNOHANG);
+  if (reaped == 0) {
+    // Woken before the exit. Should the readiness be stale and stay, a
+    // pause keeps this from spinning: look again in 20 ms.
+    c.retry.expires_after(std::chrono::milliseconds(20));
+    c.retry.async_wait([this, id](const bp::error_code& retry_ec) {
+      if (!retry_ec && children_.count(id)) WaitForExit(id);
+    });
+    return;
+  }
+  if (reaped < 0) {
+    // Not ours to reap any more (ECHILD) or the watch failed: report an
+    // unknown end rather than wait forever.
+    spdlog::warn("cannot reap worker pid={}: {}", c.pid, ec ? ec.message() : std::strerror(errno));
+    status = W_EXITCODE(255, 0);
+  }
+  c.reaped = true;
+  events_.OnExit(c.tag, c.pid, status);
+  if (--c.open_parts == 0) Release(id);
 }
 
 void PosixSpawner::ReadOutput(uint64_t id, Stream stream) {

@@ -29,6 +29,7 @@ class PosixSpawner final : public ProcessSpawner {
   // Reports the child's exit once its pidfd says it exited and waitpid
   // (WNOHANG) confirms it.
   void WaitForExit(uint64_t id);
+  void OnExitReadable(uint64_t id, const boost::system::error_code& ec);
   void Release(uint64_t id);
 
   boost::asio::io_context& io_;

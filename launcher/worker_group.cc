@@ -171,12 +171,6 @@ void WorkerGroup::KillAllGroups() {
   }
 }
 
-std::vector<pid_t> WorkerGroup::pids() const {
-  std::vector<pid_t> pids;
-  for (const auto& w : workers_) pids.push_back(w.pid);
-  return pids;
-}
-
 std::optional<pid_t> WorkerGroup::RunningPid(int local_rank) const {
   for (const auto& w : workers_) {
     if (w.spec.local_rank == local_rank && w.running) return w.pid;

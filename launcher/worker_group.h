@@ -91,10 +91,11 @@ class WorkerGroup {
   static uint64_t MakeTag(uint32_t attempt, int local_rank) {
     return (static_cast<uint64_t>(attempt) << 32) | static_cast<uint32_t>(local_rank);
   }
+  // The local rank a tag names (MakeTag's second argument).
+  static int LocalRankOf(uint64_t tag) { return static_cast<int>(tag & 0xffffffffu); }
   // SIGKILL to every process group this attempt created, alive or not: reaps
   // grandchildren that outlived their worker.
   void KillAllGroups();
-  std::vector<pid_t> pids() const;
   // The pid of local rank `local_rank` while it runs (not yet reaped).
   std::optional<pid_t> RunningPid(int local_rank) const;
 

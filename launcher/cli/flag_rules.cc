@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <random>
 
-#include "common/decimal.h"
 #include "launcher/cli/quote.h"
 
 namespace muster::cli {
@@ -16,27 +15,16 @@ const RawValue* Given(const RawSettings& given, std::string_view name) {
 // --inject and --inject-seed, else MUSTER_INJECT and MUSTER_INJECT_SEED:
 // parsed into options.fault_plan, which stays empty when nothing is injected.
 Status ApplyFaultPlan(const RawSettings& given, const EnvLookup& env, LaunchOptions& options) {
-  std::string origin = "--inject";
-  if (const RawValue* inject = Given(given, "inject")) {
-    origin = inject->origin;
-  } else if (auto from_env = env ? env(kInjectEnv) : std::nullopt; from_env && !from_env->empty()) {
-    options.inject = *from_env;
-    origin = kInjectEnv;
+  const RawValue* inject = Given(given, "inject");
+  const std::optional<uint64_t> seed =
+      Given(given, "inject-seed") ? std::optional(options.inject_seed) : std::nullopt;
+  auto plan = ResolveFaultPlan(inject ? std::string_view(options.inject) : "",
+                               inject ? inject->origin : "--inject", seed, env);
+  if (!plan.ok()) return plan.status();
+  if (*plan) {
+    options.inject_seed = (*plan)->seed;
+    options.fault_plan = std::move(*plan);
   }
-  if (Given(given, "inject-seed") == nullptr && env) {
-    if (auto seed = env(kInjectSeedEnv); seed && !seed->empty()) {
-      const auto parsed = ParseDecimal(*seed);
-      if (!parsed) {
-        return Status::InvalidArgument(std::string(kInjectSeedEnv) + ": " + Quote(*seed) +
-                                       " must be a non-negative integer");
-      }
-      options.inject_seed = *parsed;
-    }
-  }
-  if (options.inject.empty()) return Status::Ok();
-  auto plan = ParseFaultPlan(options.inject, options.inject_seed);
-  if (!plan.ok()) return Status::InvalidArgument(origin + ": " + plan.status().message());
-  options.fault_plan = std::move(plan).value();
   return Status::Ok();
 }
 

@@ -56,11 +56,12 @@ void RendezvousClient::SetCurrent(std::optional<Assignment> current) {
   if (stopped) SendHeartbeat();
 }
 
+rdzv::Heartbeat RendezvousClient::MakeHeartbeat() const {
+  return {options_.join.run_id, options_.join.node_id, current_ ? current_->generation : 0};
+}
+
 void RendezvousClient::SendHeartbeat() {
-  if (welcomed_) {
-    Send(rdzv::Heartbeat{options_.join.run_id, options_.join.node_id,
-                         current_ ? current_->generation : 0});
-  }
+  if (welcomed_) Send(MakeHeartbeat());
 }
 
 void RendezvousClient::Send(const Message& message) {
@@ -233,8 +234,7 @@ void RendezvousClient::ScheduleReconnect() {
 void RendezvousClient::Heartbeat() {
   if (stopped_) return;
   if (welcomed_) {
-    const rdzv::Heartbeat beat{options_.join.run_id, options_.join.node_id,
-                               current_ ? current_->generation : 0};
+    const rdzv::Heartbeat beat = MakeHeartbeat();
     if (std::chrono::steady_clock::now() < delayed_until_) {
       std::erase_if(delayed_heartbeats_,
                     [](const auto& t) { return t->expiry() <= std::chrono::steady_clock::now(); });

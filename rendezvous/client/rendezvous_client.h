@@ -81,6 +81,8 @@ class RendezvousClient {
   void ScheduleReconnect();
   bool Suspended() const { return std::chrono::steady_clock::now() < suspended_until_; }
   void Heartbeat();
+  // What this agent heartbeats: the generation its workers run, 0 for none.
+  rdzv::Heartbeat MakeHeartbeat() const;
   // One heartbeat now, outside the periodic ones.
   void SendHeartbeat();
   void ArmFenceTimer(std::chrono::steady_clock::time_point when);

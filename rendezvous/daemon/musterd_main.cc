@@ -26,7 +26,6 @@
 #include <string>
 #include <vector>
 
-#include "common/decimal.h"
 #include "common/env_lookup.h"
 #include "common/fault_spec.h"
 #include "common/log_level.h"
@@ -111,30 +110,13 @@ int Fail(const std::string& message) {
 // are refused on musterd's command line; in MUSTER_INJECT, shared with the
 // agents, they are theirs and left alone.
 muster::Result<std::optional<std::chrono::milliseconds>> DaemonCrashTime(const DaemonFlags& flags) {
-  const muster::EnvLookup env = muster::SystemEnv();
-  std::string origin = "--inject";
   std::string text;
   for (const auto& spec : flags.inject) text += (text.empty() ? "" : ";") + spec;
-  if (text.empty()) {
-    origin = muster::kInjectEnv;
-    text = env(muster::kInjectEnv).value_or("");
-  }
-  if (text.empty()) return std::optional<std::chrono::milliseconds>();
-  uint64_t seed = flags.inject_seed.value_or(0);
-  if (!flags.inject_seed) {
-    if (auto seed_text = env(muster::kInjectSeedEnv); seed_text && !seed_text->empty()) {
-      const auto parsed = muster::ParseDecimal(*seed_text);
-      if (!parsed) {
-        return muster::Status::InvalidArgument(std::string(muster::kInjectSeedEnv) + ": '" +
-                                               *seed_text + "' must be a non-negative integer");
-      }
-      seed = *parsed;
-    }
-  }
-  auto plan = muster::ParseFaultPlan(text, seed);
-  if (!plan.ok()) return muster::Status::InvalidArgument(origin + ": " + plan.status().message());
+  auto plan = muster::ResolveFaultPlan(text, "--inject", flags.inject_seed, muster::SystemEnv());
+  if (!plan.ok()) return plan.status();
   std::optional<std::chrono::milliseconds> crash;
-  for (const auto& spec : plan->faults) {
+  if (!*plan) return crash;
+  for (const auto& spec : (*plan)->faults) {
     if (spec.kind != muster::FaultKind::kCrashDaemon) {
       if (!flags.inject.empty()) {
         return muster::Status::InvalidArgument(

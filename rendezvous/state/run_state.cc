@@ -303,7 +303,6 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
                   false);
   }
   Actions out;
-  node->workers_stopped = true;  // an agent reports a failure once its workers are gone
   if (drain_) {
     // The generation was ending anyway: this failure is part of its end,
     // not another restart.
@@ -328,7 +327,8 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
            now, out);
     return out;
   }
-  NextGeneration(now, what, out);
+  // An agent reports a failure once its workers are gone: nothing to drain there.
+  NextGeneration(now, what, out, node->node_id);
   return out;
 }
 
@@ -424,19 +424,19 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
     phase_ = Phase::kGathering;
     round_deadline_.reset();
   }
-  if (drain_ && drain_->running.empty()) DrainedNode(node_id, now, out);
-  return;
+  FinishDrainIfDone(now, out);
 }
 
-void RunState::NextGeneration(Time now, const std::string& why, Actions& out) {
+void RunState::NextGeneration(Time now, const std::string& why, Actions& out,
+                              std::string_view stopped) {
   if (drain_) {
     drain_->why = why;  // already ending; the latest cause is reported
-    if (drain_->running.empty()) DrainedNode("", now, out);
+    FinishDrainIfDone(now, out);
     return;
   }
   std::set<std::string> running;
   for (const auto& [id, node] : nodes_) {
-    if (node.member && !node.workers_stopped && !node.succeeded) running.insert(id);
+    if (node.member && !node.succeeded && id != stopped) running.insert(id);
   }
   if (running.empty()) {
     StartGeneration(now, why, out);
@@ -457,7 +457,11 @@ void RunState::NextGeneration(Time now, const std::string& why, Actions& out) {
 void RunState::DrainedNode(const std::string& node_id, Time now, Actions& out) {
   if (!drain_) return;
   drain_->running.erase(node_id);
-  if (!drain_->running.empty() || phase_ != Phase::kRunning) return;
+  FinishDrainIfDone(now, out);
+}
+
+void RunState::FinishDrainIfDone(Time now, Actions& out) {
+  if (!drain_ || !drain_->running.empty() || phase_ != Phase::kRunning) return;
   const std::string why = std::move(drain_->why);
   drain_.reset();
   StartGeneration(now, why, out);
@@ -490,7 +494,6 @@ void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
   ++counters_.generations;
   counters_.round_seconds_total += SecondsOf(now - round_opened_);
   int offset = 0;
-  for (auto& [id, node] : nodes_) node.workers_stopped = false;
   drain_.reset();
   for (size_t i = 0; i < ordered.size(); ++i) {
     ordered[i]->member = true;
@@ -640,7 +643,7 @@ Actions RunState::OnTick(Time now) {
         "event=drain_timeout gen=" + std::to_string(generation_) + " nodes=" + late +
             " (they did not report their workers stopped)");
     drain_->running.clear();
-    DrainedNode("", now, out);
+    FinishDrainIfDone(now, out);
   }
   if (round_deadline_ && now >= *round_deadline_) {
     // Cleared first: finishing a rebuild may open an admission window of its own.

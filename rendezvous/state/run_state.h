@@ -105,7 +105,6 @@ class RunState {
     int group_rank = -1;  // in the current generation
     int global_rank_offset = 0;
     bool succeeded = false;              // its workers of the current generation all exited 0
-    bool workers_stopped = false;        // it reported its workers of the current generation gone
     std::optional<Assignment> reported;  // what it ran when it (re)joined, for rebuilding
   };
 
@@ -129,11 +128,15 @@ class RunState {
   // These append what to send to `out`.
   void StartGeneration(Time now, const std::string& why, Actions& out);
   // Ends the running generation: drains its members' workers first (see
-  // "Draining" above), then starts the next one.
-  void NextGeneration(Time now, const std::string& why, Actions& out);
-  // A draining member's workers are gone; starts the next generation when
+  // "Draining" above), then starts the next one. `stopped`: a member known
+  // to have no workers left (it just reported their failure).
+  void NextGeneration(Time now, const std::string& why, Actions& out,
+                      std::string_view stopped = {});
+  // A draining member's workers are gone; the next generation starts when
   // it was the last one.
   void DrainedNode(const std::string& node_id, Time now, Actions& out);
+  // Starts the next generation once no member of the drain is left.
+  void FinishDrainIfDone(Time now, Actions& out);
   void NodeGone(const std::string& node_id, Time now, const std::string& why, Actions& out);
   void EndRun(bool succeeded, const std::string& message, Time now, Actions& out);
   void TryFinishRebuild(Time now, bool deadline_passed, Actions& out);

@@ -12,13 +12,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-FakeCluster Running(int nodes, int min_nodes, int max_restarts = 5) {
-  FakeCluster c(min_nodes, nodes, max_restarts);
-  c.AddAgents(nodes);
-  c.JoinAll();
-  c.ExpectNewGeneration();
-  return c;
-}
+FakeCluster Running(int nodes, int min_nodes) { return RunningCluster(min_nodes, nodes, 5); }
 
 }  // namespace
 

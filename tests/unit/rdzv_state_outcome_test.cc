@@ -12,11 +12,7 @@ using namespace std::chrono_literals;
 namespace {
 
 FakeCluster Running(int nodes, int max_restarts) {
-  FakeCluster c(nodes, nodes, max_restarts);
-  c.AddAgents(nodes);
-  c.JoinAll();
-  c.ExpectNewGeneration();
-  return c;
+  return RunningCluster(nodes, nodes, max_restarts);
 }
 
 }  // namespace

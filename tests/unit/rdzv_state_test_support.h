@@ -433,4 +433,13 @@ class FakeCluster {
   uint64_t checked_generation_ = 0;
 };
 
+// A run of `max_nodes` agents that all joined: generation 1 runs (checked).
+inline FakeCluster RunningCluster(int min_nodes, int max_nodes, int max_restarts) {
+  FakeCluster c(min_nodes, max_nodes, max_restarts);
+  c.AddAgents(max_nodes);
+  c.JoinAll();
+  c.ExpectNewGeneration();
+  return c;
+}
+
 }  // namespace muster::rdzv::testing

@@ -52,12 +52,12 @@ TEST_CASE("a malformed plan, seed or fired list names the variable") {
   auto bad_seed = WorkerFaults::FromEnv(
       EnvOf({{"MUSTER_INJECT", "exit-worker,rank=0,step=1"}, {"MUSTER_INJECT_SEED", "-1"}}), 0, 1);
   REQUIRE_FALSE(bad_seed.ok());
-  CHECK(bad_seed.status().message() == "MUSTER_INJECT_SEED='-1' must be a non-negative integer");
+  CHECK(bad_seed.status().message() == "MUSTER_INJECT_SEED: '-1' must be a non-negative integer");
   auto bad_fired = WorkerFaults::FromEnv(
       EnvOf({{"MUSTER_INJECT", "exit-worker,rank=0,step=1"}, {"MUSTER_INJECT_FIRED", "1"}}), 0, 1);
   REQUIRE_FALSE(bad_fired.ok());
   CHECK(bad_fired.status().message() ==
-        "MUSTER_INJECT_FIRED='1' is not a list of fault indices below 1");
+        "MUSTER_INJECT_FIRED: '1' is not a list of fault indices below 1");
 }
 
 TEST_CASE("DamageFile changes one byte in the middle of the file") {

@@ -24,29 +24,19 @@ void Announce(const FaultSpec& spec, uint64_t step, const ProgressReporter& prog
 
 Result<WorkerFaults> WorkerFaults::FromEnv(const EnvLookup& env, int rank, int world_size) {
   WorkerFaults faults;
-  const auto text = env(kInjectEnv);
-  if (!text || text->empty()) return faults;
-  uint64_t seed = 0;
-  if (const auto seed_text = env(kInjectSeedEnv); seed_text && !seed_text->empty()) {
-    const auto parsed = ParseDecimal(*seed_text);
-    if (!parsed) {
-      return Status::InvalidArgument(std::string(kInjectSeedEnv) + "='" + *seed_text +
-                                     "' must be a non-negative integer");
-    }
-    seed = *parsed;
-  }
-  auto plan = ParseFaultPlan(*text, seed);
-  if (!plan.ok())
-    return Status::InvalidArgument(std::string(kInjectEnv) + ": " + plan.status().message());
+  auto resolved = ResolveFaultPlan("", "", std::nullopt, env);
+  if (!resolved.ok()) return resolved.status();
+  if (!*resolved) return faults;
+  FaultPlan& plan = **resolved;
 
-  std::vector<bool> fired(plan->faults.size(), false);
+  std::vector<bool> fired(plan.faults.size(), false);
   if (const auto list = env(kInjectFiredEnv); list && !list->empty()) {
     std::string_view rest = *list;
     for (;;) {
       const auto comma = rest.find(',');
       const auto index = ParseDecimal(rest.substr(0, comma), fired.size() - 1);
       if (!index) {
-        return Status::InvalidArgument(std::string(kInjectFiredEnv) + "='" + *list +
+        return Status::InvalidArgument(std::string(kInjectFiredEnv) + ": '" + *list +
                                        "' is not a list of fault indices below " +
                                        std::to_string(fired.size()));
       }
@@ -55,7 +45,7 @@ Result<WorkerFaults> WorkerFaults::FromEnv(const EnvLookup& env, int rank, int w
       rest.remove_prefix(comma + 1);
     }
   }
-  for (FaultSpec& spec : plan->faults) {
+  for (FaultSpec& spec : plan.faults) {
     if (fired[static_cast<size_t>(spec.index)]) continue;
     const bool mine = (spec.kind == FaultKind::kExitWorker && spec.RankAmong(world_size) == rank) ||
                       (spec.kind == FaultKind::kCorruptCheckpoint && rank == 0);
