@@ -15,11 +15,15 @@
 The checkpoint format is worker_runtime/checkpoint/checkpoint.h's (version 1).
 Every failure is raised as InvariantError naming the invariant and the evidence.
 """
-import array
-import json
 import os
 import re
 import struct
+import sys
+
+# The integration tests' readers of worker records and trained weights.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import elastic_harness  # noqa: E402
+import train_harness  # noqa: E402
 
 
 class InvariantError(AssertionError):
@@ -143,16 +147,9 @@ def check_checkpoints(ckpt_dir, furthest_step, interval):
 
 
 def generations(record_dir):
-    """{gen: {rank: record}} of every worker start chaos_worker.py recorded."""
-    result = {}
-    for name in os.listdir(record_dir):
-        m = re.fullmatch(r"g(\d+)_r(\d+)\.json", name)
-        if not m:
-            continue
-        with open(os.path.join(record_dir, name)) as f:
-            record = json.load(f)
-        result.setdefault(int(m.group(1)), {})[int(m.group(2))] = record
-    return result
+    """{gen: {rank: record}} of every worker start chaos_worker.py recorded (the
+    g<gen>_r<rank>.json files of the elastic tests' gen_dump.py)."""
+    return elastic_harness.dumps(record_dir)
 
 
 def complete(ranks):
@@ -234,16 +231,11 @@ def _check_generation(gen, ranks, min_nodes, max_nodes, nproc):
                              f"gen {gen}: {len(agents)} agents, allowed {min_nodes}..{max_nodes}")
 
 
-def read_floats(path):
-    """The parameters muster-train's --out wrote (raw little-endian float32)."""
-    values = array.array("f")
-    with open(path, "rb") as f:
-        values.frombytes(f.read())
-    return values
+read_floats = train_harness.read_floats
 
 
 def max_relative_difference(a, b):
-    """The largest |x - y| / max(|x|, |y|, 1e-3), as tests/integration/train_harness.py."""
+    """train_harness's measure; infinite for weight lists of different lengths."""
     if len(a) != len(b):
         return float("inf")
-    return max((abs(x - y) / max(abs(x), abs(y), 1e-3) for x, y in zip(a, b)), default=0.0)
+    return train_harness.max_relative_difference(a, b)
