@@ -167,6 +167,15 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attemp
 }
 
 Status Agent::StartAttempt() {
+  // Static membership: each restart meets a store with no key or connection
+  // of an earlier attempt (torch >= 2.6 no longer prefixes keys by attempt).
+  // The first attempt's store is new already, and other nodes' workers may
+  // be connected to it. With several nodes, restarts are not coordinated
+  // (as with torchrun's static backend): node 0 renews the store when its own
+  // workers restart. Elastic runs renew it per generation (StartGeneration).
+  if (!elastic_ && store_ && restart_count_ > 0) {
+    store_->Open(static_cast<uint64_t>(restart_count_) + 1);
+  }
   const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(restart_count_);
   auto specs = MakeWorkerSpecs(attempt_dir);
   if (!specs.ok()) return specs.status();
@@ -328,10 +337,6 @@ void Agent::Settle() {
     return;
   }
   ++restart_count_;
-  // Workers of the next attempt must not see keys of the last one. Torch also
-  // prefixes its keys by attempt; clearing covers other clients. With several
-  // nodes the other nodes' workers may still be using the store.
-  if (store_ && node_.group_world_size == 1) store_->Clear();
   spdlog::info("restarting workers: attempt={} of max_restarts={}", restart_count_,
                options_.max_restarts);
   if (auto s = StartAttempt(); !s.ok()) {

@@ -36,6 +36,9 @@ int Agent::RunElastic() {
     return 1;
   }
   store_ = std::move(server).value();
+  // Sealed until this node is the master of a generation: no worker may use
+  // a store before its generation is formed (see StartGeneration).
+  store_->Seal();
 
   if (elastic_->is_host) {
     rdzv::ServerOptions daemon;
@@ -79,6 +82,9 @@ int Agent::RunElastic() {
   callbacks.on_waiting = [this](const std::string& reason) {
     spdlog::info("event=waiting reason=\"{}\"", reason);
     pending_.reset();
+    // The generation is ending everywhere: its workers lose the store now,
+    // and the next one meets an empty store.
+    store_->Seal();
     if (group_ && !group_->finished()) StopGroupFor(StopReason::kReassigned, SIGTERM);
   };
   callbacks.on_fence = [this](const std::string& why) {
@@ -86,6 +92,7 @@ int Agent::RunElastic() {
     pending_.reset();
     current_.reset();
     client_->SetCurrent(std::nullopt);
+    store_->Seal();
     if (group_ && !group_->finished()) StopGroupFor(StopReason::kFenced, SIGKILL);
   };
   callbacks.on_run_ended = [this](bool succeeded, const std::string& message) {
@@ -166,6 +173,17 @@ void Agent::StartGeneration(const rdzv::Assignment& a) {
   // store per rendezvous instead; the daemon's restart_count (below) is that.
   restart_count_ = static_cast<int>(a.generation) - 1;
   stop_reason_ = StopReason::kNone;
+  // A fresh store per generation: torch >= 2.6 no longer prefixes its keys
+  // by attempt, so keys left by an earlier generation would be read as this
+  // one's. The daemon forms a generation only after every worker of the
+  // previous one is gone (draining), and this store was sealed since then:
+  // no key and no connection of an earlier generation is in it. Workers of
+  // other nodes that connect before this point wait in the listen backlog.
+  if (a.group_rank == 0) {
+    store_->Open(a.generation);
+  } else {
+    store_->Seal();
+  }
   spdlog::info(
       "event=generation gen={} group_rank={} group_world_size={} ranks={}..{} world_size={} "
       "master={}:{} restart_count={}",
@@ -218,6 +236,8 @@ void Agent::SettleElastic() {
     }
     client_->ReportWorkerFailure(current_->generation, FailureExitCode(),
                                  failures.empty() ? "" : failures.front().status.Describe());
+    // The generation failed: whatever comes next starts from an empty store.
+    store_->Seal();
     current_.reset();
     client_->SetCurrent(std::nullopt);
   } else if (reason != StopReason::kNone) {

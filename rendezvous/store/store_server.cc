@@ -22,6 +22,9 @@ class StoreServer::Impl : public SessionHost, public std::enable_shared_from_thi
   Status Listen(const std::string& host, uint16_t port);
   void Accept();
   void Stop();
+  void CloseSessions(std::string_view why);
+  void Seal();
+  void Open(uint64_t generation);
 
   KeyValueStore& store() override { return store_; }
   void DeliverReadyWaiters() override;
@@ -35,6 +38,10 @@ class StoreServer::Impl : public SessionHost, public std::enable_shared_from_thi
   uint64_t next_id_ = 1;
   uint16_t port_ = 0;
   bool stopped_ = false;
+  bool accepting_ = false;  // an async_accept is outstanding (or a retry pending)
+  // Bumped by Seal(): a completion of an accept chain started before it is
+  // dropped, so a quick Seal/Open never leaves two chains running.
+  uint64_t accept_epoch_ = 0;
 };
 
 Status StoreServer::Impl::Listen(const std::string& host, uint16_t port) {
@@ -72,18 +79,22 @@ Status StoreServer::Impl::Listen(const std::string& host, uint16_t port) {
 
 void StoreServer::Impl::Accept() {
   acceptor_.async_accept(
-      [weak = weak_from_this()](const boost::system::error_code& ec, tcp::socket socket) {
+      [weak = weak_from_this(), epoch = accept_epoch_](const boost::system::error_code& ec,
+                                                        tcp::socket socket) {
         auto self = weak.lock();
-        if (!self || self->stopped_) return;
+        if (!self || self->stopped_ || !self->accepting_ || epoch != self->accept_epoch_) return;
         if (ec == asio::error::operation_aborted) return;
         if (ec) {
           // Transient (e.g. out of file descriptors): retry after a pause rather
           // than spinning on an error that is still there.
           spdlog::warn("store accept failed port={} error=\"{}\"", self->port_, ec.message());
           self->retry_timer_.expires_after(std::chrono::milliseconds(100));
-          self->retry_timer_.async_wait([weak](const boost::system::error_code& timer_ec) {
+          self->retry_timer_.async_wait([weak, epoch](const boost::system::error_code& timer_ec) {
             auto again = weak.lock();
-            if (!timer_ec && again && !again->stopped_) again->Accept();
+            if (!timer_ec && again && !again->stopped_ && again->accepting_ &&
+                epoch == again->accept_epoch_) {
+              again->Accept();
+            }
           });
           return;
         }
@@ -107,18 +118,55 @@ void StoreServer::Impl::DeliverReadyWaiters() {
   }
 }
 
-void StoreServer::Impl::Stop() {
-  if (stopped_) return;
-  stopped_ = true;
-  boost::system::error_code ignored;
-  acceptor_.close(ignored);
-  retry_timer_.cancel();
+void StoreServer::Impl::CloseSessions(std::string_view why) {
   auto sessions = std::move(sessions_);
   sessions_.clear();
   for (auto& [id, session] : sessions) {
     store_.CancelWaits(id);
-    session->Close("server stopped", /*warn=*/false, /*notify_host=*/false);
+    session->Close(why, /*warn=*/false, /*notify_host=*/false);
   }
+}
+
+void StoreServer::Impl::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  accepting_ = false;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  retry_timer_.cancel();
+  CloseSessions("server stopped");
+}
+
+void StoreServer::Impl::Seal() {
+  if (stopped_) return;
+  // cancel() aborts the outstanding async_accept only; the socket stays
+  // bound and listening, so the port can not be taken and early clients of
+  // the next generation queue in the backlog.
+  if (accepting_) {
+    accepting_ = false;
+    ++accept_epoch_;
+    boost::system::error_code ignored;
+    acceptor_.cancel(ignored);
+    retry_timer_.cancel();
+  }
+  const size_t closed = sessions_.size();
+  const size_t keys = store_.NumKeys();
+  CloseSessions("generation sealed");
+  store_.Clear();
+  spdlog::debug("event=store_sealed port={} closed={} keys_dropped={}", port_, closed, keys);
+}
+
+void StoreServer::Impl::Open(uint64_t generation) {
+  if (stopped_) return;
+  // Sessions still open belong to an earlier generation that was not sealed.
+  const size_t closed = sessions_.size();
+  CloseSessions("new generation");
+  store_.Clear();
+  if (!accepting_) {
+    accepting_ = true;
+    Accept();
+  }
+  spdlog::debug("event=store_open port={} gen={} closed={}", port_, generation, closed);
 }
 
 Result<std::unique_ptr<StoreServer>> StoreServer::Start(asio::io_context& io,
@@ -126,6 +174,7 @@ Result<std::unique_ptr<StoreServer>> StoreServer::Start(asio::io_context& io,
                                                         SessionLimits limits) {
   auto impl = std::make_shared<Impl>(io, limits);
   if (Status s = impl->Listen(host, port); !s.ok()) return s;
+  impl->accepting_ = true;
   impl->Accept();
   spdlog::info("store listening host={} port={}", host, impl->port_);
   return std::unique_ptr<StoreServer>(new StoreServer(std::move(impl)));
@@ -138,6 +187,12 @@ StoreServer::~StoreServer() { Stop(); }
 uint16_t StoreServer::port() const { return impl_->port_; }
 
 void StoreServer::Clear() { impl_->store_.Clear(); }
+
+void StoreServer::Seal() { impl_->Seal(); }
+
+void StoreServer::Open(uint64_t generation) { impl_->Open(generation); }
+
+bool StoreServer::accepting() const { return impl_->accepting_; }
 
 void StoreServer::Stop() { impl_->Stop(); }
 

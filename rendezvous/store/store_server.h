@@ -14,6 +14,15 @@
 //   - A bad client (garbage, oversized or unsupported request) loses its own
 //     connection, with one warning log line; everyone else is unaffected.
 //   - A client's pending waits are dropped when it disconnects.
+//   - Generations (Seal/Open): a store that serves one generation of workers
+//     after another hands each a fresh namespace. Seal() ends a generation:
+//     every connection is closed, every key dropped, and nothing new is
+//     accepted, though the socket stays bound and listening, so a worker of
+//     the next generation that connects early waits in the kernel's backlog
+//     instead of being refused. Open() starts the next generation: keys are
+//     dropped again, connections still open (from an unsealed generation) are
+//     closed, and accepting resumes. No key and no connection of an earlier
+//     generation reaches a later one.
 //   - Destroying the server stops it. Pending handlers on `io` then find it
 //     gone and do nothing, so `io` may outlive the server.
 //     REQUIRES: `io` is not destroyed before the server.
@@ -50,9 +59,18 @@ class StoreServer {
   // The bound port.
   uint16_t port() const;
 
-  // Drops every key: a fresh namespace for a restart. Connections and their
-  // pending waits are kept.
+  // Drops every key. Connections and their pending waits are kept.
   void Clear();
+
+  // Ends the current generation: closes every connection, drops every key,
+  // stops accepting (connections queue in the listen backlog). Idempotent.
+  void Seal();
+  // Starts generation `generation` (for logs): closes connections left from
+  // an earlier one, drops every key, and accepts again. A server that was
+  // never sealed is open already; Open() then only makes it fresh.
+  void Open(uint64_t generation);
+  // Whether the server accepts connections (not sealed, not stopped).
+  bool accepting() const;
 
   // Closes the listener and every connection. Idempotent.
   void Stop();
