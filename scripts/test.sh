@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds muster and runs the whole test suite:
+#   0. the Debian trixie and sid chroots whose real torch 2.6 and 2.14 the
+#      torch integration tests launch (built once, kept; root only),
 #   1. formatting check (.clang-format) of every C++ file,
 #   2. the full suite (unit + integration) on the regular build in build/,
 #   3. unit, launcher and store integration tests again under ASan+UBSan (build-asan/),
@@ -10,6 +12,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 scripts/install-deps.sh
+
+echo "== torch 2.6 and 2.14 chroots (scripts/torch_chroots.sh; skipped with the reason when not root)"
+scripts/torch_chroots.sh
 
 echo "== format check"
 mapfile -t sources < <(git ls-files '*.cc' '*.h' '*.cu' 2>/dev/null || find . -name '*.cc' -o -name '*.h')

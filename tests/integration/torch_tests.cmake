@@ -1,2 +1,8 @@
-# Debian's PyTorch as a real client of the launcher and its worker store.
-muster_integration_test(torch torch_test.py TIMEOUT 600 LABELS torch)
+# Real PyTorch as a client of the launcher and its worker store, once per
+# version (tests/integration/torch_versions.py): Debian's 1.13 on the host,
+# 2.6 and 2.14 in chroots built by scripts/torch_chroots.sh (root only;
+# skipped with the reason otherwise).
+foreach(version 1.13 2.6 2.14)
+  muster_integration_test(torch_${version} torch_test.py TIMEOUT 600 LABELS torch
+                          ENV MUSTER_TORCH_VERSIONS=${version})
+endforeach()
