@@ -1,12 +1,30 @@
-"""Launch overhead: muster vs Debian's torchrun starting N no-op workers.
+"""Launch overhead: muster vs Debian's torchrun 1.13 and 2.14 starting N no-op workers.
 
-Runs both launchers alternately, `--runs` times each, with
+Runs the launchers alternately, `--runs` times each, with
 `--nproc-per-node N --no-python /bin/true` (torchrun with
 `--monitor_interval 0.1`, as modern torchrun defaults to). Reports the median
 wall time from exec to exit, and the peak RSS of the largest process in each
 launcher's tree (wait4's ru_maxrss), then the ratios, as a Markdown table.
+
+torchrun 1.13 is this host's (/usr/bin/python3 torchrun_compat.py). torchrun
+2.14 is Debian sid's, in the chroot --torch-chroot (scripts/torch_chroots.sh):
+the benchmark enters a private mount namespace once, makes the bind mounts
+tests/torch/chroot_python.sh makes (source tree, /tmp, /dev, /proc), and starts
+torchrun each run as `chroot DIR /usr/bin/python3 tests/torch/no_libuv.py
+torchrun_compat.py ...` with USE_LIBUV=0: the same program chroot_python.sh
+would run, without paying the wrapper's unshare and mounts every run. That
+wrapper's own cost is measured beside it and printed below the table
+(`chroot_python.sh -V` vs `chroot DIR /usr/bin/python3 -V`: the interpreter
+prints its version and exits, so the difference is the wrapper alone).
+torchrun 2.14 gets `--local-addr 127.0.0.1`: the chroot's /etc/hosts does not
+name this host, and its agent would retry resolving it for minutes.
+The 2.14 column needs root (unshare, mount, chroot).
+
+Exit status 1 when a target is missed: muster >= 50x faster than every
+torchrun measured, muster peak RSS <= 16 MiB.
 """
 import argparse
+import ctypes
 import os
 import statistics
 import subprocess
@@ -15,16 +33,22 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+COMPAT = os.path.join(HERE, "torchrun_compat.py")
+NO_LIBUV = os.path.join(ROOT, "tests", "torch", "no_libuv.py")
+CHROOT_PYTHON = os.path.join(ROOT, "tests", "torch", "chroot_python.sh")
+DEFAULT_CHROOT = os.path.join(os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots"),
+                              "sid")
+VERSIONS = ("1.13", "2.14")
 
 
-def run(cmd):
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def run(cmd, env=None):
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"{cmd} failed with {proc.returncode}: {proc.stderr[-2000:]}")
     return proc.stderr
 
 
-def measure(cmd):
+def measure(cmd, env=None):
     """(wall seconds, peak RSS MiB) of one launch.
 
     Wall time is taken around a plain run. Peak RSS comes from a second run
@@ -33,49 +57,124 @@ def measure(cmd):
     interpreter's own memory until it execs.
     """
     start = time.perf_counter()
-    run(cmd)
+    run(cmd, env)
     elapsed = time.perf_counter() - start
-    rss_kib = int(run(["/usr/bin/time", "-f", "%M"] + cmd).strip().splitlines()[-1])
+    rss_kib = int(run(["/usr/bin/time", "-f", "%M"] + cmd, env).strip().splitlines()[-1])
     return elapsed, rss_kib / 1024.0
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--nproc", type=int, default=4)
-    parser.add_argument("--muster", default=os.path.join(ROOT, "build", "bin", "muster"))
-    parser.add_argument("--python", default="/usr/bin/python3")
-    args = parser.parse_args()
+def wall(cmd, env=None):
+    start = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
+    return time.perf_counter() - start
 
-    # torch 1.13's torchrun knows only the underscore spellings; muster takes both.
+
+def chroot_unavailable_reason(chroot):
+    if os.geteuid() != 0:
+        return "needs root (unshare, mount, chroot)"
+    if not os.access(os.path.join(chroot, "usr", "bin", "python3"), os.X_OK):
+        return f"no chroot at {chroot} (scripts/torch_chroots.sh builds it)"
+    return None
+
+
+def enter_chroot_namespace(chroot):
+    """Moves this process into a private mount namespace with chroot_python.sh's bind mounts.
+
+    The mounts vanish with this process and its children; nothing outside sees them.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare(CLONE_NEWNS): {os.strerror(err)}")
+    subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+    for source, how in ((ROOT, "--bind"), ("/tmp", "--bind"), ("/dev", "--rbind")):
+        os.makedirs(chroot + source, exist_ok=True)
+        subprocess.run(["mount", how, source, chroot + source], check=True)
+    os.makedirs(os.path.join(chroot, "proc"), exist_ok=True)
+    subprocess.run(["mount", "-t", "proc", "proc", os.path.join(chroot, "proc")], check=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--runs", type=int, default=7, help="alternated runs per launcher (default 7)")
+    parser.add_argument("--nproc", type=int, default=4, help="workers per launch (default 4)")
+    parser.add_argument("--muster", default=os.path.join(ROOT, "build", "bin", "muster"))
+    parser.add_argument("--python", default="/usr/bin/python3", help="the interpreter with torch 1.13")
+    parser.add_argument("--torchrun", default=",".join(VERSIONS),
+                        help="torchrun versions to compare with, comma-separated (default 1.13,2.14)")
+    parser.add_argument("--torch-chroot", default=os.environ.get("MUSTER_TORCH_CHROOT", DEFAULT_CHROOT),
+                        help=f"the torch 2.14 chroot (default $MUSTER_TORCH_CHROOT or {DEFAULT_CHROOT})")
+    args = parser.parse_args()
+    versions = [v.strip() for v in args.torchrun.split(",") if v.strip()]
+    for v in versions:
+        if v not in VERSIONS:
+            parser.error(f"--torchrun: unknown version '{v}' (known: {', '.join(VERSIONS)})")
+
+    # torch 1.13's torchrun knows only the underscore spellings; muster and 2.14 take both.
     common = ["--nproc_per_node", str(args.nproc), "--no_python", "/bin/true"]
-    launchers = {
-        "muster": [args.muster, "--standalone"] + common,
-        "torchrun": [args.python, os.path.join(HERE, "torchrun_compat.py"), "--standalone",
-                     "--monitor_interval", "0.1"] + common,
-    }
+    flags = ["--standalone", "--monitor_interval", "0.1"]
+    launchers = {"muster": ([args.muster, "--standalone"] + common, None)}
+    labels = {"muster": "muster"}
+    not_measured = {}
+    overhead_cmds = None
+    if "1.13" in versions:
+        launchers["1.13"] = ([args.python, COMPAT] + flags + common, None)
+        labels["1.13"] = "torchrun (torch 1.13, --monitor_interval 0.1)"
+    if "2.14" in versions:
+        chroot = os.path.abspath(args.torch_chroot)
+        reason = chroot_unavailable_reason(chroot)
+        if reason is None:
+            enter_chroot_namespace(chroot)
+            env = dict(os.environ, USE_LIBUV="0")
+            launchers["2.14"] = (["chroot", chroot, "/usr/bin/python3", NO_LIBUV, COMPAT] + flags
+                                 + ["--local-addr", "127.0.0.1"] + common, env)
+            labels["2.14"] = "torchrun (torch 2.14, --monitor_interval 0.1, plain chroot)"
+            overhead_cmds = ([CHROOT_PYTHON, "-V"], ["chroot", chroot, "/usr/bin/python3", "-V"],
+                             dict(os.environ, MUSTER_TORCH_CHROOT=chroot))
+        else:
+            not_measured["2.14"] = reason
+
     samples = {name: [] for name in launchers}
-    measure(launchers["muster"])  # warm the page cache for both
-    measure(launchers["torchrun"])
+    overhead = {"wrapper": [], "plain": []}
+    for cmd, env in launchers.values():  # warm the page cache for all
+        measure(cmd, env)
     for _ in range(args.runs):
-        for name, cmd in launchers.items():  # alternate, so drift hits both equally
-            samples[name].append(measure(cmd))
+        for name, (cmd, env) in launchers.items():  # alternate, so drift hits all equally
+            samples[name].append(measure(cmd, env))
+        if overhead_cmds:
+            wrapper, plain, env = overhead_cmds
+            overhead["wrapper"].append(wall(wrapper, env))
+            overhead["plain"].append(wall(plain))
 
     def med(name, i):
         return statistics.median(s[i] for s in samples[name])
 
-    m_time, t_time = med("muster", 0), med("torchrun", 0)
-    m_rss, t_rss = med("muster", 1), med("torchrun", 1)
+    m_time, m_rss = med("muster", 0), med("muster", 1)
     print(f"launch of {args.nproc} x /bin/true, {args.runs} alternated runs each, medians")
     print()
     print("| launcher | wall time | peak RSS |")
     print("|---|---|---|")
-    print(f"| muster | {m_time * 1000:.1f} ms | {m_rss:.1f} MiB |")
-    print(f"| torchrun (torch 1.13, --monitor_interval 0.1) | {t_time * 1000:.1f} ms | {t_rss:.1f} MiB |")
-    print(f"| ratio torchrun/muster | {t_time / m_time:.0f}x faster | {t_rss / m_rss:.0f}x smaller |")
-    met = t_time / m_time >= 50 and m_rss <= 16
+    for name in launchers:
+        print(f"| {labels[name]} | {med(name, 0) * 1000:.1f} ms | {med(name, 1):.1f} MiB |")
+    for v in versions:
+        if v in not_measured:
+            print(f"| torchrun (torch {v}) | not measured: {not_measured[v]} | |")
+    for v in versions:
+        if v in launchers:
+            print(f"| ratio torchrun {v} / muster | {med(v, 0) / m_time:.0f}x faster "
+                  f"| {med(v, 1) / m_rss:.0f}x smaller |")
+    if overhead_cmds:
+        w, p = statistics.median(overhead["wrapper"]), statistics.median(overhead["plain"])
+        print()
+        print(f"chroot wrapper overhead (not in the table; medians of {args.runs}): "
+              f"tests/torch/chroot_python.sh -V {w * 1000:.1f} ms, chroot DIR /usr/bin/python3 -V "
+              f"{p * 1000:.1f} ms: +{(w - p) * 1000:.1f} ms per start through the wrapper")
+    ratios = [med(v, 0) / m_time for v in versions if v in launchers]
+    met = all(r >= 50 for r in ratios) and m_rss <= 16
     print()
-    print(f"targets (>= 50x faster, muster RSS <= 16 MiB): {'met' if met else 'MISSED'}")
+    print(f"targets (>= 50x faster than each torchrun, muster RSS <= 16 MiB): {'met' if met else 'MISSED'}")
     sys.exit(0 if met else 1)
 
 

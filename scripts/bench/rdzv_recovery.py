@@ -14,11 +14,17 @@ Measured: the time from the fault to the start of the LAST worker of the new
 generation that holds the 4 surviving workers (the `start` gen_dump records).
 For muster also the time from the fault to musterd announcing the new
 generation (its log), i.e. detection + re-forming without worker start-up.
-torchrun (Debian torch 1.13 through torchrun_compat.py, --monitor_interval 0.1)
+torchrun (through torchrun_compat.py, --monitor_interval 0.1, --max_restarts 3)
 is watched for --window seconds after each fault; if it does not re-form, the
-table says so with what its agents printed after the fault.
+table says so with what its agents printed after the fault. --torchrun picks
+the versions: 1.13 is this host's Debian torch (/usr/bin/python3); 2.14 is
+Debian sid's, run through tests/torch/chroot_python.sh in the chroot
+--torch-chroot (needs root) with USE_LIBUV=0 and --local_addr set to the
+agent's address (the chroot's /etc/hosts does not name this host); its
+workers are the same gen_dump.py, run by the chroot's python3. muster's
+workers run on /usr/bin/python3 (gen_dump.py does not import torch).
 
-Runs alternate muster and torchrun per fault. Everything this script starts is
+Runs alternate muster and each torchrun per fault. Everything this script starts is
 killed by PID (and process group) in `finally`; namespaces, veths and the
 bridge it creates are deleted in `finally` and on SIGTERM/SIGINT/SIGHUP.
 
@@ -44,6 +50,10 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 GEN_DUMP = os.path.join(ROOT, "tests", "integration", "workers", "gen_dump.py")
 COMPAT = os.path.join(HERE, "torchrun_compat.py")
 PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch
+CHROOT_PYTHON = os.path.join(ROOT, "tests", "torch", "chroot_python.sh")
+DEFAULT_CHROOT = os.path.join(os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots"),
+                              "sid")
+VERSIONS = ("1.13", "2.14")
 NPROC = 2
 SURVIVOR_WORKERS = 4
 TARGETS = {"kill-9": 0.25, "sigstop": 1.5, "link-down": 1.5}  # muster detection targets (s)
@@ -414,11 +424,16 @@ def run_muster(args, fault, workdir, netns):
         cleanup_procs(procs, out_dir)
 
 
-def run_torchrun(args, fault, workdir, netns):
+def run_torchrun(args, fault, workdir, netns, version):
     """Returns {"recovery": s} if it re-formed, else {"none": what happened} or {"error": text}."""
     out_dir = os.path.join(workdir, "out")
     os.makedirs(out_dir)
-    env = base_env()
+    if version == "1.13":
+        env = base_env()
+        launcher = [PYTHON, COMPAT]
+    else:
+        env = base_env({"MUSTER_TORCH_CHROOT": args.torch_chroot, "USE_LIBUV": "0"})
+        launcher = [CHROOT_PYTHON, COMPAT]
     procs = []
     victim = victim_host = None
     try:
@@ -426,9 +441,11 @@ def run_torchrun(args, fault, workdir, netns):
         port = free_port()
         agents = []
         for i in range(3):
-            cmd = [PYTHON, COMPAT, "--nnodes", "2:3", "--nproc_per_node", str(NPROC),
-                   "--rdzv_backend", "c10d", "--rdzv_endpoint", f"{store_host}:{port}",
-                   "--rdzv_id", "bench", "--monitor_interval", "0.1", "--max_restarts", "3"]
+            cmd = launcher + ["--nnodes", "2:3", "--nproc_per_node", str(NPROC),
+                              "--rdzv_backend", "c10d", "--rdzv_endpoint", f"{store_host}:{port}",
+                              "--rdzv_id", "bench", "--monitor_interval", "0.1", "--max_restarts", "3"]
+            if version != "1.13":
+                cmd += ["--local_addr", netns.addrs[i] if netns else "127.0.0.1"]
             if netns:  # the endpoint is not this machine's hostname: say who hosts the store
                 cmd += ["--rdzv_conf", f"is_host={1 if i == 0 else 0}"]
             cmd += [GEN_DUMP, out_dir]
@@ -485,17 +502,24 @@ def fmt_s(x):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="muster runs per fault (default 5)")
+    parser.add_argument("--torchrun", default=",".join(VERSIONS),
+                        help="torchrun versions to compare with, comma-separated (default 1.13,2.14)")
+    parser.add_argument("--torch-chroot", default=os.environ.get("MUSTER_TORCH_CHROOT", DEFAULT_CHROOT),
+                        help=f"the torch 2.14 chroot (default $MUSTER_TORCH_CHROOT or {DEFAULT_CHROOT})")
     parser.add_argument("--torchrun-runs", type=int, default=2,
-                        help="torchrun runs per loopback fault (default 2; each can take --window s)")
+                        help="runs of each torchrun per loopback fault (default 2; each can take "
+                             "--window s)")
     parser.add_argument("--torchrun-link-runs", type=int, default=1,
-                        help="torchrun runs for link-down (default 1)")
+                        help="runs of each torchrun for link-down (default 1)")
     parser.add_argument("--window", type=float, default=60.0,
                         help="how long torchrun is watched after a fault (default 60 s)")
-    parser.add_argument("--muster-timeout", type=float, default=20.0)
+    parser.add_argument("--muster-timeout", type=float, default=20.0,
+                        help="how long muster is given to re-form (default 20 s)")
     parser.add_argument("--settle", type=float, default=0.5,
                         help="seconds between the first generation and the fault")
-    parser.add_argument("--faults", default="kill-9,sigstop,link-down")
-    parser.add_argument("--no-torchrun", action="store_true")
+    parser.add_argument("--faults", default="kill-9,sigstop,link-down",
+                        help="comma-separated, of kill-9, sigstop, link-down (default all three)")
+    parser.add_argument("--no-torchrun", action="store_true", help="muster only (same as --torchrun '')")
     parser.add_argument("--log-level", default=os.environ.get("MUSTER_LOG_LEVEL", "info"),
                         help="MUSTER_LOG_LEVEL for musterd and agents (debug for detail)")
     parser.add_argument("--keep", action="store_true", help="keep the logs of every run")
@@ -507,12 +531,24 @@ def main():
     for f in faults:
         if f not in TARGETS:
             parser.error(f"--faults: unknown fault '{f}'")
+    versions = [] if args.no_torchrun else [v.strip() for v in args.torchrun.split(",") if v.strip()]
+    for v in versions:
+        if v not in VERSIONS:
+            parser.error(f"--torchrun: unknown version '{v}' (known: {', '.join(VERSIONS)})")
+    args.torch_chroot = os.path.abspath(args.torch_chroot)
+    skipped = {}  # torchrun version -> why it is not run
+    if "2.14" in versions:
+        if os.geteuid() != 0:
+            skipped["2.14"] = "needs root (chroot_python.sh: unshare, mount, chroot)"
+        elif not os.access(os.path.join(args.torch_chroot, "usr", "bin", "python3"), os.X_OK):
+            skipped["2.14"] = f"no chroot at {args.torch_chroot} (scripts/torch_chroots.sh builds it)"
+    runners = [v for v in versions if v not in skipped]
 
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, _on_signal)
     workroot = tempfile.mkdtemp(prefix="muster-recovery-")
     netns = None
-    results = {f: {"muster": [], "torchrun": []} for f in faults}
+    results = {f: {name: [] for name in ["muster"] + versions} for f in faults}
     not_measured = {}
     began = time.monotonic()
     try:
@@ -532,20 +568,22 @@ def main():
             if fault in not_measured:
                 continue
             ns = netns if fault == "link-down" else None
-            tr_runs = 0 if args.no_torchrun else (
-                args.torchrun_link_runs if fault == "link-down" else args.torchrun_runs)
-            for i in range(max(args.runs, tr_runs)):
-                for launcher, fn, n in (("muster", run_muster, args.runs),
-                                        ("torchrun", run_torchrun, tr_runs)):
+            tr_runs = args.torchrun_link_runs if fault == "link-down" else args.torchrun_runs
+            for i in range(max(args.runs, tr_runs if runners else 0)):
+                for launcher, n in [("muster", args.runs)] + [(v, tr_runs) for v in runners]:
                     if i >= n:
                         continue
-                    workdir = os.path.join(workroot, f"{fault}-{launcher}-{i}")
+                    name = "muster" if launcher == "muster" else f"torchrun-{launcher}"
+                    workdir = os.path.join(workroot, f"{fault}-{name}-{i}")
                     os.makedirs(workdir)
-                    res = fn(args, fault, workdir, ns)
+                    if launcher == "muster":
+                        res = run_muster(args, fault, workdir, ns)
+                    else:
+                        res = run_torchrun(args, fault, workdir, ns, launcher)
                     results[fault][launcher].append(res)
                     desc = ", ".join(f"{k}={fmt_s(v) if isinstance(v, float) else v}"
                                      for k, v in res.items())
-                    log(f"[{time.monotonic() - began:5.0f} s] {fault} {launcher} #{i + 1}: {desc}")
+                    log(f"[{time.monotonic() - began:5.0f} s] {fault} {name} #{i + 1}: {desc}")
                     if "error" in res:
                         log(f"  logs kept in {workdir}")
                     elif not args.keep:
@@ -564,16 +602,16 @@ def main():
     sys.stderr.flush()
     print(f"\nrecovery after a node fault, 3 agents x {NPROC} workers (--nnodes 2:3), "
           f"fault -> last surviving worker of the new generation started")
-    print(f"muster: {args.runs} runs per fault; torchrun (torch 1.13, c10d, --monitor_interval 0.1): "
-          f"{args.torchrun_runs} runs per loopback fault, {args.torchrun_link_runs} for link-down, "
-          f"each watched {args.window:.0f} s\n")
-    print("| fault | muster median / max | muster detection median / max (target) "
-          "| torchrun (what happened) | ratio |")
-    print("|---|---|---|---|---|")
+    print(f"muster: {args.runs} runs per fault; torchrun {', '.join(versions) or '(none)'} "
+          f"(c10d, --monitor_interval 0.1): {args.torchrun_runs} runs each per loopback fault, "
+          f"{args.torchrun_link_runs} for link-down, each watched {args.window:.0f} s\n")
+    print("| fault | muster median / max | muster detection median / max (target) | "
+          + "".join(f"torchrun {v} (what happened) | ratio {v} | " for v in versions).rstrip())
+    print("|---|---|---|" + "---|---|" * len(versions))
     failed = False  # a muster run errored or missed its detection target: exit 1
     for fault in faults:
         if fault in not_measured:
-            print(f"| {fault} | not measured: {not_measured[fault]} | | | |")
+            print(f"| {fault} | not measured: {not_measured[fault]} | |" + " | |" * len(versions))
             continue
         m = [r["recovery"] for r in results[fault]["muster"] if "recovery" in r]
         d = [r["detect"] for r in results[fault]["muster"] if r.get("detect") is not None]
@@ -586,18 +624,22 @@ def main():
         failed = failed or missed
         dcell = (f"{fmt_s(statistics.median(d))} / {fmt_s(max(d))} (≤ {TARGETS[fault]} s: "
                  f"{'MISSED' if missed else 'met'})") if d else "—"
-        t_runs = results[fault]["torchrun"]
-        t = [r["recovery"] for r in t_runs if "recovery" in r]
-        parts = []
-        if t:
-            parts.append(f"re-formed: median {fmt_s(statistics.median(t))}, max {fmt_s(max(t))} "
-                         f"({len(t)} of {len(t_runs)})")
-        for what in dict.fromkeys(r.get("none") or r.get("error") for r in t_runs if "recovery" not in r):
-            n = sum(1 for r in t_runs if (r.get("none") or r.get("error")) == what)
-            parts.append(f"{n}x: {what}")
-        tcell = "; ".join(parts) if parts else "not run"
-        ratio = f"{statistics.median(t) / statistics.median(m):.0f}x" if (t and m) else "—"
-        print(f"| {fault} | {mcell} | {dcell} | {tcell} | {ratio} |")
+        cells = []
+        for v in versions:
+            t_runs = results[fault][v]
+            t = [r["recovery"] for r in t_runs if "recovery" in r]
+            parts = []
+            if t:
+                parts.append(f"re-formed: median {fmt_s(statistics.median(t))}, max {fmt_s(max(t))} "
+                             f"({len(t)} of {len(t_runs)})")
+            for what in dict.fromkeys(r.get("none") or r.get("error") for r in t_runs
+                                      if "recovery" not in r):
+                n = sum(1 for r in t_runs if (r.get("none") or r.get("error")) == what)
+                parts.append(f"{n}x: {what}")
+            tcell = "; ".join(parts) if parts else (f"not run: {skipped[v]}" if v in skipped else "not run")
+            ratio = f"{statistics.median(t) / statistics.median(m):.0f}x" if (t and m) else "—"
+            cells.append(f"{tcell} | {ratio} |")
+        print(f"| {fault} | {mcell} | {dcell} | " + " ".join(cells))
     return 1 if failed else 0
 
 

@@ -1,8 +1,19 @@
-"""Debian's torchrun (torch 1.13) as a reference, made to run on Python 3.11.
+"""Debian's torchrun as a reference: torch 1.13 on this host, torch 2.x in a chroot.
 
-torch 1.13's Std.from_str returns None for "0" on Python 3.11 (IntFlag
-iteration skips the zero member), so torchrun fails before starting workers.
-This maps None back to Std.NONE and then runs torchrun's own main() unchanged.
+    /usr/bin/python3 torchrun_compat.py TORCHRUN_ARGS...              (torch 1.13)
+    MUSTER_TORCH_CHROOT=DIR \\
+        tests/torch/chroot_python.sh torchrun_compat.py TORCHRUN_ARGS...  (torch 2.x)
+
+Each change below is needed for Debian's build to start workers at all; torchrun's
+own main() then runs unchanged.
+
+torch 1.13: Std.from_str returns None for "0" on Python 3.11 (IntFlag iteration
+skips the zero member), so torchrun fails before starting workers. None is
+mapped back to Std.NONE.
+
+torch 2.x: Debian builds torch without libuv, but TCPStore's use_libuv defaults
+to True; tests/torch/no_libuv.py, run first by chroot_python.sh, changes that
+one default (see there).
 """
 import sys
 

@@ -1,6 +1,6 @@
-"""Worker SIGKILL -> restarted workers: muster vs torchrun, in the same run.
+"""Worker SIGKILL -> restarted workers: muster vs torchrun 1.13 and 2.14, in the same run.
 
-usage: worker_restart.py [--runs N] [--nproc P]
+usage: worker_restart.py [--runs N] [--nproc P] [--torchrun 1.13,2.14] [--torch-chroot DIR]
 
 Each launcher runs P workers on one node (--standalone, --max-restarts 1,
 torchrun with --monitor_interval 0.1 through torchrun_compat.py). A worker
@@ -8,7 +8,15 @@ records its restart count, rank, pid and start time in a file, then sleeps.
 Once every worker of attempt 0 has started, the bench SIGKILLs rank 1 and
 measures the time until the last worker of attempt 1 has started: detection,
 stopping the others and starting them again. Alternated runs; medians and
-ranges are printed with the ratio.
+ranges are printed with the ratio to muster.
+
+torchrun 1.13 is this host's (/usr/bin/python3). torchrun 2.14 is Debian sid's,
+run through tests/torch/chroot_python.sh in the chroot --torch-chroot (needs
+root) with USE_LIBUV=0 and --local-addr 127.0.0.1 (the chroot's /etc/hosts does
+not name this host); its workers are the same worker program, run by the
+chroot's python3 (the wrapper's start-up is outside the measured interval).
+muster's and torchrun 1.13's workers run on /usr/bin/python3. The worker does
+not import torch.
 """
 import argparse
 import glob
@@ -18,6 +26,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 
@@ -26,7 +35,11 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 MUSTER = os.path.join(os.environ.get("MUSTER_BIN_DIR", os.path.join(ROOT, "build", "bin")),
                       "muster")
 COMPAT = os.path.join(HERE, "torchrun_compat.py")
+CHROOT_PYTHON = os.path.join(ROOT, "tests", "torch", "chroot_python.sh")
+DEFAULT_CHROOT = os.path.join(os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots"),
+                              "sid")
 PYTHON = "/usr/bin/python3"
+VERSIONS = ("1.13", "2.14")
 
 WORKER = r"""
 import json, os, sys, time
@@ -60,7 +73,7 @@ def wait_attempt(out_dir, attempt, nproc, timeout=60):
     raise RuntimeError(f"attempt {attempt} did not start {nproc} workers in {timeout}s")
 
 
-def one_run(launcher, nproc):
+def one_run(launcher, nproc, chroot=None):
     out_dir = tempfile.mkdtemp(prefix="muster-bench-restart-")
     script = os.path.join(out_dir, "worker.py")
     with open(script, "w") as f:
@@ -69,9 +82,13 @@ def one_run(launcher, nproc):
     if launcher == "muster":
         args = [MUSTER] + common + [script, out_dir]
         env = dict(os.environ, MUSTER_PYTHON=PYTHON)
-    else:
+    elif launcher == "1.13":
         args = [PYTHON, COMPAT] + common + ["--monitor_interval", "0.1", script, out_dir]
         env = dict(os.environ)
+    else:  # 2.14, in the chroot
+        args = ([CHROOT_PYTHON, COMPAT] + common
+                + ["--monitor_interval", "0.1", "--local_addr", "127.0.0.1", script, out_dir])
+        env = dict(os.environ, MUSTER_TORCH_CHROOT=chroot, USE_LIBUV="0")
     env.pop("MUSTER_INJECT", None)
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -93,27 +110,55 @@ def one_run(launcher, nproc):
                 os.kill(r["pid"], signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def chroot_unavailable_reason(chroot):
+    if os.geteuid() != 0:
+        return "needs root (chroot_python.sh: unshare, mount, chroot)"
+    if not os.access(os.path.join(chroot, "usr", "bin", "python3"), os.X_OK):
+        return f"no chroot at {chroot} (scripts/torch_chroots.sh builds it)"
+    return None
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--nproc", type=int, default=2)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 2)[2])
+    parser.add_argument("--runs", type=int, default=5, help="alternated runs per launcher (default 5)")
+    parser.add_argument("--nproc", type=int, default=2, help="workers (default 2)")
+    parser.add_argument("--torchrun", default=",".join(VERSIONS),
+                        help="torchrun versions to compare with, comma-separated (default 1.13,2.14)")
+    parser.add_argument("--torch-chroot", default=os.environ.get("MUSTER_TORCH_CHROOT", DEFAULT_CHROOT),
+                        help=f"the torch 2.14 chroot (default $MUSTER_TORCH_CHROOT or {DEFAULT_CHROOT})")
     args = parser.parse_args()
-    times = {"muster": [], "torchrun": []}
+    versions = [v.strip() for v in args.torchrun.split(",") if v.strip()]
+    for v in versions:
+        if v not in VERSIONS:
+            parser.error(f"--torchrun: unknown version '{v}' (known: {', '.join(VERSIONS)})")
+    chroot = os.path.abspath(args.torch_chroot)
+    not_measured = {}
+    if "2.14" in versions and chroot_unavailable_reason(chroot):
+        not_measured["2.14"] = chroot_unavailable_reason(chroot)
+    launchers = ["muster"] + [v for v in versions if v not in not_measured]
+    labels = {"muster": "muster", "1.13": "torchrun 1.13", "2.14": "torchrun 2.14 (chroot)"}
+    times = {launcher: [] for launcher in launchers}
     for i in range(args.runs):
-        for launcher in ("muster", "torchrun"):
-            t = one_run(launcher, args.nproc)
+        for launcher in launchers:
+            t = one_run(launcher, args.nproc, chroot)
             times[launcher].append(t)
-            print(f"run {i + 1} {launcher}: {t * 1000:.0f} ms", file=sys.stderr)
+            print(f"run {i + 1} {labels[launcher]}: {t * 1000:.0f} ms", file=sys.stderr)
     print(f"worker SIGKILL -> all {args.nproc} workers restarted, {args.runs} alternated runs")
     print("| launcher | median | min-max |")
     print("|---|---|---|")
     for launcher, values in times.items():
-        print(f"| {launcher} | {statistics.median(values) * 1000:.0f} ms | "
+        print(f"| {labels[launcher]} | {statistics.median(values) * 1000:.0f} ms | "
               f"{min(values) * 1000:.0f}-{max(values) * 1000:.0f} ms |")
-    ratio = statistics.median(times["torchrun"]) / statistics.median(times["muster"])
-    print(f"ratio (torchrun / muster, medians): {ratio:.1f}x")
+    for v, reason in not_measured.items():
+        print(f"| torchrun {v} | not measured: {reason} | |")
+    for v in launchers[1:]:
+        ratio = statistics.median(times[v]) / statistics.median(times["muster"])
+        print(f"ratio ({labels[v]} / muster, medians): {ratio:.1f}x")
 
 
 if __name__ == "__main__":

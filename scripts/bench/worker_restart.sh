@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Worker SIGKILL -> all local workers restarted: muster vs torchrun (Debian torch 1.13).
-# Usage: scripts/bench/worker_restart.sh [--runs N] [--nproc P]  (MUSTER_SKIP_BUILD=1 skips the build)
+# Worker SIGKILL -> all local workers restarted: muster vs torchrun 1.13 (host) and 2.14 (sid chroot).
+# Usage: scripts/bench/worker_restart.sh [--runs N] [--nproc P] [--torchrun 1.13,2.14] [--torch-chroot DIR]
+#   (MUSTER_SKIP_BUILD=1 skips the build; torchrun 2.14 needs root and scripts/torch_chroots.sh's chroot)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ "${MUSTER_SKIP_BUILD:-0}" != 1 ]]; then

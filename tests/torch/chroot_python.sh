@@ -9,9 +9,10 @@
 # Paths mean the same inside and out: in a private mount namespace (unshare
 # -m; the mounts vanish with the process, nothing to clean up) the source
 # tree, /tmp, /dev and /proc are bind-mounted into the chroot at their own
-# paths, and the working directory is kept. Every step execs, so the PID
-# muster or torchrun supervises is the Python process itself, and inherited
-# file descriptors (the progress pipe) stay open.
+# paths, /etc/hosts is the caller's, and the working directory is kept.
+# Every step execs, so the PID muster or torchrun supervises is the Python
+# process itself, and inherited file descriptors (the progress pipe) stay
+# open.
 #
 # The interpreter runs tests/torch/no_libuv.py first: the one change made to
 # Debian's torch 2.x (see that file).
@@ -43,6 +44,10 @@ exec unshare --mount --propagation private /bin/sh -c '
   mount --bind /tmp "$root/tmp"
   mount --rbind /dev "$root/dev"
   mount -t proc proc "$root/proc"
+  # /etc/hosts as the caller sees it (a private one of a test included):
+  # torch resolves this host name, which the file of the chroot does not know.
+  touch "$root/etc/hosts"
+  mount --bind /etc/hosts "$root/etc/hosts"
   case $cwd in /tmp* | "$source"*) ;; *) cwd=/ ;; esac
   exec chroot "$root" /bin/sh -c "cd \"\$0\" && exec \"\$@\"" "$cwd" \
     /usr/bin/python3 "$@"

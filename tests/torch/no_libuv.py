@@ -2,14 +2,17 @@
 
     python3 no_libuv.py SCRIPT ARGS... | -m MODULE ARGS... | -c CODE ARGS...
 
-Debian builds torch 2.x without libuv, yet the agent-store branch of
-`torch/distributed/rendezvous.py` (`_create_c10d_store`) constructs
-`TCPStore(...)` without `use_libuv`, whose default is True: every
-`init_process_group` under an agent (torchrun's or muster's) fails with
-"use_libuv was requested but PyTorch was built without libuv support". The
-same holds for torchrun's own stores. This wrapper makes `use_libuv` default
-to False for the TCPStore that torch's rendezvous and elastic modules create,
-and changes nothing else: a caller that passes use_libuv keeps its value.
+Debian builds torch 2.x without libuv, yet `TCPStore`'s `use_libuv` defaults
+to True: the agent-store branch of `torch/distributed/rendezvous.py`
+(`_create_c10d_store`) and torchrun's own stores (the dynamic rendezvous's
+shared store server, `torch/distributed/elastic/utils/distributed.py`) then
+fail with "use_libuv was requested but PyTorch was built without libuv
+support", so neither a worker under an agent nor Debian's torchrun 2.x can
+start. This wrapper changes that one default and nothing else:
+  - `torch.distributed.TCPStore`, and the name in the modules that imported
+    it, become a subclass whose `use_libuv` defaults to False (a caller that
+    passes it keeps its value; isinstance checks still hold);
+  - `USE_LIBUV`, torch's own switch for the stores that read it, defaults to 0.
 Under torch 1.13 (no libuv option) it only runs the script.
 """
 import importlib
@@ -17,29 +20,38 @@ import os
 import runpy
 import sys
 
+_MODULES_NAMING_TCPSTORE = (
+    "torch.distributed.rendezvous",
+    "torch.distributed.elastic.utils.distributed",
+    "torch.distributed.elastic.rendezvous.c10d_rendezvous_backend",
+    "torch.distributed.elastic.rendezvous.dynamic_rendezvous",
+    "torch.distributed.elastic.rendezvous.static_tcp_rendezvous",
+)
+
 
 def _default_no_libuv():
+    os.environ.setdefault("USE_LIBUV", "0")
     import torch.distributed as dist
 
     original = getattr(dist, "TCPStore", None)
     if original is None:
         return
 
-    def tcp_store(*args, **kwargs):
-        kwargs.setdefault("use_libuv", False)
-        return original(*args, **kwargs)
+    class TCPStore(original):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("use_libuv", False)
+            super().__init__(*args, **kwargs)
 
+    dist.TCPStore = TCPStore
     # `torch.distributed.rendezvous` the attribute is a function; the module
-    # is only reachable through sys.modules.
-    for name in ("torch.distributed.rendezvous", "torch.distributed.elastic.utils.distributed",
-                 "torch.distributed.elastic.rendezvous.c10d_rendezvous_backend",
-                 "torch.distributed.elastic.rendezvous.static_tcp_rendezvous"):
+    # is only reachable through sys.modules / importlib.
+    for name in _MODULES_NAMING_TCPSTORE:
         try:
             module = importlib.import_module(name)
         except ImportError:
             continue
         if getattr(module, "TCPStore", None) is original:
-            module.TCPStore = tcp_store
+            module.TCPStore = TCPStore
 
 
 def main():
