@@ -8,6 +8,8 @@
 #include <filesystem>
 
 #include "launcher/failure_report.h"
+#include "launcher/output_routes.h"
+#include "launcher/root_cause_file.h"
 #include "launcher/worker_env.h"
 #include "rendezvous/client/rendezvous_client.h"
 #include "rendezvous/daemon/rendezvous_server.h"
@@ -27,14 +29,6 @@ std::string HostName() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
-}
-
-bool ConsoleShows(const LaunchOptions& options, int local_rank) {
-  if (!options.local_ranks_filter) return true;
-  for (int r : *options.local_ranks_filter) {
-    if (r == local_rank) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -68,8 +62,9 @@ int Agent::Run() {
   // A console that goes away must not kill the agent (and with it, the job).
   std::signal(SIGPIPE, SIG_IGN);
   for (const auto& warning : plan_.warnings) spdlog::warn("{}", warning);
+  if (elastic_) return RunElastic();  // starts fault injection once it knows its role
   StartFaultInjection();
-  return elastic_ ? RunElastic() : RunStatic();
+  return RunStatic();
 }
 
 int Agent::RunStatic() {
@@ -150,14 +145,16 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attemp
     // A file left by an earlier run in the same --log-dir must not be
     // reported as this run's error.
     fs::remove(id.error_file, ec);
-    id.cuda_visible_devices = VisibleDevicesFor(plan_.gpus.ids, plan_.isolate_gpus, local_rank);
+    const WorkerLaunch launch = PlanWorker(plan_, local_rank);
+    id.cuda_visible_devices = launch.cuda_visible_devices;
+    id.virtual_local_rank = launch.virtual_local_rank;
 
     WorkerSpec spec;
     spec.local_rank = local_rank;
     spec.global_rank = node_.global_rank_offset + local_rank;
     spec.error_file = id.error_file;
     spec.request.executable = plan_.executable;
-    spec.request.argv = plan_.argv;
+    spec.request.argv = launch.argv;
     auto variables = WorkerVariables(node_, id, env_);
     AddFaultVariables(variables);
     spec.request.env = MergeEnvironment(inherited_env_, variables);
@@ -182,20 +179,15 @@ Status Agent::StartAttempt() {
 
   outputs_.clear();
   open_streams_.clear();
-  const bool keep_files = !options_.log_dir.empty();
+  auto filtered = OpenFilteredCopies(options_, attempt_dir);
+  if (!filtered.ok()) return filtered.status();
   for (const auto& spec : *specs) {
     const int lr = spec.local_rank;
-    const int redirect = options_.redirects.For(lr);
-    const int tee = options_.tee.For(lr);
-    const bool shown = ConsoleShows(options_, lr);
-    const std::string base = attempt_dir + "/" + std::to_string(lr) + "/";
-    StreamRoute out{shown && !(redirect & kStdOut),
-                    (keep_files || ((redirect | tee) & kStdOut)) ? base + "stdout.log" : ""};
-    StreamRoute err{shown && !(redirect & kStdErr),
-                    (keep_files || ((redirect | tee) & kStdErr)) ? base + "stderr.log" : ""};
+    const WorkerRoutes routes =
+        RoutesFor(options_, lr, attempt_dir + "/" + std::to_string(lr), *filtered);
     const std::string prefix =
         options_.prefix_output ? "[rank" + std::to_string(spec.global_rank) + "]: " : "";
-    auto output = WorkerOutput::Open(prefix, out, err);
+    auto output = WorkerOutput::Open(prefix, routes.out, routes.err);
     if (!output.ok()) return output.status();
     outputs_[TagFor(lr)] = std::move(output).value();
     open_streams_[TagFor(lr)] = 2;
@@ -328,6 +320,7 @@ void Agent::Settle() {
   const bool will_restart = restart_count_ < options_.max_restarts;
   const int root_code = failures.empty() ? 1 : failures.front().status.ShellCode();
   if (!failures.empty()) {
+    local_root_cause_ = failures.front();
     std::string report = FormatFailureReport(
         failures, ReportContext{host_, restart_count_, options_.max_restarts, will_restart});
     WriteAll(STDERR_FILENO, report);
@@ -348,6 +341,11 @@ void Agent::Settle() {
 }
 
 void Agent::Finish(int exit_code) {
+  // As torchrun's @record on its main: a job that failed because of this
+  // node's workers hands the root cause to whoever asked for it.
+  if (exit_code != 0 && received_signal_ == 0 && local_root_cause_) {
+    CopyRootCauseErrorFile(env_, *local_root_cause_);
+  }
   exit_code_ = exit_code;
   done_ = true;
   finished_ = true;

@@ -63,6 +63,10 @@ class Agent final : public SpawnEvents {
 
   int RunStatic();
   int RunElastic();
+  // Starts the embedded rendezvous when this agent serves it (is_host=1,
+  // --standalone, or the c10d rule: see host_rules.h); false when it should
+  // but cannot (the error is logged).
+  bool ServeRendezvousIfHost();
   void OnAssignment(const rdzv::Assignment& assignment);
   void StopGroupFor(StopReason reason, int sig);
   void StartGeneration(const rdzv::Assignment& assignment);
@@ -115,6 +119,8 @@ class Agent final : public SpawnEvents {
   bool run_ended_ = false;
   bool run_succeeded_ = false;
   int local_failure_code_ = 0;  // this node's root-cause exit code, 0 if none
+  // This node's root-cause failure, for the launcher's TORCHELASTIC_ERROR_FILE.
+  std::optional<WorkerFailure> local_root_cause_;
   // What muster exits with when the run failed: this node's own root cause,
   // or 1 when the failure was elsewhere.
   int FailureExitCode() const { return local_failure_code_ ? local_failure_code_ : 1; }

@@ -9,6 +9,8 @@
 
 #include "launcher/agent.h"
 #include "launcher/failure_report.h"
+#include "launcher/host_rules.h"
+#include "launcher/local_identity.h"
 #include "rendezvous/client/rendezvous_client.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "rendezvous/store/store_server.h"
@@ -23,12 +25,56 @@ std::string NewNodeId(const std::string& host) {
 
 }  // namespace
 
+bool Agent::ServeRendezvousIfHost() {
+  // Resolving names can block on DNS: only the c10d rule needs it.
+  const bool endpoint_local =
+      elastic_->host_if_local && !elastic_->is_host && EndpointIsThisMachine(elastic_->host);
+  const RendezvousRole role = DecideRendezvousRole(*elastic_, endpoint_local);
+  if (role == RendezvousRole::kJoin) {
+    if (elastic_->host_if_local) {
+      spdlog::info("event=rdzv_host serve=false why=\"endpoint host {} is not this machine\"",
+                   elastic_->host);
+    }
+    return true;
+  }
+  rdzv::ServerOptions daemon;
+  daemon.host = DaemonBindHost(elastic_->loopback_only, elastic_->host);
+  daemon.port = elastic_->port;
+  daemon.settings = elastic_->settings;
+  daemon.token = elastic_->token;
+  auto started = rdzv::RendezvousServer::Start(io_, daemon);
+  if (!started.ok()) {
+    if (role == RendezvousRole::kServe) {
+      spdlog::error("{}", started.status().message());
+      return false;
+    }
+    if (started.status().code() == Status::Code::kFailedPrecondition) {
+      // Another agent on this host won the race, or a musterd runs here.
+      spdlog::info(
+          "event=rdzv_host serve=false why=\"port {} is in use: joining whoever serves it\"",
+          elastic_->port);
+    } else {
+      // Nobody asked this agent to serve (a privileged port, say): someone
+      // else may, as torchrun assumes; join_timeout bounds the wait if not.
+      spdlog::warn("event=rdzv_host serve=false why=\"{}; joining as a client\"",
+                   started.status().message());
+    }
+    return true;
+  }
+  embedded_daemon_ = std::move(started).value();
+  if (elastic_->port == 0) elastic_->port = embedded_daemon_->port();
+  if (role == RendezvousRole::kServeIfFree) {
+    spdlog::info("event=rdzv_host serve=true why=\"endpoint host {} is this machine\"",
+                 elastic_->host);
+  }
+  elastic_->is_host = true;
+  return true;
+}
+
 int Agent::RunElastic() {
   // Every agent serves a store from the start: whichever node becomes master
   // already has its port bound, and no port is ever handed on unbound.
-  const std::string bind_host = elastic_->loopback_only       ? "127.0.0.1"
-                                : options_.local_addr.empty() ? "0.0.0.0"
-                                                              : options_.local_addr;
+  const std::string bind_host = StoreBindHost(elastic_->loopback_only, options_.local_addr);
   auto server = store::StoreServer::Start(io_, bind_host,
                                           static_cast<uint16_t>(options_.master_port.value_or(0)));
   if (!server.ok()) {
@@ -40,20 +86,9 @@ int Agent::RunElastic() {
   // a store before its generation is formed (see StartGeneration).
   store_->Seal();
 
-  if (elastic_->is_host) {
-    rdzv::ServerOptions daemon;
-    daemon.host = elastic_->loopback_only ? "127.0.0.1" : "0.0.0.0";
-    daemon.port = elastic_->port;
-    daemon.settings = elastic_->settings;
-    daemon.token = elastic_->token;
-    auto started = rdzv::RendezvousServer::Start(io_, daemon);
-    if (!started.ok()) {
-      spdlog::error("{}", started.status().message());
-      return 1;
-    }
-    embedded_daemon_ = std::move(started).value();
-    if (elastic_->port == 0) elastic_->port = embedded_daemon_->port();
-  }
+  if (!ServeRendezvousIfHost()) return 1;
+  // Fault plans treat the agent that serves the rendezvous apart: known only now.
+  StartFaultInjection();
   if (auto s = PrepareRunDirectory(); !s.ok()) {
     spdlog::error("{}", s.message());
     return 1;
@@ -230,6 +265,7 @@ void Agent::SettleElastic() {
     const bool will_restart = current_->restart_count < current_->max_restarts;
     if (!failures.empty()) {
       local_failure_code_ = failures.front().status.ShellCode();
+      local_root_cause_ = failures.front();
       WriteAll(STDERR_FILENO,
                FormatFailureReport(failures, ReportContext{host_, current_->restart_count,
                                                            current_->max_restarts, will_restart}));

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <sstream>
 
-#include "launcher/worker_env.h"
-
 namespace muster {
 namespace {
 
@@ -33,10 +31,13 @@ void Row(std::ostringstream& out, std::string_view name, std::string_view value,
   out << line << "\n";
 }
 
-void Settings(std::ostringstream& out, const cli::RawSettings& given) {
+// `launch`: the command line was `muster launch`, whose own flags are then
+// listed too.
+void Settings(std::ostringstream& out, const cli::RawSettings& given, bool launch) {
   out << "settings (value, source, origin):\n";
   for (const cli::FlagSpec& flag : cli::Flags()) {
-    if (flag.apply == nullptr || flag.name == "dry-run" || flag.name == "logs-specs") continue;
+    if (flag.apply == nullptr || flag.name == "dry-run") continue;
+    if (flag.group == cli::FlagGroup::kLaunch && !launch) continue;
     if (const cli::RawValue* value = given.Get(flag)) {
       Row(out, flag.name, value->text, cli::ValueSourceName(value->source), value->origin);
     } else {
@@ -70,17 +71,22 @@ std::string DryRunReport(const LaunchOptions& options, const cli::ExtraOptions& 
                          const std::optional<ElasticConfig>& elastic) {
   std::ostringstream out;
   out << "muster --dry-run: nothing is started\n";
-  Settings(out, given);
+  Settings(out, given, !options.local_rank_flag.empty() || extras.use_env);
   for (const auto& note : extras.derived) out << "derived: " << note << "\n";
   Rendezvous(out, options, elastic);
   out << "GPUs: " << (plan.gpus.ids.empty() ? "none" : Join(plan.gpus.ids, ",")) << " (from "
       << plan.gpus.source << ")\n";
   out << "workers on this node: " << plan.nproc_per_node << ", run id " << plan.run_id << "\n";
   for (int local_rank = 0; local_rank < plan.nproc_per_node; ++local_rank) {
-    const auto devices = VisibleDevicesFor(plan.gpus.ids, plan.isolate_gpus, local_rank);
+    const WorkerLaunch worker = PlanWorker(plan, local_rank);
     out << "  local rank " << local_rank
-        << ": CUDA_VISIBLE_DEVICES=" << devices.value_or("(inherited)") << "  "
-        << Join(plan.argv, " ") << "\n";
+        << ": CUDA_VISIBLE_DEVICES=" << worker.cuda_visible_devices.value_or("(inherited)")
+        << " LOCAL_RANK=" << (worker.virtual_local_rank ? 0 : local_rank) << "  "
+        << Join(worker.argv, " ") << "\n";
+  }
+  if (!extras.logs_specs.empty()) {
+    out << "note: --logs-specs " << extras.logs_specs
+        << " has no effect (a Python entry point muster cannot load)\n";
   }
   for (const auto& warning : plan.warnings) out << "warning: " << warning << "\n";
   return out.str();

@@ -22,9 +22,10 @@ struct ProcsPerNode {
   int count = 1;  // meaningful only for kCount; >= 1
 };
 
+// What CUDA_VISIBLE_DEVICES each worker gets when GPU ids are known.
 enum class GpuVisibility {
-  kIsolate,  // worker i sees only the i-th GPU id
-  kAll,      // every worker sees every GPU id
+  kAll,      // every worker sees the whole list; LOCAL_RANK i indexes it (list[i] is its GPU)
+  kIsolate,  // worker i sees only the i-th id, as device 0, but LOCAL_RANK stays i
 };
 
 // Which of a worker's streams go to files (--redirects) or to files and the
@@ -75,10 +76,17 @@ struct LaunchOptions {
   StdSpec tee;
   std::optional<std::vector<int>> local_ranks_filter;  // console shows only these local ranks
   bool prefix_output = true;                           // "[rankN]:" before each line
+  // torchrun's --duplicate-std{out,err}-filters: lines of tee'd streams that
+  // contain any of these go to <attempt dir>/filtered_std{out,err}.log too.
+  std::vector<std::string> duplicate_stdout_filters;
+  std::vector<std::string> duplicate_stderr_filters;
 
   // GPUs.
   std::optional<std::vector<std::string>> gpus;  // --gpus LIST
-  GpuVisibility gpu_visibility = GpuVisibility::kIsolate;
+  GpuVisibility gpu_visibility = GpuVisibility::kAll;
+  // torchrun's --virtual-local-rank: worker i sees only its own GPU (the i-th
+  // id) and is told LOCAL_RANK=0; RANK, GROUP_RANK and the rest are unchanged.
+  bool virtual_local_rank = false;
 
   double shutdown_timeout_s = 30;  // SIGTERM -> SIGKILL grace, >= 0
   // A worker that reported progress and then none for this long is killed as
@@ -92,6 +100,11 @@ struct LaunchOptions {
   std::optional<FaultPlan> fault_plan;
 
   std::string config_file;  // the --config given, for reporting only
+
+  // `muster launch` (torch.distributed.launch) without --use-env: the flag
+  // that tells each worker its local rank, "--local_rank" or "--local-rank",
+  // inserted as "FLAG=N" between SCRIPT and its arguments. Empty: none.
+  std::string local_rank_flag;
 
   // The training program and its arguments, passed through untouched.
   std::string script;

@@ -3,7 +3,11 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "launcher/cli/spec_parsers.h"
+#include "launcher/output_routes.h"
+#include "launcher/worker_env.h"
 #include "rendezvous/net/token_file.h"
 
 namespace muster {
@@ -28,7 +32,78 @@ Result<int> ResolveProcsPerNode(const ProcsPerNode& p, const GpuIds& gpus, int c
   return Status::InvalidArgument("--nproc-per-node: unknown kind");
 }
 
+// How the node's GPU ids go round its workers: an error when a worker of
+// --virtual-local-rank would have no GPU of its own (torchrun raises then
+// too), a warning when workers outnumber the ids otherwise.
+Status CheckGpuShare(const LaunchOptions& options, LaunchPlan& plan) {
+  const auto& ids = plan.gpus.ids;
+  const int workers = plan.nproc_per_node;
+  const std::string counts = std::to_string(workers) + " workers per node but " +
+                             std::to_string(ids.size()) + " GPU ids (from " + plan.gpus.source +
+                             ")";
+  // CUDA enumerates one MIG instance per process, so a list of them shows
+  // every worker the first one only.
+  const auto migs = std::count_if(ids.begin(), ids.end(),
+                                  [](const std::string& id) { return id.starts_with("MIG-"); });
+  if (!plan.isolate_gpus && migs > 1) {
+    plan.warnings.push_back(
+        "CUDA shows a process only one MIG instance: with --gpu-visibility all every worker "
+        "sees the first; use --gpu-visibility isolate or --virtual-local-rank");
+  }
+  if (ids.empty() || workers <= static_cast<int>(ids.size())) return Status::Ok();
+  if (options.virtual_local_rank) {
+    return Status::InvalidArgument("--virtual-local-rank: " + counts +
+                                   "; each worker needs a GPU of its own");
+  }
+  if (plan.isolate_gpus) {
+    plan.warnings.push_back("--nproc-per-node " + std::to_string(workers) + " exceeds the " +
+                            std::to_string(ids.size()) + " GPU ids from " + plan.gpus.source +
+                            "; GPUs are shared round-robin (NCCL refuses two ranks on one GPU)");
+  } else {
+    plan.warnings.push_back(counts + ": workers with LOCAL_RANK >= " + std::to_string(ids.size()) +
+                            " have no GPU at index LOCAL_RANK of CUDA_VISIBLE_DEVICES");
+  }
+  return Status::Ok();
+}
+
+// --duplicate-std*-filters copy lines of tee'd streams only (as torchrun):
+// say so when no worker's stream is tee'd to the console.
+void AddOutputWarnings(const LaunchOptions& options, LaunchPlan& plan) {
+  const std::pair<const std::vector<std::string>*, int> filtered[] = {
+      {&options.duplicate_stdout_filters, kStdOut}, {&options.duplicate_stderr_filters, kStdErr}};
+  for (const auto& [filters, stream] : filtered) {
+    if (filters->empty()) continue;
+    bool teed = false;
+    for (int lr = 0; lr < plan.nproc_per_node && !teed; ++lr) {
+      teed = (options.tee.For(lr) & stream) != 0 && ShownOnConsole(options, lr);
+    }
+    const char* name = stream == kStdOut ? "stdout" : "stderr";
+    if (!teed) {
+      plan.warnings.push_back(std::string("--duplicate-") + name +
+                              "-filters: no local rank tees its " + name +
+                              " to the console (--tee), so filtered_" + name + ".log stays empty");
+    }
+  }
+}
+
 }  // namespace
+
+WorkerLaunch PlanWorker(const LaunchPlan& plan, int local_rank) {
+  WorkerLaunch worker;
+  worker.argv = plan.argv;
+  if (!plan.local_rank_flag.empty()) {
+    worker.argv.insert(worker.argv.begin() + static_cast<std::ptrdiff_t>(plan.script_args_at),
+                       plan.local_rank_flag + "=" + std::to_string(local_rank));
+  }
+  worker.cuda_visible_devices = VisibleDevicesFor(plan.gpus.ids, plan.isolate_gpus, local_rank);
+  // torchrun's virtual mode with no list to pick from names the GPU by the
+  // local rank itself (HIP reads CUDA_VISIBLE_DEVICES too).
+  if (plan.virtual_local_rank && !worker.cuda_visible_devices) {
+    worker.cuda_visible_devices = std::to_string(local_rank);
+  }
+  worker.virtual_local_rank = plan.virtual_local_rank;
+  return worker;
+}
 
 std::optional<std::string> FindExecutable(const std::string& name, const std::string& path_var) {
   if (name.empty()) return std::nullopt;
@@ -68,17 +143,14 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
                                   const MachineFacts& machine) {
   LaunchPlan plan;
   plan.gpus = ResolveGpuIds(options.gpus, env, machine.discover_gpus);
-  plan.isolate_gpus = options.gpu_visibility == GpuVisibility::kIsolate;
+  plan.isolate_gpus =
+      options.gpu_visibility == GpuVisibility::kIsolate || options.virtual_local_rank;
+  plan.virtual_local_rank = options.virtual_local_rank;
   auto nproc = ResolveProcsPerNode(options.nproc_per_node, plan.gpus, machine.cpu_count);
   if (!nproc.ok()) return nproc.status();
   plan.nproc_per_node = *nproc;
-  if (plan.isolate_gpus && !plan.gpus.ids.empty() &&
-      plan.nproc_per_node > static_cast<int>(plan.gpus.ids.size())) {
-    plan.warnings.push_back("--nproc-per-node " + std::to_string(plan.nproc_per_node) +
-                            " exceeds the " + std::to_string(plan.gpus.ids.size()) +
-                            " GPU ids from " + plan.gpus.source +
-                            "; GPUs are shared round-robin (NCCL refuses two ranks on one GPU)");
-  }
+  if (auto status = CheckGpuShare(options, plan); !status.ok()) return status;
+  AddOutputWarnings(options, plan);
 
   if (options.no_python) {
     auto exe = machine.find_executable(options.script);
@@ -110,6 +182,8 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
       plan.argv.push_back(options.script);
     }
   }
+  plan.script_args_at = plan.argv.size();
+  plan.local_rank_flag = options.local_rank_flag;
   plan.argv.insert(plan.argv.end(), options.script_args.begin(), options.script_args.end());
 
   // --standalone without --rdzv-id already got a random id from the CLI.
@@ -149,6 +223,10 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
   auto settings = rdzv::Settings::FromConf(options.rdzv_conf);
   if (!settings.ok()) return settings.status();
   config.settings = *settings;
+  // torchrun's c10d rule: with no is_host, the agent on the endpoint's host
+  // serves (an explicit is_host below wins). --rdzv-backend muster always
+  // means a musterd.
+  config.host_if_local = options.rdzv_backend == "c10d" && !options.rdzv_conf.contains("is_host");
   for (const auto& [key, value] : options.rdzv_conf) {
     if (key == "is_host") {
       if (value != "0" && value != "1" && value != "true" && value != "false") {

@@ -30,15 +30,42 @@ struct MachineFacts {
 struct LaunchPlan {
   int nproc_per_node = 1;
   GpuIds gpus;
-  bool isolate_gpus = true;
-  std::string executable;         // absolute path of what each worker execs
-  std::vector<std::string> argv;  // argv[0] included
+  // Each worker sees one GPU id (--gpu-visibility isolate, --virtual-local-rank);
+  // false: every worker sees them all (the default).
+  bool isolate_gpus = false;
+  bool virtual_local_rank = false;  // every worker is told LOCAL_RANK=0
+  std::string executable;           // absolute path of what each worker execs
+  std::vector<std::string> argv;    // argv[0] included; the same for every worker
+  // `muster launch`: each worker's argv gets "<local_rank_flag>=N" inserted at
+  // index script_args_at (right after SCRIPT). Empty flag: nothing inserted.
+  std::string local_rank_flag;
+  std::size_t script_args_at = 0;
   std::string run_id;
   std::vector<std::string> warnings;  // printed once at start
 };
 
+// Fails, naming the flag and value, when the machine cannot give the options
+// what they ask: no GPU for `--nproc-per-node gpu`, fewer GPU ids than workers
+// under --virtual-local-rank, an interpreter or executable not found.
 Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup& env,
                                   const MachineFacts& machine);
+
+// What the plan decides for one worker, beyond the rank variables of
+// worker_env.h: its command line, its CUDA_VISIBLE_DEVICES and whether it is
+// told LOCAL_RANK=0.
+struct WorkerLaunch {
+  std::vector<std::string> argv;                    // argv[0] included
+  std::optional<std::string> cuda_visible_devices;  // nullopt: the inherited value is left alone
+  bool virtual_local_rank = false;
+};
+
+// For local rank `local_rank` (0 <= local_rank < plan.nproc_per_node):
+//   argv: plan.argv, plus "--local_rank=N" after SCRIPT under `muster launch`
+//     (N is the real local rank, under --virtual-local-rank too, as torch);
+//   CUDA_VISIBLE_DEVICES: all ids (default), the local rank's id (isolate,
+//     round-robin; --virtual-local-rank), or with no ids known: nothing, or
+//     under --virtual-local-rank the local rank itself, as torchrun.
+WorkerLaunch PlanWorker(const LaunchPlan& plan, int local_rank);
 
 // This node's place under static membership (torchrun's `static` backend, and
 // one-node jobs that are not --standalone): a fixed number of nodes, ranks
@@ -50,12 +77,16 @@ Result<rdzv::Assignment> StaticAssignment(const LaunchOptions& options, int loca
 using rdzv::kDefaultRendezvousPort;
 
 // How this node reaches the elastic rendezvous (musterd, or one embedded in
-// this agent with --rdzv-conf is_host=1).
+// this agent with --rdzv-conf is_host=1, or by torchrun's c10d rule: see
+// host_rules.h).
 
 struct ElasticConfig {
   std::string host;                        // the daemon's address (--rdzv-endpoint)
   uint16_t port = kDefaultRendezvousPort;  // 0 (with is_host): the embedded daemon picks one
   bool is_host = false;                    // this agent runs the daemon itself
+  // --rdzv-backend c10d without is_host: an agent on the endpoint's host
+  // serves the rendezvous unless another agent or a daemon already does.
+  bool host_if_local = false;
   bool loopback_only = false;  // --standalone: daemon and store listen on 127.0.0.1 only
   std::string token;           // from --rdzv-conf token_file=PATH; empty: none
   rdzv::Settings settings;     // timeouts from --rdzv-conf

@@ -34,13 +34,23 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "status") {
     return muster::RunStatusCommand(std::vector<std::string>(args.begin() + 1, args.end()));
   }
-  muster::cli::CliOutcome outcome = muster::cli::ParseLaunchCommandLine(args, env);
+  // `muster launch`: torch.distributed.launch's interface (--local_rank=N).
+  auto mode = muster::cli::CommandMode::kRun;
+  if (!args.empty() && args[0] == "launch") {
+    mode = muster::cli::CommandMode::kLaunch;
+    args.erase(args.begin());
+  }
+  muster::cli::CliOutcome outcome = muster::cli::ParseLaunchCommandLine(args, env, mode);
   if (!outcome.options) {
     (outcome.exit_code == 0 ? std::cout : std::cerr)
         << outcome.text << (outcome.text.ends_with('\n') ? "" : "\n");
     return outcome.exit_code;
   }
   SetUpLogging(env);
+  if (!outcome.extras.logs_specs.empty()) {
+    spdlog::info("--logs-specs {}: no effect (a torchrun.logs_specs Python entry point)",
+                 outcome.extras.logs_specs);
+  }
 
   auto plan = muster::MakeLaunchPlan(*outcome.options, env, muster::ThisMachine(env));
   if (!plan.ok()) {

@@ -12,7 +12,7 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
   const int rank = node.global_rank_offset + worker.local_rank;
   std::map<std::string, std::string> v = {
       {"RANK", std::to_string(rank)},
-      {"LOCAL_RANK", std::to_string(worker.local_rank)},
+      {"LOCAL_RANK", worker.virtual_local_rank ? "0" : std::to_string(worker.local_rank)},
       {"GROUP_RANK", std::to_string(node.group_rank)},
       // One role per job: the role rank and size equal the global ones.
       {"ROLE_RANK", std::to_string(rank)},
@@ -34,7 +34,11 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
       // inherited value, which would name an outer agent's pipe.
       {"MUSTER_PROGRESS_FD", std::to_string(kProgressFd)},
   };
-  if (!inherited("TORCH_NCCL_ASYNC_ERROR_HANDLING")) v["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";
+  // NCCL aborts a communicator whose peer failed instead of hanging; torch
+  // 2.0 and 2.1 read the older name, later versions the TORCH_ one.
+  for (const char* name : {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}) {
+    if (!inherited(name)) v[name] = "1";
+  }
   // Several workers each spawning one OpenMP thread per core oversubscribe the
   // node; torchrun sets 1 for the same reason.
   if (node.local_world_size > 1 && !inherited("OMP_NUM_THREADS")) v["OMP_NUM_THREADS"] = "1";

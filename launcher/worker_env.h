@@ -20,14 +20,18 @@ struct WorkerIdentity {
   std::string role = "default";
   std::string error_file;                           // TORCHELASTIC_ERROR_FILE
   std::optional<std::string> cuda_visible_devices;  // unset: leave the inherited value alone
+  // torchrun's --virtual-local-rank: LOCAL_RANK is 0 (the worker's own GPU is
+  // its device 0); local_rank still places it (RANK = offset + local_rank).
+  bool virtual_local_rank = false;
 };
 
 // The variables muster sets for one worker: RANK, LOCAL_RANK, GROUP_RANK,
 // ROLE_RANK, ROLE_NAME, LOCAL_WORLD_SIZE, WORLD_SIZE, GROUP_WORLD_SIZE,
 // ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_* and
-// CUDA_VISIBLE_DEVICES when GPU ids are known; TORCH_NCCL_ASYNC_ERROR_HANDLING=1
-// and (with more than one local worker) OMP_NUM_THREADS=1 only when `inherited`
-// does not already set them.
+// CUDA_VISIBLE_DEVICES when GPU ids are known; TORCH_NCCL_ASYNC_ERROR_HANDLING=1,
+// NCCL_ASYNC_ERROR_HANDLING=1 (the name torch 2.0/2.1 read) and, with more
+// than one local worker, OMP_NUM_THREADS=1, each only when `inherited` does
+// not already set it.
 std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
                                                    const WorkerIdentity& worker,
                                                    const EnvLookup& inherited);
@@ -39,7 +43,9 @@ std::vector<std::string> MergeEnvironment(const std::vector<std::string>& inheri
 
 // The CUDA_VISIBLE_DEVICES value for local rank `local_rank`, or nullopt when
 // no GPU ids are known (then the inherited value is left alone). With
-// isolate=true a worker sees one id, assigned round-robin; otherwise all ids.
+// isolate=false (the default, --gpu-visibility all) every worker sees all ids
+// and LOCAL_RANK indexes them; with isolate=true a worker sees one id,
+// assigned round-robin.
 std::optional<std::string> VisibleDevicesFor(const std::vector<std::string>& gpu_ids, bool isolate,
                                              int local_rank);
 

@@ -20,6 +20,32 @@ void WriteAll(int fd, std::string_view bytes) {
   }
 }
 
+Result<std::shared_ptr<FilteredCopy>> FilteredCopy::Open(const std::string& path,
+                                                         std::vector<std::string> filters) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Status::IoError("cannot open log file '" + path + "': " + std::strerror(errno));
+  }
+  return std::shared_ptr<FilteredCopy>(new FilteredCopy(fd, std::move(filters)));
+}
+
+FilteredCopy::~FilteredCopy() { close(fd_); }
+
+bool FilteredCopy::Matches(const std::vector<std::string>& filters, std::string_view line) {
+  for (const auto& filter : filters) {
+    if (line.find(filter) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+void FilteredCopy::Offer(std::string_view prefix, std::string_view line) {
+  if (!Matches(filters_, line)) return;
+  // One write per line: lines of different workers never mix.
+  batch_.assign(prefix);
+  batch_.append(line);
+  WriteAll(fd_, batch_);
+}
+
 Result<std::unique_ptr<WorkerOutput>> WorkerOutput::Open(std::string prefix, const StreamRoute& out,
                                                          const StreamRoute& err) {
   std::unique_ptr<WorkerOutput> output(new WorkerOutput(std::move(prefix)));
@@ -28,6 +54,7 @@ Result<std::unique_ptr<WorkerOutput>> WorkerOutput::Open(std::string prefix, con
     Sink& sink = output->sinks_[i];
     sink.to_console = routes[i]->to_console;
     sink.console_fd = i == 0 ? STDOUT_FILENO : STDERR_FILENO;
+    sink.filtered_copy = routes[i]->filtered_copy;
     if (!routes[i]->file_path.empty()) {
       sink.file_fd =
           open(routes[i]->file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -50,11 +77,16 @@ void WorkerOutput::Write(Stream stream, std::string_view bytes) {
   Sink& sink = sinks_[stream == Stream::kStdout ? 0 : 1];
   if (sink.file_fd >= 0) WriteAll(sink.file_fd, bytes);
   if (sink.to_console) WriteConsole(sink, bytes, false);
+  if (sink.filtered_copy) WriteFiltered(sink, bytes, false);
 }
 
 void WorkerOutput::Close(Stream stream) {
   Sink& sink = sinks_[stream == Stream::kStdout ? 0 : 1];
   if (sink.to_console) WriteConsole(sink, {}, true);
+  if (sink.filtered_copy) {
+    WriteFiltered(sink, {}, true);
+    sink.filtered_copy.reset();
+  }
   if (sink.file_fd >= 0) {
     close(sink.file_fd);
     sink.file_fd = -1;
@@ -72,6 +104,12 @@ void WorkerOutput::WriteConsole(Sink& sink, std::string_view bytes, bool flush) 
   sink.splitter.Feed(bytes, append);
   if (flush) sink.splitter.Flush(append);
   if (!batch_.empty()) WriteAll(sink.console_fd, batch_);
+}
+
+void WorkerOutput::WriteFiltered(Sink& sink, std::string_view bytes, bool flush) {
+  auto offer = [this, &sink](std::string_view line) { sink.filtered_copy->Offer(prefix_, line); };
+  sink.filter_splitter.Feed(bytes, offer);
+  if (flush) sink.filter_splitter.Flush(offer);
 }
 
 }  // namespace muster

@@ -1,21 +1,54 @@
 // WorkerOutput: where one worker's stdout and stderr go. Console copies are
 // prefixed ("[rank3]:") and written a whole line at a time; file copies
-// (--log-dir, --redirects, --tee) get the bytes exactly as the worker wrote them.
+// (--log-dir, --redirects, --tee) get the bytes exactly as the worker wrote
+// them; a filtered copy (--duplicate-std*-filters) gets matching lines, prefixed.
 #pragma once
 
 #include <array>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "launcher/line_splitter.h"
 #include "launcher/process_spawner.h"
 
 namespace muster {
 
+// One file that collects, from several workers, the lines that contain any of
+// a list of strings (torchrun's --duplicate-stdout-filters and
+// --duplicate-stderr-filters). Each line is written whole, with the worker's
+// console prefix. Shared by the WorkerOutputs of one attempt; single-threaded.
+class FilteredCopy {
+ public:
+  // Creates (truncates) `path`. Returns an error naming the file.
+  static Result<std::shared_ptr<FilteredCopy>> Open(const std::string& path,
+                                                    std::vector<std::string> filters);
+  ~FilteredCopy();
+  FilteredCopy(const FilteredCopy&) = delete;
+  FilteredCopy& operator=(const FilteredCopy&) = delete;
+
+  // True when `line` contains any of `filters` (a plain substring test).
+  static bool Matches(const std::vector<std::string>& filters, std::string_view line);
+  // Appends prefix + line when `line` (ending in '\n') matches.
+  void Offer(std::string_view prefix, std::string_view line);
+
+ private:
+  FilteredCopy(int fd, std::vector<std::string> filters) : fd_(fd), filters_(std::move(filters)) {}
+  int fd_;
+  std::vector<std::string> filters_;
+  std::string batch_;
+};
+
 struct StreamRoute {
+  StreamRoute() = default;
+  // Not an aggregate, so "{console, path}" stays complete without a copy.
+  StreamRoute(bool console, std::string path, std::shared_ptr<FilteredCopy> copy = nullptr)
+      : to_console(console), file_path(std::move(path)), filtered_copy(std::move(copy)) {}
+
   bool to_console = true;
-  std::string file_path;  // empty: no file
+  std::string file_path;                        // empty: no file
+  std::shared_ptr<FilteredCopy> filtered_copy;  // null: none
 };
 
 class WorkerOutput {
@@ -38,9 +71,12 @@ class WorkerOutput {
     int console_fd = -1;
     int file_fd = -1;
     LineSplitter splitter;
+    std::shared_ptr<FilteredCopy> filtered_copy;
+    LineSplitter filter_splitter;  // its own: the console may not see this stream
   };
   explicit WorkerOutput(std::string prefix) : prefix_(std::move(prefix)) {}
   void WriteConsole(Sink& sink, std::string_view bytes, bool flush);
+  void WriteFiltered(Sink& sink, std::string_view bytes, bool flush);
 
   std::string prefix_;
   std::array<Sink, 2> sinks_;

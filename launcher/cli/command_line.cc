@@ -71,13 +71,18 @@ void HostRendezvousOnFirstNode(const RawSettings& given, const SlurmSettings& sl
 
 }  // namespace
 
-CliOutcome ParseLaunchCommandLine(const std::vector<std::string>& args, const EnvLookup& env) {
+CliOutcome ParseLaunchCommandLine(const std::vector<std::string>& args, const EnvLookup& env,
+                                  CommandMode mode) {
   auto command_line = ReadArgv(args);
   if (!command_line.ok()) return Fail(command_line.status().message());
-  if (command_line->help) return Print(HelpText());
+  if (command_line->help) return Print(HelpText(mode));
   if (command_line->version) return Print(VersionText());
   if (!command_line->script) {
-    return Fail("missing SCRIPT; usage: muster [options] SCRIPT [SCRIPT_ARGS...] (see --help)");
+    return Fail(
+        mode == CommandMode::kLaunch
+            ? "missing SCRIPT; usage: muster launch [options] [--use-env] SCRIPT "
+              "[SCRIPT_ARGS...] (see muster launch --help)"
+            : "missing SCRIPT; usage: muster [options] SCRIPT [SCRIPT_ARGS...] (see --help)");
   }
 
   // Lowest precedence first; each source overlays the one below it.
@@ -113,6 +118,9 @@ CliOutcome ParseLaunchCommandLine(const std::vector<std::string>& args, const En
     }
   }
   if (Status status = ApplyFlagRules(merged, env, parsed.options); !status.ok()) {
+    return Fail(status.message());
+  }
+  if (Status status = ApplyCommandModeRules(merged, mode, parsed); !status.ok()) {
     return Fail(status.message());
   }
   if (slurm->in_step) HostRendezvousOnFirstNode(merged, *slurm, parsed);

@@ -1,5 +1,5 @@
 // The public entry point of muster_cli: `muster [options] SCRIPT [ARGS...]`
-// into validated LaunchOptions.
+// (or `muster launch ...`) into validated LaunchOptions.
 //
 //   auto outcome = muster::cli::ParseLaunchCommandLine({argv + 1, argv + argc},
 //                                                      muster::cli::SystemEnv());
@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/cli/command_mode.h"
 #include "launcher/cli/env_source.h"
 #include "launcher/cli/extra_options.h"
 #include "launcher/cli/raw_settings.h"
@@ -43,6 +44,9 @@ struct CliOutcome {
 // options->script and options->script_args. Errors name the flag as the user
 // gave it (--nproc_per_node, PET_NNODES, "job.json: nnodes") and quote the
 // bad value; the first error found is reported.
-CliOutcome ParseLaunchCommandLine(const std::vector<std::string>& args, const EnvLookup& env);
+// `mode` kLaunch reads `muster launch`'s command line (args: what follows
+// "launch"); see command_mode.h and ApplyCommandModeRules.
+CliOutcome ParseLaunchCommandLine(const std::vector<std::string>& args, const EnvLookup& env,
+                                  CommandMode mode = CommandMode::kRun);
 
 }  // namespace muster::cli

@@ -16,6 +16,13 @@ struct ExtraOptions {
   std::string numa_binding;
   // --signals-to-handle: signals muster forwards to its workers, by name.
   std::vector<std::string> signals_to_handle = {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"};
+  // --logs-specs: the name of a torchrun LogsSpecs plugin (a Python entry
+  // point). Accepted, no effect; "" when not given.
+  std::string logs_specs;
+  // `muster launch` only. --use-env: pass no --local_rank argument (workers
+  // read LOCAL_RANK). --local-rank-arg: which spelling to pass otherwise.
+  bool use_env = false;
+  std::string local_rank_arg = "local_rank";  // "local_rank" or "local-rank"
   // --dry-run: print the resolved plan and where each value came from, start nothing.
   bool dry_run = false;
   // --slurm: "auto" derives unset flags from an srun step's variables, "off" ignores them.

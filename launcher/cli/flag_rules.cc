@@ -85,11 +85,49 @@ Status ApplyFlagRules(const RawSettings& given, const EnvLookup& env, LaunchOpti
                                    std::to_string(options.max_nodes));
   }
 
+  // Each worker sees only its own GPU under --virtual-local-rank; "all"
+  // would promise every worker the whole list.
+  if (const RawValue* visibility = Given(given, "gpu-visibility");
+      options.virtual_local_rank && visibility != nullptr && visibility->text == "all") {
+    return Status::InvalidArgument(Given(given, "virtual-local-rank")->origin + " and " +
+                                   visibility->origin +
+                                   " all cannot be used together: each worker sees only its own "
+                                   "GPU");
+  }
+
   if (Given(given, "python") == nullptr) {
     std::optional<std::string> from_env = env ? env("MUSTER_PYTHON") : std::nullopt;
     options.python = from_env && !from_env->empty() ? *from_env : "python3";
   }
   return ApplyFaultPlan(given, env, options);
+}
+
+Status ApplyCommandModeRules(const RawSettings& given, CommandMode mode, ParsedFlags& parsed) {
+  const RawValue* use_env = Given(given, "use-env");
+  const RawValue* rank_arg = Given(given, "local-rank-arg");
+  if (mode == CommandMode::kRun) {
+    if (const RawValue* flag = use_env ? use_env : rank_arg) {
+      return Status::InvalidArgument(flag->origin +
+                                     ": only `muster launch` takes it; muster tells workers their "
+                                     "local rank in LOCAL_RANK");
+    }
+    return Status::Ok();
+  }
+  if (parsed.extras.use_env) {
+    if (rank_arg != nullptr) {
+      return Status::InvalidArgument(use_env->origin + " and " + rank_arg->origin +
+                                     " cannot be used together: --use-env passes no argument");
+    }
+    return Status::Ok();
+  }
+  // As torch.distributed.launch: an executable gets no --local_rank it may
+  // not understand.
+  if (parsed.options.no_python) {
+    return Status::InvalidArgument(Given(given, "no-python")->origin +
+                                   " needs --use-env with `muster launch`");
+  }
+  parsed.options.local_rank_flag = "--" + parsed.extras.local_rank_arg;
+  return Status::Ok();
 }
 
 }  // namespace muster::cli

@@ -177,8 +177,21 @@ constexpr FlagSpec
                  [](V v, P& o) {
                    return Assign(ParseLocalRanks(v), o.options.local_ranks_filter);
                  }},
-                {"no-prefix", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kOutput, "",
-                 "", "Do not put \"[rankN]:\" before each line of worker output.",
+                {"duplicate-stdout-filters", 0, ValueKind::kValue, kCliEnv, 0, FlagGroup::kOutput,
+                 "TEXT,...", "",
+                 "Also copy each line of tee'd stdout (--tee) that contains any of these strings "
+                 "to filtered_stdout.log in the attempt's log directory, one file for all local "
+                 "ranks; ',,' is a literal comma.",
+                 [](V v, P& o) {
+                   return Assign(ParseLineFilters(v), o.options.duplicate_stdout_filters);
+                 }},
+                {"duplicate-stderr-filters", 0, ValueKind::kValue, kCliEnv, 0, FlagGroup::kOutput,
+                 "TEXT,...", "", "As --duplicate-stdout-filters, for stderr (filtered_stderr.log).",
+                 [](V v, P& o) {
+                   return Assign(ParseLineFilters(v), o.options.duplicate_stderr_filters);
+                 }},
+                {"no-prefix", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kOutput,
+                 "", "", "Do not put \"[rankN]:\" before each line of worker output.",
                  [](V v, P& o) -> Status {
                    auto off = ParseBool(v);
                    if (!off.ok()) return off.status();
@@ -187,19 +200,25 @@ constexpr FlagSpec
                  }},
 
                 // GPUs.
-                {"gpus", 0, ValueKind::kValue, kFromAll, kListOrText, FlagGroup::kGpus, "LIST",
-                 "all visible", "GPU ids to use: indices or GPU-/MIG- UUIDs, e.g. 0,1.",
+                {"gpus", 0, ValueKind::kValue, kFromAll, kListOrText, FlagGroup::kGpus,
+                 "LIST", "all visible", "GPU ids to use: indices or GPU-/MIG- UUIDs, e.g. 0,1.",
                  [](V v, P& o) { return Assign(ParseGpuList(v), o.options.gpus); }},
                 {"gpu-visibility", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kGpus,
-                 "isolate|all", "isolate",
-                 "isolate: worker i sees only the i-th GPU; all: every worker sees every GPU.",
+                 "all|isolate", "all",
+                 "all: every worker sees every GPU id and LOCAL_RANK indexes the list, so "
+                 "torch.cuda.set_device(LOCAL_RANK) picks a GPU of its own; isolate: worker i "
+                 "sees only the i-th id (as device 0) while LOCAL_RANK stays i.",
                  [](V v, P& o) -> Status {
-                   auto mode = ParseChoice(v, {"isolate", "all"});
+                   auto mode = ParseChoice(v, {"all", "isolate"});
                    if (!mode.ok()) return mode.status();
                    o.options.gpu_visibility =
                        *mode == "all" ? GpuVisibility::kAll : GpuVisibility::kIsolate;
                    return Status::Ok();
                  }},
+                {"virtual-local-rank", 0, ValueKind::kSwitch, kCliEnv, 0, FlagGroup::kGpus, "", "",
+                 "Worker i sees only the i-th GPU id and gets LOCAL_RANK=0, so device 0 is its own "
+                 "GPU (torchrun's --virtual-local-rank); needs a GPU id per worker.",
+                 [](V v, P& o) { return Assign(ParseBool(v), o.options.virtual_local_rank); }},
 
                 // Accepted so that recent torchrun command lines work unchanged.
                 {"event-log-handler", 0, ValueKind::kValue, kFromAll, kJsonString,
@@ -216,13 +235,11 @@ constexpr FlagSpec
                  "Signals muster forwards to its workers.",
                  [](V v, P& o) { return Assign(ParseSignalList(v), o.extras.signals_to_handle); }},
                 {"logs-specs", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kCompat,
-                 "NAME", "", "Rejected: names a Python plugin, which muster cannot load.",
-                 [](V v, P&) -> Status {
-                   return Status::InvalidArgument(Quote(v) +
-                                                  " names a torchrun LogsSpecs plugin, which "
-                                                  "muster cannot load; use --log-dir, "
-                                                  "--redirects and --tee");
-                 }},
+                 "NAME", "",
+                 "Accepted; no effect: it names a torchrun.logs_specs Python entry point, which "
+                 "muster cannot load. Worker logs are laid out as by torchrun's default "
+                 "(--log-dir, --redirects, --tee).",
+                 [](V v, P& o) { return Assign(ParseNonEmpty(v), o.extras.logs_specs); }},
 
                 // General.
                 {"config", 0, ValueKind::kValue, kCliEnv, 0, FlagGroup::kGeneral, "FILE", "",
@@ -236,6 +253,19 @@ constexpr FlagSpec
                  "Show this help and exit.", nullptr},
                 {"version", 0, ValueKind::kAction, kFromCommandLine, 0, FlagGroup::kGeneral, "", "",
                  "Show the version and exit.", nullptr},
+
+                // `muster launch` only (torch.distributed.launch's own flags).
+                {"use-env", 0, ValueKind::kSwitch, kFromCommandLine, 0, FlagGroup::kLaunch, "", "",
+                 "Pass no --local_rank argument; the script reads LOCAL_RANK (always set).",
+                 [](V v, P& o) { return Assign(ParseBool(v), o.extras.use_env); }},
+                {"local-rank-arg", 0, ValueKind::kValue, kFromCommandLine, 0, FlagGroup::kLaunch,
+                 "local_rank|local-rank", "local_rank",
+                 "The argument that tells each worker its local rank: --local_rank=N (as "
+                 "torch.distributed.launch before torch 2.0) or --local-rank=N (2.0 and later).",
+                 [](V v, P& o) {
+                   return Assign(ParseChoice(v, {"local_rank", "local-rank"}),
+                                 o.extras.local_rank_arg);
+                 }},
 };
 
 }  // namespace

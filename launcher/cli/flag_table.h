@@ -47,7 +47,7 @@ enum JsonType : unsigned {
 };
 
 // Headings of the --help text, in order.
-enum class FlagGroup { kNodes, kRendezvous, kWorkers, kOutput, kGpus, kCompat, kGeneral };
+enum class FlagGroup { kNodes, kRendezvous, kWorkers, kOutput, kGpus, kCompat, kGeneral, kLaunch };
 
 // Parses `value` into `out`. On failure returns InvalidArgument whose message
 // starts with the quoted value; the caller adds where the value came from.

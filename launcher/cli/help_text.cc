@@ -25,6 +25,8 @@ std::string_view Heading(FlagGroup group) {
       return "Accepted for torchrun compatibility";
     case FlagGroup::kGeneral:
       return "General";
+    case FlagGroup::kLaunch:
+      return "muster launch only (torch.distributed.launch)";
   }
   return "";
 }
@@ -51,16 +53,26 @@ void AppendWrapped(std::string& out, std::string_view text) {
 
 }  // namespace
 
-std::string HelpText() {
+std::string HelpText(CommandMode mode) {
   std::string out =
-      "usage: muster [options] SCRIPT [SCRIPT_ARGS...]\n"
-      "\n"
-      "Runs SCRIPT as worker processes on every node of a job; a drop-in torchrun.\n"
-      "Everything from SCRIPT on is passed to it untouched. Long flags take dashes\n"
-      "or underscores (--nproc-per-node, --nproc_per_node), and --flag VALUE or\n"
-      "--flag=VALUE. Each flag can also be set as PET_<FLAG> (PET_NPROC_PER_NODE=4,\n"
-      "PET_STANDALONE=1) or as a key of the --config JSON file. The command line\n"
-      "wins over PET_, PET_ over the file, the file over the defaults.\n";
+      mode == CommandMode::kLaunch
+          ? "usage: muster launch [options] [--use-env] SCRIPT [SCRIPT_ARGS...]\n"
+            "\n"
+            "Runs SCRIPT as python -m torch.distributed.launch does: as `muster`, and\n"
+            "each worker also gets --local_rank=N (N = its LOCAL_RANK) between SCRIPT\n"
+            "and SCRIPT_ARGS, unless --use-env is given; SCRIPT_ARGS are passed untouched.\n"
+          : "usage: muster [options] SCRIPT [SCRIPT_ARGS...]\n"
+            "       muster launch [options] [--use-env] SCRIPT [SCRIPT_ARGS...]\n"
+            "       muster status --rdzv-endpoint HOST:PORT [--json]\n"
+            "\n"
+            "Runs SCRIPT as worker processes on every node of a job; a drop-in torchrun.\n"
+            "Everything from SCRIPT on is passed to it untouched.\n";
+  out +=
+      "Long flags take dashes or underscores (--nproc-per-node, --nproc_per_node),\n"
+      "and --flag VALUE or --flag=VALUE. Flags can also be set as PET_<FLAG>\n"
+      "(PET_NPROC_PER_NODE=4, PET_STANDALONE=1), most also as a key of the --config\n"
+      "JSON file. The command line wins over PET_, PET_ over the file, the file\n"
+      "over the defaults.\n";
   bool first = true;
   FlagGroup group{};
   for (const FlagSpec& flag : Flags()) {

@@ -91,4 +91,26 @@ Result<std::vector<std::string>> ParseSignalList(std::string_view text) {
   return names;
 }
 
+Result<std::vector<std::string>> ParseLineFilters(std::string_view text) {
+  std::vector<std::string> filters;
+  if (text.empty()) return filters;
+  std::string current;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    if (i < text.size() && text[i] == ',' && i + 1 < text.size() && text[i + 1] == ',') {
+      current.push_back(',');  // ",," is an escaped comma, as in torchrun
+      ++i;
+    } else if (i == text.size() || text[i] == ',') {
+      if (current.empty()) {
+        return Status::InvalidArgument(Quote(text) +
+                                       " has an empty filter, which would match every line");
+      }
+      filters.push_back(std::move(current));
+      current.clear();
+    } else {
+      current.push_back(text[i]);
+    }
+  }
+  return filters;
+}
+
 }  // namespace muster::cli

@@ -1,6 +1,7 @@
-// Parsers for comma-separated lists: --gpus, --local-ranks-filter and
-// --signals-to-handle. Same contract as number_parsers.h. An empty item
-// ("0,,1") is always an error: it is a typo, never a wish.
+// Parsers for comma-separated lists: --gpus, --local-ranks-filter,
+// --signals-to-handle and --duplicate-std{out,err}-filters. Same contract as
+// number_parsers.h. An empty item ("0,,1") is an error: it is a typo, never a
+// wish (in a filter list ",," is torchrun's escaped comma instead).
 #pragma once
 
 #include <optional>
@@ -23,5 +24,11 @@ Result<std::optional<std::vector<int>>> ParseLocalRanks(std::string_view text);
 // Signal names such as "SIGTERM,SIGUSR1", each one muster can catch and
 // forward (not SIGKILL/SIGSTOP), in the order given.
 Result<std::vector<std::string>> ParseSignalList(std::string_view text);
+
+// Substrings for --duplicate-std{out,err}-filters, as torchrun splits them:
+// on ',', where ",," stands for a literal comma ("a,,b,c" is {"a,b", "c"}).
+// Spaces are kept. "" means no filters ({}). An empty filter ("a," or ",a")
+// is an error: it would match every line.
+Result<std::vector<std::string>> ParseLineFilters(std::string_view text);
 
 }  // namespace muster::cli

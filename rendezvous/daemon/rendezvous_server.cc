@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "rendezvous/daemon/advertised_address.h"
 #include "rendezvous/protocol/heartbeat_fast_path.h"
 #include "rendezvous/protocol/message_codec.h"
 
@@ -65,6 +66,10 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(asio::io_conte
   if (!ec) server->acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) server->acceptor_.bind(endpoint, ec);
   if (!ec) server->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec == asio::error::address_in_use) {
+    return Status::FailedPrecondition("rendezvous: cannot listen on " + where + ": " +
+                                      ec.message());
+  }
   if (ec) return Status::IoError("rendezvous: cannot listen on " + where + ": " + ec.message());
   server->port_ = server->acceptor_.local_endpoint(ec).port();
   server->Accept();
@@ -97,8 +102,14 @@ void RendezvousServer::Accept() {
       return;
     }
     const ConnId conn = next_conn_++;
+    boost::system::error_code peer_ec;
+    boost::system::error_code local_ec;
+    const auto peer = socket.remote_endpoint(peer_ec);
+    const auto local = socket.local_endpoint(local_ec);
     auto channel = std::make_shared<MessageChannel>(std::move(socket), options_.limits, true);
-    sessions_[conn] = Session{channel, false, std::chrono::steady_clock::now()};
+    sessions_[conn] = Session{channel, false, std::chrono::steady_clock::now(),
+                              peer_ec ? "" : peer.address().to_string(),
+                              local_ec ? "" : local.address().to_string()};
     channel->Start({[this, conn](Message m) { OnMessage(conn, std::move(m)); },
                     [this, conn](const std::string& why, bool) { OnClosed(conn, why); },
                     [this, conn](uint8_t type, std::string_view payload) {
@@ -178,8 +189,19 @@ void RendezvousServer::OnClosed(ConnId conn, const std::string& why) {
 void RendezvousServer::Apply(const Actions& actions) {
   for (const Action& action : actions) {
     if (const auto* send = std::get_if<SendAction>(&action)) {
-      if (auto it = sessions_.find(send->conn); it != sessions_.end()) {
-        it->second.channel->Send(send->message);
+      auto it = sessions_.find(send->conn);
+      if (it == sessions_.end()) continue;
+      const Session& session = it->second;
+      if (const auto* assigned = std::get_if<AssignmentMessage>(&send->message)) {
+        // The core names the master by the address its agent gave; whether
+        // this member can reach that address depends on where it connects
+        // from, which only the shell knows.
+        AssignmentMessage adjusted = *assigned;
+        adjusted.assignment.master_addr =
+            MasterAddrFor(assigned->assignment.master_addr, session.peer_addr, session.local_addr);
+        session.channel->Send(adjusted);
+      } else {
+        session.channel->Send(send->message);
       }
     } else if (const auto* frame = std::get_if<SendFrameAction>(&action)) {
       if (auto it = sessions_.find(frame->conn); it != sessions_.end()) {

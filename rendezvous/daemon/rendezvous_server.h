@@ -5,7 +5,10 @@
 //
 // It runs on the caller's io_context and starts no thread: the same server is
 // `musterd`, and is embedded in `muster --standalone` / `is_host=1` agents.
-// Bad input on one connection closes that connection only.
+// Bad input on one connection closes that connection only. Assignments are
+// adjusted per member on the way out: a loopback master address is replaced,
+// for members on other hosts, by the address they reached the daemon at
+// (PROTOCOL.md, "Loopback master addresses").
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -40,7 +43,10 @@ class RendezvousServer {
   // earliest node deadline has come (RunState's next_node_check_).
   static constexpr Duration kTickInterval{50};
 
-  // Binds host:port and starts serving. The error quotes host and port.
+  // Binds host:port and starts serving. The error quotes host and port; it
+  // is FailedPrecondition when the port is in use (another daemon, or an
+  // agent that serves the rendezvous, listens there), IoError or
+  // InvalidArgument otherwise.
   static Result<std::unique_ptr<RendezvousServer>> Start(boost::asio::io_context& io,
                                                          ServerOptions options);
   ~RendezvousServer();
@@ -57,6 +63,11 @@ class RendezvousServer {
     std::shared_ptr<MessageChannel> channel;
     bool greeted = false;
     std::chrono::steady_clock::time_point opened;
+    // The connection's two ends: where the agent connects from, and the
+    // daemon's address it reached (told to agents on other hosts in place of
+    // a loopback master address: advertised_address.h).
+    std::string peer_addr;
+    std::string local_addr;
   };
 
   RendezvousServer(boost::asio::io_context& io, ServerOptions options);

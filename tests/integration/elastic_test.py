@@ -2,7 +2,9 @@
 
 Every test checks the generation invariants (elastic_harness.check_generations):
 contiguous ranks, one master, one WORLD_SIZE and MASTER_ADDR/PORT per
-generation, increasing generations, no overlap between generations.
+generation, increasing generations, no overlap between generations. The c10d
+tests run torchrun's command line with no daemon and no is_host: the agents on
+the endpoint's host race for its port and the winner serves the rendezvous.
 """
 import json
 import os
@@ -15,8 +17,8 @@ import urllib.request
 
 from elastic_harness import (agent_of_rank, check_generations, dumps, start_agent, start_musterd,
                              wait_exit, wait_generation)
-from harness import (MUSTER, Skip, base_env, check, free_port, pid_alive, run_tests, start, tempdir,
-                     test, wait_for)
+from harness import (MUSTER, Skip, base_env, check, free_port, kill_tree, pid_alive, read_dumps,
+                     run_tests, start, tempdir, test, wait_for, worker)
 
 
 def three_agent_job():
@@ -233,6 +235,49 @@ def an_agent_with_is_host_serves_the_rendezvous_itself():
     for agent in (host, other):
         check(wait_exit(agent, 20) == 0, "is_host job", agent.stderr.read())
     check_generations(out)
+
+
+def c10d_job(endpoint, out, nnodes=3, run_id="c10djob"):
+    """torchrun's multi-node line, unchanged on every node: no is_host, no daemon."""
+    args = [MUSTER, "--nnodes", str(nnodes), "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", endpoint, "--rdzv-id", run_id, worker("env_dump.py"), out]
+    return [start(args, env=base_env()) for _ in range(nnodes)]
+
+
+def check_c10d_job(agents, out):
+    deadline = time.monotonic() + 30
+    codes = [wait_exit(a, max(0.1, deadline - time.monotonic())) for a in agents]
+    for agent in agents:
+        if agent.poll() is None:
+            kill_tree(agent.pid)  # so that its stderr ends
+    errs = [a.stderr.read() for a in agents]
+    check(codes == [0] * len(agents), f"exits {codes}", *errs)
+    dumped = read_dumps(out)
+    check(sorted(dumped) == list(range(6)), f"ranks {sorted(dumped)}", *errs)
+    check({d["WORLD_SIZE"] for d in dumped.values()} == {"6"}, "WORLD_SIZE 6")
+    return errs
+
+
+@test
+def c10d_without_is_host_the_agent_on_the_endpoint_host_serves_the_rendezvous():
+    for host in ("127.0.0.1", "localhost"):
+        out = tempdir()
+        agents = c10d_job(f"{host}:{free_port()}", out)
+        errs = check_c10d_job(agents, out)
+        # The port decides: exactly one of the three agents serves.
+        servers = [e for e in errs if "event=rdzv_host serve=true" in e]
+        check(len(servers) == 1, f"{host}: {len(servers)} agents served the rendezvous", *errs)
+
+
+@test
+def c10d_agents_use_a_musterd_already_at_the_endpoint_and_host_nothing():
+    daemon, port = start_musterd()
+    out = tempdir()
+    agents = c10d_job(f"127.0.0.1:{port}", out, run_id="daemonjob")
+    errs = check_c10d_job(agents, out)
+    check(not any("event=listening" in e for e in errs), "an agent served a rendezvous", *errs)
+    check(all("port {} is in use".format(port) in e for e in errs), "agents saw the daemon", *errs)
+    check(daemon.poll() is None, "musterd died")
 
 
 @test

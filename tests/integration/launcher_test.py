@@ -19,7 +19,7 @@ def behave(*args):
 
 
 @test
-def env_dump_isolates_one_gpu_per_worker():
+def env_dump_gives_torchrun_variables_and_the_gpu_list():
     out = tempdir()
     code, stdout, stderr = run_muster(["--gpus", "4,5,6", "--nproc-per-node", "gpu",
                                        worker("env_dump.py"), out])
@@ -29,12 +29,14 @@ def env_dump_isolates_one_gpu_per_worker():
     for rank, env in dumps.items():
         for var in TORCHRUN_VARS:
             check(var in env, f"rank {rank} lacks {var}")
-        check(env["CUDA_VISIBLE_DEVICES"] == str(4 + rank), f"rank {rank} CVD {env['CUDA_VISIBLE_DEVICES']}")
+        # Every worker sees the list; LOCAL_RANK picks its own GPU from it.
+        check(env["CUDA_VISIBLE_DEVICES"] == "4,5,6", f"rank {rank} CVD {env['CUDA_VISIBLE_DEVICES']}")
         check(env["LOCAL_RANK"] == str(rank) and env["WORLD_SIZE"] == "3", f"rank {rank}: {env}")
         check(env["LOCAL_WORLD_SIZE"] == "3" and env["GROUP_RANK"] == "0", "group vars")
         check(env["TORCHELASTIC_USE_AGENT_STORE"] == "True", "agent store")
         check(env["OMP_NUM_THREADS"] == "1", "OMP_NUM_THREADS")
         check(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1", "NCCL async error handling")
+        check(env["NCCL_ASYNC_ERROR_HANDLING"] == "1", "NCCL async error handling, old name")
         check(env["MASTER_ADDR"] == "127.0.0.1" and int(env["MASTER_PORT"]) > 0, "master")
     check(len({env["MASTER_PORT"] for env in dumps.values()}) == 1, "one master port")
 

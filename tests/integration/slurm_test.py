@@ -210,10 +210,12 @@ def gpu_step_runs_one_worker_per_gpu_of_the_step(cluster):
               f"{step.get('SLURM_STEP_GPUS')!r}")
         check(sorted(step_gpus.split(",")) == ["2", "3"],
               f"node {node}: the step got GPUs {step_gpus!r}, not 2,3 (is the other job running?)")
-        mine = [rec["env"].get("CUDA_VISIBLE_DEVICES") for rec in ranks.values()
-                if rec["env"].get("SLURM_NODEID") == node]
-        check(len(mine) == 2 and sorted(mine) == sorted(step_gpus.split(",")),
-              f"node {node}: workers' CUDA_VISIBLE_DEVICES {mine}, step's {step_gpus!r}", context)
+        envs = [rec["env"] for rec in ranks.values() if rec["env"].get("SLURM_NODEID") == node]
+        # Every worker sees the step's list; LOCAL_RANK picks its own GPU from it.
+        mine = [env["CUDA_VISIBLE_DEVICES"].split(",")[int(env["LOCAL_RANK"])] for env in envs]
+        check(len(mine) == 2 and sorted(mine) == sorted(step_gpus.split(",")) and
+              all(env["CUDA_VISIBLE_DEVICES"] == step_gpus for env in envs),
+              f"node {node}: workers' own GPUs {mine}, step's {step_gpus!r}", context)
 
 
 @slurm_test

@@ -157,5 +157,29 @@ def init_method_tcp_reaches_the_agent_store(version):
     check(result == {"world_size": 2, "sum": 3.0}, f"result {result}", out, err)
 
 
+@each_version
+def errors_recorded_by_torch_are_the_root_cause_in_the_report_and_the_error_file(version):
+    # torch's @record writes the worker's exception to its own error file;
+    # muster quotes it in the failure report and, when muster itself was
+    # given TORCHELASTIC_ERROR_FILE (by a scheduler), writes the root cause
+    # there in torch's format, with the worker's exit code as errorCode.
+    work = tempdir()
+    root_file = os.path.join(work, "root_cause.json")
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2",
+                                 os.path.join(TORCH_SCRIPTS, "record_failure.py")],
+                                env=version.env(TORCHELASTIC_ERROR_FILE=root_file), timeout=120)
+    check(code == 1, f"exit {code}", out, err)
+    check("rank 1 gives up on purpose" in err, "the report does not quote the recorded error", err)
+    check(os.path.exists(root_file), "no root cause in TORCHELASTIC_ERROR_FILE", err)
+    with open(root_file) as f:
+        root = json.load(f)
+    message = root["message"]
+    check("ValueError: record_failure: rank 1 gives up on purpose" in message["message"],
+          f"message {message}")
+    check("py_callstack" in message["extraInfo"] and "timestamp" in message["extraInfo"],
+          f"extraInfo {message.get('extraInfo')}")
+    check(message["errorCode"] == 1, f"errorCode {message.get('errorCode')}")
+
+
 if __name__ == "__main__":
     run_tests()

@@ -59,7 +59,12 @@ TEST_CASE("torchrun and muster command lines are accepted with the expected opti
         {"local_ranks_filter", "unset"},
         {"prefix_output", "true"},
         {"gpus", "unset"},
-        {"gpu_visibility", "isolate"},
+        {"gpu_visibility", "all"},
+        {"virtual_local_rank", "false"},
+        {"duplicate_stdout_filters", ""},
+        {"duplicate_stderr_filters", ""},
+        {"local_rank_flag", ""},
+        {"logs_specs", ""},
         {"shutdown_timeout_s", "30"},
         {"config_file", ""},
         {"script", "train.py"},
@@ -182,7 +187,15 @@ const std::vector<Sample>& Samples() {
       {"local-ranks-filter", "2,0", "local_ranks_filter", "0,2", {}},
       {"no-prefix", "", "prefix_output", "false", {}},
       {"gpus", "0,GPU-abc", "gpus", "0,GPU-abc", {}},
-      {"gpu-visibility", "all", "gpu_visibility", "all", {}},
+      {"gpu-visibility", "isolate", "gpu_visibility", "isolate", {}},
+      {"virtual-local-rank", "", "virtual_local_rank", "true", {}},
+      {"duplicate-stdout-filters",
+       "loss,,acc,step",
+       "duplicate_stdout_filters",
+       "loss,acc|step",
+       {}},
+      {"duplicate-stderr-filters", "Traceback", "duplicate_stderr_filters", "Traceback", {}},
+      {"logs-specs", "my_specs", "logs_specs", "my_specs", {}},
       {"event-log-handler", "console", "event_log_handler", "console", {}},
       {"numa-binding", "node", "numa_binding", "node", {}},
       {"signals-to-handle", "SIGTERM,SIGUSR1", "signals_to_handle", "SIGTERM,SIGUSR1", {}},
@@ -195,9 +208,10 @@ const std::vector<Sample>& Samples() {
   return samples;
 }
 
-// Flags that are tested elsewhere: actions, --config, and the rejected --logs-specs.
+// Flags that are tested elsewhere: actions, --config, and those of `muster launch` only.
 bool HasOwnTests(std::string_view flag) {
-  return flag == "help" || flag == "version" || flag == "config" || flag == "logs-specs";
+  return flag == "help" || flag == "version" || flag == "config" || flag == "use-env" ||
+         flag == "local-rank-arg";
 }
 
 std::string Underscored(std::string_view name) {
@@ -364,6 +378,35 @@ TEST_CASE("parsing a typical command line takes microseconds") {
   const auto per_parse = (std::chrono::steady_clock::now() - start) / 1000;
   // Generous bound (sanitizer builds); a release build takes a few microseconds.
   CHECK(per_parse < std::chrono::milliseconds(1));
+}
+
+TEST_CASE("muster launch passes --local_rank unless --use-env, in the spelling asked for") {
+  struct Row {
+    std::vector<std::string> args;
+    std::string local_rank_flag;
+  };
+  const std::vector<Row> table = {
+      {{"--nproc_per_node=2", "train.py"}, "--local_rank"},
+      {{"--use_env", "train.py"}, ""},
+      {{"--use-env", "--nproc-per-node", "2", "train.py"}, ""},
+      {{"--local-rank-arg", "local-rank", "train.py"}, "--local-rank"},
+      {{"--local_rank_arg=local_rank", "train.py"}, "--local_rank"},
+      // torch.distributed.launch allows an executable with --use-env only.
+      {{"--no-python", "--use-env", "./run.sh"}, ""},
+  };
+  for (const Row& row : table) {
+    INFO("args: " << testing::Join(row.args, " "));
+    CliOutcome outcome = ParseLaunchCommandLine(row.args, EnvOf({}), CommandMode::kLaunch);
+    INFO("text: " << outcome.text);
+    REQUIRE(outcome.options.has_value());
+    CHECK(outcome.options->local_rank_flag == row.local_rank_flag);
+  }
+}
+
+TEST_CASE("plain muster never passes a local rank argument") {
+  CliOutcome outcome = ParseLaunchCommandLine({"--nproc-per-node", "2", "t.py"}, EnvOf({}));
+  REQUIRE(outcome.options.has_value());
+  CHECK(outcome.options->local_rank_flag.empty());
 }
 
 }  // namespace

@@ -148,9 +148,10 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
        "--local-ranks-filter: '0,a' must be local ranks like '0,2'; 'a' is not a non-negative "
        "integer"},
       {{"--local_ranks_filter", "0,,2", "t.py"}, "--local_ranks_filter: '0,,2' has an empty item"},
-      {{"--logs-specs", "mine", "t.py"},
-       "--logs-specs: 'mine' names a torchrun LogsSpecs plugin, which muster cannot load; use "
-       "--log-dir, --redirects and --tee"},
+      {{"--duplicate-stdout-filters", "loss,", "t.py"},
+       "--duplicate-stdout-filters: 'loss,' has an empty filter, which would match every line"},
+      {{"--duplicate_stderr_filters", ",x", "t.py"},
+       "--duplicate_stderr_filters: ',x' has an empty filter, which would match every line"},
       // GPUs.
       {{"--gpus", "0,,1", "t.py"}, "--gpus: '0,,1' has an empty item"},
       {{"--gpus", "", "t.py"}, "--gpus: '' must list GPU ids, e.g. '0,1' or 'GPU-<uuid>'"},
@@ -161,7 +162,19 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
       {{"--gpus", "GPU-", "t.py"},
        "--gpus: 'GPU-' has 'GPU-', which is neither a GPU index nor a GPU-/MIG- UUID"},
       {{"--gpus", "1,0,1", "t.py"}, "--gpus: '1,0,1' lists GPU '1' twice"},
-      {{"--gpu-visibility", "none", "t.py"}, "--gpu-visibility: 'none' must be 'isolate' or 'all'"},
+      {{"--gpu-visibility", "none", "t.py"}, "--gpu-visibility: 'none' must be 'all' or 'isolate'"},
+      {{"--virtual-local-rank", "--gpu-visibility", "all", "t.py"},
+       "--virtual-local-rank and --gpu-visibility all cannot be used together: each worker sees "
+       "only its own GPU"},
+      {{"--virtual_local_rank=maybe", "t.py"},
+       "--virtual_local_rank: 'maybe' must be 1, 0, true or false"},
+      // `muster launch` flags.
+      {{"--use-env", "t.py"},
+       "--use-env: only `muster launch` takes it; muster tells workers their local rank in "
+       "LOCAL_RANK"},
+      {{"--local_rank_arg", "local-rank", "t.py"},
+       "--local_rank_arg: only `muster launch` takes it; muster tells workers their local rank "
+       "in LOCAL_RANK"},
       // Compatibility flags.
       {{"--numa-binding", "cores", "t.py"},
        "--numa-binding: 'cores' must be 'node', 'socket', 'exclusive' or 'core-complex'"},
@@ -189,6 +202,33 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
     CHECK(outcome.text == "muster: error: " + row.error);
     CHECK(outcome.text.find('\n') == std::string::npos);
   }
+}
+
+TEST_CASE("bad muster launch command lines are rejected as torch.distributed.launch does") {
+  const std::vector<Rejected> table = {
+      {{"--nproc-per-node", "2"},
+       "missing SCRIPT; usage: muster launch [options] [--use-env] SCRIPT [SCRIPT_ARGS...] (see "
+       "muster launch --help)"},
+      {{"--no_python", "./run.sh"}, "--no_python needs --use-env with `muster launch`"},
+      {{"--use_env", "--local-rank-arg", "local-rank", "t.py"},
+       "--use_env and --local-rank-arg cannot be used together: --use-env passes no argument"},
+      {{"--local-rank-arg", "rank", "t.py"},
+       "--local-rank-arg: 'rank' must be 'local_rank' or 'local-rank'"},
+  };
+  for (const Rejected& row : table) {
+    INFO("args: " << testing::Join(row.args, " "));
+    CliOutcome outcome = ParseLaunchCommandLine(row.args, EnvOf(row.env), CommandMode::kLaunch);
+    CHECK_FALSE(outcome.options);
+    CHECK(outcome.exit_code == 2);
+    CHECK(outcome.text == "muster: error: " + row.error);
+  }
+}
+
+TEST_CASE("muster launch's own flags are read from the command line only, as in torch") {
+  CliOutcome outcome =
+      ParseLaunchCommandLine({"t.py"}, EnvOf({{"PET_USE_ENV", "1"}}), CommandMode::kLaunch);
+  REQUIRE(outcome.options);
+  CHECK(outcome.options->local_rank_flag == "--local_rank");
 }
 
 TEST_CASE("a bad value that a higher-precedence source overrides is not an error") {

@@ -92,6 +92,10 @@ inline std::map<std::string, std::string> Fields(const LaunchOptions& o, const E
   f["prefix_output"] = Text(o.prefix_output);
   f["gpus"] = o.gpus ? Join(*o.gpus) : "unset";
   f["gpu_visibility"] = o.gpu_visibility == GpuVisibility::kAll ? "all" : "isolate";
+  f["virtual_local_rank"] = Text(o.virtual_local_rank);
+  f["duplicate_stdout_filters"] = Join(o.duplicate_stdout_filters, "|");
+  f["duplicate_stderr_filters"] = Join(o.duplicate_stderr_filters, "|");
+  f["local_rank_flag"] = o.local_rank_flag;
   f["shutdown_timeout_s"] = Text(o.shutdown_timeout_s);
   f["hang_timeout_s"] = Text(o.hang_timeout_s);
   f["inject_seed"] = std::to_string(o.inject_seed);
@@ -104,6 +108,9 @@ inline std::map<std::string, std::string> Fields(const LaunchOptions& o, const E
   f["signals_to_handle"] = Join(x.signals_to_handle);
   f["slurm"] = x.slurm;
   f["dry_run"] = Text(x.dry_run);
+  f["logs_specs"] = x.logs_specs;
+  f["use_env"] = Text(x.use_env);
+  f["local_rank_arg"] = x.local_rank_arg;
   return f;
 }
 

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <map>
+#include <set>
 
 #include "tests/unit/launcher_test_support.h"
 
@@ -77,10 +78,115 @@ TEST_CASE("an interpreter or executable that is not found is named in the error"
 TEST_CASE("more isolated workers than GPUs share them with a warning", "[plan]") {
   auto o = Script("train.py");
   o.nproc_per_node.count = 4;
+  o.gpu_visibility = GpuVisibility::kIsolate;
   auto plan = MakeLaunchPlan(o, EnvOf({{"CUDA_VISIBLE_DEVICES", "0,1"}}), Machine({}, 1));
   REQUIRE(plan.ok());
   REQUIRE(plan->warnings.size() == 1);
   CHECK(plan->warnings[0].find("round-robin") != std::string::npos);
+}
+
+TEST_CASE("by default every worker sees the whole list and LOCAL_RANK picks its GPU", "[plan]") {
+  auto o = Script("train.py");
+  o.gpus = std::vector<std::string>{"0", "1", "2"};
+  o.nproc_per_node.count = 3;
+  auto plan = MakeLaunchPlan(o, EnvOf({}), Machine({}, 1));
+  REQUIRE(plan.ok());
+  CHECK(plan->warnings.empty());
+  std::set<std::string> own;
+  for (int lr = 0; lr < 3; ++lr) {
+    const WorkerLaunch w = PlanWorker(*plan, lr);
+    REQUIRE(w.cuda_visible_devices == "0,1,2");
+    CHECK_FALSE(w.virtual_local_rank);
+    own.insert(SplitGpuList(*w.cuda_visible_devices).at(static_cast<size_t>(lr)));
+  }
+  CHECK(own.size() == 3);  // torch.cuda.set_device(LOCAL_RANK) gives each its own GPU
+}
+
+TEST_CASE("isolate shows each worker one GPU while LOCAL_RANK stays", "[plan]") {
+  auto o = Script("train.py");
+  o.gpus = std::vector<std::string>{"4", "5", "6"};
+  o.nproc_per_node.count = 3;
+  o.gpu_visibility = GpuVisibility::kIsolate;
+  auto plan = MakeLaunchPlan(o, EnvOf({}), Machine({}, 1));
+  REQUIRE(plan.ok());
+  CHECK(PlanWorker(*plan, 1).cuda_visible_devices == "5");
+  CHECK_FALSE(PlanWorker(*plan, 1).virtual_local_rank);
+}
+
+TEST_CASE("a virtual local rank sees only its own GPU and is told LOCAL_RANK 0", "[plan]") {
+  auto o = Script("train.py");
+  o.nproc_per_node.count = 3;
+  o.virtual_local_rank = true;
+  // The SLURM step's GPUs, as torchrun maps local ranks through CUDA_VISIBLE_DEVICES.
+  auto plan = MakeLaunchPlan(o, EnvOf({{"SLURM_STEP_GPUS", "3,5,7"}}), Machine({}, 1));
+  REQUIRE(plan.ok());
+  for (int lr = 0; lr < 3; ++lr) {
+    const WorkerLaunch w = PlanWorker(*plan, lr);
+    CHECK(w.cuda_visible_devices == std::to_string(3 + 2 * lr));
+    CHECK(w.virtual_local_rank);
+  }
+}
+
+TEST_CASE("a virtual local rank without a GPU of its own is an error", "[plan]") {
+  auto o = Script("train.py");
+  o.nproc_per_node.count = 3;
+  o.virtual_local_rank = true;
+  o.gpus = std::vector<std::string>{"0", "1"};
+  auto plan = MakeLaunchPlan(o, EnvOf({}), Machine({}, 1));
+  REQUIRE_FALSE(plan.ok());
+  CHECK(plan.status().message() ==
+        "--virtual-local-rank: 3 workers per node but 2 GPU ids (from --gpus); each worker needs "
+        "a GPU of its own");
+}
+
+TEST_CASE("with no GPU ids known a virtual local rank names its GPU by number, as torchrun",
+          "[plan]") {
+  auto o = Script("train.py");
+  o.nproc_per_node.count = 2;
+  o.virtual_local_rank = true;
+  auto plan = MakeLaunchPlan(o, EnvOf({}), Machine({}, 1));
+  REQUIRE(plan.ok());
+  CHECK(PlanWorker(*plan, 1).cuda_visible_devices == "1");
+  o.virtual_local_rank = false;
+  plan = MakeLaunchPlan(o, EnvOf({}), Machine({}, 1));
+  CHECK_FALSE(PlanWorker(*plan, 1).cuda_visible_devices.has_value());  // inherited
+}
+
+TEST_CASE("more workers than GPUs in the default visibility warn which have none", "[plan]") {
+  auto o = Script("train.py");
+  o.nproc_per_node.count = 3;
+  auto plan = MakeLaunchPlan(o, EnvOf({{"CUDA_VISIBLE_DEVICES", "0,1"}}), Machine({}, 1));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->warnings.size() == 1);
+  CHECK(plan->warnings[0] ==
+        "3 workers per node but 2 GPU ids (from CUDA_VISIBLE_DEVICES): workers with LOCAL_RANK "
+        ">= 2 have no GPU at index LOCAL_RANK of CUDA_VISIBLE_DEVICES");
+}
+
+TEST_CASE("a list of MIG instances for every worker warns that CUDA shows only one", "[plan]") {
+  auto o = Script("train.py");
+  o.gpus = std::vector<std::string>{"MIG-aaaa", "MIG-bbbb"};
+  o.nproc_per_node.count = 2;
+  auto plan = MakeLaunchPlan(o, EnvOf({}), Machine({}, 1));
+  REQUIRE(plan->warnings.size() == 1);
+  CHECK(plan->warnings[0].find("one MIG instance") != std::string::npos);
+  o.gpu_visibility = GpuVisibility::kIsolate;
+  CHECK(MakeLaunchPlan(o, EnvOf({}), Machine({}, 1))->warnings.empty());
+}
+
+TEST_CASE("duplicate filters without a tee'd stream warn that nothing is copied", "[plan]") {
+  auto o = Script("train.py");
+  o.nproc_per_node.count = 2;
+  o.duplicate_stderr_filters = {"Traceback"};
+  auto plan = MakeLaunchPlan(o, EnvOf({}), Machine({}, 1));
+  REQUIRE(plan->warnings.size() == 1);
+  CHECK(plan->warnings[0] ==
+        "--duplicate-stderr-filters: no local rank tees its stderr to the console (--tee), so "
+        "filtered_stderr.log stays empty");
+  o.tee.per_rank[1] = kStdErr;
+  CHECK(MakeLaunchPlan(o, EnvOf({}), Machine({}, 1))->warnings.empty());
+  o.local_ranks_filter = std::vector<int>{0};  // rank 1 is not shown: not tailed, not copied
+  CHECK(MakeLaunchPlan(o, EnvOf({}), Machine({}, 1))->warnings.size() == 1);
 }
 
 TEST_CASE("static rendezvous puts node ranks in order and node 0 hosts the store", "[plan]") {

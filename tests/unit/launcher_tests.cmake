@@ -1,11 +1,14 @@
 # Unit tests of the launcher's pure logic: environment, GPU ids, launch plan,
-# supervision state machine (fake spawner, fake time), output splitting, report,
-# fault injection decisions (fake time).
+# supervision state machine (fake spawner, fake time), output splitting and
+# routing, report, root-cause error file, fault injection decisions (fake time).
 muster_unit_test(launcher_unit_tests
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_env_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_gpu_ids_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_launch_plan_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_launch_argv_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_output_routes_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_root_cause_file_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_group_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_line_splitter_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_failure_report_test.cc

@@ -51,6 +51,7 @@ TEST_CASE("worker variables are exactly torchrun's set", "[env]") {
       {"TORCHELASTIC_ERROR_FILE", "/tmp/e.json"},
       {"MUSTER_PROGRESS_FD", "3"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
+      {"NCCL_ASYNC_ERROR_HANDLING", "1"},
       {"OMP_NUM_THREADS", "1"},
   };
   CHECK(v == expected);
@@ -58,11 +59,39 @@ TEST_CASE("worker variables are exactly torchrun's set", "[env]") {
 
 TEST_CASE("inherited OMP_NUM_THREADS and NCCL error handling are left alone", "[env]") {
   WorkerIdentity w;
-  auto v =
-      WorkerVariables(TwoNodesOfFour(0), w,
-                      EnvOf({{"OMP_NUM_THREADS", "8"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}}));
+  auto v = WorkerVariables(TwoNodesOfFour(0), w,
+                           EnvOf({{"OMP_NUM_THREADS", "8"},
+                                  {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"},
+                                  {"NCCL_ASYNC_ERROR_HANDLING", "0"}}));
   CHECK(v.count("OMP_NUM_THREADS") == 0);
   CHECK(v.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") == 0);
+  CHECK(v.count("NCCL_ASYNC_ERROR_HANDLING") == 0);
+}
+
+TEST_CASE("torch 2.0 and 2.1 get NCCL async error handling under the old name too", "[env]") {
+  // Each name is set unless the launcher's environment has that very name.
+  auto v = WorkerVariables(TwoNodesOfFour(0), WorkerIdentity{},
+                           EnvOf({{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}}));
+  CHECK(v.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") == 0);
+  CHECK(v.at("NCCL_ASYNC_ERROR_HANDLING") == "1");
+  v = WorkerVariables(TwoNodesOfFour(0), WorkerIdentity{},
+                      EnvOf({{"NCCL_ASYNC_ERROR_HANDLING", "3"}}));
+  CHECK(v.at("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");
+  CHECK(v.count("NCCL_ASYNC_ERROR_HANDLING") == 0);
+}
+
+TEST_CASE("a virtual local rank is 0 while the global ranks stay", "[env]") {
+  WorkerIdentity w;
+  w.local_rank = 3;
+  w.virtual_local_rank = true;
+  w.cuda_visible_devices = "7";
+  auto v = WorkerVariables(TwoNodesOfFour(1), w, EnvOf({}));
+  CHECK(v.at("LOCAL_RANK") == "0");
+  CHECK(v.at("RANK") == "7");
+  CHECK(v.at("ROLE_RANK") == "7");
+  CHECK(v.at("GROUP_RANK") == "1");
+  CHECK(v.at("LOCAL_WORLD_SIZE") == "4");
+  CHECK(v.at("CUDA_VISIBLE_DEVICES") == "7");
 }
 
 TEST_CASE("a single worker does not get OMP_NUM_THREADS", "[env]") {
@@ -79,7 +108,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES is set only when GPU ids are known", "[env]") {
   CHECK(WorkerVariables(TwoNodesOfFour(0), w, EnvOf({})).at("CUDA_VISIBLE_DEVICES") == "5");
 }
 
-TEST_CASE("isolate gives each worker one id; all gives every worker the list", "[env]") {
+TEST_CASE("all gives every worker the list; isolate gives each worker one id", "[env]") {
   const std::vector<std::string> ids = {"4", "5", "6"};
   CHECK(VisibleDevicesFor(ids, true, 0) == "4");
   CHECK(VisibleDevicesFor(ids, true, 2) == "6");

@@ -1,0 +1,69 @@
+#include "launcher/host_rules.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "rendezvous/daemon/advertised_address.h"
+
+namespace muster {
+namespace {
+
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return std::ranges::equal(a, b, [](char x, char y) {
+    const auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
+    return lower(x) == lower(y);
+  });
+}
+
+// An address that is loopback or held by this machine.
+bool IsOwnAddress(std::string_view text, const std::vector<std::string>& own) {
+  const std::optional<std::string> address = rdzv::PlainAddress(text);
+  if (!address) return false;
+  if (rdzv::IsLoopbackHost(*address)) return true;
+  return std::ranges::any_of(
+      own, [&](const std::string& mine) { return rdzv::PlainAddress(mine) == address; });
+}
+
+}  // namespace
+
+bool EndpointIsLocal(std::string_view host, const std::vector<std::string>& resolved,
+                     const LocalIdentity& identity) {
+  if (host.empty()) return false;
+  if (rdzv::IsLoopbackHost(host)) return true;
+  if (std::ranges::any_of(identity.names, [&](const std::string& name) {
+        return EqualsIgnoringCase(host, name);
+      })) {
+    return true;
+  }
+  if (IsOwnAddress(host, identity.addresses)) return true;
+  // A name that is neither this machine's hostname nor its FQDN (an alias, a
+  // CNAME, a second interface's name) still names it if it leads here. On
+  // another host, this machine's name resolves to a routable address, which
+  // is not one of that host's own.
+  return std::ranges::any_of(resolved, [&](const std::string& address) {
+    return IsOwnAddress(address, identity.addresses);
+  });
+}
+
+RendezvousRole DecideRendezvousRole(const ElasticConfig& config, bool endpoint_is_local) {
+  // An explicit is_host (or --standalone) wins, as in torchrun.
+  if (config.is_host) return RendezvousRole::kServe;
+  if (!config.host_if_local) return RendezvousRole::kJoin;
+  // Several agents may share the endpoint's host: binding the port decides
+  // which one serves, and a musterd already there wins the same way.
+  return endpoint_is_local ? RendezvousRole::kServeIfFree : RendezvousRole::kJoin;
+}
+
+std::string DaemonBindHost(bool loopback_only, std::string_view endpoint_host) {
+  if (loopback_only) return "127.0.0.1";
+  const std::optional<std::string> address = rdzv::PlainAddress(endpoint_host);
+  return address && address->find(':') != std::string::npos ? "::" : "0.0.0.0";
+}
+
+std::string StoreBindHost(bool loopback_only, const std::string& local_addr) {
+  if (loopback_only) return "127.0.0.1";
+  if (rdzv::PlainAddress(local_addr)) return local_addr;
+  return "0.0.0.0";
+}
+
+}  // namespace muster

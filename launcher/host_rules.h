@@ -1,0 +1,63 @@
+// Host rules: pure decisions about this machine's place in a multi-node job —
+// whether the rendezvous endpoint names this machine, who serves the elastic
+// rendezvous when nobody was told to, and where the worker store listens.
+// The facts they read (hostname, interface addresses, DNS answers) are
+// gathered by local_identity.h; nothing here touches the network.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/launch_plan.h"
+
+namespace muster {
+
+// What this machine calls itself and the addresses it holds.
+struct LocalIdentity {
+  // gethostname() and the canonical name (FQDN) it resolves to; compared
+  // without regard to case.
+  std::vector<std::string> names;
+  // Interface addresses (getifaddrs) and the hostname's resolved addresses,
+  // as text ("10.0.0.5", "fe80::1"); loopback ones may be among them.
+  std::vector<std::string> addresses;
+};
+
+// True when the endpoint host `host` (as written in --rdzv-endpoint, IPv6
+// without brackets) is this machine: "localhost"; a loopback address; one of
+// identity.names; one of identity.addresses; or a name that resolved
+// (`resolved`: its addresses, empty when it did not resolve) to a loopback
+// address or one of identity.addresses. Addresses compare by value, so
+// "::ffff:10.0.0.5" is "10.0.0.5".
+bool EndpointIsLocal(std::string_view host, const std::vector<std::string>& resolved,
+                     const LocalIdentity& identity);
+
+// How this agent takes part in the elastic rendezvous.
+enum class RendezvousRole {
+  kJoin,         // connect to a rendezvous served elsewhere (musterd, or another agent)
+  kServe,        // serve it embedded (is_host=1, --standalone); a failed bind is an error
+  kServeIfFree,  // serve it if the endpoint port is free; in use: another agent or a
+                 // daemon serves it, so join as a client
+};
+
+// torchrun's c10d rule: an explicit is_host decides; otherwise, with
+// `--rdzv-backend c10d` (config.host_if_local), the agents whose machine the
+// endpoint names race to serve it and the losers join. `--rdzv-backend
+// muster` always joins a daemon. `endpoint_is_local` is read only when
+// config.host_if_local is set.
+RendezvousRole DecideRendezvousRole(const ElasticConfig& config, bool endpoint_is_local);
+
+// The address an embedded rendezvous daemon binds: 127.0.0.1 for
+// --standalone; every interface otherwise, IPv6 ones too ("::", which also
+// accepts IPv4 on Linux) when the endpoint host is an IPv6 address, since
+// clients connect to exactly that address.
+std::string DaemonBindHost(bool loopback_only, std::string_view endpoint_host);
+
+// The address the agent's worker store binds: 127.0.0.1 for --standalone;
+// --local-addr when it is an IP address (the user chose the interface);
+// otherwise every interface ("0.0.0.0"), since other nodes connect to
+// whatever address they resolve, and a name such as this machine's own
+// hostname may resolve to 127.0.1.1 here.
+std::string StoreBindHost(bool loopback_only, const std::string& local_addr);
+
+}  // namespace muster

@@ -1,0 +1,34 @@
+// Advertised addresses: which master address a member of a run is told.
+// Pure functions; the server shell (rendezvous_server.cc) supplies the two
+// ends of each member's connection.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace muster::rdzv {
+
+// The IP address in `text` in one canonical spelling ("10.0.0.5",
+// "fe80::1"; an IPv4-mapped IPv6 address as plain IPv4), so that addresses
+// compare by value; nullopt when `text` is not an IP address (a name).
+std::optional<std::string> PlainAddress(std::string_view text);
+
+// True for a loopback IP address in any spelling (127.0.0.0/8, ::1,
+// ::ffff:127.x.y.z) and for the name "localhost" (any case); false for
+// other names and for text that is not an address.
+bool IsLoopbackHost(std::string_view host);
+
+// The master_addr to send in `member`'s Assignment (PROTOCOL.md, "Loopback
+// master addresses"). A loopback `master_addr` means the master's agent
+// reached the daemon over loopback, so its store runs on the daemon's host;
+// a member that connected from another host (`member_peer`, the remote
+// address of its connection, is not loopback) cannot reach a loopback
+// address, and is told `member_local` instead: the daemon's own address on
+// that connection, the one the member already used to reach this host.
+// Anything else comes back unchanged: a non-loopback master_addr, a member
+// on this host, or an unknown (empty) local address.
+std::string MasterAddrFor(std::string_view master_addr, std::string_view member_peer,
+                          std::string_view member_local);
+
+}  // namespace muster::rdzv
