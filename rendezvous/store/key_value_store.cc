@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
+#include <string_view>
 #include <utility>
 
 namespace muster::store {
@@ -33,28 +35,56 @@ std::string KeyValueStore::CompareSet(const std::string& key, const std::string&
   return it->second;
 }
 
-Result<int64_t> KeyValueStore::Add(const std::string& key, int64_t delta) {
+namespace {
+
+// The decimal int64 under `key` (absent = 0), for ADD and BARRIER. Strict
+// parse: torch's std::stoll would also accept " 5" or "5abc"; every value a
+// TCPStore client writes through ADD is plain decimal, and a non-number is a
+// client bug worth surfacing rather than guessing.
+Result<int64_t> DecimalValue(const std::string* value, std::string_view op) {
+  if (value == nullptr) return int64_t{0};
   int64_t current = 0;
-  auto it = data_.find(key);
-  if (it != data_.end()) {
-    // Strict parse: torch's std::stoll would also accept " 5" or "5abc"; every
-    // value a TCPStore client writes through ADD is plain decimal, and a
-    // non-number is a client bug worth surfacing rather than guessing.
-    const std::string& s = it->second;
-    const char* end = s.data() + s.size();
-    auto [ptr, ec] = std::from_chars(s.data(), end, current);
-    if (ec != std::errc() || ptr != end) {
-      return Status::InvalidArgument("ADD on a value that is not a decimal integer value_bytes=" +
-                                     std::to_string(s.size()));
-    }
+  const char* end = value->data() + value->size();
+  auto [ptr, ec] = std::from_chars(value->data(), end, current);
+  if (ec != std::errc() || ptr != end) {
+    return Status::InvalidArgument(
+        std::string(op) +
+        " on a value that is not a decimal integer value_bytes=" + std::to_string(value->size()));
   }
+  return current;
+}
+
+}  // namespace
+
+Result<int64_t> KeyValueStore::Add(const std::string& key, int64_t delta) {
+  Result<int64_t> current = DecimalValue(Get(key), "ADD");
+  if (!current.ok()) return current.status();
   int64_t sum = 0;
-  if (__builtin_add_overflow(current, delta, &sum)) {
-    return Status::InvalidArgument("ADD overflows int64 value=" + std::to_string(current) +
+  if (__builtin_add_overflow(*current, delta, &sum)) {
+    return Status::InvalidArgument("ADD overflows int64 value=" + std::to_string(*current) +
                                    " delta=" + std::to_string(delta));
   }
   Set(key, std::to_string(sum));
   return sum;
+}
+
+Result<bool> KeyValueStore::Barrier(Owner owner, const std::string& key, int64_t world_size) {
+  Result<int64_t> current = DecimalValue(Get(key), "BARRIER");
+  if (!current.ok()) return current.status();
+  int64_t count = 0;
+  if (__builtin_add_overflow(*current, 1, &count)) {
+    return Status::InvalidArgument("BARRIER count overflows int64 value=" +
+                                   std::to_string(*current));
+  }
+  data_[key] = std::to_string(count);
+  if (count >= world_size) {
+    KeyWritten(key);
+    return true;
+  }
+  // Registered even though the key exists: it waits for the write that
+  // completes the barrier, not for the key.
+  Register(owner, {key});
+  return false;
 }
 
 void KeyValueStore::Append(const std::string& key, const std::string& value) {
@@ -62,12 +92,25 @@ void KeyValueStore::Append(const std::string& key, const std::string& value) {
   KeyWritten(key);
 }
 
+bool KeyValueStore::QueueHasItems(const std::string& key) const {
+  return queues_.contains(key);  // empty queues are erased
+}
+
 bool KeyValueStore::Check(const std::vector<std::string>& keys) const {
-  return std::all_of(keys.begin(), keys.end(),
-                     [this](const std::string& k) { return data_.contains(k); });
+  return std::all_of(keys.begin(), keys.end(), [this](const std::string& k) {
+    return data_.contains(k) || QueueHasItems(k);
+  });
 }
 
 bool KeyValueStore::Delete(const std::string& key) { return data_.erase(key) > 0; }
+
+std::vector<std::string> KeyValueStore::ListKeys() const {
+  std::vector<std::string> keys;
+  keys.reserve(data_.size());
+  for (const auto& [key, value] : data_) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
 
 bool KeyValueStore::Wait(Owner owner, const std::vector<std::string>& keys) {
   // Every request of a torch client's get() comes with a WAIT, so no set is
@@ -75,17 +118,30 @@ bool KeyValueStore::Wait(Owner owner, const std::vector<std::string>& keys) {
   // down once per listing, and cancelling removes every listing.
   std::vector<std::string> missing;
   for (const auto& k : keys) {
-    if (!data_.contains(k)) missing.push_back(k);
+    if (!data_.contains(k) && !QueueHasItems(k)) missing.push_back(k);
   }
   if (missing.empty()) return true;
+  Register(owner, std::move(missing));
+  return false;
+}
 
+void KeyValueStore::Register(Owner owner, std::vector<std::string> keys) {
   const WaiterId id = next_waiter_++;
-  const size_t count = missing.size();
-  Waiter waiter{owner, std::move(missing), count};
+  const size_t count = keys.size();
+  Waiter waiter{owner, std::move(keys), count};
   for (const auto& k : waiter.missing_keys) waiting_on_[k].push_back(id);
   waiters_.emplace(id, std::move(waiter));
   by_owner_[owner].push_back(id);
-  return false;
+}
+
+void KeyValueStore::Ready(WaiterId id) {
+  auto w = waiters_.find(id);
+  const Owner owner = w->second.owner;
+  ready_.emplace_back(owner, id);
+  waiters_.erase(w);
+  auto& owned = by_owner_[owner];
+  std::erase(owned, id);
+  if (owned.empty()) by_owner_.erase(owner);
 }
 
 void KeyValueStore::KeyWritten(const std::string& key) {
@@ -96,13 +152,50 @@ void KeyValueStore::KeyWritten(const std::string& key) {
   for (WaiterId id : ids) {
     auto w = waiters_.find(id);
     if (w == waiters_.end() || --w->second.missing > 0) continue;
-    const Owner owner = w->second.owner;
-    ready_.emplace_back(owner, id);
-    waiters_.erase(w);
-    auto& owned = by_owner_[owner];
-    std::erase(owned, id);
-    if (owned.empty()) by_owner_.erase(owner);
+    Ready(id);
   }
+}
+
+void KeyValueStore::CountWrite(std::vector<WaiterId>& list, size_t index) {
+  const WaiterId id = list[index];
+  list.erase(list.begin() + static_cast<std::ptrdiff_t>(index));
+  auto w = waiters_.find(id);
+  if (w != waiters_.end() && --w->second.missing == 0) Ready(id);
+}
+
+void KeyValueStore::QueuePush(const std::string& key, std::string value) {
+  queues_[key].push_back(std::move(value));
+  auto it = waiting_on_.find(key);
+  if (it == waiting_on_.end()) return;
+  std::vector<WaiterId>& list = it->second;
+  // One item satisfies one waiter: prefer one it completes, so that an item
+  // never sits in the queue while a pop-waiter (WAIT on this key alone) sleeps.
+  size_t chosen = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto w = waiters_.find(list[i]);
+    if (w != waiters_.end() && w->second.missing == 1) {
+      chosen = i;
+      break;
+    }
+  }
+  CountWrite(list, chosen);
+  if (list.empty()) waiting_on_.erase(it);
+}
+
+KeyValueStore::Popped KeyValueStore::QueuePop(const std::string& key) {
+  auto it = queues_.find(key);
+  if (it == queues_.end()) return {};
+  Popped popped{static_cast<int64_t>(it->second.size()), std::move(it->second.front())};
+  it->second.pop_front();
+  // Erased when empty: an empty queue is invisible to clients anyway, and
+  // popping many names must not leave a map entry behind for each.
+  if (it->second.empty()) queues_.erase(it);
+  return popped;
+}
+
+int64_t KeyValueStore::QueueLen(const std::string& key) const {
+  auto it = queues_.find(key);
+  return it == queues_.end() ? 0 : static_cast<int64_t>(it->second.size());
 }
 
 size_t KeyValueStore::CancelWaits(Owner owner) {

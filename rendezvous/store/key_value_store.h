@@ -1,7 +1,12 @@
 // The worker store's data and semantics, exactly as PyTorch's TCPStore server
 // behaves, with no sockets: a map from key to bytes, ADD on decimal-ASCII
-// integers, COMPARE_SET, and waiters that are woken when every key they wait
-// for has been written.
+// integers, COMPARE_SET, waiters that are woken when every key they wait for
+// has been written, queues (QUEUE_PUSH/POP/LEN) and barriers.
+//
+// Queues live beside the keys, as in torch's server (queues_ of
+// TCPStoreLibUvBackend.cpp): NumKeys, Get, Delete and ListKeys never see a
+// queue; Check and Wait count a queue holding at least one item as a present
+// key, and a push wakes at most one waiter (torch's wakeupOneWaitingClient).
 //
 // Waiters belong to an owner (a connection id). A mutation that completes a
 // waiter queues its owner; the caller drains the queue with
@@ -13,7 +18,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -54,7 +61,8 @@ class KeyValueStore {
   // waiters.
   void Append(const std::string& key, const std::string& value);
 
-  // True when every key in `keys` is present (true for no keys).
+  // True when every key in `keys` is present or names a non-empty queue
+  // (true for no keys).
   bool Check(const std::vector<std::string>& keys) const;
 
   // Removes `key`; returns whether it was present. Waiters are unaffected: a
@@ -63,9 +71,42 @@ class KeyValueStore {
 
   size_t NumKeys() const { return data_.size(); }
 
-  // Drops every key (a fresh namespace for a restarted job). Pending waiters
-  // stay pending on the keys they still miss.
-  void Clear() { data_.clear(); }
+  // Every key (queues excluded), in byte order. torch's order is its hash
+  // map's; clients treat the list as a set.
+  std::vector<std::string> ListKeys() const;
+
+  // Drops every key and every queue (a fresh namespace for a restarted job).
+  // Pending waiters stay pending on the keys they still miss.
+  void Clear() {
+    data_.clear();
+    queues_.clear();
+  }
+
+  // Appends `value` to queue `key` (created when absent). The push counts as
+  // a write of `key` for one waiter only: the oldest for which `key` was the
+  // last missing key, else the oldest waiting on `key` at all.
+  void QueuePush(const std::string& key, std::string value);
+
+  struct Popped {
+    int64_t length_before = 0;         // the queue's length before the pop
+    std::optional<std::string> value;  // its oldest item; nullopt when it was empty
+  };
+  // Removes the oldest item of queue `key`. Never blocks: a client that wants
+  // to block WAITs for `key` first, as torch's queue_pop(block=True) does.
+  Popped QueuePop(const std::string& key);
+
+  // The number of items in queue `key`; 0 when there is no such queue.
+  int64_t QueueLen(const std::string& key) const;
+
+  // TCPStore's BARRIER: adds 1 to the decimal-ASCII counter under `key`
+  // (absent = 0). Returns true when the count has reached `world_size`: every
+  // waiter on `key` is woken (the earlier arrivals). Otherwise registers a
+  // waiter for `owner` that completes at the next write of `key`, and returns
+  // false; an arrival that does not complete the barrier wakes nobody, as in
+  // torch's barrier handlers.
+  // Errors (InvalidArgument): the existing value is not a decimal int64, or
+  // the count overflows. Nothing is changed then.
+  Result<bool> Barrier(Owner owner, const std::string& key, int64_t world_size);
 
   // Waits for all of `keys` on behalf of `owner`. Returns true when they are
   // all present now (nothing is registered); otherwise registers a waiter that
@@ -93,8 +134,16 @@ class KeyValueStore {
   };
 
   void KeyWritten(const std::string& key);
+  // Registers a waiter of `owner` on `keys` (each listed once per listing).
+  void Register(Owner owner, std::vector<std::string> keys);
+  // Counts one write of `key` for waiter `id` (listed on `key`); queues its
+  // owner once nothing is missing. `list` is waiting_on_[key].
+  void CountWrite(std::vector<WaiterId>& list, size_t index);
+  void Ready(WaiterId id);
+  bool QueueHasItems(const std::string& key) const;
 
   std::unordered_map<std::string, std::string> data_;
+  std::unordered_map<std::string, std::deque<std::string>> queues_;    // never empty
   std::unordered_map<std::string, std::vector<WaiterId>> waiting_on_;  // key -> waiters
   std::map<WaiterId, Waiter> waiters_;
   std::unordered_map<Owner, std::vector<WaiterId>> by_owner_;

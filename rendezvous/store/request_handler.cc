@@ -1,6 +1,8 @@
 #include "rendezvous/store/request_handler.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "rendezvous/store/tcpstore_codec.h"
 
@@ -22,7 +24,7 @@ std::string Printable(const std::string& key) {
 }  // namespace
 
 HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, Dialect dialect,
-                             Request request) {
+                             Request request, const HandlerLimits& limits) {
   if (dialect == Dialect::kLegacy && store.PendingWaits(owner) > 0) {
     store.CancelWaits(owner);  // see the header: the client abandoned its WAIT
   }
@@ -66,11 +68,47 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
       EncodeByte(store.Check(request.keys) ? kCheckReady : kCheckNotReady, &out.reply);
       break;
     case Op::kWait:
-      if (store.PendingWaits(owner) >= kMaxPendingWaitsPerConnection) {
+      if (store.PendingWaits(owner) >= limits.max_pending_waits) {
         return Close("too many pending waits waits=" + std::to_string(store.PendingWaits(owner)));
       }
       if (store.Wait(owner, request.keys)) EncodeByte(kStopWaiting, &out.reply);
       break;
+    case Op::kBarrier: {
+      if (store.PendingWaits(owner) >= limits.max_pending_waits) {
+        return Close("too many pending waits waits=" + std::to_string(store.PendingWaits(owner)));
+      }
+      Result<bool> done = store.Barrier(owner, request.keys[0], request.delta);
+      if (!done.ok())
+        return Close(done.status().message() + " key='" + Printable(request.keys[0]) + "'");
+      if (*done) EncodeByte(kStopWaiting, &out.reply);
+      break;
+    }
+    case Op::kQueuePush:
+      store.QueuePush(request.keys[0], std::move(request.values[0]));
+      break;
+    case Op::kQueuePop: {
+      KeyValueStore::Popped popped = store.QueuePop(request.keys[0]);
+      EncodeInt64(popped.length_before, &out.reply);
+      if (popped.value) EncodeBytes(*popped.value, &out.reply);
+      break;
+    }
+    case Op::kQueueLen:
+      EncodeInt64(store.QueueLen(request.keys[0]), &out.reply);
+      break;
+    case Op::kListKeys: {
+      const std::vector<std::string> keys = store.ListKeys();
+      size_t bytes = 8;
+      for (const auto& key : keys) bytes += 8 + key.size();
+      // Sized before the reply is encoded: the keys may add up to gigabytes.
+      if (bytes > limits.max_list_keys_reply_bytes) {
+        return Close("LIST_KEYS reply too large bytes=" + std::to_string(bytes) +
+                     " max=" + std::to_string(limits.max_list_keys_reply_bytes));
+      }
+      out.reply.reserve(bytes);
+      EncodeInt64(static_cast<int64_t>(keys.size()), &out.reply);
+      for (const auto& key : keys) EncodeBytes(key, &out.reply);
+      break;
+    }
     case Op::kGetNumKeys:
       EncodeInt64(static_cast<int64_t>(store.NumKeys()), &out.reply);
       break;

@@ -9,7 +9,15 @@
 //     a new request from a legacy connection that still has a pending WAIT
 //     means the client gave up: the stale waiter is dropped instead of later
 //     sending a stray STOP_WAITING byte that would desynchronize the stream.
-//   - A connection may hold at most kMaxPendingWaitsPerConnection waiters.
+//   - A connection may hold at most HandlerLimits::max_pending_waits waiters
+//     (WAITs and BARRIERs together).
+//   - A LIST_KEYS reply larger than HandlerLimits::max_list_keys_reply_bytes
+//     closes the connection instead of being built.
+// Torch 2.1 and modern connections keep an unanswered WAIT until CANCEL_WAIT,
+// as their clients send it on timeout. A blocking queue pop is a WAIT on the
+// queue's name followed by QUEUE_POP (torch's client does both), so pending
+// pops and barriers are waiters like any other: dropped when their
+// connection closes, or by CANCEL_WAIT.
 //
 // Waiters completed by the request (of any connection) are left in
 // store.TakeReadyWaiters(); the caller delivers kStopWaiting to each owner.
@@ -28,14 +36,20 @@ namespace muster::store {
 
 inline constexpr size_t kMaxPendingWaitsPerConnection = 1024;
 
+struct HandlerLimits {
+  size_t max_pending_waits = kMaxPendingWaitsPerConnection;
+  size_t max_list_keys_reply_bytes = 256u << 20;
+};
+
 struct HandlerOutcome {
   std::string reply;         // bytes to send to the requester now (may be empty)
   bool close = false;        // the connection must be closed
   std::string close_reason;  // when close: why, key=value style
 };
 
-// REQUIRES: dialect is the connection's detected dialect (not kUnknown).
+// REQUIRES: dialect is the connection's dialect when the request was decoded
+// (not kUnknown).
 HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, Dialect dialect,
-                             Request request);
+                             Request request, const HandlerLimits& limits = {});
 
 }  // namespace muster::store

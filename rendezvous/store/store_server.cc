@@ -78,34 +78,33 @@ Status StoreServer::Impl::Listen(const std::string& host, uint16_t port) {
 }
 
 void StoreServer::Impl::Accept() {
-  acceptor_.async_accept(
-      [weak = weak_from_this(), epoch = accept_epoch_](const boost::system::error_code& ec,
-                                                        tcp::socket socket) {
-        auto self = weak.lock();
-        if (!self || self->stopped_ || !self->accepting_ || epoch != self->accept_epoch_) return;
-        if (ec == asio::error::operation_aborted) return;
-        if (ec) {
-          // Transient (e.g. out of file descriptors): retry after a pause rather
-          // than spinning on an error that is still there.
-          spdlog::warn("store accept failed port={} error=\"{}\"", self->port_, ec.message());
-          self->retry_timer_.expires_after(std::chrono::milliseconds(100));
-          self->retry_timer_.async_wait([weak, epoch](const boost::system::error_code& timer_ec) {
-            auto again = weak.lock();
-            if (!timer_ec && again && !again->stopped_ && again->accepting_ &&
-                epoch == again->accept_epoch_) {
-              again->Accept();
-            }
-          });
-          return;
+  acceptor_.async_accept([weak = weak_from_this(), epoch = accept_epoch_](
+                             const boost::system::error_code& ec, tcp::socket socket) {
+    auto self = weak.lock();
+    if (!self || self->stopped_ || !self->accepting_ || epoch != self->accept_epoch_) return;
+    if (ec == asio::error::operation_aborted) return;
+    if (ec) {
+      // Transient (e.g. out of file descriptors): retry after a pause rather
+      // than spinning on an error that is still there.
+      spdlog::warn("store accept failed port={} error=\"{}\"", self->port_, ec.message());
+      self->retry_timer_.expires_after(std::chrono::milliseconds(100));
+      self->retry_timer_.async_wait([weak, epoch](const boost::system::error_code& timer_ec) {
+        auto again = weak.lock();
+        if (!timer_ec && again && !again->stopped_ && again->accepting_ &&
+            epoch == again->accept_epoch_) {
+          again->Accept();
         }
-        const uint64_t id = self->next_id_++;
-        auto session = std::make_shared<StoreSession>(
-            id, std::move(socket), std::weak_ptr<SessionHost>(self), self->limits_);
-        spdlog::debug("store connection accepted conn={} peer={}", id, session->peer());
-        self->sessions_.emplace(id, session);
-        session->Start();
-        self->Accept();
       });
+      return;
+    }
+    const uint64_t id = self->next_id_++;
+    auto session = std::make_shared<StoreSession>(id, std::move(socket),
+                                                  std::weak_ptr<SessionHost>(self), self->limits_);
+    spdlog::debug("store connection accepted conn={} peer={}", id, session->peer());
+    self->sessions_.emplace(id, session);
+    session->Start();
+    self->Accept();
+  });
 }
 
 void StoreServer::Impl::DeliverReadyWaiters() {

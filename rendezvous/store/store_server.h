@@ -1,7 +1,8 @@
 // StoreServer: the worker key-value store, a TCP server that speaks PyTorch's
-// TCPStore protocol (torch 1.13 and torch >= 2 clients; see
-// tcpstore_protocol.h). The launcher hosts one on the master node and points
-// every worker's MASTER_ADDR/MASTER_PORT at it.
+// TCPStore protocol (torch 1.13, 2.1 and >= 2.2 clients, queues, LIST_KEYS
+// and BARRIER included; see tcpstore_protocol.h and dialect_rule.h). The
+// launcher hosts one on the master node and points every worker's
+// MASTER_ADDR/MASTER_PORT at it.
 //
 //   auto server = StoreServer::Start(io, "0.0.0.0", 0);
 //   if (!server.ok()) return server.status();
@@ -13,7 +14,8 @@
 //     handed to workers can not be taken by anyone else in between.
 //   - A bad client (garbage, oversized or unsupported request) loses its own
 //     connection, with one warning log line; everyone else is unaffected.
-//   - A client's pending waits are dropped when it disconnects.
+//   - A client's pending waits (WAITs, blocking queue pops, BARRIERs) are
+//     dropped when it disconnects.
 //   - Generations (Seal/Open): a store that serves one generation of workers
 //     after another hands each a fresh namespace. Seal() ends a generation:
 //     every connection is closed, every key dropped, and nothing new is
@@ -21,8 +23,8 @@
 //     the next generation that connects early waits in the kernel's backlog
 //     instead of being refused. Open() starts the next generation: keys are
 //     dropped again, connections still open (from an unsealed generation) are
-//     closed, and accepting resumes. No key and no connection of an earlier
-//     generation reaches a later one.
+//     closed, and accepting resumes. No key, queue, pending wait or
+//     connection of an earlier generation reaches a later one.
 //   - Destroying the server stops it. Pending handlers on `io` then find it
 //     gone and do nothing, so `io` may outlive the server.
 //     REQUIRES: `io` is not destroyed before the server.
@@ -59,11 +61,12 @@ class StoreServer {
   // The bound port.
   uint16_t port() const;
 
-  // Drops every key. Connections and their pending waits are kept.
+  // Drops every key and queue. Connections and their pending waits are kept.
   void Clear();
 
-  // Ends the current generation: closes every connection, drops every key,
-  // stops accepting (connections queue in the listen backlog). Idempotent.
+  // Ends the current generation: closes every connection (dropping its
+  // pending waits), drops every key and queue, stops accepting (connections
+  // queue in the listen backlog). Idempotent.
   void Seal();
   // Starts generation `generation` (for logs): closes connections left from
   // an earlier one, drops every key, and accepts again. A server that was

@@ -18,7 +18,8 @@ StoreSession::StoreSession(uint64_t id, asio::ip::tcp::socket socket,
       socket_(std::move(socket)),
       host_(std::move(host)),
       limits_(limits),
-      decoder_(limits.decoder) {
+      decoder_(limits.decoder),
+      settle_timer_(socket_.get_executor()) {
   boost::system::error_code ec;
   auto endpoint = socket_.remote_endpoint(ec);
   peer_ = ec ? std::string("?")
@@ -46,6 +47,11 @@ void StoreSession::OnRead(const boost::system::error_code& ec, size_t n) {
     return;
   }
   decoder_.Feed(std::span<const uint8_t>(read_buffer_.data(), n));
+  // A client that sends is not quiet: a running check starts over.
+  if (settling_) {
+    settling_ = false;
+    settle_timer_.cancel();
+  }
   Pump();
 }
 
@@ -63,8 +69,16 @@ void StoreSession::ProcessRequests() {
       Close("server gone", /*warn=*/false, /*notify_host=*/false);
       return;
     }
-    DecodeResult decoded = decoder_.Next();
-    if (decoded.state == DecodeResult::kNeedMore) return;
+    // The facts dialect_rule.h needs; only an undecided connection reads them.
+    // A quiet spell found by the settle timer vouches for one decision only.
+    StreamFacts facts;
+    facts.wait_pending = host->store().PendingWaits(id_) > 0;
+    facts.quiet = std::exchange(quiet_, false);
+    DecodeResult decoded = decoder_.Next(facts);
+    if (decoded.state == DecodeResult::kNeedMore) {
+      if (decoder_.awaiting_quiet()) StartSettleTimer();
+      return;
+    }
     if (decoded.state == DecodeResult::kError) {
       Close(decoded.error, /*warn=*/true);
       return;
@@ -80,6 +94,26 @@ void StoreSession::ProcessRequests() {
     if (!outcome.reply.empty()) Send(std::move(outcome.reply));
     host->DeliverReadyWaiters();
   }
+}
+
+void StoreSession::StartSettleTimer() {
+  if (settling_) return;
+  settling_ = true;
+  settle_timer_.expires_after(limits_.settle_delay);
+  settle_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec) self->OnSettleTimer();
+  });
+}
+
+void StoreSession::OnSettleTimer() {
+  if (closed_ || !settling_) return;
+  settling_ = false;
+  // Bytes already in the socket are not silence: the pending read delivers
+  // them, and the decision is made on them instead.
+  boost::system::error_code ec;
+  if (socket_.available(ec) > 0 && !ec) return;
+  quiet_ = true;
+  Pump();
 }
 
 void StoreSession::Send(std::string bytes) {
@@ -128,14 +162,15 @@ void StoreSession::Close(std::string_view reason, bool warn, bool notify_host) {
   if (closed_) return;
   closed_ = true;
   if (warn) {
-    spdlog::warn("store connection closed conn={} peer={} dialect={} reason=\"{}\"", id_, peer_,
-                 DialectName(decoder_.dialect()), reason);
+    spdlog::warn("store connection closed conn={} peer={} dialect=\"{}\" reason=\"{}\"", id_, peer_,
+                 decoder_.dialect_label(), reason);
   } else {
     spdlog::debug("store connection closed conn={} peer={} reason=\"{}\"", id_, peer_, reason);
   }
   boost::system::error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
+  settle_timer_.cancel();
   queue_.clear();
   if (!notify_host) return;
   if (auto host = host_.lock()) {

@@ -7,8 +7,13 @@
 //     (a client that does not read its replies) the session neither decodes
 //     nor reads further requests; it closes if the queue ever exceeds
 //     max_queued_bytes (one huge reply, e.g. a MULTI_GET of large values).
-//   - A malformed, oversized or unsupported request closes this session only,
-//     with one warning log line; the host keeps serving everyone else.
+//   - A malformed, oversized, unsupported or ambiguous request closes this
+//     session only, with one warning log line; the host keeps serving
+//     everyone else.
+//   - A connection without handshake is told apart as torch 1.13 or 2.1 by
+//     dialect_rule.h. When that waits for the client to go quiet (a query 8
+//     with nothing after its key), the session waits settle_delay with no
+//     new byte, and no unread byte in the socket, before deciding.
 //   - Close() is idempotent; it cancels the socket's operations, drops the
 //     session's pending waits and tells the host, which forgets the session.
 //   - Handlers keep the session alive (shared_from_this); the host is held
@@ -18,6 +23,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -26,6 +32,7 @@
 #include <string_view>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "rendezvous/store/key_value_store.h"
 #include "rendezvous/store/tcpstore_codec.h"
@@ -47,6 +54,8 @@ struct SessionLimits {
   DecoderLimits decoder;
   size_t pause_reading_bytes = 4u << 20;  // stop reading while this much is queued
   size_t max_queued_bytes = 512u << 20;   // close the session beyond this
+  // How long a client that may be torch 1.13 must stay quiet (see above).
+  std::chrono::milliseconds settle_delay{50};
 };
 
 class StoreSession : public std::enable_shared_from_this<StoreSession> {
@@ -75,6 +84,8 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   void OnRead(const boost::system::error_code& ec, size_t n);
   void Pump();             // process buffered requests, then read more if allowed
   void ProcessRequests();  // stops at need-more, close, or a full write queue
+  void StartSettleTimer();
+  void OnSettleTimer();
   void DoWrite();
   void OnWrite(const boost::system::error_code& ec, size_t n);
 
@@ -85,6 +96,9 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   std::string peer_;
   RequestDecoder decoder_;
   std::array<uint8_t, 64 * 1024> read_buffer_;
+  boost::asio::steady_timer settle_timer_;
+  bool settling_ = false;  // settle_timer_ runs for the current quiet check
+  bool quiet_ = false;     // the client stayed quiet for settle_delay (read by one Next)
 
   std::deque<std::string> queue_;      // replies not yet handed to async_write
   std::deque<std::string> in_flight_;  // replies of the outstanding async_write

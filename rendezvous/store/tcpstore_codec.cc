@@ -3,8 +3,11 @@
 #include <bit>
 #include <cassert>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
+
+#include "rendezvous/store/dialect_rule.h"
 
 namespace muster::store {
 namespace {
@@ -70,8 +73,79 @@ bool RequestDecoder::DetectDialect() {
   }
   // 0x00 is legacy SET and modern VALIDATE; the magic decides.
   if (avail < 5) return false;
-  dialect_ = LoadLittle<uint32_t>(buffer_.data() + pos_ + 1) == kValidationMagic ? Dialect::kModern
-                                                                                 : Dialect::kLegacy;
+  const bool modern = LoadLittle<uint32_t>(buffer_.data() + pos_ + 1) == kValidationMagic;
+  dialect_ = modern ? Dialect::kModern : Dialect::kLegacy;
+  settled_ = modern;
+  return true;
+}
+
+std::string_view RequestDecoder::dialect_label() const {
+  if (dialect_ == Dialect::kLegacy && !settled_) return "undecided (torch 1.13 or 2.1)";
+  return DialectName(dialect_);
+}
+
+bool RequestDecoder::BeginRequest(uint8_t wire, const StreamFacts& facts) {
+  std::optional<Op> op;
+  if (dialect_ == Dialect::kLegacy && !settled_) {
+    QueryVerdict verdict = ClassifyUndecidedQuery(wire, facts.wait_pending);
+    switch (verdict.verdict) {
+      case Verdict::kShared:
+        op = OpFromWire(Dialect::kLegacy, wire);
+        break;
+      case Verdict::kTorch113:
+        settled_ = true;
+        op = OpFromWire(Dialect::kLegacy, wire);
+        break;
+      case Verdict::kTorch21:
+        dialect_ = Dialect::kTorch21;
+        settled_ = true;
+        op = OpFromWire(Dialect::kTorch21, wire);
+        break;
+      case Verdict::kReadKeyFirst:
+        // Both readings start with one key; DELETE_KEY's field list reads it.
+        query8_undecided_ = true;
+        op = Op::kDeleteKey;
+        break;
+      case Verdict::kClose:
+        Fail(std::move(verdict.reason));
+        return false;
+    }
+  } else {
+    op = OpFromWire(dialect_, wire);
+    if (!op) {
+      Fail(UnknownQueryReason(wire, dialect_));
+      return false;
+    }
+  }
+  ++pos_;
+  in_request_ = true;
+  request_ = Request{};
+  request_.op = *op;
+  fields_done_ = 0;
+  count_ = 0;
+  have_pending_len_ = false;
+  request_bytes_ = 1;
+  return true;
+}
+
+bool RequestDecoder::SettleQuery8(const StreamFacts& facts) {
+  const Query8Facts q8{request_.keys[0].size(), pos_ < buffer_.size(), facts.quiet};
+  switch (ClassifyQuery8(q8)) {
+    case Query8Verdict::kAppend:
+      dialect_ = Dialect::kTorch21;
+      request_.op = Op::kAppend;
+      break;
+    case Query8Verdict::kDeleteKey:
+      break;
+    case Query8Verdict::kWait:
+      awaiting_quiet_ = true;
+      return false;
+    case Query8Verdict::kClose:
+      Fail(Query8AmbiguousReason(q8.key_bytes));
+      return false;
+  }
+  settled_ = true;
+  query8_undecided_ = false;
   return true;
 }
 
@@ -83,17 +157,22 @@ RequestDecoder::Field RequestDecoder::NextField() const {
       return i == 0 ? Field::kU32 : Field::kDone;
     case Op::kGetNumKeys:
     case Op::kCancelWait:
+    case Op::kListKeys:
       return Field::kDone;
     case Op::kGet:
     case Op::kDeleteKey:
     case Op::kWatchKey:
+    case Op::kQueuePop:
+    case Op::kQueueLen:
       return i == 0 ? Field::kKey : Field::kDone;
     case Op::kSet:
     case Op::kAppend:
+    case Op::kQueuePush:
       return i == 0 ? Field::kKey : i == 1 ? Field::kValue : Field::kDone;
     case Op::kCompareSet:
       return i == 0 ? Field::kKey : i <= 2 ? Field::kValue : Field::kDone;
     case Op::kAdd:
+    case Op::kBarrier:
       return i == 0 ? Field::kKey : i == 1 ? Field::kI64 : Field::kDone;
     case Op::kCheck:
     case Op::kWait:
@@ -108,29 +187,26 @@ RequestDecoder::Field RequestDecoder::NextField() const {
   return Field::kDone;
 }
 
-DecodeResult RequestDecoder::Next() {
+DecodeResult RequestDecoder::Next(const StreamFacts& facts) {
+  awaiting_quiet_ = false;
   if (!error_.empty()) return {DecodeResult::kError, {}, error_};
   if (dialect_ == Dialect::kUnknown && !DetectDialect()) return {};
 
   if (!in_request_) {
     if (pos_ == buffer_.size()) return {};
-    const auto wire = static_cast<uint8_t>(buffer_[pos_]);
-    const auto op = OpFromWire(dialect_, wire);
-    if (!op) {
-      return Fail("unknown query type query=" + std::to_string(wire) +
-                  " dialect=" + std::string(DialectName(dialect_)));
+    if (!BeginRequest(static_cast<uint8_t>(buffer_[pos_]), facts)) {
+      return {DecodeResult::kError, {}, error_};
     }
-    ++pos_;
-    in_request_ = true;
-    request_ = Request{};
-    request_.op = *op;
-    fields_done_ = 0;
-    count_ = 0;
-    have_pending_len_ = false;
-    request_bytes_ = 1;
   }
 
-  for (Field field = NextField(); field != Field::kDone; field = NextField()) {
+  for (;;) {
+    // An undecided query 8 is judged once its key is in (dialect_rule.h).
+    if (query8_undecided_ && fields_done_ == 1 && !SettleQuery8(facts)) {
+      if (!error_.empty()) return {DecodeResult::kError, {}, error_};
+      return {};
+    }
+    const Field field = NextField();
+    if (field == Field::kDone) break;
     const size_t avail = buffer_.size() - pos_;
     const char* p = buffer_.data() + pos_;
     switch (field) {

@@ -3,30 +3,49 @@
 #include <array>
 #include <cstddef>
 
+#include "rendezvous/store/dialect_rule.h"
+
 namespace muster::store {
 namespace {
 
-// Index = query byte. The legacy table was verified by capturing what torch
-// 1.13's client sends (the literals in tests/unit/store_codec_tests.cc);
-// WATCH_KEY's slot (no Python API) is implied by DELETE_KEY being 8.
+// Index = query byte, each the QueryType enum of its torch version (cited in
+// tests/unit/store_torch_wire_tables.txt, which checks them byte by byte).
 constexpr std::array kLegacyOps = {Op::kSet,        Op::kCompareSet, Op::kGet,
                                    Op::kAdd,        Op::kCheck,      Op::kWait,
                                    Op::kGetNumKeys, Op::kWatchKey,   Op::kDeleteKey};
-constexpr std::array kModernOps = {Op::kValidate,   Op::kSet,    Op::kCompareSet, Op::kGet,
-                                   Op::kAdd,        Op::kCheck,  Op::kWait,       Op::kGetNumKeys,
-                                   Op::kDeleteKey,  Op::kAppend, Op::kMultiGet,   Op::kMultiSet,
-                                   Op::kCancelWait, Op::kPing};
+constexpr std::array kTorch21Ops = {Op::kSet,    Op::kCompareSet, Op::kGet,        Op::kAdd,
+                                    Op::kCheck,  Op::kWait,       Op::kGetNumKeys, Op::kDeleteKey,
+                                    Op::kAppend, Op::kMultiGet,   Op::kMultiSet,   Op::kCancelWait};
+constexpr std::array kModernOps = {Op::kValidate,   Op::kSet,      Op::kCompareSet, Op::kGet,
+                                   Op::kAdd,        Op::kCheck,    Op::kWait,       Op::kGetNumKeys,
+                                   Op::kDeleteKey,  Op::kAppend,   Op::kMultiGet,   Op::kMultiSet,
+                                   Op::kCancelWait, Op::kPing,     Op::kQueuePush,  Op::kQueuePop,
+                                   Op::kQueueLen,   Op::kListKeys, Op::kBarrier};
+
+// What a connection can do before torch 1.13 and 2.1 are told apart
+// (dialect_rule.h) must mean the same in both tables.
+constexpr bool SharedBytesAgree() {
+  for (size_t wire = 0; wire < kSharedQueryBytes; ++wire) {
+    if (kLegacyOps[wire] != kTorch21Ops[wire]) return false;
+  }
+  return true;
+}
+static_assert(SharedBytesAgree(), "query bytes 0..6 must mean the same in torch 1.13 and 2.1");
 
 }  // namespace
 
 std::optional<Op> OpFromWire(Dialect dialect, uint8_t wire) {
+  const auto at = [wire](const auto& table) -> std::optional<Op> {
+    if (wire < table.size()) return table[wire];
+    return std::nullopt;
+  };
   switch (dialect) {
     case Dialect::kLegacy:
-      if (wire < kLegacyOps.size()) return kLegacyOps[wire];
-      return std::nullopt;
+      return at(kLegacyOps);
+    case Dialect::kTorch21:
+      return at(kTorch21Ops);
     case Dialect::kModern:
-      if (wire < kModernOps.size()) return kModernOps[wire];
-      return std::nullopt;
+      return at(kModernOps);
     case Dialect::kUnknown:
       break;
   }
@@ -45,6 +64,8 @@ std::optional<uint8_t> OpToWire(Dialect dialect, Op op) {
   switch (dialect) {
     case Dialect::kLegacy:
       return find(kLegacyOps);
+    case Dialect::kTorch21:
+      return find(kTorch21Ops);
     case Dialect::kModern:
       return find(kModernOps);
     case Dialect::kUnknown:
@@ -85,6 +106,16 @@ std::string_view OpName(Op op) {
       return "CANCEL_WAIT";
     case Op::kPing:
       return "PING";
+    case Op::kQueuePush:
+      return "QUEUE_PUSH";
+    case Op::kQueuePop:
+      return "QUEUE_POP";
+    case Op::kQueueLen:
+      return "QUEUE_LEN";
+    case Op::kListKeys:
+      return "LIST_KEYS";
+    case Op::kBarrier:
+      return "BARRIER";
   }
   return "UNKNOWN";
 }
@@ -95,6 +126,8 @@ std::string_view DialectName(Dialect dialect) {
       return "unknown";
     case Dialect::kLegacy:
       return "legacy";
+    case Dialect::kTorch21:
+      return "torch-2.1";
     case Dialect::kModern:
       return "modern";
   }

@@ -46,10 +46,13 @@ class LineReader:
 
 
 class StoreServerProcess:
-    def __init__(self, port=0):
+    def __init__(self, port=0, settle_ms=None):
         self.stderr = tempfile.TemporaryFile()
+        env = dict(os.environ)
+        if settle_ms is not None:
+            env["MUSTER_STORE_SETTLE_MS"] = str(settle_ms)
         self.proc = subprocess.Popen([SERVER_BIN, str(port)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.stderr)
+                                     stdout=subprocess.PIPE, stderr=self.stderr, env=env)
         self.out = LineReader(self.proc.stdout)
         try:
             line = self.out.readline(10)
@@ -173,10 +176,13 @@ def run_tests(tests):
     print(f"all {len(tests)} passed", flush=True)
 
 
-def with_server(fn):
+def with_server(fn=None, *, settle_ms=None):
     """Runs fn(server) against a fresh store server, killed afterwards."""
+    if fn is None:
+        return lambda f: with_server(f, settle_ms=settle_ms)
+
     def run():
-        server = StoreServerProcess()
+        server = StoreServerProcess(settle_ms=settle_ms)
         try:
             fn(server)
         except Exception:

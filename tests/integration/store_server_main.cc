@@ -5,12 +5,17 @@
 // stdin commands, one per line:
 //   stats  -> "connections=C keys=K waits=W"
 //   clear  -> drops every key, then "cleared"
+//   seal   -> StoreServer::Seal(), then "sealed"
+//   open N -> StoreServer::Open(N), then "opened"
 // Exits 0 on SIGTERM, SIGINT or stdin EOF; exits 1 if the server cannot start.
 // Logs (spdlog, level from SPDLOG_LEVEL, default info) go to stderr.
+// MUSTER_STORE_SETTLE_MS, when set, replaces SessionLimits::settle_delay.
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -56,6 +61,12 @@ struct StdinCommands {
       } else if (line == "clear") {
         server->Clear();
         std::cout << "cleared" << std::endl;
+      } else if (line == "seal") {
+        server->Seal();
+        std::cout << "sealed" << std::endl;
+      } else if (line.starts_with("open ")) {
+        server->Open(std::stoull(line.substr(5)));
+        std::cout << "opened" << std::endl;
       } else {
         std::cout << "unknown command" << std::endl;
       }
@@ -72,8 +83,13 @@ int main(int argc, char** argv) {
   const uint16_t port = argc > 1 ? static_cast<uint16_t>(std::stoi(argv[1])) : 0;
   const std::string host = argc > 2 ? argv[2] : "127.0.0.1";
 
+  muster::store::SessionLimits limits;
+  if (const char* settle = std::getenv("MUSTER_STORE_SETTLE_MS")) {
+    limits.settle_delay = std::chrono::milliseconds(std::stoi(settle));
+  }
+
   asio::io_context io;
-  auto server = muster::store::StoreServer::Start(io, host, port);
+  auto server = muster::store::StoreServer::Start(io, host, port, limits);
   if (!server.ok()) {
     std::cerr << server.status().message() << std::endl;
     return 1;

@@ -1,6 +1,6 @@
-# Integration tests of the worker store against Debian's real torch 1.13
-# TCPStore client and gloo workers. store_server_main is a test-only wrapper
-# that serves a StoreServer on 127.0.0.1:0 and prints "port=N".
+# Integration tests of the worker store against real torch TCPStore clients
+# and gloo workers. store_server_main is a test-only wrapper that serves a
+# StoreServer on 127.0.0.1:0 and prints "port=N".
 add_executable(store_server_main ${CMAKE_CURRENT_LIST_DIR}/store_server_main.cc)
 target_link_libraries(store_server_main PRIVATE muster_store)
 set_target_properties(store_server_main PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
@@ -8,3 +8,12 @@ set_target_properties(store_server_main PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CM
 muster_integration_test(store_torch_client store_torch_client_test.py TIMEOUT 120 LABELS store sanitize)
 muster_integration_test(store_torch_workers store_torch_workers_test.py TIMEOUT 180 LABELS store sanitize)
 muster_integration_test(store_bad_clients store_bad_clients_test.py TIMEOUT 120 LABELS store sanitize)
+
+# Every operation of each real torch version's client (tests/integration/
+# torch_versions.py): Debian's 1.13 on the host, 2.6 and 2.14 in chroots
+# built by scripts/torch_chroots.sh (root only; skipped with the reason
+# otherwise).
+foreach(version 1.13 2.6 2.14)
+  muster_integration_test(store_torch_${version} store_torch_versions_test.py TIMEOUT 300
+                          LABELS store torch ENV MUSTER_TORCH_VERSIONS=${version})
+endforeach()

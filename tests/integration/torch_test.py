@@ -81,6 +81,32 @@ def ddp_runs_under_the_elastic_rendezvous_with_two_nodes(version):
 
 
 @each_version
+def torchruns_c10d_line_runs_with_no_daemon_the_agent_on_the_endpoint_host_serves(version):
+    # `torchrun --rdzv-backend c10d --rdzv-endpoint HOST:PORT` on every node,
+    # no daemon and no is_host: the agent on HOST serves the rendezvous.
+    port = free_port()
+    agents = [start([MUSTER, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                     "--rdzv-endpoint", f"localhost:{port}", "--rdzv-id", "c10d-line",
+                     DDP, "--epochs", "1"], env=version.env()) for _ in range(2)]
+    results = communicate_all(agents, 180)
+    check(all(code == 0 for code, _, _ in results), f"exits {[r[0] for r in results]}",
+          *[o + e for _, o, e in results])
+    found = [ddp_result(out) for _, out, _ in results if ddp_result(out)]
+    check(len(found) == 1 and found[0]["world_size"] == 4, f"results {found}")
+
+
+@each_version
+def launch_era_scripts_get_their_required_local_rank_argument(version):
+    script = os.path.join(TORCH_SCRIPTS, "ddp_local_rank_arg.py")
+    for spelling in ([], ["--local-rank-arg", "local-rank"]):
+        code, out, err = run_muster(["launch", "--standalone", "--nproc-per-node", "2"] + spelling +
+                                    [script], env=version.env(), timeout=120)
+        check(code == 0, f"exit {code} with {spelling}", out, err)
+        result = result_line(out, "LOCAL_RANK_ARG_RESULT")
+        check(result == {"world_size": 2, "sum": 3.0}, f"result {result}", out, err)
+
+
+@each_version
 def a_failed_attempt_restarts_on_a_fresh_store_under_standalone(version):
     # Attempt 0 initialises gloo (its keys are in the store), then fails;
     # attempt 1 must rendezvous as if nothing came before. torch >= 2.6 adds

@@ -84,7 +84,13 @@ TEST_CASE("legacy requests decode for every query type", "[store][codec]") {
   SECTION("GETNUMKEYS has no arguments (captured)") {
     CHECK(Single(Hex("06")) == Make(Op::kGetNumKeys));
   }
-  SECTION("WATCH_KEY key") { CHECK(Single(U8(7) + Str("w")) == Make(Op::kWatchKey, {"w"})); }
+  SECTION("WATCH_KEY key, once the connection is known to be torch 1.13") {
+    // A DELETE_KEY the client waited on proves 1.13 (dialect_rule.h); before
+    // that, 7 could be torch 2.1's DELETE_KEY.
+    RequestDecoder d;
+    CHECK(DecodeAll(d, U8(8) + Str("k")).requests == std::vector{Make(Op::kDeleteKey, {"k"})});
+    CHECK(DecodeAll(d, U8(7) + Str("w")).requests == std::vector{Make(Op::kWatchKey, {"w"})});
+  }
   SECTION("DELETE_KEY key (captured)") {
     CHECK(Single(Hex("08 0300000000000000 2f6b31")) == Make(Op::kDeleteKey, {"/k1"}));
   }
@@ -131,13 +137,28 @@ TEST_CASE("the first request decides the dialect", "[store][codec]") {
   }
 }
 
-TEST_CASE("legacy rejects query types it does not have", "[store][codec]") {
-  for (int q : {9, 10, 13, 0x7f, 0xff}) {
+TEST_CASE("a connection without handshake rejects bytes neither torch 1.13 nor 2.1 has",
+          "[store][codec]") {
+  for (int q : {12, 13, 0x7f, 0xff}) {
     Decoded d = DecodeAll(U8(static_cast<uint8_t>(q)) + Str("k"));
     INFO("query byte " << q);
     CHECK(d.last == DecodeResult::kError);
-    CHECK(d.error.find("unknown query type") != std::string::npos);
+    CHECK(d.error.find("unknown query type query=" + std::to_string(q)) != std::string::npos);
+    CHECK(d.error.find("no such query in torch 1.13 or 2.1") != std::string::npos);
     CHECK(d.requests.empty());
+  }
+}
+
+TEST_CASE("a torch 1.13 connection rejects torch 2.1's extra query bytes", "[store][codec]") {
+  for (int q : {9, 10, 11}) {
+    // DELETE_KEY with nothing after its key settles the connection as 1.13.
+    RequestDecoder decoder;
+    REQUIRE(DecodeAll(decoder, U8(8) + Str("k")).requests.size() == 1);
+    Decoded d = DecodeAll(decoder, U8(static_cast<uint8_t>(q)) + U64(0));
+    INFO("query byte " << q);
+    CHECK(d.requests.empty());
+    CHECK(d.last == DecodeResult::kError);
+    CHECK(d.error == "unknown query type query=" + std::to_string(q) + " dialect=legacy");
   }
 }
 
@@ -167,6 +188,11 @@ TEST_CASE("modern requests decode for every query type", "[store][codec]") {
        Make(Op::kMultiSet, {"a", "b"}, {"1", "2"})},
       {"CANCEL_WAIT", U8(12), Make(Op::kCancelWait)},
       {"PING", U8(13) + U32(42), Make(Op::kPing, {}, {}, 0, 42)},
+      {"QUEUE_PUSH", U8(14) + Str("q") + Str("item"), Make(Op::kQueuePush, {"q"}, {"item"})},
+      {"QUEUE_POP", U8(15) + Str("q"), Make(Op::kQueuePop, {"q"})},
+      {"QUEUE_LEN", U8(16) + Str("q"), Make(Op::kQueueLen, {"q"})},
+      {"LIST_KEYS", U8(17), Make(Op::kListKeys)},
+      {"BARRIER", U8(18) + Str("b") + I64(4), Make(Op::kBarrier, {"b"}, {}, 4)},
       {"VALIDATE again", U8(0) + U32(kValidationMagic),
        Make(Op::kValidate, {}, {}, 0, kValidationMagic)},
   };
@@ -184,7 +210,7 @@ TEST_CASE("modern requests decode for every query type", "[store][codec]") {
 }
 
 TEST_CASE("modern rejects query types it does not have", "[store][codec]") {
-  for (int q : {14, 15, 0x80, 0xff}) {
+  for (int q : {19, 20, 0x80, 0xff}) {
     Decoded d = DecodeAll(ModernValidate() + U8(static_cast<uint8_t>(q)));
     INFO("query byte " << q);
     CHECK(d.requests.size() == 1);
@@ -320,8 +346,8 @@ TEST_CASE("garbage after valid requests keeps the valid ones", "[store][codec]")
   CHECK(d.last == DecodeResult::kError);
 }
 
-TEST_CASE("a query byte maps back to its operation in both dialects", "[store][codec]") {
-  for (Dialect dialect : {Dialect::kLegacy, Dialect::kModern}) {
+TEST_CASE("a query byte maps back to its operation in every dialect", "[store][codec]") {
+  for (Dialect dialect : {Dialect::kLegacy, Dialect::kTorch21, Dialect::kModern}) {
     INFO("dialect=" << DialectName(dialect));
     for (int wire = 0; wire < 256; ++wire) {
       const std::optional<Op> op = OpFromWire(dialect, static_cast<uint8_t>(wire));
@@ -339,6 +365,9 @@ TEST_CASE("an operation a dialect lacks has no query byte in it", "[store][codec
   CHECK_FALSE(OpToWire(Dialect::kLegacy, Op::kAppend).has_value());
   CHECK_FALSE(OpToWire(Dialect::kLegacy, Op::kPing).has_value());
   CHECK_FALSE(OpToWire(Dialect::kModern, Op::kWatchKey).has_value());
+  CHECK_FALSE(OpToWire(Dialect::kTorch21, Op::kWatchKey).has_value());
+  CHECK_FALSE(OpToWire(Dialect::kTorch21, Op::kPing).has_value());
+  CHECK_FALSE(OpToWire(Dialect::kTorch21, Op::kQueuePush).has_value());
   CHECK_FALSE(OpToWire(Dialect::kUnknown, Op::kSet).has_value());
 }
 

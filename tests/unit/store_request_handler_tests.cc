@@ -49,6 +49,55 @@ TEST_CASE_METHOD(Fixture, "modern-only requests reply as torch 2 expects", "[sto
   CHECK(Do(Make(Op::kCancelWait), m).reply == U8(kWaitCanceled));
 }
 
+TEST_CASE_METHOD(Fixture, "queue, list and barrier requests reply as torch's clients expect",
+                 "[store][handler]") {
+  const auto m = Dialect::kModern;
+  CHECK(Do(Make(Op::kQueuePush, {"/q"}, {"item"}), m).reply.empty());
+  CHECK(Do(Make(Op::kQueueLen, {"/q"}), m).reply == I64(1));
+  CHECK(Do(Make(Op::kQueuePop, {"/q"}), m).reply == I64(1) + Str("item"));
+  CHECK(Do(Make(Op::kQueuePop, {"/q"}), m).reply == I64(0));  // empty: the length only
+  CHECK(Do(Make(Op::kQueueLen, {"/nope"}), m).reply == I64(0));
+  Do(Make(Op::kSet, {"/b"}, {"1"}), m);
+  Do(Make(Op::kSet, {"/a"}, {"2"}), m);
+  CHECK(Do(Make(Op::kListKeys), m).reply == I64(2) + Str("/a") + Str("/b"));
+  CHECK(Do(Make(Op::kBarrier, {"/solo"}, {}, 1), m).reply == U8(kStopWaiting));
+}
+
+TEST_CASE_METHOD(Fixture, "a barrier answers its earlier arrivals when the last one comes",
+                 "[store][handler]") {
+  const auto m = Dialect::kModern;
+  CHECK(Do(Make(Op::kBarrier, {"/b"}, {}, 2), m, /*owner=*/4).reply.empty());
+  CHECK(store.TakeReadyWaiters().empty());
+  CHECK(Do(Make(Op::kBarrier, {"/b"}, {}, 2), m, /*owner=*/9).reply == U8(kStopWaiting));
+  CHECK(store.TakeReadyWaiters() == Owners{4});
+}
+
+TEST_CASE_METHOD(Fixture, "a barrier timed out on the client is cancelled by CANCEL_WAIT",
+                 "[store][handler]") {
+  const auto m = Dialect::kModern;
+  Do(Make(Op::kBarrier, {"/b"}, {}, 3), m, 4);
+  CHECK(Do(Make(Op::kCancelWait), m, 4).reply == U8(kWaitCanceled));
+  CHECK(store.PendingWaits(4) == 0);
+}
+
+TEST_CASE_METHOD(Fixture, "a blocking queue pop is a WAIT woken by a push", "[store][handler]") {
+  const auto m = Dialect::kModern;
+  CHECK(Do(Make(Op::kWait, {"/q"}), m, 4).reply.empty());
+  Do(Make(Op::kQueuePush, {"/q"}, {"x"}), m, 9);
+  CHECK(store.TakeReadyWaiters() == Owners{4});
+  CHECK(Do(Make(Op::kQueuePop, {"/q"}), m, 4).reply == I64(1) + Str("x"));
+}
+
+TEST_CASE_METHOD(Fixture, "a torch 2.1 connection keeps its wait until CANCEL_WAIT",
+                 "[store][handler]") {
+  const auto d = Dialect::kTorch21;
+  Do(Make(Op::kWait, {"late"}), d, 4);
+  Do(Make(Op::kMultiSet, {"a"}, {"1"}), d, 4);
+  CHECK(store.PendingWaits(4) == 1);
+  CHECK(Do(Make(Op::kCancelWait), d, 4).reply == U8(kWaitCanceled));
+  CHECK(store.PendingWaits(4) == 0);
+}
+
 TEST_CASE_METHOD(Fixture, "a pending wait replies later through the ready queue",
                  "[store][handler]") {
   HandlerOutcome wait = Do(Make(Op::kWait, {"k"}), Dialect::kLegacy, /*owner=*/4);
@@ -111,6 +160,12 @@ TEST_CASE_METHOD(Fixture, "requests torch's server would die on close the connec
     CHECK(o.close);
     CHECK(o.close_reason.find("magic=305419896") != std::string::npos);
   }
+  SECTION("BARRIER on a non-number") {
+    store.Set("/b", "abc");
+    HandlerOutcome o = Do(Make(Op::kBarrier, {"/b"}, {}, 2), Dialect::kModern);
+    CHECK(o.close);
+    CHECK(o.close_reason.find("key='/b'") != std::string::npos);
+  }
   SECTION("WATCH_KEY is not supported") {
     HandlerOutcome o = Do(Make(Op::kWatchKey, {"w"}));
     CHECK(o.close);
@@ -125,6 +180,30 @@ TEST_CASE_METHOD(Fixture, "a connection may not pile up unbounded waits", "[stor
   HandlerOutcome o = Do(Make(Op::kWait, {"one-more"}), Dialect::kModern);
   CHECK(o.close);
   CHECK(o.close_reason.find("too many pending waits") != std::string::npos);
+}
+
+TEST_CASE_METHOD(Fixture, "barriers count toward a connection's pending waits",
+                 "[store][handler]") {
+  const HandlerLimits limits{.max_pending_waits = 2};
+  const auto m = Dialect::kModern;
+  CHECK_FALSE(HandleRequest(store, 1, m, Make(Op::kWait, {"w"}), limits).close);
+  CHECK_FALSE(HandleRequest(store, 1, m, Make(Op::kBarrier, {"b1"}, {}, 5), limits).close);
+  HandlerOutcome o = HandleRequest(store, 1, m, Make(Op::kBarrier, {"b2"}, {}, 5), limits);
+  CHECK(o.close);
+  CHECK(o.close_reason.find("too many pending waits") != std::string::npos);
+}
+
+TEST_CASE_METHOD(Fixture, "a LIST_KEYS reply over the limit closes instead of being built",
+                 "[store][handler]") {
+  store.Set("aaaa", "1");
+  store.Set("bbbb", "2");
+  const HandlerLimits fits{.max_list_keys_reply_bytes = 8 + 2 * 12};
+  CHECK_FALSE(HandleRequest(store, 1, Dialect::kModern, Make(Op::kListKeys), fits).close);
+  const HandlerLimits tight{.max_list_keys_reply_bytes = 8 + 2 * 12 - 1};
+  HandlerOutcome o = HandleRequest(store, 1, Dialect::kModern, Make(Op::kListKeys), tight);
+  CHECK(o.close);
+  CHECK(o.reply.empty());
+  CHECK(o.close_reason == "LIST_KEYS reply too large bytes=32 max=31");
 }
 
 }  // namespace
