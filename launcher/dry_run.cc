@@ -50,13 +50,23 @@ void Settings(std::ostringstream& out, const cli::RawSettings& given, bool launc
   }
 }
 
+// Who serves the elastic rendezvous. --dry-run starts nothing, so the c10d
+// rule (host_rules.h) is described, not decided: that needs a bind attempt.
+const char* HostedBy(const ElasticConfig& elastic) {
+  if (elastic.is_host) return " (hosted by this agent)";
+  if (elastic.host_if_local) {
+    return " (hosted by the first agent on the endpoint's host to bind it, unless a daemon "
+           "serves it)";
+  }
+  return " (hosted elsewhere)";
+}
+
 void Rendezvous(std::ostringstream& out, const LaunchOptions& options,
                 const std::optional<ElasticConfig>& elastic) {
   if (elastic) {
     out << "rendezvous: elastic, " << options.min_nodes << " to " << options.max_nodes
         << " nodes, run id " << options.rdzv_id << ", daemon at " << elastic->host << ":"
-        << elastic->port << (elastic->is_host ? " (hosted by this agent)" : " (hosted elsewhere)")
-        << "\n";
+        << elastic->port << HostedBy(*elastic) << "\n";
     out << "  node rank and global ranks: given by the rendezvous when the round closes\n";
     return;
   }

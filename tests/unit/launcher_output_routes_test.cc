@@ -2,42 +2,17 @@
 // --log-dir) and the filtered copies of --duplicate-std{out,err}-filters.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "launcher/output_routes.h"
+#include "tests/unit/temp_files.h"
 
 using namespace muster;
+using muster::testing::ReadFile;
+using muster::testing::TempDir;
 
-namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// A fresh directory, removed on scope exit.
-struct TempDir {
-  TempDir() {
-    static int counter = 0;
-    path = (std::filesystem::temp_directory_path() /
-            ("muster_routes_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
-               .string();
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::string path;
-};
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("a plain run shows every stream on the console and keeps no file", "[routes]") {
   const WorkerRoutes r = RoutesFor(LaunchOptions{}, 0, "/d/0", FilteredCopies{});
@@ -73,7 +48,7 @@ TEST_CASE("with --log-dir every stream is kept in a file", "[routes]") {
 
 TEST_CASE("only tee'd streams shown on the console feed the filtered copies, as torchrun",
           "[routes]") {
-  TempDir dir;
+  TempDir dir("routes_test");
   LaunchOptions o;
   o.duplicate_stdout_filters = {"loss"};
   o.tee.all = kStdOut;
@@ -99,7 +74,7 @@ TEST_CASE("a filter matches a line that contains it anywhere", "[routes]") {
 }
 
 TEST_CASE("workers' matching lines land whole and prefixed in one filtered file", "[routes]") {
-  TempDir dir;
+  TempDir dir("routes_test");
   auto copy = FilteredCopy::Open(dir.path + "/filtered_stdout.log", {"loss"});
   REQUIRE(copy.ok());
   StreamRoute out{false, "", *copy};

@@ -2,40 +2,17 @@
 // byte for byte as torch's ErrorHandler.dump_error_file writes it.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "launcher/root_cause_file.h"
+#include "tests/unit/temp_files.h"
 
 using namespace muster;
+using muster::testing::ReadFile;
+using muster::testing::TempDir;
 
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct TempDir {
-  TempDir() {
-    static int counter = 0;
-    path =
-        (std::filesystem::temp_directory_path() /
-         ("muster_root_cause_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
-            .string();
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::string path;
-};
 
 // What @record in a worker writes (json.dump, Python's separators).
 const char* const kRecorded =
@@ -84,7 +61,7 @@ TEST_CASE("torch's exit code of a signalled worker is minus the signal", "[root-
 }
 
 TEST_CASE("the root cause replaces the destination and leaves the worker's file", "[root-cause]") {
-  TempDir dir;
+  TempDir dir("root_cause_test");
   WorkerFailure failure;
   failure.local_rank = 1;
   failure.status = ExitStatus::Killed(11);
@@ -98,7 +75,7 @@ TEST_CASE("the root cause replaces the destination and leaves the worker's file"
 }
 
 TEST_CASE("a worker without an error file leaves the destination unwritten", "[root-cause]") {
-  TempDir dir;
+  TempDir dir("root_cause_test");
   WorkerFailure failure;
   failure.error_file = dir.path + "/none.json";
   const std::string destination = dir.path + "/root.json";
