@@ -36,7 +36,8 @@ if [[ "${MUSTER_SKIP_SANITIZERS:-0}" != "1" ]]; then
     ctest --test-dir "$ROOT/build-asan" --output-on-failure --parallel 2 --timeout 300 -L 'unit|sanitize'
 
   echo "== build with TSan (build-tsan/): the daemon, the agent and the rendezvous tests"
-  TSAN_TARGETS=(muster musterd rdzv_state_unit_tests rdzv_protocol_unit_tests rdzv_client_unit_tests)
+  TSAN_TARGETS=(muster musterd rdzv_state_unit_tests rdzv_protocol_unit_tests rdzv_client_unit_tests
+    rdzv_daemon_unit_tests)
   if [[ ! -f "$ROOT/build-tsan/CMakeCache.txt" ]]; then
     cmake -S "$ROOT" -B "$ROOT/build-tsan" -G Ninja -DMUSTER_SANITIZE=thread -DMUSTER_CUDA=off
   fi
