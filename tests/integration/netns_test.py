@@ -25,6 +25,7 @@ Needs root (namespaces, veths, a bridge); otherwise the test is skipped.
 Workers of every namespace write to one /tmp directory: namespaces isolate
 only the network.
 """
+import contextlib
 import os
 import re
 import shutil
@@ -313,14 +314,29 @@ def needs_root():
     remove_stale_hosts()
 
 
+@contextlib.contextmanager
+def loopback_named_cluster():
+    """Two hosts whose own names resolve to 127.0.1.1 (Debian's default): yields (hosts,
+    their hosts files, an output directory). Namespaces and processes go with the Hosts
+    context; the output and log directories are removed too, pass or fail."""
+    needs_root()
+    out = tempdir()
+    try:
+        with Hosts(2) as hosts:
+            try:
+                yield hosts, loopback_named_hosts(hosts, 2), out
+            finally:
+                shutil.rmtree(hosts.logs, ignore_errors=True)
+        check(not hosts.leftovers(), f"left behind: {hosts.leftovers()}")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def loopback_master_job(conf_of, backend="c10d", musterd=False):
     """Two hosts whose own names resolve to 127.0.1.1; the rendezvous is on host 1 (an agent
     there, or a musterd), reached as host 1's NAME; host 1's agent joins first, so its node
     is the master and reaches the rendezvous over loopback."""
-    needs_root()
-    out = tempdir()
-    with Hosts(2) as hosts:
-        files = loopback_named_hosts(hosts, 2)
+    with loopback_named_cluster() as (hosts, files, out):
         endpoint = f"{name_of(hosts, 1)}:{RDZV_PORT}"
         agents = {}
         if musterd:
@@ -345,9 +361,6 @@ def loopback_master_job(conf_of, backend="c10d", musterd=False):
                   hosts.log(agents[1]))
             check("event=rdzv_host serve=false" in hosts.log(agents[2]), "host 2 joined",
                   hosts.log(agents[2]))
-    check(not hosts.leftovers(), f"left behind: {hosts.leftovers()}")
-    shutil.rmtree(out, ignore_errors=True)
-    shutil.rmtree(hosts.logs, ignore_errors=True)
 
 
 @test
@@ -370,10 +383,7 @@ def musterd_beside_the_master_on_127_0_1_1_never_advertises_loopback_to_other_ho
 def local_addr_names_are_advertised_as_given_and_their_stores_are_reachable():
     # --local-addr wins over every rewrite; a name that resolves to 127.0.1.1 at home must
     # not make the store listen on loopback only.
-    needs_root()
-    out = tempdir()
-    with Hosts(2) as hosts:
-        files = loopback_named_hosts(hosts, 2)
+    with loopback_named_cluster() as (hosts, files, out):
         endpoint = f"{name_of(hosts, 1)}:{RDZV_PORT}"
         agents = {}
         for i in (1, 2):
@@ -385,18 +395,12 @@ def local_addr_names_are_advertised_as_given_and_their_stores_are_reachable():
         ranks = check_store_reachable_everywhere(hosts, agents, out, master_host=1,
                                                  master_addr_on_others=name_of(hosts, 1))
         check(ranks[0]["env"]["MASTER_ADDR"] == name_of(hosts, 1), "the master's own workers")
-    check(not hosts.leftovers(), f"left behind: {hosts.leftovers()}")
-    shutil.rmtree(out, ignore_errors=True)
-    shutil.rmtree(hosts.logs, ignore_errors=True)
 
 
 @test
 def static_master_addr_names_reach_the_store_from_every_host():
     # The static backend hands --master-addr to workers as written; each host resolves it.
-    needs_root()
-    out = tempdir()
-    with Hosts(2) as hosts:
-        files = loopback_named_hosts(hosts, 2)
+    with loopback_named_cluster() as (hosts, files, out):
         agents = {}
         for i in (1, 2):
             args = [MUSTER, "--nnodes", "2", "--node-rank", str(i - 1), "--nproc-per-node", "2",
@@ -405,9 +409,6 @@ def static_master_addr_names_reach_the_store_from_every_host():
             agents[i] = spawn_as_host(hosts, i, files, args, f"agent-h{i}")
         check_store_reachable_everywhere(hosts, agents, out, master_host=1,
                                          master_addr_on_others=name_of(hosts, 1))
-    check(not hosts.leftovers(), f"left behind: {hosts.leftovers()}")
-    shutil.rmtree(out, ignore_errors=True)
-    shutil.rmtree(hosts.logs, ignore_errors=True)
 
 
 def remove_stale_hosts():
