@@ -23,6 +23,8 @@ class StoreServer::Impl : public SessionHost, public std::enable_shared_from_thi
   void Accept();
   void Stop();
   void CloseSessions(std::string_view why);
+  // Closes every connection and drops every key and queue.
+  void DropGeneration(std::string_view why);
   void Seal();
   void Open(uint64_t generation);
 
@@ -126,6 +128,11 @@ void StoreServer::Impl::CloseSessions(std::string_view why) {
   }
 }
 
+void StoreServer::Impl::DropGeneration(std::string_view why) {
+  CloseSessions(why);
+  store_.Clear();
+}
+
 void StoreServer::Impl::Stop() {
   if (stopped_) return;
   stopped_ = true;
@@ -150,8 +157,7 @@ void StoreServer::Impl::Seal() {
   }
   const size_t closed = sessions_.size();
   const size_t keys = store_.NumKeys();
-  CloseSessions("generation sealed");
-  store_.Clear();
+  DropGeneration("generation sealed");
   spdlog::debug("event=store_sealed port={} closed={} keys_dropped={}", port_, closed, keys);
 }
 
@@ -159,8 +165,7 @@ void StoreServer::Impl::Open(uint64_t generation) {
   if (stopped_) return;
   // Sessions still open belong to an earlier generation that was not sealed.
   const size_t closed = sessions_.size();
-  CloseSessions("new generation");
-  store_.Clear();
+  DropGeneration("new generation");
   if (!accepting_) {
     accepting_ = true;
     Accept();
@@ -185,13 +190,9 @@ StoreServer::~StoreServer() { Stop(); }
 
 uint16_t StoreServer::port() const { return impl_->port_; }
 
-void StoreServer::Clear() { impl_->store_.Clear(); }
-
 void StoreServer::Seal() { impl_->Seal(); }
 
 void StoreServer::Open(uint64_t generation) { impl_->Open(generation); }
-
-bool StoreServer::accepting() const { return impl_->accepting_; }
 
 void StoreServer::Stop() { impl_->Stop(); }
 

@@ -61,9 +61,6 @@ class StoreServer {
   // The bound port.
   uint16_t port() const;
 
-  // Drops every key and queue. Connections and their pending waits are kept.
-  void Clear();
-
   // Ends the current generation: closes every connection (dropping its
   // pending waits), drops every key and queue, stops accepting (connections
   // queue in the listen backlog). Idempotent.
@@ -72,8 +69,6 @@ class StoreServer {
   // an earlier one, drops every key, and accepts again. A server that was
   // never sealed is open already; Open() then only makes it fresh.
   void Open(uint64_t generation);
-  // Whether the server accepts connections (not sealed, not stopped).
-  bool accepting() const;
 
   // Closes the listener and every connection. Idempotent.
   void Stop();

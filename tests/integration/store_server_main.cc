@@ -4,7 +4,6 @@
 // stdout: "port=N" once listening, then one line per stdin command.
 // stdin commands, one per line:
 //   stats  -> "connections=C keys=K waits=W"
-//   clear  -> drops every key, then "cleared"
 //   seal   -> StoreServer::Seal(), then "sealed"
 //   open N -> StoreServer::Open(N), then "opened"
 // Exits 0 on SIGTERM, SIGINT or stdin EOF; exits 1 if the server cannot start.
@@ -58,9 +57,6 @@ struct StdinCommands {
       if (line == "stats") {
         std::cout << "connections=" << server->num_connections() << " keys=" << server->num_keys()
                   << " waits=" << server->num_pending_waits() << std::endl;
-      } else if (line == "clear") {
-        server->Clear();
-        std::cout << "cleared" << std::endl;
       } else if (line == "seal") {
         server->Seal();
         std::cout << "sealed" << std::endl;

@@ -79,14 +79,21 @@ def test_pending_wait_is_cleaned_up_when_its_client_dies(server):
 
 
 @with_server
-def test_clear_gives_a_fresh_namespace(server):
+def test_a_new_generation_gives_a_fresh_namespace(server):
     c = torch_client(server.port)
     c.set("a", "1")
     check(c.get("a") == b"1", "stored (SET has no reply: a GET makes sure)")
     check(server.stats()["keys"] == 2, "init/ and a")
-    check(server.command("clear") == "cleared", "clear acknowledged")
-    check(c.num_keys() == 0, "no keys after clear")
-    check(c.add("a", 1) == 1, "counters restart from zero")
+    check(server.command("seal") == "sealed", "seal acknowledged")
+    check(server.command("open 2") == "opened", "open acknowledged")
+    try:
+        c.get("a")
+        raise AssertionError("the earlier generation's client still reads the store")
+    except RuntimeError:
+        pass  # its connection was closed
+    fresh = torch_client(server.port)  # world_size=1: ADDs "init/" again
+    check(fresh.num_keys() == 1, f"only the new client's init/ key, got {fresh.num_keys()}")
+    check(fresh.add("a", 1) == 1, "counters restart from zero")
 
 
 @with_server
@@ -130,7 +137,7 @@ if __name__ == "__main__":
         ("wait is woken by another client", test_wait_is_woken_by_another_client),
         ("pending wait is cleaned up when its client dies",
          test_pending_wait_is_cleaned_up_when_its_client_dies),
-        ("clear gives a fresh namespace", test_clear_gives_a_fresh_namespace),
+        ("a new generation gives a fresh namespace", test_a_new_generation_gives_a_fresh_namespace),
         ("client sees an error when the server goes away",
          test_client_sees_an_error_when_the_server_goes_away),
         ("a port in use is reported with host and port",

@@ -49,7 +49,8 @@ def test_three_gloo_workers_then_a_restart_with_two(server):
     check(stats["keys"] > 3, f"the workers wrote their rendezvous keys: {stats}")
     check(stats["waits"] == 0, f"no waiter outlives the workers: {stats}")
 
-    check(server.command("clear") == "cleared", "clear acknowledged")
+    check(server.command("seal") == "sealed", "the first attempt ends")
+    check(server.command("open 2") == "opened", "the restart's store opens")
     check(server.stats()["keys"] == 0, "a fresh namespace for the restart")
     outputs = run_workers(server.port, world=2, attempt=1)
     check_results(outputs, world=2, attempt=1)
