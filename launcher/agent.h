@@ -118,12 +118,14 @@ class Agent final : public SpawnEvents {
   StopReason stop_reason_ = StopReason::kNone;
   bool run_ended_ = false;
   bool run_succeeded_ = false;
-  int local_failure_code_ = 0;  // this node's root-cause exit code, 0 if none
-  // This node's root-cause failure, for the launcher's TORCHELASTIC_ERROR_FILE.
+  // This node's root-cause failure, if any: muster's exit code and the
+  // launcher's TORCHELASTIC_ERROR_FILE come from it.
   std::optional<WorkerFailure> local_root_cause_;
   // What muster exits with when the run failed: this node's own root cause,
   // or 1 when the failure was elsewhere.
-  int FailureExitCode() const { return local_failure_code_ ? local_failure_code_ : 1; }
+  int FailureExitCode() const {
+    return local_root_cause_ ? local_root_cause_->status.ShellCode() : 1;
+  }
 
   rdzv::Assignment node_;  // this node's place in the current generation
   std::unique_ptr<WorkerGroup> group_;

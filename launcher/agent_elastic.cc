@@ -264,7 +264,6 @@ void Agent::SettleElastic() {
     const auto& failures = group_->failures();
     const bool will_restart = current_->restart_count < current_->max_restarts;
     if (!failures.empty()) {
-      local_failure_code_ = failures.front().status.ShellCode();
       local_root_cause_ = failures.front();
       WriteAll(STDERR_FILENO,
                FormatFailureReport(failures, ReportContext{host_, current_->restart_count,

@@ -75,7 +75,7 @@ void AddOutputWarnings(const LaunchOptions& options, LaunchPlan& plan) {
     if (filters->empty()) continue;
     bool teed = false;
     for (int lr = 0; lr < plan.nproc_per_node && !teed; ++lr) {
-      teed = (options.tee.For(lr) & stream) != 0 && ShownOnConsole(options, lr);
+      teed = TeedToConsole(options, lr, stream);
     }
     const char* name = stream == kStdOut ? "stdout" : "stderr";
     if (!teed) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <utility>
 
 namespace muster {
 namespace {
@@ -28,20 +29,35 @@ std::string AddressText(const sockaddr* address) {
   return result;
 }
 
-}  // namespace
-
-std::vector<std::string> ResolveAddresses(const std::string& host) {
+// What `host` resolves to here (TCP, any family): its addresses as text
+// and, when `canonical_name` is asked for, the canonical name(s) too.
+struct Resolved {
+  std::vector<std::string> names;
   std::vector<std::string> addresses;
+};
+
+Resolved Resolve(const std::string& host, bool canonical_name) {
+  Resolved resolved;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
+  if (canonical_name) hints.ai_flags = AI_CANONNAME;
   addrinfo* results = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &results) != 0) return addresses;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &results) != 0) return resolved;
   for (const addrinfo* r = results; r != nullptr; r = r->ai_next) {
-    if (std::string text = AddressText(r->ai_addr); !text.empty()) addresses.push_back(text);
+    if (r->ai_canonname != nullptr) resolved.names.emplace_back(r->ai_canonname);
+    if (std::string text = AddressText(r->ai_addr); !text.empty()) {
+      resolved.addresses.push_back(std::move(text));
+    }
   }
   freeaddrinfo(results);
-  return addresses;
+  return resolved;
+}
+
+}  // namespace
+
+std::vector<std::string> ResolveAddresses(const std::string& host) {
+  return Resolve(host, /*canonical_name=*/false).addresses;
 }
 
 LocalIdentity ThisMachineIdentity() {
@@ -49,29 +65,18 @@ LocalIdentity ThisMachineIdentity() {
   std::array<char, 256> name{};
   if (gethostname(name.data(), name.size() - 1) == 0 && name[0] != '\0') {
     const std::string hostname(name.data());
+    // As torchrun does: the hostname's own addresses count as this
+    // machine's, even one no interface holds (a NAT'ed public address).
+    Resolved own = Resolve(hostname, /*canonical_name=*/true);
     identity.names.push_back(hostname);
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_CANONNAME;
-    addrinfo* results = nullptr;
-    if (getaddrinfo(hostname.c_str(), nullptr, &hints, &results) == 0) {
-      // As torchrun does: the hostname's own addresses count as this
-      // machine's, even one no interface holds (a NAT'ed public address).
-      for (const addrinfo* r = results; r != nullptr; r = r->ai_next) {
-        if (r->ai_canonname != nullptr) identity.names.emplace_back(r->ai_canonname);
-        if (std::string text = AddressText(r->ai_addr); !text.empty()) {
-          identity.addresses.push_back(text);
-        }
-      }
-      freeaddrinfo(results);
-    }
+    identity.names.insert(identity.names.end(), own.names.begin(), own.names.end());
+    identity.addresses = std::move(own.addresses);
   }
   ifaddrs* interfaces = nullptr;
   if (getifaddrs(&interfaces) == 0) {
     for (const ifaddrs* i = interfaces; i != nullptr; i = i->ifa_next) {
       if (std::string text = AddressText(i->ifa_addr); !text.empty()) {
-        identity.addresses.push_back(text);
+        identity.addresses.push_back(std::move(text));
       }
     }
     freeifaddrs(interfaces);

@@ -28,6 +28,11 @@ bool ShownOnConsole(const LaunchOptions& options, int local_rank) {
   return std::find(ranks.begin(), ranks.end(), local_rank) != ranks.end();
 }
 
+bool TeedToConsole(const LaunchOptions& options, int local_rank, int stream) {
+  return (options.tee.For(local_rank) & stream) && !(options.redirects.For(local_rank) & stream) &&
+         ShownOnConsole(options, local_rank);
+}
+
 WorkerRoutes RoutesFor(const LaunchOptions& options, int local_rank, const std::string& rank_dir,
                        const FilteredCopies& filtered) {
   const int redirect = options.redirects.For(local_rank);
@@ -39,7 +44,7 @@ WorkerRoutes RoutesFor(const LaunchOptions& options, int local_rank, const std::
     StreamRoute r;
     r.to_console = shown && !(redirect & stream);
     if (keep_files || ((redirect | tee) & stream)) r.file_path = rank_dir + "/" + file;
-    if (shown && (tee & stream)) r.filtered_copy = copy;
+    if (TeedToConsole(options, local_rank, stream)) r.filtered_copy = copy;
     return r;
   };
   return {route(kStdOut, "stdout.log", filtered.out), route(kStdErr, "stderr.log", filtered.err)};

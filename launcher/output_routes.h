@@ -28,6 +28,12 @@ Result<FilteredCopies> OpenFilteredCopies(const LaunchOptions& options,
 // (--local-ranks-filter).
 bool ShownOnConsole(const LaunchOptions& options, int local_rank);
 
+// Whether `stream` (kStdOut or kStdErr) of local rank `local_rank` is tee'd:
+// written to its file and shown on the console (tee'd, shown, not
+// redirected). Only such streams feed the filtered copies, as torchrun
+// duplicates only the streams it tails to the console.
+bool TeedToConsole(const LaunchOptions& options, int local_rank, int stream);
+
 struct WorkerRoutes {
   StreamRoute out;
   StreamRoute err;
@@ -36,8 +42,7 @@ struct WorkerRoutes {
 // The routes of local rank `local_rank`, whose files live in `rank_dir`
 // ("<attempt dir>/<local rank>"). Per stream: the console when shown and not
 // redirected; "<rank_dir>/stdout.log" (or stderr.log) with --log-dir or when
-// redirected or tee'd; the filtered copy when tee'd and shown (as torchrun,
-// which duplicates only the streams it tails to the console). Pure.
+// redirected or tee'd; the filtered copy when TeedToConsole. Pure.
 WorkerRoutes RoutesFor(const LaunchOptions& options, int local_rank, const std::string& rank_dir,
                        const FilteredCopies& filtered);
 

@@ -54,7 +54,7 @@ Result<std::unique_ptr<WorkerOutput>> WorkerOutput::Open(std::string prefix, con
     Sink& sink = output->sinks_[i];
     sink.to_console = routes[i]->to_console;
     sink.console_fd = i == 0 ? STDOUT_FILENO : STDERR_FILENO;
-    sink.filtered_copy = routes[i]->filtered_copy;
+    if (sink.to_console) sink.filtered_copy = routes[i]->filtered_copy;
     if (!routes[i]->file_path.empty()) {
       sink.file_fd =
           open(routes[i]->file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -77,16 +77,12 @@ void WorkerOutput::Write(Stream stream, std::string_view bytes) {
   Sink& sink = sinks_[stream == Stream::kStdout ? 0 : 1];
   if (sink.file_fd >= 0) WriteAll(sink.file_fd, bytes);
   if (sink.to_console) WriteConsole(sink, bytes, false);
-  if (sink.filtered_copy) WriteFiltered(sink, bytes, false);
 }
 
 void WorkerOutput::Close(Stream stream) {
   Sink& sink = sinks_[stream == Stream::kStdout ? 0 : 1];
   if (sink.to_console) WriteConsole(sink, {}, true);
-  if (sink.filtered_copy) {
-    WriteFiltered(sink, {}, true);
-    sink.filtered_copy.reset();
-  }
+  sink.filtered_copy.reset();
   if (sink.file_fd >= 0) {
     close(sink.file_fd);
     sink.file_fd = -1;
@@ -97,19 +93,14 @@ void WorkerOutput::WriteConsole(Sink& sink, std::string_view bytes, bool flush) 
   // All complete lines of this chunk go out in one write(), each with its
   // prefix, so lines from different workers never mix within a line.
   batch_.clear();
-  auto append = [this](std::string_view line) {
+  auto append = [this, &sink](std::string_view line) {
     batch_.append(prefix_);
     batch_.append(line);
+    if (sink.filtered_copy) sink.filtered_copy->Offer(prefix_, line);
   };
   sink.splitter.Feed(bytes, append);
   if (flush) sink.splitter.Flush(append);
   if (!batch_.empty()) WriteAll(sink.console_fd, batch_);
-}
-
-void WorkerOutput::WriteFiltered(Sink& sink, std::string_view bytes, bool flush) {
-  auto offer = [this, &sink](std::string_view line) { sink.filtered_copy->Offer(prefix_, line); };
-  sink.filter_splitter.Feed(bytes, offer);
-  if (flush) sink.filter_splitter.Flush(offer);
 }
 
 }  // namespace muster

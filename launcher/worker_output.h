@@ -47,8 +47,9 @@ struct StreamRoute {
       : to_console(console), file_path(std::move(path)), filtered_copy(std::move(copy)) {}
 
   bool to_console = true;
-  std::string file_path;                        // empty: no file
-  std::shared_ptr<FilteredCopy> filtered_copy;  // null: none
+  std::string file_path;  // empty: no file
+  // null: none. Fed the lines shown on the console, so only with to_console.
+  std::shared_ptr<FilteredCopy> filtered_copy;
 };
 
 class WorkerOutput {
@@ -71,12 +72,10 @@ class WorkerOutput {
     int console_fd = -1;
     int file_fd = -1;
     LineSplitter splitter;
-    std::shared_ptr<FilteredCopy> filtered_copy;
-    LineSplitter filter_splitter;  // its own: the console may not see this stream
+    std::shared_ptr<FilteredCopy> filtered_copy;  // offered each console line
   };
   explicit WorkerOutput(std::string prefix) : prefix_(std::move(prefix)) {}
   void WriteConsole(Sink& sink, std::string_view bytes, bool flush);
-  void WriteFiltered(Sink& sink, std::string_view bytes, bool flush);
 
   std::string prefix_;
   std::array<Sink, 2> sinks_;

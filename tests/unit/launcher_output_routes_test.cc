@@ -77,7 +77,8 @@ TEST_CASE("workers' matching lines land whole and prefixed in one filtered file"
   TempDir dir("routes_test");
   auto copy = FilteredCopy::Open(dir.path + "/filtered_stdout.log", {"loss"});
   REQUIRE(copy.ok());
-  StreamRoute out{false, "", *copy};
+  // A filtered copy is fed the lines shown on the console (tee'd streams).
+  StreamRoute out{true, "", *copy};
   StreamRoute err{false, "", nullptr};
   auto rank0 = WorkerOutput::Open("[rank0]: ", out, err);
   auto rank1 = WorkerOutput::Open("[rank1]: ", out, err);
