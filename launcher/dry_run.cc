@@ -81,7 +81,7 @@ std::string DryRunReport(const LaunchOptions& options, const cli::ExtraOptions& 
                          const std::optional<ElasticConfig>& elastic) {
   std::ostringstream out;
   out << "muster --dry-run: nothing is started\n";
-  Settings(out, given, !options.local_rank_flag.empty() || extras.use_env);
+  Settings(out, given, extras.mode == cli::CommandMode::kLaunch);
   for (const auto& note : extras.derived) out << "derived: " << note << "\n";
   Rendezvous(out, options, elastic);
   out << "GPUs: " << (plan.gpus.ids.empty() ? "none" : Join(plan.gpus.ids, ",")) << " (from "

@@ -1,19 +1,13 @@
 #include "launcher/host_rules.h"
 
 #include <algorithm>
+#include <boost/algorithm/string/predicate.hpp>
 #include <optional>
 
 #include "rendezvous/daemon/advertised_address.h"
 
 namespace muster {
 namespace {
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return std::ranges::equal(a, b, [](char x, char y) {
-    const auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
-    return lower(x) == lower(y);
-  });
-}
 
 // An address that is loopback or held by this machine.
 bool IsOwnAddress(std::string_view text, const std::vector<std::string>& own) {
@@ -31,7 +25,7 @@ bool EndpointIsLocal(std::string_view host, const std::vector<std::string>& reso
   if (host.empty()) return false;
   if (rdzv::IsLoopbackHost(host)) return true;
   if (std::ranges::any_of(identity.names, [&](const std::string& name) {
-        return EqualsIgnoringCase(host, name);
+        return boost::algorithm::iequals(host, name);
       })) {
     return true;
   }

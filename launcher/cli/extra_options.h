@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/cli/command_mode.h"
+
 namespace muster::cli {
 
 struct ExtraOptions {
@@ -19,6 +21,8 @@ struct ExtraOptions {
   // --logs-specs: the name of a torchrun LogsSpecs plugin (a Python entry
   // point). Accepted, no effect; "" when not given.
   std::string logs_specs;
+  // Which command the line was: `muster` or `muster launch`.
+  CommandMode mode = CommandMode::kRun;
   // `muster launch` only. --use-env: pass no --local_rank argument (workers
   // read LOCAL_RANK). --local-rank-arg: which spelling to pass otherwise.
   bool use_env = false;

@@ -103,6 +103,7 @@ Status ApplyFlagRules(const RawSettings& given, const EnvLookup& env, LaunchOpti
 }
 
 Status ApplyCommandModeRules(const RawSettings& given, CommandMode mode, ParsedFlags& parsed) {
+  parsed.extras.mode = mode;
   const RawValue* use_env = Given(given, "use-env");
   const RawValue* rank_arg = Given(given, "local-rank-arg");
   if (mode == CommandMode::kRun) {

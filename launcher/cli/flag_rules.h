@@ -23,7 +23,8 @@ namespace muster::cli {
 // when --virtual-local-rank meets --gpu-visibility all.
 Status ApplyFlagRules(const RawSettings& given, const EnvLookup& env, LaunchOptions& options);
 
-// The rules of `mode` (see command_mode.h). kLaunch: sets
+// The rules of `mode` (see command_mode.h), which it records in
+// parsed.extras.mode. kLaunch: sets
 // parsed.options.local_rank_flag ("--local_rank" unless --local-rank-arg
 // local-rank; "" with --use-env). Fails when --use-env meets --local-rank-arg,
 // or --no-python comes without --use-env (as torch.distributed.launch). kRun:

@@ -1,20 +1,12 @@
 #include "rendezvous/daemon/advertised_address.h"
 
+#include <boost/algorithm/string/predicate.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <optional>
 #include <string>
 
 namespace muster::rdzv {
 namespace {
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
 
 // A dual-stack socket shows an IPv4 peer as ::ffff:a.b.c.d: take the IPv4
 // form, so that one address has one spelling.
@@ -37,7 +29,7 @@ std::optional<std::string> PlainAddress(std::string_view text) {
 }
 
 bool IsLoopbackHost(std::string_view host) {
-  if (EqualsIgnoringCase(host, "localhost")) return true;
+  if (boost::algorithm::iequals(host, "localhost")) return true;
   const auto address = ParseAddress(host);
   return address && address->is_loopback();
 }

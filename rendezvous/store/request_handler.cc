@@ -21,6 +21,15 @@ std::string Printable(const std::string& key) {
   return out;
 }
 
+// WAIT and BARRIER may leave a waiter behind: a connection holds a bounded
+// number of them.
+Status WaitRoom(const KeyValueStore& store, KeyValueStore::Owner owner,
+                const HandlerLimits& limits) {
+  const size_t waits = store.PendingWaits(owner);
+  if (waits < limits.max_pending_waits) return Status::Ok();
+  return Status::InvalidArgument("too many pending waits waits=" + std::to_string(waits));
+}
+
 }  // namespace
 
 HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, Dialect dialect,
@@ -68,15 +77,11 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
       EncodeByte(store.Check(request.keys) ? kCheckReady : kCheckNotReady, &out.reply);
       break;
     case Op::kWait:
-      if (store.PendingWaits(owner) >= limits.max_pending_waits) {
-        return Close("too many pending waits waits=" + std::to_string(store.PendingWaits(owner)));
-      }
+      if (Status s = WaitRoom(store, owner, limits); !s.ok()) return Close(s.message());
       if (store.Wait(owner, request.keys)) EncodeByte(kStopWaiting, &out.reply);
       break;
     case Op::kBarrier: {
-      if (store.PendingWaits(owner) >= limits.max_pending_waits) {
-        return Close("too many pending waits waits=" + std::to_string(store.PendingWaits(owner)));
-      }
+      if (Status s = WaitRoom(store, owner, limits); !s.ok()) return Close(s.message());
       Result<bool> done = store.Barrier(owner, request.keys[0], request.delta);
       if (!done.ok())
         return Close(done.status().message() + " key='" + Printable(request.keys[0]) + "'");

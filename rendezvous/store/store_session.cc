@@ -72,7 +72,7 @@ void StoreSession::ProcessRequests() {
     // The facts dialect_rule.h needs; only an undecided connection reads them.
     // A quiet spell found by the settle timer vouches for one decision only.
     StreamFacts facts;
-    facts.wait_pending = host->store().PendingWaits(id_) > 0;
+    facts.wait_pending = !decoder_.dialect_settled() && host->store().PendingWaits(id_) > 0;
     facts.quiet = std::exchange(quiet_, false);
     DecodeResult decoded = decoder_.Next(facts);
     if (decoded.state == DecodeResult::kNeedMore) {
