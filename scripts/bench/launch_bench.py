@@ -11,13 +11,14 @@ torchrun 1.13 is this host's (/usr/bin/python3 torchrun_compat.py). torchrun
 the benchmark enters a private mount namespace once, makes the bind mounts
 tests/torch/chroot_python.sh makes (source tree, /tmp, /dev, /proc), and starts
 torchrun each run as `chroot DIR /usr/bin/python3 tests/torch/no_libuv.py
-torchrun_compat.py ...` with USE_LIBUV=0: the same program chroot_python.sh
+torchrun_compat.py ...`: the same program chroot_python.sh
 would run, without paying the wrapper's unshare and mounts every run. That
 wrapper's own cost is measured beside it and printed below the table
 (`chroot_python.sh -V` vs `chroot DIR /usr/bin/python3 -V`: the interpreter
 prints its version and exits, so the difference is the wrapper alone).
-torchrun 2.14 gets `--local-addr 127.0.0.1`: the chroot's /etc/hosts does not
-name this host, and its agent would retry resolving it for minutes.
+torchrun 2.14 gets `--local-addr 127.0.0.1`: this namespace keeps the chroot's
+own /etc/hosts, which does not name this host, and its agent would retry
+resolving it for minutes.
 The 2.14 column needs root (unshare, mount, chroot).
 
 Exit status 1 when a target is missed: muster >= 50x faster than every
@@ -31,14 +32,8 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-COMPAT = os.path.join(HERE, "torchrun_compat.py")
-NO_LIBUV = os.path.join(ROOT, "tests", "torch", "no_libuv.py")
-CHROOT_PYTHON = os.path.join(ROOT, "tests", "torch", "chroot_python.sh")
-DEFAULT_CHROOT = os.path.join(os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots"),
-                              "sid")
-VERSIONS = ("1.13", "2.14")
+from torch_refs import (CHROOT_PYTHON, COMPAT, NO_LIBUV, ROOT, add_reference_args,
+                        chroot_unavailable_reason, selected_versions)
 
 
 def run(cmd, env=None):
@@ -69,14 +64,6 @@ def wall(cmd, env=None):
     return time.perf_counter() - start
 
 
-def chroot_unavailable_reason(chroot):
-    if os.geteuid() != 0:
-        return "needs root (unshare, mount, chroot)"
-    if not os.access(os.path.join(chroot, "usr", "bin", "python3"), os.X_OK):
-        return f"no chroot at {chroot} (scripts/torch_chroots.sh builds it)"
-    return None
-
-
 def enter_chroot_namespace(chroot):
     """Moves this process into a private mount namespace with chroot_python.sh's bind mounts.
 
@@ -102,15 +89,9 @@ def main():
     parser.add_argument("--nproc", type=int, default=4, help="workers per launch (default 4)")
     parser.add_argument("--muster", default=os.path.join(ROOT, "build", "bin", "muster"))
     parser.add_argument("--python", default="/usr/bin/python3", help="the interpreter with torch 1.13")
-    parser.add_argument("--torchrun", default=",".join(VERSIONS),
-                        help="torchrun versions to compare with, comma-separated (default 1.13,2.14)")
-    parser.add_argument("--torch-chroot", default=os.environ.get("MUSTER_TORCH_CHROOT", DEFAULT_CHROOT),
-                        help=f"the torch 2.14 chroot (default $MUSTER_TORCH_CHROOT or {DEFAULT_CHROOT})")
+    add_reference_args(parser)
     args = parser.parse_args()
-    versions = [v.strip() for v in args.torchrun.split(",") if v.strip()]
-    for v in versions:
-        if v not in VERSIONS:
-            parser.error(f"--torchrun: unknown version '{v}' (known: {', '.join(VERSIONS)})")
+    versions = selected_versions(parser, args)
 
     # torch 1.13's torchrun knows only the underscore spellings; muster and 2.14 take both.
     common = ["--nproc_per_node", str(args.nproc), "--no_python", "/bin/true"]
@@ -123,13 +104,12 @@ def main():
         launchers["1.13"] = ([args.python, COMPAT] + flags + common, None)
         labels["1.13"] = "torchrun (torch 1.13, --monitor_interval 0.1)"
     if "2.14" in versions:
-        chroot = os.path.abspath(args.torch_chroot)
+        chroot = args.torch_chroot
         reason = chroot_unavailable_reason(chroot)
         if reason is None:
             enter_chroot_namespace(chroot)
-            env = dict(os.environ, USE_LIBUV="0")
             launchers["2.14"] = (["chroot", chroot, "/usr/bin/python3", NO_LIBUV, COMPAT] + flags
-                                 + ["--local-addr", "127.0.0.1"] + common, env)
+                                 + ["--local-addr", "127.0.0.1"] + common, None)
             labels["2.14"] = "torchrun (torch 2.14, --monitor_interval 0.1, plain chroot)"
             overhead_cmds = ([CHROOT_PYTHON, "-V"], ["chroot", chroot, "/usr/bin/python3", "-V"],
                              dict(os.environ, MUSTER_TORCH_CHROOT=chroot))

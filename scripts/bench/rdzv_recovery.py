@@ -19,8 +19,8 @@ is watched for --window seconds after each fault; if it does not re-form, the
 table says so with what its agents printed after the fault. --torchrun picks
 the versions: 1.13 is this host's Debian torch (/usr/bin/python3); 2.14 is
 Debian sid's, run through tests/torch/chroot_python.sh in the chroot
---torch-chroot (needs root) with USE_LIBUV=0 and --local_addr set to the
-agent's address (the chroot's /etc/hosts does not name this host); its
+--torch-chroot (needs root) with --local_addr set to the agent's address
+(the one muster's agents are given with --local-addr too); its
 workers are the same gen_dump.py, run by the chroot's python3. muster's
 workers run on /usr/bin/python3 (gen_dump.py does not import torch).
 
@@ -45,15 +45,13 @@ import sys
 import tempfile
 import time
 
+from torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
+                        selected_versions)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 GEN_DUMP = os.path.join(ROOT, "tests", "integration", "workers", "gen_dump.py")
-COMPAT = os.path.join(HERE, "torchrun_compat.py")
 PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch
-CHROOT_PYTHON = os.path.join(ROOT, "tests", "torch", "chroot_python.sh")
-DEFAULT_CHROOT = os.path.join(os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots"),
-                              "sid")
-VERSIONS = ("1.13", "2.14")
 NPROC = 2
 SURVIVOR_WORKERS = 4
 TARGETS = {"kill-9": 0.25, "sigstop": 1.5, "link-down": 1.5}  # muster detection targets (s)
@@ -432,7 +430,7 @@ def run_torchrun(args, fault, workdir, netns, version):
         env = base_env()
         launcher = [PYTHON, COMPAT]
     else:
-        env = base_env({"MUSTER_TORCH_CHROOT": args.torch_chroot, "USE_LIBUV": "0"})
+        env = base_env({"MUSTER_TORCH_CHROOT": args.torch_chroot})
         launcher = [CHROOT_PYTHON, COMPAT]
     procs = []
     victim = victim_host = None
@@ -502,10 +500,7 @@ def fmt_s(x):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="muster runs per fault (default 5)")
-    parser.add_argument("--torchrun", default=",".join(VERSIONS),
-                        help="torchrun versions to compare with, comma-separated (default 1.13,2.14)")
-    parser.add_argument("--torch-chroot", default=os.environ.get("MUSTER_TORCH_CHROOT", DEFAULT_CHROOT),
-                        help=f"the torch 2.14 chroot (default $MUSTER_TORCH_CHROOT or {DEFAULT_CHROOT})")
+    add_reference_args(parser)
     parser.add_argument("--torchrun-runs", type=int, default=2,
                         help="runs of each torchrun per loopback fault (default 2; each can take "
                              "--window s)")
@@ -531,17 +526,10 @@ def main():
     for f in faults:
         if f not in TARGETS:
             parser.error(f"--faults: unknown fault '{f}'")
-    versions = [] if args.no_torchrun else [v.strip() for v in args.torchrun.split(",") if v.strip()]
-    for v in versions:
-        if v not in VERSIONS:
-            parser.error(f"--torchrun: unknown version '{v}' (known: {', '.join(VERSIONS)})")
-    args.torch_chroot = os.path.abspath(args.torch_chroot)
+    versions = [] if args.no_torchrun else selected_versions(parser, args)
     skipped = {}  # torchrun version -> why it is not run
-    if "2.14" in versions:
-        if os.geteuid() != 0:
-            skipped["2.14"] = "needs root (chroot_python.sh: unshare, mount, chroot)"
-        elif not os.access(os.path.join(args.torch_chroot, "usr", "bin", "python3"), os.X_OK):
-            skipped["2.14"] = f"no chroot at {args.torch_chroot} (scripts/torch_chroots.sh builds it)"
+    if "2.14" in versions and (reason := chroot_unavailable_reason(args.torch_chroot)):
+        skipped["2.14"] = reason
     runners = [v for v in versions if v not in skipped]
 
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

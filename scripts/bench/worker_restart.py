@@ -12,8 +12,8 @@ ranges are printed with the ratio to muster.
 
 torchrun 1.13 is this host's (/usr/bin/python3). torchrun 2.14 is Debian sid's,
 run through tests/torch/chroot_python.sh in the chroot --torch-chroot (needs
-root) with USE_LIBUV=0 and --local-addr 127.0.0.1 (the chroot's /etc/hosts does
-not name this host); its workers are the same worker program, run by the
+root) with --local-addr 127.0.0.1 (the agent's address, as muster's standalone
+store uses); its workers are the same worker program, run by the
 chroot's python3 (the wrapper's start-up is outside the measured interval).
 muster's and torchrun 1.13's workers run on /usr/bin/python3. The worker does
 not import torch.
@@ -30,16 +30,14 @@ import shutil
 import tempfile
 import time
 
+from torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
+                        selected_versions)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 MUSTER = os.path.join(os.environ.get("MUSTER_BIN_DIR", os.path.join(ROOT, "build", "bin")),
                       "muster")
-COMPAT = os.path.join(HERE, "torchrun_compat.py")
-CHROOT_PYTHON = os.path.join(ROOT, "tests", "torch", "chroot_python.sh")
-DEFAULT_CHROOT = os.path.join(os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots"),
-                              "sid")
 PYTHON = "/usr/bin/python3"
-VERSIONS = ("1.13", "2.14")
 
 WORKER = r"""
 import json, os, sys, time
@@ -88,7 +86,7 @@ def one_run(launcher, nproc, chroot=None):
     else:  # 2.14, in the chroot
         args = ([CHROOT_PYTHON, COMPAT] + common
                 + ["--monitor_interval", "0.1", "--local_addr", "127.0.0.1", script, out_dir])
-        env = dict(os.environ, MUSTER_TORCH_CHROOT=chroot, USE_LIBUV="0")
+        env = dict(os.environ, MUSTER_TORCH_CHROOT=chroot)
     env.pop("MUSTER_INJECT", None)
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -113,33 +111,19 @@ def one_run(launcher, nproc, chroot=None):
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def chroot_unavailable_reason(chroot):
-    if os.geteuid() != 0:
-        return "needs root (chroot_python.sh: unshare, mount, chroot)"
-    if not os.access(os.path.join(chroot, "usr", "bin", "python3"), os.X_OK):
-        return f"no chroot at {chroot} (scripts/torch_chroots.sh builds it)"
-    return None
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 2)[2])
     parser.add_argument("--runs", type=int, default=5, help="alternated runs per launcher (default 5)")
     parser.add_argument("--nproc", type=int, default=2, help="workers (default 2)")
-    parser.add_argument("--torchrun", default=",".join(VERSIONS),
-                        help="torchrun versions to compare with, comma-separated (default 1.13,2.14)")
-    parser.add_argument("--torch-chroot", default=os.environ.get("MUSTER_TORCH_CHROOT", DEFAULT_CHROOT),
-                        help=f"the torch 2.14 chroot (default $MUSTER_TORCH_CHROOT or {DEFAULT_CHROOT})")
+    add_reference_args(parser)
     args = parser.parse_args()
-    versions = [v.strip() for v in args.torchrun.split(",") if v.strip()]
-    for v in versions:
-        if v not in VERSIONS:
-            parser.error(f"--torchrun: unknown version '{v}' (known: {', '.join(VERSIONS)})")
-    chroot = os.path.abspath(args.torch_chroot)
+    versions = selected_versions(parser, args)
+    chroot = args.torch_chroot
     not_measured = {}
-    if "2.14" in versions and chroot_unavailable_reason(chroot):
-        not_measured["2.14"] = chroot_unavailable_reason(chroot)
+    if "2.14" in versions and (reason := chroot_unavailable_reason(chroot)):
+        not_measured["2.14"] = reason
     launchers = ["muster"] + [v for v in versions if v not in not_measured]
     labels = {"muster": "muster", "1.13": "torchrun 1.13", "2.14": "torchrun 2.14 (chroot)"}
     times = {launcher: [] for launcher in launchers}

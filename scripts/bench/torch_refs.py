@@ -1,0 +1,45 @@
+"""The torchrun references the benchmarks run beside muster, in the same run:
+Debian's torchrun 1.13 on this host, and torchrun 2.14 from the Debian sid
+chroot that scripts/torch_chroots.sh builds (root only).
+
+    add_reference_args(parser)             --torchrun 1.13,2.14 and --torch-chroot DIR
+    versions = selected_versions(parser, args)
+    reason = chroot_unavailable_reason(args.torch_chroot)   # None: 2.14 can run
+"""
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+COMPAT = os.path.join(HERE, "torchrun_compat.py")
+NO_LIBUV = os.path.join(ROOT, "tests", "torch", "no_libuv.py")
+CHROOT_PYTHON = os.path.join(ROOT, "tests", "torch", "chroot_python.sh")
+DEFAULT_CHROOT = os.path.join(os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots"),
+                              "sid")
+VERSIONS = ("1.13", "2.14")
+
+
+def add_reference_args(parser):
+    parser.add_argument("--torchrun", default=",".join(VERSIONS),
+                        help="torchrun versions to compare with, comma-separated (default 1.13,2.14)")
+    parser.add_argument("--torch-chroot", default=os.environ.get("MUSTER_TORCH_CHROOT", DEFAULT_CHROOT),
+                        help=f"the torch 2.14 chroot (default $MUSTER_TORCH_CHROOT or {DEFAULT_CHROOT})")
+
+
+def selected_versions(parser, args):
+    """The versions --torchrun names, in order; an unknown one is a usage error.
+    Also makes args.torch_chroot absolute."""
+    args.torch_chroot = os.path.abspath(args.torch_chroot)
+    versions = [v.strip() for v in args.torchrun.split(",") if v.strip()]
+    for v in versions:
+        if v not in VERSIONS:
+            parser.error(f"--torchrun: unknown version '{v}' (known: {', '.join(VERSIONS)})")
+    return versions
+
+
+def chroot_unavailable_reason(chroot):
+    """Why torchrun 2.14 cannot run from `chroot` here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (unshare, mount, chroot)"
+    if not os.access(os.path.join(chroot, "usr", "bin", "python3"), os.X_OK):
+        return f"no chroot at {chroot} (scripts/torch_chroots.sh builds it)"
+    return None
