@@ -127,7 +127,8 @@ std::string FaultInjector::FiredWorkerFaults() const {
   std::string list;
   for (size_t i = 0; i < plan_.faults.size(); ++i) {
     if (states_[i] == State::kFired && FaultActorOf(plan_.faults[i].kind) == FaultActor::kWorker) {
-      list += (list.empty() ? "" : ",") + std::to_string(i);
+      if (!list.empty()) list += ',';
+      list += std::to_string(i);
     }
   }
   return list;

@@ -37,11 +37,11 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
   // NCCL aborts a communicator whose peer failed instead of hanging; torch
   // 2.0 and 2.1 read the older name, later versions the TORCH_ one.
   for (const char* name : {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}) {
-    if (!inherited(name)) v[name] = "1";
+    if (!inherited(name)) v.emplace(name, "1");
   }
   // Several workers each spawning one OpenMP thread per core oversubscribe the
   // node; torchrun sets 1 for the same reason.
-  if (node.local_world_size > 1 && !inherited("OMP_NUM_THREADS")) v["OMP_NUM_THREADS"] = "1";
+  if (node.local_world_size > 1 && !inherited("OMP_NUM_THREADS")) v.emplace("OMP_NUM_THREADS", "1");
   if (worker.cuda_visible_devices) v["CUDA_VISIBLE_DEVICES"] = *worker.cuda_visible_devices;
   return v;
 }

@@ -39,7 +39,7 @@ if [[ "${MUSTER_SKIP_SANITIZERS:-0}" != "1" ]]; then
   TSAN_TARGETS=(muster musterd rdzv_state_unit_tests rdzv_protocol_unit_tests rdzv_client_unit_tests
     rdzv_daemon_unit_tests)
   if [[ ! -f "$ROOT/build-tsan/CMakeCache.txt" ]]; then
-    cmake -S "$ROOT" -B "$ROOT/build-tsan" -G Ninja -DMUSTER_SANITIZE=thread -DMUSTER_CUDA=off
+    cmake -S "$ROOT" -B "$ROOT/build-tsan" -G Ninja -DMUSTER_WERROR=ON -DMUSTER_SANITIZE=thread -DMUSTER_CUDA=off
   fi
   cmake --build "$ROOT/build-tsan" --parallel "$(nproc)" --target "${TSAN_TARGETS[@]}"
   echo "== tests under TSan (rendezvous unit tests, elastic integration)"

@@ -62,7 +62,7 @@ void HostRendezvousOnFirstNode(const RawSettings& given, const SlurmSettings& sl
       options.rdzv_conf.contains("is_host")) {
     return;
   }
-  options.rdzv_conf["is_host"] = slurm.node_id == 0 ? "1" : "0";
+  options.rdzv_conf.emplace("is_host", slurm.node_id == 0 ? "1" : "0");
   parsed.extras.derived.push_back("rdzv-conf is_host=" + options.rdzv_conf["is_host"] +
                                   " (SLURM_NODEID=" + std::to_string(slurm.node_id) +
                                   (slurm.node_id == 0 ? ": this node hosts the rendezvous)"

@@ -65,7 +65,9 @@ Result<std::string> ParseChoice(std::string_view text,
   for (std::string_view choice : choices) {
     if (text == choice) return std::string(text);
     list += (i == 0 ? "" : (i + 1 == choices.size() ? " or " : ", "));
-    list += "'" + std::string(choice) + "'";
+    list += '\'';
+    list += choice;
+    list += '\'';
     ++i;
   }
   return Status::InvalidArgument(Quote(text) + " must be " + list);

@@ -5,6 +5,8 @@
 //
 // The config file is JSON with the same keys (`host`, `port`, `token_file`,
 // `metrics_port`, `max_connections`, and `rdzv_conf` as an object); flags win.
+// It may hold `//` and `/* */` comments, as the packaged
+// /etc/muster/musterd.json does.
 // Values from either source are held to the same ranges, and --rdzv-conf /
 // rdzv_conf keys musterd does not know (a typo) are refused, not ignored.
 #include <spdlog/sinks/stdout_sinks.h>
@@ -29,6 +31,7 @@
 #include "common/env_lookup.h"
 #include "common/fault_spec.h"
 #include "common/log_level.h"
+#include "common/version.h"
 #include "rendezvous/daemon/metrics_http.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "rendezvous/net/token_file.h"
@@ -148,13 +151,11 @@ int main(int argc, char** argv) {
                  "fault to inject (repeatable; default $MUSTER_INJECT): crash-daemon,after=T");
   app.add_option("--inject-seed", flags.inject_seed,
                  "seed of --inject's random choices (default $MUSTER_INJECT_SEED, else 0)");
+  app.set_version_flag("--version", std::string("musterd ") + muster::kVersion);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {
-      std::cout << app.help();
-      return 0;
-    }
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help or --version
     return Fail(e.what());
   }
 
@@ -162,7 +163,8 @@ int main(int argc, char** argv) {
   if (!flags.config.empty()) {
     std::ifstream in(flags.config);
     if (!in) return Fail("--config: cannot read '" + flags.config + "'");
-    auto doc = nlohmann::json::parse(in, nullptr, false);
+    auto doc =
+        nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
     if (doc.is_discarded() || !doc.is_object()) {
       return Fail("--config: '" + flags.config + "' is not a JSON object");
     }

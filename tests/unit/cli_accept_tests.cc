@@ -343,7 +343,7 @@ TEST_CASE("help lists every command-line flag in both spellings with its default
   CHECK(longest <= 80);
   // Undo the wrapping of descriptions so a default can be searched for whole.
   for (std::size_t at; (at = help.find("\n      ")) != std::string::npos;) {
-    help.replace(at, 7, " ");
+    help.replace(at, 7, 1, ' ');
   }
   for (const FlagSpec& flag : Flags()) {
     if (!(flag.sources & kFromCommandLine)) continue;

@@ -104,7 +104,7 @@ TEST_CASE("a single worker does not get OMP_NUM_THREADS", "[env]") {
 TEST_CASE("CUDA_VISIBLE_DEVICES is set only when GPU ids are known", "[env]") {
   WorkerIdentity w;
   CHECK(WorkerVariables(TwoNodesOfFour(0), w, EnvOf({})).count("CUDA_VISIBLE_DEVICES") == 0);
-  w.cuda_visible_devices = "5";
+  w.cuda_visible_devices = std::string("5");
   CHECK(WorkerVariables(TwoNodesOfFour(0), w, EnvOf({})).at("CUDA_VISIBLE_DEVICES") == "5");
 }
 

@@ -175,7 +175,7 @@ TEST_CASE_METHOD(Fixture, "requests torch's server would die on close the connec
 
 TEST_CASE_METHOD(Fixture, "a connection may not pile up unbounded waits", "[store][handler]") {
   for (size_t i = 0; i < kMaxPendingWaitsPerConnection; ++i) {
-    REQUIRE_FALSE(Do(Make(Op::kWait, {"k" + std::to_string(i)}), Dialect::kModern).close);
+    REQUIRE_FALSE(Do(Make(Op::kWait, {std::to_string(i) + "k"}), Dialect::kModern).close);
   }
   HandlerOutcome o = Do(Make(Op::kWait, {"one-more"}), Dialect::kModern);
   CHECK(o.close);

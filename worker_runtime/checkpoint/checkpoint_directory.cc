@@ -37,7 +37,11 @@ std::optional<uint64_t> ParseCheckpointFileName(std::string_view name) {
 }
 
 std::string CheckpointTempFileName(uint64_t step, std::string_view suffix) {
-  return "." + CheckpointFileName(step) + std::string(kTempMarker) + std::string(suffix);
+  std::string name = ".";  // appended, not "." + ...: GCC 12 -O3 warns (false -Wrestrict)
+  name += CheckpointFileName(step);
+  name += kTempMarker;
+  name += suffix;
+  return name;
 }
 
 bool IsCheckpointTempFileName(std::string_view name) {

@@ -7,6 +7,9 @@
 // environment; alone, it trains as a single process.
 #include <CLI/CLI.hpp>
 
+#include <string>
+
+#include "common/version.h"
 #include "worker_runtime/train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
   app.add_option("--step-sleep-ms", o.step_sleep_ms,
                  "sleep after each step (to rehearse failures mid-run)")
       ->capture_default_str();
+  app.set_version_flag("--version", std::string("muster-train ") + muster::kVersion);
   CLI11_PARSE(app, argc, argv);
   o.overlap = !no_overlap;
   return muster::train::RunTraining(o);
