@@ -4,6 +4,10 @@
 #      torch integration tests launch (built once, kept; root only),
 #   1. formatting check (.clang-format) of every C++ file,
 #   2. the full suite (unit + integration) on the regular build in build/,
+#   2b. the Release build (build-release/, warnings as errors) with its unit
+#      tests, the .deb (scripts/package.sh), and the .deb installed and run in
+#      a fresh Debian bookworm chroot (tests/packaging/deb_in_bookworm.sh;
+#      skipped with the reason when not root),
 #   3. unit, launcher and store integration tests again under ASan+UBSan (build-asan/),
 #   4. the rendezvous unit tests and the elastic integration tests under TSan (build-tsan/).
 # Set MUSTER_SKIP_SANITIZERS=1 to skip steps 3 and 4 (for quick local runs).
@@ -27,6 +31,13 @@ scripts/build.sh "$ROOT/build"
 
 echo "== tests (build/)"
 ctest --test-dir "$ROOT/build" --output-on-failure --parallel 2 --timeout 300
+
+echo "== Release build (build-release/) and the Debian package (scripts/package.sh)"
+DEB=$(scripts/package.sh "$ROOT/build/package" | tail -n 1)
+echo "== unit tests of the Release build"
+ctest --test-dir "$ROOT/build-release" --output-on-failure --parallel 2 --timeout 300 -L unit
+echo "== $DEB in a fresh bookworm chroot (tests/packaging/deb_in_bookworm.sh)"
+tests/packaging/deb_in_bookworm.sh "$DEB" || [[ $? == 77 ]]
 
 if [[ "${MUSTER_SKIP_SANITIZERS:-0}" != "1" ]]; then
   echo "== build with ASan+UBSan (build-asan/)"
