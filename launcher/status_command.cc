@@ -30,10 +30,11 @@ struct StatusArgs {
   bool json = false;
 };
 
+constexpr const char* kUsage =
+    "usage: muster status --rdzv-endpoint HOST:PORT [--run-id ID] [--json] [--token-file FILE]\n";
+
 int Usage(const std::string& error) {
-  std::cerr << "muster status: error: " << error
-            << "\nusage: muster status --rdzv-endpoint HOST:PORT [--run-id ID] [--json] "
-               "[--token-file FILE]\n";
+  std::cerr << "muster status: error: " << error << "\n" << kUsage;
   return 2;
 }
 
@@ -101,6 +102,11 @@ int RunStatusCommand(const std::vector<std::string>& args) {
       a.token = *token;
     } else if (arg == "--json") {
       a.json = true;
+    } else if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage
+                << "Prints the runs musterd at HOST:PORT serves, with each node's state, ranks\n"
+                   "and heartbeat age (--json: the status document); --run-id: only that run.\n";
+      return 0;
     } else {
       return Usage("unknown argument '" + arg + "'");
     }

@@ -90,7 +90,8 @@ constexpr FlagSpec
                    return Status::Ok();
                  }},
                 {"local-addr", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kRendezvous,
-                 "ADDR", "hostname", "Address this node advertises to the others.",
+                 "ADDR", "the address that reaches the rendezvous",
+                 "Address this node advertises to the others.",
                  [](V v, P& o) {
                    return Assign(Result<std::string>(std::string(v)), o.options.local_addr);
                  }},
@@ -143,7 +144,7 @@ constexpr FlagSpec
                 {"inject", 0, ValueKind::kValue, kFromCommandLine | kFromEnv, 0,
                  FlagGroup::kWorkers, "SPEC", "$MUSTER_INJECT, else none",
                  "Inject a fault (repeatable), e.g. kill-worker,rank=1,step=20 or "
-                 "drop-heartbeats:5s,node=1,after=10s; see README \"Fault injection\".",
+                 "drop-heartbeats:5s,node=1,after=10s; see docs/fault-injection.md.",
                  [](V v, P& o) { return Assign(ParseNonEmpty(v), o.options.inject); }},
                 {"inject-seed", 0, ValueKind::kValue, kFromCommandLine | kFromEnv, 0,
                  FlagGroup::kWorkers, "N", "$MUSTER_INJECT_SEED, else 0",
@@ -190,8 +191,8 @@ constexpr FlagSpec
                  [](V v, P& o) {
                    return Assign(ParseLineFilters(v), o.options.duplicate_stderr_filters);
                  }},
-                {"no-prefix", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kOutput,
-                 "", "", "Do not put \"[rankN]:\" before each line of worker output.",
+                {"no-prefix", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kOutput, "",
+                 "", "Do not put \"[rankN]:\" before each line of worker output.",
                  [](V v, P& o) -> Status {
                    auto off = ParseBool(v);
                    if (!off.ok()) return off.status();

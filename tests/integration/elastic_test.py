@@ -15,8 +15,8 @@ import struct
 import time
 import urllib.request
 
-from elastic_harness import (agent_of_rank, check_generations, dumps, start_agent, start_musterd,
-                             wait_exit, wait_generation)
+from elastic_harness import (MUSTERD, agent_of_rank, check_generations, dumps, start_agent,
+                             start_musterd, wait_exit, wait_generation)
 from harness import (MUSTER, Skip, base_env, check, free_port, kill_tree, pid_alive, read_dumps,
                      run_tests, start, tempdir, test, wait_for, worker)
 
@@ -360,6 +360,28 @@ def status_shows_runs_nodes_ranks_and_heartbeat_age():
     check(all(n["heartbeat_age_ms"] < 1000 for n in run["nodes"]), f"heartbeat ages {run}")
     code = start([MUSTER, "status", "--rdzv-endpoint", "127.0.0.1:1"], env=base_env()).wait(10)
     check(code == 1, f"unreachable daemon: exit {code}")
+    proc = start([MUSTER, "status", "--help"], env=base_env())
+    usage, err = proc.communicate(timeout=10)
+    check(proc.returncode == 0 and usage.startswith("usage: muster status --rdzv-endpoint"),
+          f"muster status --help: exit {proc.returncode}", usage, err)
+
+
+@test
+def musterd_reads_a_config_with_comments_and_refuses_an_unknown_key_by_name():
+    conf_dir = tempdir()
+    good = os.path.join(conf_dir, "good.json")
+    with open(good, "w") as f:
+        f.write('// a comment\n{\n  /* block */ "max_connections": 50, // trailing\n'
+                '  "rdzv_conf": {"last_call_timeout": 0.5}\n}\n')
+    daemon, port = start_musterd(extra=["--config", good])
+    check(port > 0, "musterd did not start from a config with comments")
+    bad = os.path.join(conf_dir, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"max_conections": 50}\n')
+    proc = start([MUSTERD, "--port", "0", "--config", bad], env=base_env())
+    out, err = proc.communicate(timeout=10)
+    check(proc.returncode == 2 and "'max_conections'" in err,
+          f"a misspelt key: exit {proc.returncode}", out, err)
 
 
 @test

@@ -17,7 +17,7 @@ import glob
 import os
 import signal
 
-from harness import (BIN_DIR, base_env, check, free_port, run_muster, run_tests, start, tempdir,
+from harness import (BIN_DIR, base_env, check, free_port, run, run_muster, run_tests, start, tempdir,
                      test, wait_for, MUSTER)
 import train_harness
 from train_harness import TRAIN, final_loss, max_relative_difference, read_floats
@@ -195,6 +195,11 @@ def bad_flags_are_refused_with_the_value():
     check("--global-batch=63" in err, "the error does not quote the value", err)
     code, out, err = run_muster(["--standalone", "--nproc-per-node", "1", "--no-python", TRAIN, "--backend", "tpu"])
     check(code != 0 and "tpu" in err, "a bad backend was not refused by name", err)
+    # Flags the parser refuses exit 2, as muster's and musterd's do.
+    for bad in (["--no-such-flag"], ["--steps", "many"]):
+        code, out, err = run([TRAIN, *bad])
+        check(code == 2 and "muster-train: error:" in err and bad[-1] in err,
+              f"muster-train {' '.join(bad)}: exit {code}", err)
     # Without NCCL in the build or a visible GPU, --backend nccl is refused
     # with the reason at any world size; where it can run, it trains.
     code, out, err = run_muster(["--standalone", "--nproc-per-node", "1", "--no-python", TRAIN,

@@ -7,6 +7,7 @@
 // environment; alone, it trains as a single process.
 #include <CLI/CLI.hpp>
 
+#include <iostream>
 #include <string>
 
 #include "common/version.h"
@@ -53,7 +54,14 @@ int main(int argc, char** argv) {
                  "sleep after each step (to rehearse failures mid-run)")
       ->capture_default_str();
   app.set_version_flag("--version", std::string("muster-train ") + muster::kVersion);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help or --version
+    // Bad input exits 2, as muster's and musterd's do (not CLI11's own codes).
+    std::cerr << "muster-train: error: " << e.what() << "\n";
+    return 2;
+  }
   o.overlap = !no_overlap;
   return muster::train::RunTraining(o);
 }
