@@ -49,7 +49,7 @@ int main() {
     return rt::kExitCommFailure;
   }
   const double want = ctx->world_size * (ctx->world_size - 1) / 2.0;
-  std::cout << "consumer rank=" << ctx->rank << " world=" << ctx->world_size
-            << " sum=" << value[0] << " runtime=" << rt::LibraryVersion() << std::endl;
+  std::cout << "consumer rank=" << ctx->rank << " world=" << ctx->world_size << " sum=" << value[0]
+            << " runtime=" << rt::LibraryVersion() << std::endl;
   return value[0] == want && value[15] == want ? 0 : 1;
 }
