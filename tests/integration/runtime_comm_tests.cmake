@@ -7,4 +7,4 @@ target_link_libraries(runtime_comm_worker PRIVATE muster_runtime_comm muster_run
                                                   muster_runtime_bootstrap)
 set_target_properties(runtime_comm_worker PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 
-muster_integration_test(runtime_comm runtime_comm_test.py TIMEOUT 180 LABELS runtime comm sanitize)
+muster_integration_test(runtime_comm runtime_comm_test.py TIMEOUT 180 LABELS runtime comm gpu sanitize)
