@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/version.h"
 #include "launcher/cli/spec_parsers.h"
 #include "launcher/launch_plan.h"
 #include "rendezvous/net/message_channel.h"
@@ -102,6 +103,9 @@ int RunStatusCommand(const std::vector<std::string>& args) {
       a.token = *token;
     } else if (arg == "--json") {
       a.json = true;
+    } else if (arg == "--version") {
+      std::cout << "muster " << kVersion << "\n";
+      return 0;
     } else if (arg == "--help" || arg == "-h") {
       std::cout << kUsage
                 << "Prints the runs musterd at HOST:PORT serves, with each node's state, ranks\n"

@@ -364,6 +364,10 @@ def status_shows_runs_nodes_ranks_and_heartbeat_age():
     usage, err = proc.communicate(timeout=10)
     check(proc.returncode == 0 and usage.startswith("usage: muster status --rdzv-endpoint"),
           f"muster status --help: exit {proc.returncode}", usage, err)
+    proc = start([MUSTER, "status", "--version"], env=base_env())
+    version, err = proc.communicate(timeout=10)
+    check(proc.returncode == 0 and version.startswith("muster "),
+          f"muster status --version: exit {proc.returncode}", version, err)
 
 
 @test
