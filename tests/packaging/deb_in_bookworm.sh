@@ -56,6 +56,11 @@ if [[ $(id -u) != 0 ]]; then
   echo "deb_in_bookworm.sh: SKIP: not root: debootstrap, chroot and namespaces need root"
   exit 77
 fi
+if ! command -v debootstrap >/dev/null; then
+  echo "== installing debootstrap"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+fi
 for tool in debootstrap unshare ip; do
   command -v "$tool" >/dev/null || { echo "deb_in_bookworm.sh: $tool is missing" >&2; exit 1; }
 done
