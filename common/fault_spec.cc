@@ -8,6 +8,7 @@
 #include "common/decimal.h"
 #include "common/signal_names.h"
 #include "common/splitmix64.h"
+#include "common/trim.h"
 
 namespace muster {
 namespace {
@@ -44,12 +45,6 @@ std::string KnownKinds() {
   std::string list;
   for (const auto& k : kKinds) list += (list.empty() ? "" : ", ") + std::string(k.name);
   return list;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 // "250ms", "5s", "1.5m", "2" (seconds); nullopt when malformed, negative or

@@ -1,6 +1,6 @@
 #include "launcher/cli/argv_source.h"
 
-#include "launcher/cli/quote.h"
+#include "common/quote.h"
 #include "launcher/cli/suggest.h"
 
 namespace muster::cli {

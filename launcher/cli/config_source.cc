@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launcher/cli/quote.h"
+#include "common/quote.h"
 #include "launcher/cli/suggest.h"
 
 namespace muster::cli {

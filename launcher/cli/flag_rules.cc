@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <random>
 
-#include "launcher/cli/quote.h"
+#include "common/quote.h"
 
 namespace muster::cli {
 namespace {

@@ -2,10 +2,11 @@
 
 #include "common/decimal.h"
 
+#include "common/quote.h"
 #include "launcher/cli/list_parsers.h"
 #include "launcher/cli/number_parsers.h"
-#include "launcher/cli/quote.h"
 #include "launcher/cli/spec_parsers.h"
+#include "rendezvous/state/settings.h"
 
 namespace muster::cli {
 namespace {
@@ -73,7 +74,9 @@ constexpr FlagSpec
                 {"rdzv-conf", 0, ValueKind::kValue, kFromAll, kJsonString | kJsonObject,
                  FlagGroup::kRendezvous, "K=V,...", "",
                  "Extra rendezvous settings, e.g. join_timeout=900.",
-                 [](V v, P& o) { return Assign(ParseRdzvConf(v), o.options.rdzv_conf); }},
+                 [](V v, P& o) {
+                   return Assign(rdzv::Settings::ParseConfText(v), o.options.rdzv_conf);
+                 }},
                 {"standalone", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kRendezvous,
                  "", "",
                  "Single node: rendezvous in-process (c10d at localhost:0) with a fresh --rdzv-id.",

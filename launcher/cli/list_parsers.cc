@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "common/quote.h"
 #include "launcher/cli/number_parsers.h"
-#include "launcher/cli/quote.h"
 
 namespace muster::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "launcher/cli/quote.h"
+#include "common/quote.h"
 
 namespace muster::cli {
 namespace {

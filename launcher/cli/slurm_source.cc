@@ -5,7 +5,7 @@
 
 #include "common/decimal.h"
 #include "common/host_list.h"
-#include "launcher/cli/quote.h"
+#include "common/quote.h"
 
 namespace muster::cli {
 namespace {

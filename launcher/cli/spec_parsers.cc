@@ -2,19 +2,13 @@
 
 #include <limits>
 
+#include "common/quote.h"
 #include "launcher/cli/number_parsers.h"
-#include "launcher/cli/quote.h"
 
 namespace muster::cli {
 namespace {
 
 constexpr int kIntMax = std::numeric_limits<int>::max();
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 bool IsHostChar(char c, bool bracketed) {
   const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
@@ -125,26 +119,6 @@ Result<HostPort> SplitEndpoint(std::string_view text) {
     parts.port = *number;
   }
   return parts;
-}
-
-Result<std::map<std::string, std::string>> ParseRdzvConf(std::string_view text) {
-  std::map<std::string, std::string> conf;
-  while (!text.empty()) {
-    const std::size_t comma = text.find(',');
-    const std::string_view item = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    if (Trim(item).empty()) continue;
-    const std::size_t eq = item.find('=');
-    const std::string_view key = Trim(item.substr(0, eq));
-    const std::string_view value =
-        eq == std::string_view::npos ? std::string_view() : Trim(item.substr(eq + 1));
-    if (eq == std::string_view::npos || key.empty() || value.empty()) {
-      return Status::InvalidArgument("pair " + Quote(item) +
-                                     " is not KEY=VALUE (expected 'key=value,key2=value2')");
-    }
-    conf[std::string(key)] = std::string(value);
-  }
-  return conf;
 }
 
 Result<StdSpec> ParseStdSpec(std::string_view text) {

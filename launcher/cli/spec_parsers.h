@@ -5,7 +5,6 @@
 // says what was expected.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,11 +40,6 @@ struct HostPort {
   std::optional<int> port;
 };
 Result<HostPort> SplitEndpoint(std::string_view text);
-
-// "k=v,k2=v2": keys and values trimmed of spaces, both non-empty, empty items
-// skipped, a repeated key keeps its last value (torchrun's rules). The error
-// quotes the malformed pair.
-Result<std::map<std::string, std::string>> ParseRdzvConf(std::string_view text);
 
 // torchrun's Std: "0".."3" for every local rank, or "RANK:MASK,..." per local
 // rank (each local rank at most once).

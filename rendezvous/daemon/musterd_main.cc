@@ -35,6 +35,7 @@
 #include "rendezvous/daemon/metrics_http.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "rendezvous/net/token_file.h"
+#include "rendezvous/state/settings.h"
 
 namespace {
 
@@ -81,24 +82,6 @@ muster::Status CheckRanges(const DaemonFlags& flags) {
     return out_of("max_connections", flags.max_connections, 1, kMaxConnections);
   }
   return muster::Status::Ok();
-}
-
-// Splits "k=v,k2=v2"; a pair without '=' is an error quoting it.
-muster::Result<std::map<std::string, std::string>> ParseConf(const std::string& text) {
-  std::map<std::string, std::string> conf;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string pair = text.substr(start, end - start);
-    const size_t eq = pair.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return muster::Status::InvalidArgument("--rdzv-conf: '" + pair + "' is not key=value");
-    }
-    conf[pair.substr(0, eq)] = pair.substr(eq + 1);
-    start = end + 1;
-  }
-  return conf;
 }
 
 int Fail(const std::string& message) {
@@ -197,8 +180,8 @@ int main(int argc, char** argv) {
     return Fail((flags.config.empty() ? "" : "--config '" + flags.config + "' or flags: ") +
                 ranges.message());
   }
-  auto cli_conf = ParseConf(flags.rdzv_conf);
-  if (!cli_conf.ok()) return Fail(cli_conf.status().message());
+  auto cli_conf = muster::rdzv::Settings::ParseConfText(flags.rdzv_conf);
+  if (!cli_conf.ok()) return Fail("--rdzv-conf: " + cli_conf.status().message());
   if (auto known = muster::rdzv::Settings::RefuseUnknownKeys(*cli_conf); !known.ok()) {
     return Fail(known.message());
   }

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/quote.h"
+#include "common/trim.h"
+
 namespace muster::rdzv {
 namespace {
 
@@ -28,6 +31,26 @@ Result<Duration> ParseSeconds(const std::string& key, const std::string& value) 
 
 bool Settings::IsKey(std::string_view key) {
   return std::find(kKeys.begin(), kKeys.end(), key) != kKeys.end();
+}
+
+Result<std::map<std::string, std::string>> Settings::ParseConfText(std::string_view text) {
+  std::map<std::string, std::string> conf;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (Trim(item).empty()) continue;
+    const std::size_t eq = item.find('=');
+    const std::string_view key = Trim(item.substr(0, eq));
+    const std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : Trim(item.substr(eq + 1));
+    if (eq == std::string_view::npos || key.empty() || value.empty()) {
+      return Status::InvalidArgument("pair " + Quote(item) +
+                                     " is not KEY=VALUE (expected 'key=value,key2=value2')");
+    }
+    conf[std::string(key)] = std::string(value);
+  }
+  return conf;
 }
 
 Status Settings::RefuseUnknownKeys(const std::map<std::string, std::string>& conf) {

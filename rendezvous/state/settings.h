@@ -48,6 +48,13 @@ struct Settings {
   };
   static bool IsKey(std::string_view key);
 
+  // The one parser of --rdzv-conf text, muster's and musterd's: "k=v,k2=v2",
+  // keys and values trimmed of spaces, both non-empty, empty items skipped,
+  // a repeated key keeps its last value (torchrun's rules). The error quotes
+  // the malformed pair. Keys are not checked here (FromConf,
+  // RefuseUnknownKeys).
+  static Result<std::map<std::string, std::string>> ParseConfText(std::string_view text);
+
   // Reads the known keys of `conf` (values in seconds, decimals allowed);
   // other keys (is_host, ...) are the caller's. Errors quote key and value,
   // e.g. "--rdzv-conf: join_timeout='-1' must be a positive number of seconds".

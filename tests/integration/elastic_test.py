@@ -371,7 +371,7 @@ def status_shows_runs_nodes_ranks_and_heartbeat_age():
 
 
 @test
-def musterd_reads_a_config_with_comments_and_refuses_an_unknown_key_by_name():
+def musterd_reads_a_commented_config_and_rdzv_conf_as_muster_does_and_refuses_unknown_keys():
     conf_dir = tempdir()
     good = os.path.join(conf_dir, "good.json")
     with open(good, "w") as f:
@@ -379,6 +379,9 @@ def musterd_reads_a_config_with_comments_and_refuses_an_unknown_key_by_name():
                 '  "rdzv_conf": {"last_call_timeout": 0.5}\n}\n')
     daemon, port = start_musterd(extra=["--config", good])
     check(port > 0, "musterd did not start from a config with comments")
+    # musterd parses --rdzv-conf as muster does: spaces after ',' are trimmed.
+    daemon, port = start_musterd(extra=["--rdzv-conf", "join_timeout=60, last_call_timeout=1"])
+    check(port > 0, "musterd refused a --rdzv-conf muster accepts")
     bad = os.path.join(conf_dir, "bad.json")
     with open(bad, "w") as f:
         f.write('{"max_conections": 50}\n')

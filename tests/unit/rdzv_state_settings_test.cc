@@ -130,3 +130,41 @@ TEST_CASE("unknown keys are left to the caller, who may refuse them by name", "[
   CHECK(Settings::RefuseUnknownKeys({{"join_timeout", "60"}, {"fence_timeout", "1"}}).ok());
   CHECK(Settings::RefuseUnknownKeys({}).ok());
 }
+
+TEST_CASE("rdzv-conf text parses the same for muster and musterd", "[rdzv][settings]") {
+  struct Row {
+    const char* rule;
+    const char* text;
+    Conf want;
+  };
+  const Row rows[] = {
+      {"pairs split on ','",
+       "join_timeout=60,last_call_timeout=1",
+       {{"join_timeout", "60"}, {"last_call_timeout", "1"}}},
+      {"spaces around keys and values are trimmed",
+       " join_timeout = 60 , last_call_timeout=1",
+       {{"join_timeout", "60"}, {"last_call_timeout", "1"}}},
+      {"empty items are skipped", ",,join_timeout=60,, ,", {{"join_timeout", "60"}}},
+      {"a repeated key keeps its last value", "a=1,a=2", {{"a", "2"}}},
+      {"a value may hold '='", "k=a=b", {{"k", "a=b"}}},
+      {"nothing is no pair", "", {}},
+  };
+  for (const Row& row : rows) {
+    INFO(row.rule);
+    auto conf = Settings::ParseConfText(row.text);
+    REQUIRE(conf.ok());
+    CHECK(*conf == row.want);
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"timeout", "pair 'timeout' is not KEY=VALUE (expected 'key=value,key2=value2')"},
+      {"=5", "pair '=5' is not KEY=VALUE (expected 'key=value,key2=value2')"},
+      {"a= ", "pair 'a= ' is not KEY=VALUE (expected 'key=value,key2=value2')"},
+      {"a=1,b\n=", "pair 'b\\n=' is not KEY=VALUE (expected 'key=value,key2=value2')"},
+  };
+  for (const auto& [text, message] : bad) {
+    INFO(text);
+    auto conf = Settings::ParseConfText(text);
+    REQUIRE_FALSE(conf.ok());
+    CHECK(conf.status().message() == message);
+  }
+}

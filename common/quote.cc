@@ -1,8 +1,8 @@
-#include "launcher/cli/quote.h"
+#include "common/quote.h"
 
 #include <cstdio>
 
-namespace muster::cli {
+namespace muster {
 
 std::string Quote(std::string_view value) {
   // A runaway value (a pasted file) must not turn an error into a page.
@@ -27,4 +27,4 @@ std::string Quote(std::string_view value) {
   return out;
 }
 
-}  // namespace muster::cli
+}  // namespace muster
