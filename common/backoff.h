@@ -1,5 +1,5 @@
 // NextBackoff: how long to wait before reconnect attempt `attempt` (0-based):
-// exponential from `base`, capped at `cap`, with full jitter in [d/2, d] so
+// exponential from `base`, capped at `cap`, with "equal jitter" in [d/2, d] so
 // agents that lost the daemon together do not reconnect in lockstep. Pure:
 // `unit_random` in [0, 1) is supplied by the caller.
 #pragma once

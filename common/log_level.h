@@ -1,6 +1,7 @@
-// LogLevelFromEnv: the spdlog level named by MUSTER_LOG_LEVEL, shared by every
-// binary. spdlog's own from_str maps an unknown name to "off", which would
-// hide every error: an unknown name keeps `fallback` and says so on `logger`.
+// SetLogLevelFromEnv: the spdlog level named by MUSTER_LOG_LEVEL, for muster
+// and musterd (the worker runtime logs at spdlog's default level, info).
+// spdlog's own from_str maps an unknown name to "off", which would hide every
+// error: an unknown name keeps `fallback` and says so on `logger`.
 #pragma once
 
 #include <spdlog/spdlog.h>

@@ -58,7 +58,8 @@ struct LaunchOptions {
   int node_rank = 0;  // static rendezvous only; 0 <= node_rank < max_nodes
   std::string master_addr = "127.0.0.1";
   std::optional<int> master_port;  // unset: 0 on one node (agent binds any), 29500 on several
-  std::string local_addr;          // address this node advertises; empty = hostname
+  // The address this node advertises; empty: the one that reaches the rendezvous.
+  std::string local_addr;
 
   // Workers.
   int max_restarts = 0;                // >= 0

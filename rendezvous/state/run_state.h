@@ -1,5 +1,6 @@
 // RunState: the rendezvous of one run (one job), as a pure state machine.
-// Handle(event, now) changes the state and returns what to send; nothing
+// Each On<Event>(..., now) changes the state and returns (or appends to
+// `out`) the actions to carry out, messages to send among them; nothing
 // here reads a clock, touches a socket or starts a thread.
 //
 // Phases (transitions):

@@ -15,7 +15,7 @@ Status BadValue(const std::string& key, const std::string& value, const std::str
   return Status::InvalidArgument("--rdzv-conf: " + key + "='" + value + "' must be " + want);
 }
 
-// Seconds as a decimal number, > 0, at most a day.
+// Seconds as a decimal number, > 0 (at least 1 ms), at most a week.
 Result<Duration> ParseSeconds(const std::string& key, const std::string& value) {
   errno = 0;
   char* end = nullptr;

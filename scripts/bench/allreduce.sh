@@ -18,6 +18,8 @@ root="$(cd "$here/../.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
 out="$(mkdir -p "${2:-$build/bench/allreduce}" && cd "${2:-$build/bench/allreduce}" && pwd)"
 
+# The benchmark helpers are built only where asked for (MUSTER_BUILD_BENCHMARKS).
+cmake "$build" -DMUSTER_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build "$build" --target allreduce_bench_worker >/dev/null
 args=(--build-dir "$build" --out-dir "$out" --worlds "${WORLDS:-2,4}" --rounds "${ROUNDS:-3}")
 if [[ -n "${SIZES:-}" ]]; then args+=(--sizes "$SIZES"); fi

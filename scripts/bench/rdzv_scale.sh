@@ -25,7 +25,7 @@
 #                                    [--steady-seconds S] [--repeat K] [--json FILE]
 # Exits 1 when a run failed (an agent refused or dropped) or a 10k target was
 # missed (by the median).
-# Needs the rdzv_load target (scripts/bench/CMakeLists.txt) in the build.
+# Builds the rdzv_load target (scripts/bench/CMakeLists.txt, MUSTER_BUILD_BENCHMARKS=ON).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD="$ROOT/build-bench"
@@ -48,6 +48,8 @@ done
 if [[ ! -f "$BUILD/build.ninja" ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DMUSTER_WERROR=ON -DMUSTER_CUDA=off -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
+# The benchmark helpers are built only where asked for (MUSTER_BUILD_BENCHMARKS).
+cmake "$BUILD" -DMUSTER_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build "$BUILD" --target musterd rdzv_load >/dev/null
 
 # Each side holds one descriptor per agent.

@@ -71,8 +71,12 @@ def wait_generation(out_dir, world_size, timeout=15, after=-1):
 
 
 def check_generations(out_dir, ignore_overlap_pids=()):
-    """The invariants, over every complete generation recorded in out_dir."""
+    """The invariants, over every complete generation recorded in out_dir;
+    fails when there is none (a run that started no worker proves nothing)."""
     all_gens = dumps(out_dir)
+    check(any(len(ranks) == int(next(iter(ranks.values()))["env"]["WORLD_SIZE"])
+              for ranks in all_gens.values()),
+          f"no complete generation recorded in {out_dir}: {sorted(all_gens)}")
     previous = -1
     for gen, ranks in sorted(all_gens.items()):
         check(gen > previous, f"generations not increasing: {gen} after {previous}")
