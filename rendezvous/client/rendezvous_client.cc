@@ -105,7 +105,7 @@ void RendezvousClient::Connect() {
   auto resolver = std::make_shared<tcp::resolver>(io_);
   // A host whose link is down never answers: give up on the attempt in time
   // to try again (and so that silence, not refusal, is what we remember).
-  connect_deadline_.expires_after(options_.settings.keep_alive_interval * 4);
+  connect_deadline_.expires_after(options_.settings.connect_timeout);
   connect_deadline_.async_wait([socket](const boost::system::error_code& ec) {
     if (!ec) {
       boost::system::error_code ignored;

@@ -243,8 +243,8 @@ void RendezvousServer::Sweep() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<std::shared_ptr<MessageChannel>> expired;
   for (auto& [conn, session] : sessions_) {
-    if ((!session.greeted && now - session.opened > options_.hello_timeout) ||
-        now - session.channel->last_activity() > options_.idle_timeout) {
+    if ((!session.greeted && now - session.opened > options_.settings.hello_timeout) ||
+        now - session.channel->last_activity() > options_.settings.idle_timeout) {
       expired.push_back(session.channel);
     }
   }

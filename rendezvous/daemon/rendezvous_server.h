@@ -31,8 +31,6 @@ struct ServerOptions {
   Settings settings;
   std::string token;  // empty: no token required
   size_t max_connections = 20000;
-  Duration hello_timeout{5'000};  // a connection must say Hello within this
-  Duration idle_timeout{60'000};  // a connection silent this long is closed
   MessageChannel::Limits limits;
 };
 

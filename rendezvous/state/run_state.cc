@@ -21,12 +21,6 @@ double SecondsOf(D d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// How long a drain waits for members to stop their workers. An agent stops
-// them within its --shutdown-timeout (30 s by default) and says so at once;
-// one that is gone is found by heartbeat_timeout. This bound is only for an
-// agent that heartbeats but never reports.
-constexpr Duration kDrainTimeout{45'000};
-
 }  // namespace
 
 const char* RunState::PhaseName(Phase phase) {
@@ -451,7 +445,7 @@ void RunState::NextGeneration(Time now, const std::string& why, Actions& out,
     const Node& node = nodes_.at(id);
     if (node.conn) out.push_back(SendAction{node.conn, Waiting{run_id_, reason}});
   }
-  drain_ = Drain{why, now + kDrainTimeout, std::move(running)};
+  drain_ = Drain{why, now + settings_.drain_timeout, std::move(running)};
 }
 
 void RunState::DrainedNode(const std::string& node_id, Time now, Actions& out) {

@@ -67,6 +67,7 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
   Settings s;
   bool heartbeat_given = false;
   bool fence_given = false;
+  bool connect_given = false;
   for (const auto& [key, value] : conf) {
     Duration* target = nullptr;
     if (key == "join_timeout") target = &s.join_timeout;
@@ -76,6 +77,10 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
     if (key == "heartbeat_timeout") target = &s.heartbeat_timeout, heartbeat_given = true;
     if (key == "disconnect_grace") target = &s.disconnect_grace;
     if (key == "fence_timeout") target = &s.fence_timeout, fence_given = true;
+    if (key == "drain_timeout") target = &s.drain_timeout;
+    if (key == "hello_timeout") target = &s.hello_timeout;
+    if (key == "idle_timeout") target = &s.idle_timeout;
+    if (key == "connect_timeout") target = &s.connect_timeout, connect_given = true;
     if (target) {
       auto parsed = ParseSeconds(key, value);
       if (!parsed.ok()) return parsed.status();
@@ -93,6 +98,15 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
     s.heartbeat_timeout = s.keep_alive_interval * s.keep_alive_max_attempt;
   }
   if (!fence_given) s.fence_timeout = s.heartbeat_timeout * 4 / 5;
+  if (!connect_given) s.connect_timeout = s.keep_alive_interval * 4;
+  // A member's heartbeats are its connection's only traffic: an idle bound
+  // inside heartbeat_timeout would close live agents.
+  if (s.idle_timeout <= s.heartbeat_timeout) {
+    return Status::InvalidArgument(
+        "--rdzv-conf: idle_timeout=" + std::to_string(s.idle_timeout.count() / 1000.0) +
+        "s must be longer than heartbeat_timeout=" +
+        std::to_string(s.heartbeat_timeout.count() / 1000.0) + "s");
+  }
   if (s.heartbeat_timeout <= s.keep_alive_interval) {
     return Status::InvalidArgument(
         "--rdzv-conf: heartbeat_timeout=" + std::to_string(s.heartbeat_timeout.count() / 1000.0) +

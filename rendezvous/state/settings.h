@@ -14,6 +14,13 @@
 //   fence_timeout          an agent that cannot reach the daemon this long stops its
 //                          workers unless a peer confirms the daemon is down (0.8 x
 //                          heartbeat_timeout)
+//   drain_timeout          how long the daemon waits for a generation's agents to
+//                          report their workers stopped before it goes on (45 s)
+//   hello_timeout          a new connection must say Hello within this (5 s)
+//   idle_timeout           the daemon closes a connection silent this long (60 s);
+//                          longer than heartbeat_timeout
+//   connect_timeout        an agent gives up one connection attempt after this (4 x
+//                          keep_alive_interval): a host whose link is down never answers
 #pragma once
 
 #include <array>
@@ -40,11 +47,19 @@ struct Settings {
   Duration heartbeat_timeout{1'250};
   Duration disconnect_grace{150};
   Duration fence_timeout{1'000};
+  // Stop orders are carried out within --shutdown-timeout (30 s by default);
+  // a gone agent is found by heartbeat_timeout. This bound is only for an
+  // agent that heartbeats but never reports.
+  Duration drain_timeout{45'000};
+  Duration hello_timeout{5'000};
+  Duration idle_timeout{60'000};
+  Duration connect_timeout{2'000};
 
   // The keys FromConf() reads.
-  static constexpr std::array<std::string_view, 8> kKeys = {
+  static constexpr std::array<std::string_view, 12> kKeys = {
       "join_timeout",           "last_call_timeout", "close_timeout",    "keep_alive_interval",
       "keep_alive_max_attempt", "heartbeat_timeout", "disconnect_grace", "fence_timeout",
+      "drain_timeout",          "hello_timeout",     "idle_timeout",     "connect_timeout",
   };
   static bool IsKey(std::string_view key);
 

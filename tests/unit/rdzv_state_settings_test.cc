@@ -33,6 +33,10 @@ TEST_CASE("settings without keys are the documented defaults", "[rdzv][settings]
   CHECK(s->keep_alive_interval == Duration(500));
   CHECK(s->heartbeat_timeout == Duration(1'250));
   CHECK(s->fence_timeout == Duration(1'000));
+  CHECK(s->drain_timeout == Duration(45'000));
+  CHECK(s->hello_timeout == Duration(5'000));
+  CHECK(s->idle_timeout == Duration(60'000));
+  CHECK(s->connect_timeout == Duration(2'000));  // 4 x keep_alive_interval
   // The daemon acks at most every fence_timeout / 3: at the default interval,
   // every heartbeat, so an agent hears from it twice within its fence timeout.
   CHECK(s->keep_alive_interval >= s->fence_timeout / 3);
@@ -85,6 +89,28 @@ TEST_CASE("heartbeat_timeout must be longer than keep_alive_interval", "[rdzv][s
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.status().message(),
              Catch::Contains("heartbeat_timeout") && Catch::Contains("keep_alive_interval"));
+}
+
+TEST_CASE("the daemon's and the connection's timeouts are settings too", "[rdzv][settings]") {
+  auto s = Settings::FromConf({{"drain_timeout", "90"},
+                               {"hello_timeout", "1"},
+                               {"idle_timeout", "30"},
+                               {"keep_alive_interval", "0.25"}});
+  REQUIRE(s.ok());
+  CHECK(s->drain_timeout == Duration(90'000));
+  CHECK(s->hello_timeout == Duration(1'000));
+  CHECK(s->idle_timeout == Duration(30'000));
+  CHECK(s->connect_timeout == Duration(1'000));  // follows keep_alive_interval unless given
+  auto given = Settings::FromConf({{"keep_alive_interval", "0.25"}, {"connect_timeout", "3"}});
+  REQUIRE(given.ok());
+  CHECK(given->connect_timeout == Duration(3'000));
+}
+
+TEST_CASE("idle_timeout within heartbeat_timeout is refused", "[rdzv][settings]") {
+  auto s = Settings::FromConf({{"heartbeat_timeout", "2"}, {"idle_timeout", "2"}});
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().message() ==
+        "--rdzv-conf: idle_timeout=2.000000s must be longer than heartbeat_timeout=2.000000s");
 }
 
 TEST_CASE("fence_timeout at or above heartbeat_timeout is refused", "[rdzv][settings]") {
