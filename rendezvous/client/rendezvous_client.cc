@@ -97,7 +97,7 @@ void RendezvousClient::Connect() {
   if (stopped_) return;
   if (Suspended()) {
     // Cut off: an attempt would go unanswered, which is silence, not refusal.
-    daemon_refusing_ = false;
+    latest_failure_ = ContactFailure::kSilent;
     ScheduleReconnect();
     return;
   }
@@ -118,7 +118,7 @@ void RendezvousClient::Connect() {
                                tcp::resolver::results_type results) {
         if (stopped_) return;
         if (ec) {
-          daemon_refusing_ = false;
+          latest_failure_ = ContactFailure::kSilent;
           spdlog::debug("event=rdzv_resolve_failed host={} error=\"{}\"", options_.host,
                         ec.message());
           ScheduleReconnect();
@@ -130,7 +130,7 @@ void RendezvousClient::Connect() {
               if (stopped_) return;
               connect_deadline_.cancel();
               if (connect_ec) {
-                daemon_refusing_ = connect_ec == asio::error::connection_refused;
+                latest_failure_ = FailureOf(connect_ec == asio::error::connection_refused);
                 ScheduleReconnect();
                 return;
               }
@@ -169,11 +169,11 @@ Join RendezvousClient::MakeJoin() const {
 void RendezvousClient::OnMessage(const Message& message) {
   if (Suspended()) return;
   last_contact_ = std::chrono::steady_clock::now();
+  latest_failure_ = ContactFailure::kNone;
   ArmFenceTimer(last_contact_ + options_.settings.fence_timeout);
   if (std::holds_alternative<Welcome>(message)) {
     welcomed_ = true;
     attempt_ = 0;
-    daemon_refusing_ = false;
     if (fenced_) spdlog::info("event=rdzv_reconnected");
     fenced_ = false;
     return;
@@ -216,7 +216,7 @@ void RendezvousClient::OnClosed(const std::string& why, bool daemon_gone) {
   if (stopped_) return;
   spdlog::warn("event=rdzv_connection_lost why=\"{}\"", why);
   welcomed_ = false;
-  daemon_refusing_ = daemon_gone;
+  latest_failure_ = FailureOf(daemon_gone);
   channel_.reset();
   ScheduleReconnect();
 }
@@ -260,20 +260,15 @@ void RendezvousClient::ArmFenceTimer(std::chrono::steady_clock::time_point when)
   fence_timer_.expires_at(when);
   fence_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_ || fenced_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (daemon_refusing_) {
-      // The daemon is down, not out of reach: look again shortly, since
-      // refusals can turn into silence.
-      ArmFenceTimer(now + options_.settings.keep_alive_interval);
+    const FenceDecision decision = DecideFence(last_contact_, latest_failure_,
+                                               std::chrono::steady_clock::now(), options_.settings);
+    if (decision.kind == FenceDecision::Kind::kWait) {
+      ArmFenceTimer(decision.next_check);
       return;
     }
     fenced_ = true;
-    const auto silent_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_contact_).count();
-    spdlog::warn("event=fence why=\"no word from the rendezvous for {} ms\"", silent_ms);
-    if (callbacks_.on_fence) {
-      callbacks_.on_fence("no word from the rendezvous for " + std::to_string(silent_ms) + " ms");
-    }
+    spdlog::warn("event=fence why=\"{}\"", decision.why);
+    if (callbacks_.on_fence) callbacks_.on_fence(decision.why);
   });
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/client/fence_rule.h"
 #include "rendezvous/client/outcome_report.h"
 #include "rendezvous/net/message_channel.h"
 #include "rendezvous/state/settings.h"
@@ -104,7 +105,7 @@ class RendezvousClient {
   std::string local_addr_;
   std::chrono::steady_clock::time_point last_contact_;
   bool welcomed_ = false;
-  bool daemon_refusing_ = false;  // every attempt since contact was lost: refused/closed
+  ContactFailure latest_failure_ = ContactFailure::kNone;  // since the last message
   bool fenced_ = false;
   bool stopped_ = false;
   int attempt_ = 0;

@@ -1,0 +1,52 @@
+// FenceRule: when an agent that has lost the rendezvous stops its own
+// workers (self-fencing), decided from when it last heard the daemon and how
+// its latest attempt to reach it failed; a pure function, so every case is a
+// row of a table test (tests/unit/rdzv_client_fence_rule_test.cc).
+//
+// The rules, in order:
+//   1. heard within fence_timeout                      -> wait until
+//      last_contact + fence_timeout;
+//   2. silent that long, and the latest attempt was *refused* (the daemon's
+//      host answers but its port is closed, or the daemon closed the
+//      connection itself): the daemon is down for every agent alike, so no
+//      other generation can form; keep the workers and look again one
+//      keep_alive_interval later (a refusal can turn into silence);
+//   3. silent that long otherwise: an open connection gone quiet (a stopped
+//      daemon, a link that drops packets), a connect timeout, an unreachable
+//      host, a failed name lookup, traffic cut: this agent may be the one cut
+//      off while the others go on, so it fences now, before the daemon's
+//      heartbeat_timeout (longer than fence_timeout) gives its ranks away.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "rendezvous/state/settings.h"
+
+namespace muster::rdzv {
+
+// How the latest attempt to reach the daemon since the last message failed.
+enum class ContactFailure {
+  kNone,     // none failed: the connection is open (or being opened)
+  kRefused,  // connection refused, or the daemon closed the connection itself
+  kSilent,   // no answer: a connect timeout, unreachable, no such host, traffic cut
+};
+
+// A failed connect or a lost connection: `refused` is ECONNREFUSED on
+// connect, or a close the daemon announced.
+inline ContactFailure FailureOf(bool refused) {
+  return refused ? ContactFailure::kRefused : ContactFailure::kSilent;
+}
+
+struct FenceDecision {
+  enum class Kind { kWait, kFence };
+  Kind kind = Kind::kWait;
+  std::chrono::steady_clock::time_point next_check;  // kWait: decide again then
+  std::chrono::milliseconds silent{0};               // now - last_contact
+  std::string why;                                   // kFence: for logs and the agent
+};
+
+FenceDecision DecideFence(std::chrono::steady_clock::time_point last_contact, ContactFailure latest,
+                          std::chrono::steady_clock::time_point now, const Settings& settings);
+
+}  // namespace muster::rdzv

@@ -1,0 +1,84 @@
+// DecideFence (rendezvous/client/fence_rule.h) as a table: each row a
+// situation an agent meets, named by the rule that decides it.
+#include <catch2/catch.hpp>
+
+#include "rendezvous/client/fence_rule.h"
+
+namespace muster::rdzv {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+using Kind = FenceDecision::Kind;
+
+TEST_CASE("self-fencing follows its three rules", "[rdzv][client][fence]") {
+  Settings settings;  // fence_timeout 1 s, keep_alive_interval 0.5 s
+  const Clock::time_point heard{milliseconds(10'000)};
+  struct Row {
+    const char* situation;
+    ContactFailure latest;
+    milliseconds since_heard;
+    Kind want;
+    milliseconds want_next_check_after_heard;  // kWait rows only
+  };
+  const Row rows[] = {
+      {"rule 1: connected and heard a moment ago", ContactFailure::kNone, milliseconds(200),
+       Kind::kWait, milliseconds(1'000)},
+      {"rule 1: a refusal inside fence_timeout waits for the deadline", ContactFailure::kRefused,
+       milliseconds(999), Kind::kWait, milliseconds(1'000)},
+      {"rule 1: a timeout inside fence_timeout waits for the deadline", ContactFailure::kSilent,
+       milliseconds(600), Kind::kWait, milliseconds(1'000)},
+      {"rule 2: daemon restarting (every attempt refused) keeps the workers",
+       ContactFailure::kRefused, milliseconds(1'000), Kind::kWait, milliseconds(1'500)},
+      {"rule 2: a long daemon restart is looked at again each interval", ContactFailure::kRefused,
+       milliseconds(30'000), Kind::kWait, milliseconds(30'500)},
+      {"rule 3: partition, connects time out",
+       ContactFailure::kSilent,
+       milliseconds(1'000),
+       Kind::kFence,
+       {}},
+      {"rule 3: an open connection gone quiet (daemon stopped, packets dropped)",
+       ContactFailure::kNone,
+       milliseconds(1'000),
+       Kind::kFence,
+       {}},
+      {"rule 3: refused during a restart, then the link went down",
+       ContactFailure::kSilent,
+       milliseconds(5'000),
+       Kind::kFence,
+       {}},
+  };
+  for (const Row& row : rows) {
+    INFO(row.situation);
+    const FenceDecision d = DecideFence(heard, row.latest, heard + row.since_heard, settings);
+    CHECK(d.kind == row.want);
+    CHECK(d.silent == row.since_heard);
+    if (row.want == Kind::kWait) {
+      CHECK(d.next_check == heard + row.want_next_check_after_heard);
+      CHECK(d.why.empty());
+    } else {
+      CHECK(d.why ==
+            "no word from the rendezvous for " + std::to_string(row.since_heard.count()) + " ms");
+    }
+  }
+}
+
+TEST_CASE("the kind of socket failure decides refused versus silent", "[rdzv][client][fence]") {
+  CHECK(FailureOf(true) == ContactFailure::kRefused);
+  CHECK(FailureOf(false) == ContactFailure::kSilent);
+}
+
+TEST_CASE("fence_timeout and keep_alive_interval come from the settings", "[rdzv][client][fence]") {
+  auto settings = Settings::FromConf({{"heartbeat_timeout", "4"}, {"fence_timeout", "3"}});
+  REQUIRE(settings.ok());
+  const Clock::time_point heard{milliseconds(0)};
+  CHECK(DecideFence(heard, ContactFailure::kSilent, heard + milliseconds(2'999), *settings).kind ==
+        Kind::kWait);
+  CHECK(DecideFence(heard, ContactFailure::kSilent, heard + milliseconds(3'000), *settings).kind ==
+        Kind::kFence);
+  CHECK(DecideFence(heard, ContactFailure::kRefused, heard + milliseconds(3'000), *settings)
+            .next_check == heard + milliseconds(3'500));
+}
+
+}  // namespace
+}  // namespace muster::rdzv
