@@ -104,6 +104,29 @@ Actions RunState::Refuse(ConnId conn, const std::string& code, const std::string
   return out;
 }
 
+RunState::Node* RunState::NodeOn(ConnId conn, std::string_view node_id) {
+  Node* node = FindNode(node_id);
+  return node != nullptr && node->conn == conn ? node : nullptr;
+}
+
+Actions RunState::RefuseUnknownNode(ConnId conn, std::string_view node_id) {
+  return Refuse(conn, "unknown_node",
+                "node '" + std::string(node_id) + "' is not part of run '" + run_id_ +
+                    "' (declared dead?); join again",
+                false);
+}
+
+bool RunState::IsCurrentMemberReport(const Node& node, uint64_t generation) const {
+  return generation == generation_ && phase_ == Phase::kRunning && node.member;
+}
+
+Actions RunState::RefuseStaleGeneration(ConnId conn, uint64_t generation) {
+  return Refuse(conn, "stale_generation",
+                "generation " + std::to_string(generation) + " is not current (" +
+                    std::to_string(generation_) + ")",
+                false);
+}
+
 void RunState::SendAssignment(const Node& node, Actions& out) const {
   if (node.conn == 0) return;
   Assignment a;
@@ -254,13 +277,9 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
 }
 
 void RunState::OnHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actions& out) {
-  Node* node = FindNode(hb.node_id);
-  if (node == nullptr || node->conn != conn) {
-    std::ranges::move(Refuse(conn, "unknown_node",
-                             "node '" + std::string(hb.node_id) + "' is not part of run '" +
-                                 run_id_ + "' (declared dead?); join again",
-                             false),
-                      std::back_inserter(out));
+  Node* node = NodeOn(conn, hb.node_id);
+  if (node == nullptr) {
+    std::ranges::move(RefuseUnknownNode(conn, hb.node_id), std::back_inserter(out));
     return;
   }
   node->last_seen = now;
@@ -284,17 +303,11 @@ void RunState::OnHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actio
 }
 
 Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time now) {
-  Node* node = FindNode(failed.node_id);
-  if (node == nullptr || node->conn != conn) {
-    return Refuse(conn, "unknown_node", "node '" + failed.node_id + "' is not part of the run",
-                  false);
-  }
+  Node* node = NodeOn(conn, failed.node_id);
+  if (node == nullptr) return RefuseUnknownNode(conn, failed.node_id);
   node->last_seen = now;
-  if (failed.generation != generation_ || phase_ != Phase::kRunning || !node->member) {
-    return Refuse(conn, "stale_generation",
-                  "generation " + std::to_string(failed.generation) + " is not current (" +
-                      std::to_string(generation_) + ")",
-                  false);
+  if (!IsCurrentMemberReport(*node, failed.generation)) {
+    return RefuseStaleGeneration(conn, failed.generation);
   }
   Actions out;
   if (drain_) {
@@ -327,22 +340,16 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
 }
 
 Actions RunState::OnWorkersSucceeded(ConnId conn, const WorkersSucceeded& done, Time now) {
-  Node* node = FindNode(done.node_id);
-  if (node == nullptr || node->conn != conn) {
-    return Refuse(conn, "unknown_node", "node '" + done.node_id + "' is not part of the run",
-                  false);
-  }
+  Node* node = NodeOn(conn, done.node_id);
+  if (node == nullptr) return RefuseUnknownNode(conn, done.node_id);
   node->last_seen = now;
   if (phase_ == Phase::kEnded) {
     // A report after the run ended (a repeat of the one that ended it): the
     // outcome is settled; only the reporter hears it again.
     return {SendAction{conn, RunEnded{run_id_, end_succeeded_, end_message_}}};
   }
-  if (done.generation != generation_ || phase_ != Phase::kRunning || !node->member) {
-    return Refuse(conn, "stale_generation",
-                  "generation " + std::to_string(done.generation) + " is not current (" +
-                      std::to_string(generation_) + ")",
-                  false);
+  if (!IsCurrentMemberReport(*node, done.generation)) {
+    return RefuseStaleGeneration(conn, done.generation);
   }
   if (!node->succeeded) {
     node->succeeded = true;
@@ -358,8 +365,8 @@ Actions RunState::OnWorkersSucceeded(ConnId conn, const WorkersSucceeded& done, 
 }
 
 Actions RunState::OnLeave(ConnId conn, const Leave& leave, Time now) {
-  Node* node = FindNode(leave.node_id);
-  if (node == nullptr || node->conn != conn) return {};
+  Node* node = NodeOn(conn, leave.node_id);
+  if (node == nullptr) return {};
   Actions out;
   NodeGone(leave.node_id, now, "left", out);
   return out;

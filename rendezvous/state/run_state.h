@@ -110,6 +110,10 @@ class RunState {
   };
 
   Node* FindNode(std::string_view node_id);
+  // The node `node_id` when `conn` is its connection; nullptr for a node this
+  // run does not have (declared dead, never joined) or a report that came on
+  // another connection than the node's.
+  Node* NodeOn(ConnId conn, std::string_view node_id);
   // The node bound to `conn`, through conn_node_.
   Node* FindByConn(ConnId conn);
   // node.conn = conn, keeping conn_node_ in step; 0 unbinds. Every change of
@@ -125,6 +129,12 @@ class RunState {
   // disconnected): the node scan of OnTick() must not be skipped past it.
   void NoteDeadline(const Node& node);
   Actions Refuse(ConnId conn, const std::string& code, const std::string& message, bool fatal);
+  // The refusals every report can meet (not fatal: the agent joins again or
+  // waits for the current assignment).
+  Actions RefuseUnknownNode(ConnId conn, std::string_view node_id);
+  Actions RefuseStaleGeneration(ConnId conn, uint64_t generation);
+  // Whether a member's outcome report for `generation` is about the running one.
+  bool IsCurrentMemberReport(const Node& node, uint64_t generation) const;
   void SendAssignment(const Node& node, Actions& out) const;
   // These append what to send to `out`.
   void StartGeneration(Time now, const std::string& why, Actions& out);
