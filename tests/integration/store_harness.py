@@ -14,7 +14,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
+
+import harness
+from harness import check  # noqa: F401 - the store tests import it from here
 
 BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR")
 if not BIN_DIR:
@@ -153,27 +155,13 @@ def s(b):
     return u64(len(b)) + b
 
 
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-
-
 def run_tests(tests):
-    """Runs each (name, fn); prints PASS/FAIL lines; exits 1 if any failed."""
-    failed = []
+    """Runs each (name, fn) through harness.run_tests, the one test runner
+    (PASS/FAIL/SKIP lines, exit 1 on a failure, 77 when all skipped)."""
     for name, fn in tests:
-        t0 = time.monotonic()
-        try:
-            fn()
-            print(f"PASS {name} ({time.monotonic() - t0:.2f}s)", flush=True)
-        except Exception:
-            failed.append(name)
-            print(f"FAIL {name}", flush=True)
-            traceback.print_exc()
-    if failed:
-        print(f"{len(failed)} of {len(tests)} failed: {', '.join(failed)}", flush=True)
-        sys.exit(1)
-    print(f"all {len(tests)} passed", flush=True)
+        fn.__name__ = name.replace(" ", "_")
+        harness.test(fn)
+    harness.run_tests()
 
 
 def with_server(fn=None, *, settle_ms=None):
