@@ -10,7 +10,7 @@
 #                MUSTER_SKIP_BUILD=1 or --muster is given)
 #   --keep       keep the temp dir (cluster logs, per-run logs and worker files)
 #
-# Brings up scripts/slurm/cluster.sh (SLURM 22.05, virtual nodes n1..n3 on
+# Brings up tests/fixtures/slurm_cluster.sh (SLURM 22.05, virtual nodes n1..n3 on
 # this host) in a temp dir and always tears it down (trap; the cluster's
 # watchdog too, should this script be SIGKILLed). 3 nodes x 2 workers; the
 # worker is a bash script that appends $EPOCHREALTIME, RANK, WORLD_SIZE to a
@@ -56,7 +56,7 @@ TMP=$(mktemp -d /tmp/slurm_launch.XXXXXX)
 chmod 755 "$TMP"  # munged wants every directory above its socket searchable
 status=1
 cleanup() {
-  "$ROOT/scripts/slurm/cluster.sh" down "$TMP/cluster" >/dev/null 2>&1 ||
+  "$ROOT/tests/fixtures/slurm_cluster.sh" down "$TMP/cluster" >/dev/null 2>&1 ||
     echo "slurm_launch.sh: cluster.sh down $TMP/cluster failed" >&2
   if ((keep)) || ((status != 0)); then
     echo "slurm_launch.sh: logs kept in $TMP" >&2
@@ -67,7 +67,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-SLURM_CLUSTER_OWNER=$$ "$ROOT/scripts/slurm/cluster.sh" up "$TMP/cluster" >"$TMP/cluster-up.log" 2>&1 || {
+SLURM_CLUSTER_OWNER=$$ "$ROOT/tests/fixtures/slurm_cluster.sh" up "$TMP/cluster" >"$TMP/cluster-up.log" 2>&1 || {
   cat "$TMP/cluster-up.log" >&2
   echo "slurm_launch.sh: cluster.sh up failed" >&2
   exit 1

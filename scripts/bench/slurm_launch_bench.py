@@ -1,7 +1,7 @@
 """Launch under SLURM: srun start -> all 6 workers started, muster vs torchrun.
 
 Driven by scripts/bench/slurm_launch.sh, which brings up the private cluster
-(scripts/slurm/cluster.sh) and passes its directory as --cluster. Every run is
+(tests/fixtures/slurm_cluster.sh) and passes its directory as --cluster. Every run is
 one `srun -N3` on that cluster (3 virtual nodes x 2 workers):
 
   muster            srun -N3 --ntasks-per-node=1 muster --nproc-per-node 2

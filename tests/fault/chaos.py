@@ -7,7 +7,7 @@ usage: chaos.py [--seed S] [--duration T] [--hosts N] [--loopback] [--png PATH]
 One musterd and one muster agent per host run `muster-train` (Gloo, a small MLP)
 with --nnodes MIN:N (MIN = max(1, N-1)), --max-restarts 1000 and
 --hang-timeout. As root the hosts are network namespaces on a bridge
-(scripts/netns/hosts.sh); otherwise, or with --loopback, every agent runs on
+(tests/fixtures/netns_hosts.sh); otherwise, or with --loopback, every agent runs on
 127.0.0.1 and the faults that need namespaces or root are skipped with the
 reason printed. Each worker starts through chaos_worker.py, which records its
 generation, rank, pid and start, and which workers of earlier generations were

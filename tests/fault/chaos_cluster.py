@@ -6,7 +6,7 @@
   SIGKILL of the driver) and then kills and removes everything registered.
   cleanup() is the same code, run by the driver itself at the end.
 - Hosts: NetnsHosts puts each host (and musterd) in its own network namespace on
-  a bridge with scripts/netns/hosts.sh (addresses SUBNET.1 for the daemon,
+  a bridge with tests/fixtures/netns_hosts.sh (addresses SUBNET.1 for the daemon,
   SUBNET.(10+i) for host i), cuts links, and partitions a host from the daemon
   with nftables; LoopbackHosts runs everything on 127.0.0.1.
 - Proc: a started process whose stdout/stderr lines are read by threads,
@@ -25,7 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("MUSTER_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "..", "..")))
 BIN_DIR = os.environ.get("MUSTER_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
-HOSTS_SH = os.path.join(SOURCE_DIR, "scripts", "netns", "hosts.sh")
+HOSTS_SH = os.path.join(SOURCE_DIR, "tests", "fixtures", "netns_hosts.sh")
 PYTHON = "/usr/bin/python3"
 PREFIX_STEM = "cx"  # namespaces cx<driver pid>-d, cx<pid>-h<i>; bridge cx<pid>-br
 SUBNET = "10.213.66"  # a private /24 of our own; the bridge has no address, so nothing routes it

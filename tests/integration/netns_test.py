@@ -1,6 +1,6 @@
 """Multi-host elastic rendezvous: musterd and three agents in network namespaces.
 
-scripts/netns/hosts.sh puts each "host" (and the daemon) in its own network
+tests/fixtures/netns_hosts.sh puts each "host" (and the daemon) in its own network
 namespace on a Linux bridge; every agent advertises its namespace's address
 (--local-addr) and reaches musterd at the daemon namespace's address. Cutting a
 host's bridge port (`ip link set DEV down` on the veth end in the root
@@ -38,7 +38,7 @@ from elastic_harness import GEN_DUMP, MUSTERD, agent_args, check_generations, du
 from harness import (MUSTER, SOURCE_DIR, Skip, base_env, check, kill_pids, kill_tree, pid_alive,
                      run_tests, tempdir, test, wait_for)
 
-HOSTS_SH = os.path.join(SOURCE_DIR, "scripts", "netns", "hosts.sh")
+HOSTS_SH = os.path.join(SOURCE_DIR, "tests", "fixtures", "netns_hosts.sh")
 SUBNET = "10.213.7"  # a private /24; the bridge has no address, so the root namespace never routes it
 DAEMON_ADDR = f"{SUBNET}.1"
 

@@ -1,4 +1,4 @@
-"""A private SLURM cluster for integration tests: scripts/slurm/cluster.sh in a temp dir.
+"""A private SLURM cluster for integration tests: tests/fixtures/slurm_cluster.sh in a temp dir.
 
     with SlurmCluster() as cluster:          # always torn down, even on exceptions
         code, out, err = cluster.run(["srun", "-N3", "hostname"], timeout=30)
@@ -36,7 +36,7 @@ import harness
 from harness import SOURCE_DIR, Skip, base_env, check, run_tests, start, test, wait_for
 
 
-CLUSTER_SH = os.path.join(SOURCE_DIR, "scripts", "slurm", "cluster.sh")
+CLUSTER_SH = os.path.join(SOURCE_DIR, "tests", "fixtures", "slurm_cluster.sh")
 SLURM_DIR = os.path.join(SOURCE_DIR, "scripts", "slurm")
 NODES = ["n1", "n2", "n3"]
 TOOLS = ["slurmctld", "slurmd", "munged", "munge", "srun", "sbatch", "squeue", "scancel", "sinfo",

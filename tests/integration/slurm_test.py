@@ -1,4 +1,4 @@
-"""muster under SLURM: a private 3-node cluster (scripts/slurm/cluster.sh), 4 fake GPUs per node.
+"""muster under SLURM: a private 3-node cluster (tests/fixtures/slurm_cluster.sh), 4 fake GPUs per node.
 
 Checked:
   - the sbatch template multi_node.sbatch runs its program on every node and
