@@ -2,16 +2,21 @@
 
 - gradient averaging: the Linear(1->1) check gives exactly 14.0 on 2 ranks and
   the general formula on 3 and 4;
-- DDP equivalence: 1, 2 and 4 workers at the same global batch end with the
-  same weights within 1e-5 relative, and reducing after the backward pass
-  (--no-overlap) gives the overlapped run's weights;
+- any world size: 1 to 7 workers at a global batch (64) and a dataset (1000)
+  that are multiples of neither end with the same weights within 1e-6
+  relative (the batch split unevenly, steps crossing epoch ends), and
+  reducing after the backward pass (--no-overlap) gives the overlapped run's
+  weights; a global batch smaller than the world leaves ranks without samples
+  and still matches one rank; the default flags train at 3 ranks;
 - resume: a worker SIGKILLed mid-run under --max-restarts 1; the job finishes
-  from the newest checkpoint with the fault-free run's weights; a finished
-  run started again reports the loss it ended with;
+  from the newest checkpoint with the fault-free run's weights; a checkpoint
+  written by 4 ranks resumes on 3 with the fault-free weights; a finished run
+  started again reports the loss it ended with;
 - bad flags (--backend nccl included, where this build has no NCCL or no GPU
   is visible) and a torn checkpoint are refused or skipped with a message.
 
-The GPU path (--backend nccl) is runtime_train_gpu_test.py's.
+The GPU path (--backend nccl) is runtime_train_gpu_test.py's; an elastic job
+shrinking under musterd is runtime_train_elastic_test.py's.
 """
 import glob
 import os
@@ -28,8 +33,13 @@ GRAD_AVG = os.path.join(TEST_BIN_DIR, "runtime_grad_avg_main")
 MODEL = train_harness.MODEL + ["--backend", "gloo"]
 
 
-def train(nproc, extra, timeout=240):
-    code, out, err = run_muster(["--standalone", "--nproc-per-node", str(nproc), "--no-python", TRAIN] + MODEL
+# Neither the global batch (64) nor the dataset is a multiple of 3, 5, 6 or
+# 7, and 40 steps of 64 samples cross two epoch ends, inside a step.
+ANY_WORLD = train_harness.model(dataset_size=1000) + ["--backend", "gloo"]
+
+
+def train(nproc, extra, timeout=240, model=MODEL):
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", str(nproc), "--no-python", TRAIN] + model
                                 + extra, timeout=timeout)
     return code, out, err
 
@@ -51,30 +61,81 @@ def gradient_averaging_gives_fourteen_on_two_ranks_and_the_formula_on_more():
 
 
 @test
-def one_two_and_four_workers_end_with_the_same_weights():
+def one_to_seven_workers_end_with_the_same_weights():
     work = tempdir()
     weights = {}
-    for nproc in (1, 2, 4):
+    for nproc in range(1, 8):
         path = os.path.join(work, f"w{nproc}.bin")
-        code, out, err = train(nproc, ["--steps", "40", "--out", path])
+        code, out, err = train(nproc, ["--steps", "40", "--out", path], model=ANY_WORLD)
         check(code == 0, f"{nproc} workers exited {code}", out, err)
         check(final_loss(out) < 2.3, "the loss did not go down", out)
+        check(f"world size {nproc}, global batch 64: " in out, "no line shows the split", out)
         weights[nproc] = read_floats(path)
-    for nproc in (2, 4):
-        diff = max_relative_difference(weights[1], weights[nproc])
-        check(diff <= 1e-5, f"{nproc} workers differ from 1 by {diff:.2e} relative")
+    diffs = {nproc: max_relative_difference(weights[1], weights[nproc]) for nproc in range(2, 8)}
+    print("largest relative difference from 1 worker: "
+          + ", ".join(f"{nproc} workers {diff:.2e}" for nproc, diff in diffs.items()))
+    for nproc, diff in diffs.items():
+        check(diff <= 1e-6, f"{nproc} workers differ from 1 by {diff:.2e} relative")
     # The buckets are the same sums in the same order, only sent later.
-    no_overlap = os.path.join(work, "w2-no-overlap.bin")
-    code, out, err = train(2, ["--steps", "40", "--out", no_overlap, "--no-overlap"])
-    check(code == 0, f"2 workers with --no-overlap exited {code}", out, err)
-    check(read_floats(no_overlap) == weights[2],
+    no_overlap = os.path.join(work, "w3-no-overlap.bin")
+    code, out, err = train(3, ["--steps", "40", "--out", no_overlap, "--no-overlap"], model=ANY_WORLD)
+    check(code == 0, f"3 workers with --no-overlap exited {code}", out, err)
+    check(read_floats(no_overlap) == weights[3],
           "--no-overlap weights differ from the overlapped run's")
     # The check can fail: a different seed gives different weights.
     other = os.path.join(work, "other.bin")
-    code, out, err = train(2, ["--steps", "40", "--out", other, "--seed", "2"])
+    code, out, err = train(3, ["--steps", "40", "--out", other, "--seed", "2"], model=ANY_WORLD)
     check(code == 0, "seed 2 run failed", out, err)
     check(max_relative_difference(weights[1], read_floats(other)) > 1e-3,
           "a different seed gave the same weights: the comparison is blind")
+
+
+@test
+def a_global_batch_smaller_than_the_world_leaves_ranks_idle_and_matches_one_rank():
+    work = tempdir()
+    model = train_harness.model(global_batch=2) + ["--backend", "gloo"]
+    weights = {}
+    for nproc in (1, 3):
+        path = os.path.join(work, f"w{nproc}.bin")
+        code, out, err = train(nproc, ["--steps", "20", "--out", path], model=model)
+        check(code == 0, f"{nproc} workers at global batch 2 exited {code}", out, err)
+        weights[nproc] = read_floats(path)
+    check("world size 3, global batch 2: 1 sample on ranks 0-1, 0 on rank 2" in out,
+          "rank 0 does not say rank 2 reads nothing", out)
+    diff = max_relative_difference(weights[1], weights[3])
+    check(diff <= 1e-6, f"3 workers at global batch 2 differ from 1 by {diff:.2e} relative")
+
+
+@test
+def the_default_flags_train_at_three_ranks():
+    # The issue's command: 256 samples and 65,536 are multiples of neither 3.
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", "3", "--no-python", TRAIN],
+                                timeout=240)
+    check(code == 0, f"default flags at 3 ranks exited {code}", out, err)
+    check("world size 3, global batch 256: 86 samples on rank 0, 85 on ranks 1-2" in out,
+          "rank 0 does not show the split", out)
+    final_loss(out)
+
+
+@test
+def a_checkpoint_written_by_four_ranks_resumes_on_three_with_the_fault_free_weights():
+    work = tempdir()
+    reference = os.path.join(work, "reference.bin")
+    code, out, err = train(1, ["--steps", "40", "--out", reference], model=ANY_WORLD)
+    check(code == 0, "fault-free run failed", out, err)
+    ckpt = os.path.join(work, "ckpt")
+    # 20 steps of 64 end inside epoch 1 (sample 280 of 1000).
+    code, out, err = train(4, ["--steps", "20", "--checkpoint-every", "5", "--checkpoint-dir", ckpt],
+                           model=ANY_WORLD)
+    check(code == 0, "the 4-rank part failed", out, err)
+    result = os.path.join(work, "resumed.bin")
+    code, out, err = train(3, ["--steps", "40", "--checkpoint-every", "5", "--checkpoint-dir", ckpt,
+                               "--out", result], model=ANY_WORLD)
+    check(code == 0, "the 3-rank part failed", out, err)
+    check("resumed from step 20 of 40 (checkpoint written at world size 4)" in out,
+          "the 3 ranks did not resume the 4 ranks' checkpoint", out)
+    diff = max_relative_difference(read_floats(reference), read_floats(result))
+    check(diff <= 1e-6, f"4 then 3 ranks differ from the fault-free run by {diff:.2e} relative")
 
 
 @test
@@ -189,10 +250,15 @@ def a_torn_checkpoint_is_never_loaded():
 
 @test
 def bad_flags_are_refused_with_the_value():
-    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--no-python", TRAIN,
-                                 "--global-batch", "63"])
-    check(code != 0, "an odd global batch on 2 ranks was accepted")
-    check("--global-batch=63" in err, "the error does not quote the value", err)
+    # Any positive global batch and dataset size train at any world size (see
+    # the tests above); zero is refused, quoted, at every world size.
+    for bad, message in ((["--global-batch", "0"], "--global-batch=0 must be positive"),
+                         (["--dataset-size", "0"], "--dataset-size=0 must be positive")):
+        for nproc in ("1", "3"):
+            code, out, err = run_muster(["--standalone", "--nproc-per-node", nproc, "--no-python",
+                                         TRAIN, *bad])
+            check(code != 0 and message in err, f"{' '.join(bad)} on {nproc} rank(s): exit {code}",
+                  err)
     code, out, err = run_muster(["--standalone", "--nproc-per-node", "1", "--no-python", TRAIN, "--backend", "tpu"])
     check(code != 0 and "tpu" in err, "a bad backend was not refused by name", err)
     # Flags the parser refuses exit 2, as muster's and musterd's do.

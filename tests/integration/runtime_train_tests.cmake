@@ -8,3 +8,7 @@ set_target_properties(runtime_grad_avg_main PROPERTIES RUNTIME_OUTPUT_DIRECTORY 
 
 muster_integration_test(runtime_train runtime_train_test.py TIMEOUT 600 LABELS train sanitize)
 muster_integration_test(runtime_train_gpu runtime_train_gpu_test.py TIMEOUT 600 LABELS train gpu)
+# An elastic muster-train job under musterd shrinking from 6 to 4 ranks and
+# from 4 to 3 when a node is killed, ending with the fault-free weights.
+muster_integration_test(runtime_train_elastic runtime_train_elastic_test.py TIMEOUT 300
+                        LABELS train elastic)

@@ -8,8 +8,19 @@ from harness import BIN_DIR, check
 TRAIN = os.path.join(BIN_DIR, "muster-train")
 
 # Small enough for 2 cores, big enough to have several gradient buckets.
-MODEL = ["--hidden", "64", "--depth", "2", "--features", "32", "--global-batch", "64",
-         "--dataset-size", "4096", "--bucket-mb", "0.004"]
+MODEL_FLAGS = {"--hidden": "64", "--depth": "2", "--features": "32", "--global-batch": "64",
+               "--dataset-size": "4096", "--bucket-mb": "0.004"}
+MODEL = [part for flag, value in MODEL_FLAGS.items() for part in (flag, value)]
+
+
+def model(**changes):
+    """MODEL with some values changed: model(dataset_size=1000) gives --dataset-size 1000."""
+    flags = dict(MODEL_FLAGS)
+    for name, value in changes.items():
+        flag = "--" + name.replace("_", "-")
+        check(flag in flags, f"{flag} is not one of MODEL's flags")
+        flags[flag] = str(value)
+    return [part for flag, value in flags.items() for part in (flag, value)]
 
 
 def read_floats(path):

@@ -10,10 +10,11 @@
 // Rank r reads positions r, r+W, r+2W, ... of the global order, so every rank
 // gets num_samples = total_size / W indices.
 //
-// Consequence the trainer relies on: with a global batch G divisible by W and
-// per-rank batch B = G/W, the union over ranks of per-rank positions
-// [kB, (k+1)B) is global positions [kG, (k+1)G). A global batch's samples
-// therefore depend on N, seed and epoch, not on W (except in the padded tail).
+// With a global batch G divisible by W and per-rank batch B = G/W, the union
+// over ranks of per-rank positions [kB, (k+1)B) is global positions
+// [kG, (k+1)G). (muster-train does not use this sampler: its order,
+// worker_runtime/train/sample_order.h, is the same global order read in
+// contiguous shares, at any W.)
 //
 // Resuming mid-epoch, the one supported way:
 //   checkpoint:  SamplerState s = sampler.StateAfter(consumed_per_rank);

@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
   CLI::App app{"muster-train: data-parallel MLP training on libmuster_runtime"};
   app.add_option("--steps", o.steps, "optimizer steps in total")->capture_default_str();
   app.add_option("--global-batch", o.global_batch,
-                 "samples per step across all ranks (a multiple of the world size)")
+                 "samples per step across all ranks, at any world size: split as evenly as "
+                 "possible (ranks past it read none), each rank's gradient weighted by its "
+                 "sample count, so every world size ends with the same weights")
       ->capture_default_str();
   app.add_option("--hidden", o.hidden, "width of each hidden layer")->capture_default_str();
   app.add_option("--depth", o.depth, "number of hidden layers")->capture_default_str();
@@ -38,7 +40,9 @@ int main(int argc, char** argv) {
   app.add_option("--out", o.out_path,
                  "at the end, write every parameter as raw little-endian float32: layer 1 "
                  "weight ([out][in], as torch.nn.Linear), layer 1 bias, layer 2 weight, ...");
-  app.add_option("--dataset-size", o.dataset_size, "samples in the synthetic dataset")
+  app.add_option("--dataset-size", o.dataset_size,
+                 "samples in the synthetic dataset, any number: each epoch is a fresh "
+                 "permutation, and a step may end one epoch and begin the next")
       ->capture_default_str();
   app.add_option("--features", o.features, "input features")->capture_default_str();
   app.add_option("--classes", o.classes, "classes")->capture_default_str();

@@ -79,6 +79,12 @@ class ModelReplica {
   // overlapped with the backward pass, then SGD with momentum as
   // torch.optim.SGD (dampening 0): v = m v + g; p -= lr v. Returns this
   // rank's loss sum and correct count before the update.
+  // Ranks may hold different numbers of samples: each adds the sum of its
+  // samples' gradients times grad_scale, so with grad_scale = 1 / (the
+  // global batch) the update follows the global batch's mean gradient
+  // however it is split. The batch may be empty (x and labels both): the
+  // rank then adds zero, still takes part in every bucket's collective, and
+  // returns zero statistics.
   virtual BatchStats Step(std::span<const float> x, std::span<const int> labels,
                           float grad_scale) = 0;
 

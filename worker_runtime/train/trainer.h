@@ -9,15 +9,22 @@
 // Gloo; "--backend nccl" without either is refused as a bad flag, with the
 // reason. The training loop is the same for both.
 //
-// Rank 0 alone reads the checkpoint directory and broadcasts what it found
-// (or why it failed), so all ranks resume or exit together.
+// It runs at any world size, with the same flags: every step reads the same
+// global batch of samples in the same order whatever the world size, split as
+// evenly as possible over the ranks, and each rank's gradient is the sum of
+// its samples' gradients over the global batch (sample_order.h), so 1 to N
+// ranks end with the same weights (on CPU to double rounding, on GPU to
+// float's). Flags: train_options.h. Rank 0 alone reads the checkpoint
+// directory and broadcasts what it found (or why it failed), so all ranks
+// resume or exit together, whatever world size wrote it (resume.h).
 //
 // Returns the process exit status: 0 done; 2 bad input (flags, environment,
 // a checkpoint of another model or data); runtime::kExitCommFailure (75)
 // when the rendezvous or a collective failed or timed out (a peer died or
 // hung); 1 any other failure (I/O, a failed CUDA call, ...). The agent
 // restarts the job after any non-zero exit, within its --max-restarts.
-// Rank 0 prints progress and, last, "final loss <value>" (the loss averaged
+// Rank 0 prints the split ("world size 3, global batch 256: 86 samples on
+// rank 0, 85 on ranks 1-2"), progress and, last, "final loss <value>" (the loss averaged
 // over the last step's global batch; a run resumed at its last step prints
 // the one its checkpoint kept).
 #pragma once

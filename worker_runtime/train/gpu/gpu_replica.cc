@@ -121,6 +121,7 @@ BatchStats GpuReplica::Step(std::span<const float> x, std::span<const int> label
                             float grad_scale) {
   MakeCurrent();
   const size_t batch = labels.size();
+  if (batch == 0) return StepWithoutSamples();
   ReserveBatch(batch);
   cudaStream_t stream = stream_.get();
   CheckCuda(cudaMemcpyAsync(activations_[0].data(), x.data(), x.size_bytes(),
@@ -173,6 +174,25 @@ BatchStats GpuReplica::Step(std::span<const float> x, std::span<const int> label
             "cudaMemcpyAsync(batch statistics to the host)");
   stream_.Synchronize("training step");
   return {.loss_sum = stats[0], .correct = stats[1]};
+}
+
+// A rank with no sample this step (a global batch smaller than the world
+// size) adds a zero gradient: it still reduces every bucket, in the same
+// order as the other ranks, and applies the same update. No cuBLAS product
+// runs on an empty batch, whose buffers may never have been allocated.
+BatchStats GpuReplica::StepWithoutSamples() {
+  cudaStream_t stream = stream_.get();
+  CheckCuda(cudaMemsetAsync(grads_.data(), 0, grads_.size() * sizeof(float), stream),
+            "cudaMemsetAsync(gradients)");
+  reducer_.BeginStep();
+  // Tensors in flat-buffer (backward) order, as a step with samples reports them.
+  for (size_t k = 0; k < layout_.tensors().size(); ++k) reducer_.TensorReady(k);
+  reducer_.Finish();
+  CheckCuda(SgdMomentum(params_.data(), momentum_.data(), grads_.data(), params_.size(), lr_,
+                        momentum_factor_, stream),
+            "kernel SgdMomentum");
+  stream_.Synchronize("training step without samples");
+  return {};
 }
 
 void GpuReplica::HostCollective(std::span<double> values,

@@ -71,6 +71,8 @@ class GpuReplica final : public ModelReplica {
 
   // Grows the per-sample buffers to `batch` rows.
   void ReserveBatch(size_t batch);
+  // Step() on an empty batch: a zero gradient, reduced and applied.
+  BatchStats StepWithoutSamples();
   void MakeCurrent() const;
   // On the communication thread: waits for bucket `index`'s event, then sums it.
   void ReduceBucket(runtime::Communicator& comm, const BucketedReducer::Bucket& bucket,
