@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 
 #include "common/decimal.h"
 #include "common/signal_names.h"
@@ -13,11 +14,26 @@
 namespace muster {
 namespace {
 
-// `value` in single quotes. Built by appending: GCC 12 at -O3 reports a false
+// `value` in single quotes, with control and non-ASCII bytes escaped (\n,
+// \t, \xNN) as common/quote.h does, so an error stays one printable line
+// whatever the plan holds. Built by appending: GCC 12 at -O3 reports a false
 // -Wrestrict in libstdc++ for "'" + std::string(value).
 std::string Quoted(std::string_view value) {
   std::string quoted = "'";
-  quoted += value;
+  for (const char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      quoted += "\\n";
+    } else if (c == '\t') {
+      quoted += "\\t";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      quoted += escaped;
+    } else {
+      quoted += ch;
+    }
+  }
   quoted += '\'';
   return quoted;
 }
@@ -100,7 +116,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
   spec.index = at;
   spec.text = std::string(text);
   auto bad = [&](const std::string& why) -> Result<FaultSpec> {
-    return Status::InvalidArgument("'" + spec.text + "': " + why);
+    return Status::InvalidArgument(Quoted(spec.text) + ": " + why);
   };
 
   std::vector<std::string_view> parts;
@@ -121,7 +137,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
     if (k.name == kind_name) info = &k;
   }
   if (info == nullptr) {
-    return bad("unknown fault kind '" + std::string(kind_name) + "' (known: " + KnownKinds() + ")");
+    return bad("unknown fault kind " + Quoted(kind_name) + " (known: " + KnownKinds() + ")");
   }
   spec.kind = info->kind;
 
@@ -138,7 +154,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
     case FaultKind::kExitWorker: {
       if (!arg) break;
       const auto code = ParseDecimal(*arg, 255);
-      if (!code) return bad("exit code '" + std::string(*arg) + "' is not a number in 0..255");
+      if (!code) return bad("exit code " + Quoted(*arg) + " is not a number in 0..255");
       spec.exit_code = static_cast<int>(*code);
       break;
     }
@@ -172,7 +188,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
     const std::string_view value = part.substr(eq + 1);
     const std::string quoted = Quoted(value);
     auto seen_twice = [&](bool seen) {
-      return seen ? Status::InvalidArgument("'" + spec.text + "': " + std::string(key) +
+      return seen ? Status::InvalidArgument(Quoted(spec.text) + ": " + std::string(key) +
                                             " given twice")
                   : Status::Ok();
     };
@@ -211,7 +227,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
       if (!d || d->count() == 0) return bad("for=" + quoted + " is not a positive duration");
       spec.window = *d;
     } else {
-      return bad("unknown key '" + std::string(key) + "' (keys: after, step, rank, node, for)");
+      return bad("unknown key " + Quoted(key) + " (keys: after, step, rank, node, for)");
     }
   }
   spec.draw = Draw(seed, at, 3);
@@ -328,8 +344,8 @@ Result<std::optional<FaultPlan>> ResolveFaultPlan(std::string_view text, std::st
     const std::string seed_text = variable(kInjectSeedEnv);
     seed = seed_text.empty() ? 0 : ParseDecimal(seed_text);
     if (!seed) {
-      return Status::InvalidArgument(std::string(kInjectSeedEnv) + ": '" + seed_text +
-                                     "' must be a non-negative integer");
+      return Status::InvalidArgument(std::string(kInjectSeedEnv) + ": " + Quoted(seed_text) +
+                                     " must be a non-negative integer");
     }
   }
   auto plan = ParseFaultPlan(text, *seed);

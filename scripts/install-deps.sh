@@ -11,7 +11,9 @@ BUILD_PACKAGES=(
   libboost1.81-all-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
   catch2 libgloo-dev clang-format
 )
-TEST_PACKAGES=(git python3 python3-torch procps iproute2 util-linux time slurm-wlm munge nftables)
+# clang and libclang-rt-14-dev (libFuzzer, a Recommends only): the fuzz targets.
+TEST_PACKAGES=(git python3 python3-torch procps iproute2 util-linux time slurm-wlm munge nftables
+  clang libclang-rt-14-dev)
 
 packages=("${BUILD_PACKAGES[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then

@@ -9,8 +9,11 @@
 #      a fresh Debian bookworm chroot (tests/packaging/deb_in_bookworm.sh;
 #      skipped with the reason when not root),
 #   3. unit, launcher and store integration tests again under ASan+UBSan (build-asan/),
-#   4. the rendezvous unit tests and the elastic integration tests under TSan (build-tsan/).
-# Set MUSTER_SKIP_SANITIZERS=1 to skip steps 3 and 4 (for quick local runs).
+#   4. the rendezvous unit tests and the elastic integration tests under TSan (build-tsan/),
+#   5. every libFuzzer target (tests/fuzz/, clang, build-fuzz/) for
+#      ${MUSTER_FUZZ_SECONDS:-30} s each, and each target over its regression inputs.
+# Set MUSTER_SKIP_SANITIZERS=1 to skip steps 3 and 4, MUSTER_SKIP_FUZZ=1 step 5 (for quick
+# local runs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -57,4 +60,14 @@ if [[ "${MUSTER_SKIP_SANITIZERS:-0}" != "1" ]]; then
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir "$ROOT/build-tsan" --output-on-failure --parallel 2 --timeout 400 \
     -R 'rdzv_|integration/elastic'
+fi
+
+if [[ "${MUSTER_SKIP_FUZZ:-0}" != "1" ]]; then
+  echo "== fuzz targets (build-fuzz/: clang, libFuzzer+ASan+UBSan), ${MUSTER_FUZZ_SECONDS:-30} s each"
+  if [[ ! -f "$ROOT/build-fuzz/CMakeCache.txt" ]]; then
+    cmake -S "$ROOT" -B "$ROOT/build-fuzz" -G Ninja -DMUSTER_WERROR=ON -DCMAKE_CXX_COMPILER=clang++ \
+      -DMUSTER_FUZZ=ON -DMUSTER_CUDA=off -DMUSTER_BUILD_TESTS=OFF
+  fi
+  cmake --build "$ROOT/build-fuzz" --parallel "$(nproc)" --target fuzzers
+  tests/fuzz/run_fuzzers.sh "$ROOT/build-fuzz"
 fi

@@ -26,6 +26,10 @@ std::optional<Found> FirstSet(const EnvLookup& env, std::initializer_list<const 
 // newer SLURM, 4294967294 in older), and it is no srun step either.
 constexpr uint64_t kLargestRealStepId = 0xfffffff0;
 
+// A count as an error shows it: as is when it is a number, else quoted, so
+// that the message stays one printable line whatever the variable holds.
+std::string Count(const std::string& value) { return ParseDecimal(value) ? value : Quote(value); }
+
 void Derive(SlurmSettings& out, std::string_view flag_name, std::string text, std::string origin) {
   out.settings.Set(*FindFlag(flag_name), {std::move(text), std::move(origin), ValueSource::kSlurm});
 }
@@ -57,8 +61,8 @@ Result<SlurmSettings> ReadSlurmSettings(const EnvLookup& env) {
   const auto tasks = FirstSet(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"});
   if (nodes && tasks && nodes->value != tasks->value) {
     return Status::InvalidArgument(
-        "srun started " + tasks->value + " tasks on " + nodes->value + " nodes (" + tasks->name +
-        "=" + tasks->value + ", " + nodes->name + "=" + nodes->value +
+        "srun started " + Count(tasks->value) + " tasks on " + Count(nodes->value) + " nodes (" +
+        tasks->name + "=" + Count(tasks->value) + ", " + nodes->name + "=" + Count(nodes->value) +
         "), but muster is one agent per node: use srun --ntasks-per-node=1 (muster starts the "
         "workers), or --slurm off");
   }

@@ -34,7 +34,6 @@ struct Wire;
 
 template <>
 struct Wire<Assignment> {
-  static constexpr std::string_view kName = "Assignment";
   template <typename V, typename M>
   static void Fields(V& v, M& m) {
     v("run_id", m.run_id);

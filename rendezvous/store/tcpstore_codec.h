@@ -85,7 +85,8 @@ class RequestDecoder {
   // The last Next() returned kNeedMore only because an undecided query 8 has
   // its key and nothing after it: Next() with facts.quiet decides it.
   bool awaiting_quiet() const { return awaiting_quiet_; }
-  // Bytes fed but not yet consumed by a returned request.
+  // Bytes fed but not yet decoded. The fields of a partial request already
+  // read are not counted; 0 once every request fed has been returned.
   size_t buffered_bytes() const { return buffer_.size() - pos_; }
 
  private:
