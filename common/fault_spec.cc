@@ -4,9 +4,9 @@
 #include <charconv>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
 
 #include "common/decimal.h"
+#include "common/quote.h"
 #include "common/signal_names.h"
 #include "common/splitmix64.h"
 #include "common/trim.h"
@@ -14,29 +14,9 @@
 namespace muster {
 namespace {
 
-// `value` in single quotes, with control and non-ASCII bytes escaped (\n,
-// \t, \xNN) as common/quote.h does, so an error stays one printable line
-// whatever the plan holds. Built by appending: GCC 12 at -O3 reports a false
-// -Wrestrict in libstdc++ for "'" + std::string(value).
-std::string Quoted(std::string_view value) {
-  std::string quoted = "'";
-  for (const char ch : value) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '\n') {
-      quoted += "\\n";
-    } else if (c == '\t') {
-      quoted += "\\t";
-    } else if (c < 0x20 || c >= 0x7f) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      quoted += escaped;
-    } else {
-      quoted += ch;
-    }
-  }
-  quoted += '\'';
-  return quoted;
-}
+// `value` quoted as every error shows a user's value (common/quote.h): one
+// printable line whatever the plan holds.
+std::string Quoted(std::string_view value) { return Quote(value); }
 
 using std::chrono::milliseconds;
 
