@@ -14,10 +14,6 @@
 namespace muster {
 namespace {
 
-// `value` quoted as every error shows a user's value (common/quote.h): one
-// printable line whatever the plan holds.
-std::string Quoted(std::string_view value) { return Quote(value); }
-
 using std::chrono::milliseconds;
 
 struct KindInfo {
@@ -96,7 +92,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
   spec.index = at;
   spec.text = std::string(text);
   auto bad = [&](const std::string& why) -> Result<FaultSpec> {
-    return Status::InvalidArgument(Quoted(spec.text) + ": " + why);
+    return Status::InvalidArgument(Quote(spec.text) + ": " + why);
   };
 
   std::vector<std::string_view> parts;
@@ -117,7 +113,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
     if (k.name == kind_name) info = &k;
   }
   if (info == nullptr) {
-    return bad("unknown fault kind " + Quoted(kind_name) + " (known: " + KnownKinds() + ")");
+    return bad("unknown fault kind " + Quote(kind_name) + " (known: " + KnownKinds() + ")");
   }
   spec.kind = info->kind;
 
@@ -127,14 +123,14 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
       spec.signal = SIGKILL;
       if (!arg) break;
       const auto sig = ParseSignal(*arg);
-      if (!sig) return bad(Quoted(*arg) + " is not a signal (e.g. SIGKILL, TERM, 9)");
+      if (!sig) return bad(Quote(*arg) + " is not a signal (e.g. SIGKILL, TERM, 9)");
       spec.signal = *sig;
       break;
     }
     case FaultKind::kExitWorker: {
       if (!arg) break;
       const auto code = ParseDecimal(*arg, 255);
-      if (!code) return bad("exit code " + Quoted(*arg) + " is not a number in 0..255");
+      if (!code) return bad("exit code " + Quote(*arg) + " is not a number in 0..255");
       spec.exit_code = static_cast<int>(*code);
       break;
     }
@@ -146,7 +142,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
       }
       const auto d = ParseDuration(*arg);
       if (!d || d->count() == 0) {
-        return bad(Quoted(*arg) + " is not a positive duration (e.g. 500ms, 5s)");
+        return bad(Quote(*arg) + " is not a positive duration (e.g. 500ms, 5s)");
       }
       spec.duration = *d;
       break;
@@ -160,15 +156,15 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
     if (part.empty()) return bad("an empty item: a stray ','");
     const auto eq = part.find('=');
     if (eq == std::string_view::npos) {
-      return bad(Quoted(part) +
+      return bad(Quote(part) +
                  " is not key=value (keys: after, step, rank, node, "
                  "for)");
     }
     const std::string_view key = part.substr(0, eq);
     const std::string_view value = part.substr(eq + 1);
-    const std::string quoted = Quoted(value);
+    const std::string quoted = Quote(value);
     auto seen_twice = [&](bool seen) {
-      return seen ? Status::InvalidArgument(Quoted(spec.text) + ": " + std::string(key) +
+      return seen ? Status::InvalidArgument(Quote(spec.text) + ": " + std::string(key) +
                                             " given twice")
                   : Status::Ok();
     };
@@ -207,7 +203,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
       if (!d || d->count() == 0) return bad("for=" + quoted + " is not a positive duration");
       spec.window = *d;
     } else {
-      return bad("unknown key " + Quoted(key) + " (keys: after, step, rank, node, for)");
+      return bad("unknown key " + Quote(key) + " (keys: after, step, rank, node, for)");
     }
   }
   spec.draw = Draw(seed, at, 3);
@@ -301,7 +297,7 @@ Result<FaultPlan> ParseFaultPlan(std::string_view text, uint64_t seed) {
     rest.remove_prefix(semicolon + 1);
   }
   if (plan.faults.empty()) {
-    return Status::InvalidArgument(Quoted(text) +
+    return Status::InvalidArgument(Quote(text) +
                                    ": no fault given (e.g. "
                                    "kill-worker,rank=0,step=10)");
   }
@@ -324,7 +320,7 @@ Result<std::optional<FaultPlan>> ResolveFaultPlan(std::string_view text, std::st
     const std::string seed_text = variable(kInjectSeedEnv);
     seed = seed_text.empty() ? 0 : ParseDecimal(seed_text);
     if (!seed) {
-      return Status::InvalidArgument(std::string(kInjectSeedEnv) + ": " + Quoted(seed_text) +
+      return Status::InvalidArgument(std::string(kInjectSeedEnv) + ": " + Quote(seed_text) +
                                      " must be a non-negative integer");
     }
   }

@@ -57,10 +57,6 @@ OUT_DIR=${OUT_DIR:-${OUT:-$BUILD_DIR}}
 LOG_DIR="$OUT_DIR/gpu_check-logs"
 PYTHON=/usr/bin/python3  # Debian's interpreter, the one the integration tests use
 
-# Run by every GPU-capable test that is not labelled gpu (it runs its GPU cases
-# where a GPU is visible): integration/runtime_comm's nccl_collectives_are_right_on_one_gpu.
-# Tests whose GPU cases need a GPU but that carry no gpu label (none today).
-UNLABELLED_GPU_TESTS=()
 BUILD_OPTIONS=(-DMUSTER_CUDA=on -DCMAKE_BUILD_TYPE=Release)
 # train step: scripts/bench/train_step.sh's model, sized for one CPU core per rank.
 TRAIN_STEP_ARGS=(--hidden 512 --depth 3 --features 256 --dataset-size 65536 --log-every 1000000)
@@ -371,7 +367,7 @@ ctest_result() {  # NAME LOG: sets RESULT and FIGURE from ctest -V's output
   esac
 }
 
-say "== tests: ctest -L gpu${UNLABELLED_GPU_TESTS[*]:+, and ${UNLABELLED_GPU_TESTS[*]}}"
+say "== tests: ctest -L gpu"
 if ((BUILD_OK == 0)); then
   row tests SKIP "$NOT_BUILT"
 else
@@ -380,13 +376,6 @@ else
   if ((${#GPU_TESTS[@]} == 0)); then
     row "tests (gpu label)" FAIL "ctest -L gpu lists no test: this build registered no GPU test"
   fi
-  for name in "${UNLABELLED_GPU_TESTS[@]}"; do
-    if ctest --test-dir "$BUILD_DIR" -N -R "^${name}\$" 2>/dev/null | grep -q 'Total Tests: 1'; then
-      GPU_TESTS+=("$name")
-    else
-      row "$name" FAIL "not registered in this build (UNLABELLED_GPU_TESTS in scripts/gpu_check.sh)"
-    fi
-  done
   for name in "${GPU_TESTS[@]}"; do
     say "-- ctest -R ^$name\$"
     log="$LOG_DIR/ctest-${name//\//_}.log"

@@ -60,9 +60,10 @@ Result<SlurmSettings> ReadSlurmSettings(const EnvLookup& env) {
   const auto nodes = FirstSet(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"});
   const auto tasks = FirstSet(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"});
   if (nodes && tasks && nodes->value != tasks->value) {
+    const std::string task_count = Count(tasks->value), node_count = Count(nodes->value);
     return Status::InvalidArgument(
-        "srun started " + Count(tasks->value) + " tasks on " + Count(nodes->value) + " nodes (" +
-        tasks->name + "=" + Count(tasks->value) + ", " + nodes->name + "=" + Count(nodes->value) +
+        "srun started " + task_count + " tasks on " + node_count + " nodes (" + tasks->name + "=" +
+        task_count + ", " + nodes->name + "=" + node_count +
         "), but muster is one agent per node: use srun --ntasks-per-node=1 (muster starts the "
         "workers), or --slurm off");
   }

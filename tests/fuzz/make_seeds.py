@@ -16,6 +16,9 @@ import os
 import struct
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from store_wire import i64, s, u32, u64  # noqa: E402
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 
 
@@ -113,22 +116,6 @@ def frame_seeds():
 
 
 # --- TCPStore requests (rendezvous/store/tcpstore_protocol.h) ----------------
-
-def u32(v):
-    return struct.pack("<I", v)
-
-
-def u64(v):
-    return struct.pack("<Q", v)
-
-
-def i64(v):
-    return struct.pack("<q", v)
-
-
-def s(b):
-    return u64(len(b)) + b
-
 
 def keys(*ks):
     return u64(len(ks)) + b"".join(s(k) for k in ks)

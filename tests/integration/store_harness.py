@@ -9,7 +9,6 @@ import os
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ import time
 
 import harness
 from harness import check  # noqa: F401 - the store tests import it from here
+from store_wire import i64, s, u8, u32, u64  # noqa: F401 - likewise
 
 BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR")
 if not BIN_DIR:
@@ -131,28 +131,6 @@ def closed_by_peer(sock, timeout=5):
         return True
     except socket.timeout:
         return False
-
-
-def u8(v):
-    return struct.pack("<B", v)
-
-
-def u32(v):
-    return struct.pack("<I", v)
-
-
-def u64(v):
-    return struct.pack("<Q", v)
-
-
-def i64(v):
-    return struct.pack("<q", v)
-
-
-def s(b):
-    if isinstance(b, str):
-        b = b.encode()
-    return u64(len(b)) + b
 
 
 def run_tests(tests):

@@ -8,7 +8,7 @@ namespace muster::train {
 namespace {
 
 // A value as the user wrote it: "0", "-1.5", not "0.000000".
-std::string Quote(double v) {
+std::string AsWritten(double v) {
   std::ostringstream quoted;
   quoted << v;
   return quoted.str();
@@ -19,7 +19,7 @@ std::string Quote(double v) {
 Status CheckOptions(const TrainOptions& o) {
   auto positive = [](const char* flag, double v) -> Status {
     if (v > 0) return Status::Ok();
-    return Status::InvalidArgument(std::string(flag) + "=" + Quote(v) + " must be positive");
+    return Status::InvalidArgument(std::string(flag) + "=" + AsWritten(v) + " must be positive");
   };
   for (auto [flag, value] : {std::pair{"--steps", double(o.steps)},
                              {"--global-batch", double(o.global_batch)},
@@ -37,7 +37,7 @@ Status CheckOptions(const TrainOptions& o) {
     return Status::InvalidArgument("--classes=" + std::to_string(o.classes) +
                                    " must be at least 2");
   if (o.momentum < 0 || o.momentum >= 1) {
-    return Status::InvalidArgument("--momentum=" + Quote(o.momentum) + " must be in [0, 1)");
+    return Status::InvalidArgument("--momentum=" + AsWritten(o.momentum) + " must be in [0, 1)");
   }
   return Status::Ok();
 }
