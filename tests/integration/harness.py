@@ -8,6 +8,7 @@ is killed by PID (its whole process group) when the test ends, pass or fail.
 """
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -101,11 +102,36 @@ def wait_for(predicate, timeout, interval=0.02):
     return predicate()
 
 
+_handed_out_ports = set()
+
+
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    # Test-only: the port is handed to muster, which binds it itself.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now, for muster to bind itself later. Drawn below the
+    kernel's ephemeral range: a port the kernel hands out for bind(0) or a
+    connect (another test's store, a client socket) could take it in between,
+    and an agent whose endpoint port is taken joins whoever holds it. Never
+    the same port twice in one test process."""
+    low = _ephemeral_low()
+    for _ in range(1000):
+        port = random.randrange(20000, low) if low > 20000 else random.randrange(1024, low)
+        if port in _handed_out_ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        _handed_out_ports.add(port)
+        return port
+    raise RuntimeError(f"no free port below the ephemeral range (from {low})")
 
 
 def worker(name):

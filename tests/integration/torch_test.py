@@ -5,11 +5,12 @@ name[2.14]."""
 import json
 import os
 import signal
+import subprocess
 import time
 
 from elastic_harness import start_musterd, wait_exit
-from harness import (MUSTER, TORCH_SCRIPTS, check, free_port, run_muster, run_tests, start,
-                     tempdir, wait_for)
+from harness import (MUSTER, TORCH_SCRIPTS, check, free_port, kill_tree, run_muster, run_tests,
+                     start, tempdir, wait_for)
 from torch_versions import each_version
 
 DDP = os.path.join(TORCH_SCRIPTS, "ddp_gloo.py")
@@ -28,11 +29,20 @@ def ddp_result(stdout):
 
 
 def communicate_all(procs, timeout):
+    """(exit code, stdout, stderr) of each process; past `timeout`, every one
+    is killed and the failure shows what each printed (a hang explains itself)."""
     outs = []
     deadline = time.monotonic() + timeout
-    for p in procs:
-        out, err = p.communicate(timeout=max(1, deadline - time.monotonic()))
-        outs.append((p.returncode, out, err))
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=max(1, deadline - time.monotonic()))
+            outs.append((p.returncode, out, err))
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            kill_tree(p.pid)
+        printed = [o + e for o, e in (p.communicate() for p in procs[len(outs):])]
+        check(False, f"{len(procs) - len(outs)} of {len(procs)} processes still ran after "
+              f"{timeout} s", *[o + e for _, o, e in outs], *printed)
     return outs
 
 
