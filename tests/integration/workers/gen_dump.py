@@ -5,8 +5,9 @@ usage: gen_dump.py OUTDIR [--run SECONDS] [--fail RANK:GEN:CODE] [--net]
 Writes OUTDIR/g<gen>_r<rank>.json (gen = TORCHELASTIC_RESTART_COUNT, which muster
 counts per generation) with the environment, its pid, its agent's (parent's) pid,
 and the pids of workers of EARLIER generations that were still alive when it started ("overlap"). Then
-sleeps --run seconds (default: until SIGTERM) and exits 0, or exits CODE at once
-if --fail matches its rank and generation. With --net the record also holds, under
+sleeps --run seconds (default: until SIGTERM) and exits 0, or exits CODE if --fail
+matches its rank and generation: once every worker of the generation has recorded
+itself (at most 10 s), so the generation a test fails is a complete one. With --net the record also holds, under
 "net", its hostname, its addresses (`hostname -I`) and the two ends of a TCP
 connection to MASTER_ADDR:MASTER_PORT (the store), or why that failed.
 """
@@ -72,6 +73,13 @@ with open(tmp, "w") as f:
 os.rename(tmp, os.path.join(out_dir, f"g{gen}_r{rank}.json"))
 
 if fail and fail[0] == rank and fail[1] == gen:
+    # Failing at once would let the agents stop the other workers before
+    # they record themselves, and the test would see a partial generation.
+    world = int(os.environ["WORLD_SIZE"])
+    deadline = time.time() + 10
+    while time.time() < deadline and sum(
+            os.path.exists(os.path.join(out_dir, f"g{gen}_r{r}.json")) for r in range(world)) < world:
+        time.sleep(0.01)
     sys.exit(fail[2])
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 time.sleep(run_seconds)
