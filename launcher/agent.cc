@@ -13,7 +13,7 @@
 #include "launcher/worker_env.h"
 #include "rendezvous/client/rendezvous_client.h"
 #include "rendezvous/daemon/rendezvous_server.h"
-#include "rendezvous/store/store_server.h"
+#include "store/store_server.h"
 
 namespace muster {
 namespace asio = boost::asio;

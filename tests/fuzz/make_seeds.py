@@ -115,7 +115,7 @@ def frame_seeds():
     ]
 
 
-# --- TCPStore requests (rendezvous/store/tcpstore_protocol.h) ----------------
+# --- TCPStore requests (store/tcpstore_protocol.h) ---------------------------
 
 def keys(*ks):
     return u64(len(ks)) + b"".join(s(k) for k in ks)

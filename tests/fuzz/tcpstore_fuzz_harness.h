@@ -1,4 +1,4 @@
-// The TCPStore request decoder (rendezvous/store/tcpstore_codec.h) under
+// The TCPStore request decoder (store/tcpstore_codec.h) under
 // fuzzing, shared by fuzz_tcpstore_{legacy,torch21,modern}.cc: each puts its
 // dialect's opening bytes before the fuzzed ones and calls RunTcpStoreInput.
 //
@@ -30,8 +30,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rendezvous/store/tcpstore_codec.h"
-#include "rendezvous/store/tcpstore_protocol.h"
+#include "store/tcpstore_codec.h"
+#include "store/tcpstore_protocol.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace muster::fuzz {

@@ -30,7 +30,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/streambuf.hpp>
 
-#include "rendezvous/store/store_server.h"
+#include "store/store_server.h"
 
 namespace {
 

@@ -86,7 +86,7 @@ def wait_times_out_and_the_connection_stays_usable(c, other):
 
 def a_fresh_client_deletes_first(port_client):
     # torch 1.13: an undecided connection's DELETE_KEY, told from 2.1's APPEND
-    # by the silence after its key (rendezvous/store/dialect_rule.h).
+    # by the silence after its key (store/dialect_rule.h).
     fresh = port_client()
     check(fresh.delete_key("cnt") is True, "delete_key as a client's first distinguishing request")
     check(fresh.add("cnt", 1) == 1, "and the connection goes on")

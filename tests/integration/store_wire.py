@@ -1,5 +1,5 @@
 """TCPStore wire encoders for tests: the little-endian integers and the
-length-prefixed strings of rendezvous/store/tcpstore_protocol.h. Pure (no
+length-prefixed strings of store/tcpstore_protocol.h. Pure (no
 processes, no environment), so the fuzz seed generator uses them too."""
 import struct
 

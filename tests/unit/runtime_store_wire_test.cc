@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/store/tcpstore_codec.h"
+#include "store/tcpstore_codec.h"
 #include "store_wire_bytes.h"
 #include "worker_runtime/store/store_wire.h"
 

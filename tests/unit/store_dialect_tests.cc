@@ -1,13 +1,13 @@
 // How a connection without handshake is told apart as torch 1.13 or 2.1
-// (rendezvous/store/dialect_rule.h): the rule as a table, then the decoder
+// (store/dialect_rule.h): the rule as a table, then the decoder
 // applying it to bytes.
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
-#include "rendezvous/store/dialect_rule.h"
-#include "rendezvous/store/tcpstore_codec.h"
+#include "store/dialect_rule.h"
+#include "store/tcpstore_codec.h"
 #include "store_wire_bytes.h"
 
 namespace muster::store {

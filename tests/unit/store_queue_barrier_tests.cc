@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/store/key_value_store.h"
+#include "store/key_value_store.h"
 
 namespace muster::store {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/store/request_handler.h"
+#include "store/request_handler.h"
 #include "store_wire_bytes.h"
 
 namespace muster::store {

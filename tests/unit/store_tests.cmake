@@ -1,4 +1,4 @@
-# Unit tests of the worker store (rendezvous/store): codec, the dialect rule,
+# Unit tests of the worker store (store/): codec, the dialect rule,
 # key-value semantics (queues and barriers included), request handling, and
 # the per-torch-version byte tables (store_torch_wire_tables.txt). No sockets.
 muster_unit_test(store_unit_tests

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/store/request_handler.h"
-#include "rendezvous/store/tcpstore_codec.h"
+#include "store/request_handler.h"
+#include "store/tcpstore_codec.h"
 #include "store_wire_bytes.h"
 
 #ifndef MUSTER_STORE_WIRE_TABLES

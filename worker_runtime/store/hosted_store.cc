@@ -6,7 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "rendezvous/store/store_server.h"
+#include "store/store_server.h"
 
 namespace muster::runtime {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <utility>
 
-#include "rendezvous/store/tcpstore_codec.h"
+#include "store/tcpstore_codec.h"
 
 namespace muster::runtime::store_wire {
 namespace {

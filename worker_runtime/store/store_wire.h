@@ -3,7 +3,7 @@
 //
 // The wire format itself (query bytes, integer and string layouts, the reply
 // constants kCheckReady, kCheckNotReady and kStopWaiting) is defined once, in
-// rendezvous/store/tcpstore_protocol.h and tcpstore_codec.h; the request
+// store/tcpstore_protocol.h and tcpstore_codec.h; the request
 // encoders here only pick the fields of each operation:
 //   SET key value                        no reply
 //   COMPARE_SET key expected desired     reply: bytes (the value now stored)
@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rendezvous/store/tcpstore_protocol.h"
+#include "store/tcpstore_protocol.h"
 
 namespace muster::runtime::store_wire {
 

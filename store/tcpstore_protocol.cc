@@ -1,9 +1,9 @@
-#include "rendezvous/store/tcpstore_protocol.h"
+#include "store/tcpstore_protocol.h"
 
 #include <array>
 #include <cstddef>
 
-#include "rendezvous/store/dialect_rule.h"
+#include "store/dialect_rule.h"
 
 namespace muster::store {
 namespace {

@@ -1,4 +1,4 @@
-#include "rendezvous/store/dialect_rule.h"
+#include "store/dialect_rule.h"
 
 namespace muster::store {
 

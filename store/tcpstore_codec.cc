@@ -1,4 +1,4 @@
-#include "rendezvous/store/tcpstore_codec.h"
+#include "store/tcpstore_codec.h"
 
 #include <bit>
 #include <cassert>
@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "rendezvous/store/dialect_rule.h"
+#include "store/dialect_rule.h"
 
 namespace muster::store {
 namespace {

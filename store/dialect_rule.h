@@ -43,7 +43,7 @@
 #include <cstdint>
 #include <string>
 
-#include "rendezvous/store/tcpstore_protocol.h"
+#include "store/tcpstore_protocol.h"
 
 namespace muster::store {
 

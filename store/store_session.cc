@@ -1,4 +1,4 @@
-#include "rendezvous/store/store_session.h"
+#include "store/store_session.h"
 
 #include <utility>
 #include <vector>
@@ -6,7 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/write.hpp>
 
-#include "rendezvous/store/request_handler.h"
+#include "store/request_handler.h"
 
 namespace muster::store {
 

@@ -1,10 +1,10 @@
-#include "rendezvous/store/request_handler.h"
+#include "store/request_handler.h"
 
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "rendezvous/store/tcpstore_codec.h"
+#include "store/tcpstore_codec.h"
 
 namespace muster::store {
 namespace {

@@ -31,7 +31,7 @@
 #include <string>
 #include <string_view>
 
-#include "rendezvous/store/tcpstore_protocol.h"
+#include "store/tcpstore_protocol.h"
 
 namespace muster::store {
 

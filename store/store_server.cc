@@ -1,4 +1,4 @@
-#include "rendezvous/store/store_server.h"
+#include "store/store_server.h"
 
 #include <chrono>
 #include <map>

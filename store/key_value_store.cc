@@ -1,4 +1,4 @@
-#include "rendezvous/store/key_value_store.h"
+#include "store/key_value_store.h"
 
 #include <algorithm>
 #include <charconv>

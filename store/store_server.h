@@ -40,7 +40,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/status.h"
-#include "rendezvous/store/store_session.h"
+#include "store/store_session.h"
 
 namespace muster::store {
 

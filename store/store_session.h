@@ -34,8 +34,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "rendezvous/store/key_value_store.h"
-#include "rendezvous/store/tcpstore_codec.h"
+#include "store/key_value_store.h"
+#include "store/tcpstore_codec.h"
 
 namespace muster::store {
 

@@ -29,8 +29,8 @@
 #include <cstdint>
 #include <string>
 
-#include "rendezvous/store/key_value_store.h"
-#include "rendezvous/store/tcpstore_protocol.h"
+#include "store/key_value_store.h"
+#include "store/tcpstore_protocol.h"
 
 namespace muster::store {
 
