@@ -56,9 +56,10 @@ Actions RendezvousCore::Handle(const Event& event, Time now) {
 }
 
 Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time now) {
-  auto unknown_run = [conn](const std::string& run_id) {
-    return Actions{SendAction{
-        conn, Error{"unknown_run", "run '" + run_id + "' is not known here; join first", false}}};
+  auto refuse_unknown_run = [conn](const std::string& run_id) {
+    return Actions{
+        SendAction{conn, Error{ErrorCode::kUnknownRun,
+                               "run '" + run_id + "' is not known here; join first", false}}};
   };
   auto find = [this](const std::string& run_id) -> RunState* {
     auto it = runs_.find(run_id);
@@ -70,7 +71,7 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
             // A connection serves one run: joining another is a client bug.
             if (auto it = conn_run_.find(conn);
                 it != conn_run_.end() && it->second != join.run_id) {
-              return {SendAction{conn, Error{"bad_request",
+              return {SendAction{conn, Error{ErrorCode::kBadRequest,
                                              "this connection already joined run '" + it->second +
                                                  "'; use one connection per run",
                                              false}}};
@@ -97,11 +98,11 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
           },
           [&](const WorkerFailed& f) -> Actions {
             RunState* run = find(f.run_id);
-            return run ? run->OnWorkerFailed(conn, f, now) : unknown_run(f.run_id);
+            return run ? run->OnWorkerFailed(conn, f, now) : refuse_unknown_run(f.run_id);
           },
           [&](const WorkersSucceeded& s) -> Actions {
             RunState* run = find(s.run_id);
-            return run ? run->OnWorkersSucceeded(conn, s, now) : unknown_run(s.run_id);
+            return run ? run->OnWorkersSucceeded(conn, s, now) : refuse_unknown_run(s.run_id);
           },
           [&](const Leave& l) -> Actions {
             RunState* run = find(l.run_id);
@@ -115,7 +116,7 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
             const size_t bytes = frame->size() - kFrameLengthBytes;
             if (bytes > kMaxStatusReplyFrameBytes) {
               return {SendAction{
-                  conn, Error{"bad_request",
+                  conn, Error{ErrorCode::kBadRequest,
                               "the status document is " + std::to_string(bytes) +
                                   " bytes, over the " + std::to_string(kMaxStatusReplyFrameBytes) +
                                   "-byte bound of a StatusReply; ask for one run (--run-id)",
@@ -124,9 +125,9 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
             return {SendFrameAction{conn, std::move(frame)}};
           },
           [&](const auto&) -> Actions {
-            return {
-                SendAction{conn, Error{"bad_request", "not a request the daemon accepts", true}},
-                CloseAction{conn}};
+            return {SendAction{conn, Error{ErrorCode::kBadRequest,
+                                           "not a request the daemon accepts", true}},
+                    CloseAction{conn}};
           },
       },
       message);
@@ -136,7 +137,7 @@ void RendezvousCore::HandleHeartbeat(ConnId conn, const HeartbeatView& hb, Time 
   auto it = runs_.find(hb.run_id);
   if (it == runs_.end()) {
     out.push_back(SendAction{
-        conn, Error{"unknown_run",
+        conn, Error{ErrorCode::kUnknownRun,
                     "run '" + std::string(hb.run_id) + "' is not known here; join first", false}});
     return;
   }

@@ -96,8 +96,7 @@ void RunState::Log(Actions& out, bool warning, const std::string& line) const {
   out.push_back(LogAction{warning, line + " run=" + run_id_});
 }
 
-Actions RunState::Refuse(ConnId conn, const std::string& code, const std::string& message,
-                         bool fatal) {
+Actions RunState::Refuse(ConnId conn, ErrorCode code, const std::string& message, bool fatal) {
   Actions out;
   out.push_back(SendAction{conn, Error{code, message, fatal}});
   if (fatal) out.push_back(CloseAction{conn});
@@ -110,7 +109,7 @@ RunState::Node* RunState::NodeOn(ConnId conn, std::string_view node_id) {
 }
 
 Actions RunState::RefuseUnknownNode(ConnId conn, std::string_view node_id) {
-  return Refuse(conn, "unknown_node",
+  return Refuse(conn, ErrorCode::kUnknownNode,
                 "node '" + std::string(node_id) + "' is not part of run '" + run_id_ +
                     "' (declared dead?); join again",
                 false);
@@ -121,7 +120,7 @@ bool RunState::IsCurrentMemberReport(const Node& node, uint64_t generation) cons
 }
 
 Actions RunState::RefuseStaleGeneration(ConnId conn, uint64_t generation) {
-  return Refuse(conn, "stale_generation",
+  return Refuse(conn, ErrorCode::kStaleGeneration,
                 "generation " + std::to_string(generation) + " is not current (" +
                     std::to_string(generation_) + ")",
                 false);
@@ -174,7 +173,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
     return {SendAction{conn, RunEnded{run_id_, end_succeeded_, end_message_}}};
   }
   if (join.min_nodes != min_nodes_ || join.max_nodes != max_nodes_) {
-    return Refuse(conn, "bad_request",
+    return Refuse(conn, ErrorCode::kBadRequest,
                   "--nnodes " + std::to_string(join.min_nodes) + ":" +
                       std::to_string(join.max_nodes) + " differs from run '" + run_id_ + "' (" +
                       std::to_string(min_nodes_) + ":" + std::to_string(max_nodes_) + ")",

@@ -128,7 +128,7 @@ class RunState {
   // Called wherever a node's deadline may move earlier (it joined, it
   // disconnected): the node scan of OnTick() must not be skipped past it.
   void NoteDeadline(const Node& node);
-  Actions Refuse(ConnId conn, const std::string& code, const std::string& message, bool fatal);
+  Actions Refuse(ConnId conn, ErrorCode code, const std::string& message, bool fatal);
   // The refusals every report can meet (not fatal: the agent joins again or
   // waits for the current assignment).
   Actions RefuseUnknownNode(ConnId conn, std::string_view node_id);

@@ -55,7 +55,7 @@ TEST_CASE("a status over the StatusReply bound is refused with an error, not sen
   CHECK(SentTo<StatusReply>(actions, kStatusConn).empty());
   auto errors = SentTo<Error>(actions, kStatusConn);
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0].code == "bad_request");
+  CHECK(errors[0].code == ErrorCode::kBadRequest);
   CHECK_FALSE(errors[0].fatal);
   CHECK_THAT(errors[0].message, Catch::Contains(std::to_string(kMaxStatusReplyFrameBytes)) &&
                                     Catch::Contains("--run-id"));
