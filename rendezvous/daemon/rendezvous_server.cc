@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "rendezvous/daemon/advertised_address.h"
+#include "rendezvous/daemon/status_reply.h"
 #include "rendezvous/protocol/heartbeat_fast_path.h"
 #include "rendezvous/protocol/message_codec.h"
 
@@ -208,6 +209,10 @@ void RendezvousServer::Apply(const Actions& actions) {
     } else if (const auto* frame = std::get_if<SendFrameAction>(&action)) {
       if (auto it = sessions_.find(frame->conn); it != sessions_.end()) {
         it->second.channel->SendFrame(*frame->frame);
+      }
+    } else if (const auto* status = std::get_if<StatusReplyAction>(&action)) {
+      if (auto it = sessions_.find(status->conn); it != sessions_.end()) {
+        it->second.channel->SendFrame(StatusReplyFrame(status->snapshot));
       }
     } else if (const auto* close = std::get_if<CloseAction>(&action)) {
       if (auto it = sessions_.find(close->conn); it != sessions_.end()) {
