@@ -155,7 +155,7 @@ void RendezvousClient::OnConnected(tcp::socket socket) {
   channel_->Send(MakeJoin());
   // A report sent while disconnected was dropped, and a restarted daemon
   // never saw one: repeat the last outcome after the Join. (A stale one is
-  // refused as stale_generation, which is harmless.)
+  // refused as a stale generation, which is harmless.)
   if (const Message* report = last_report_.pending()) channel_->Send(*report);
 }
 
@@ -179,19 +179,20 @@ void RendezvousClient::OnMessage(const Message& message) {
     return;
   }
   if (const auto* error = std::get_if<Error>(&message)) {
-    if (error->fatal || error->code == "bad_token" || error->code == "bad_version") {
-      spdlog::error("rendezvous refused this agent: {} ({})", error->message, error->code);
+    if (error->fatal || error->code == ErrorCode::kBadToken ||
+        error->code == ErrorCode::kBadVersion) {
+      spdlog::error("rendezvous refused this agent: {} ({})", error->message, error->code_name());
       Stop();
       if (callbacks_.on_fatal) callbacks_.on_fatal(error->message);
       return;
     }
-    if (error->code == "unknown_node" || error->code == "unknown_run") {
+    if (error->code == ErrorCode::kUnknownNode || error->code == ErrorCode::kUnknownRun) {
       // The daemon no longer counts us in (it restarted, or declared us dead):
       // join again; the answer says whether our workers may go on.
       Send(MakeJoin());
       return;
     }
-    spdlog::debug("event=rdzv_error code={} message=\"{}\"", error->code, error->message);
+    spdlog::debug("event=rdzv_error code={} message=\"{}\"", error->code_name(), error->message);
     return;
   }
   if (const auto* waiting = std::get_if<Waiting>(&message)) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "rendezvous/daemon/advertised_address.h"
+#include "rendezvous/daemon/status_reply.h"
 #include "rendezvous/protocol/heartbeat_fast_path.h"
 #include "rendezvous/protocol/message_codec.h"
 
@@ -126,22 +127,24 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
   Session& session = it->second;
   if (!session.greeted) {
     const Hello* hello = std::get_if<Hello>(&message);
-    auto refuse = [&](const std::string& code, const std::string& text) {
+    auto refuse = [&](ErrorCode code, const std::string& text) {
       ++bad_hellos_;
-      spdlog::warn("event=refused peer={} code={} why=\"{}\"", session.channel->peer(), code, text);
+      const std::string name(ErrorCodeName(code));
+      spdlog::warn("event=refused peer={} code={} why=\"{}\"", session.channel->peer(), name, text);
       session.channel->Send(Error{code, text, true});
-      session.channel->CloseAfterFlush(code);
+      session.channel->CloseAfterFlush(name);
     };
-    if (hello == nullptr) return refuse("bad_request", "the first message must be Hello");
+    if (hello == nullptr) return refuse(ErrorCode::kBadRequest, "the first message must be Hello");
     if (hello->protocol_version != kProtocolVersion) {
-      return refuse("bad_version", "protocol version " + std::to_string(hello->protocol_version) +
-                                       " is not supported (this daemon speaks " +
-                                       std::to_string(kProtocolVersion) + ")");
+      return refuse(ErrorCode::kBadVersion, "protocol version " +
+                                                std::to_string(hello->protocol_version) +
+                                                " is not supported (this daemon speaks " +
+                                                std::to_string(kProtocolVersion) + ")");
     }
     if (!ConstantTimeEquals(hello->token, options_.token)) {
-      return refuse("bad_token", hello->token.empty()
-                                     ? "this daemon requires a token (--token-file)"
-                                     : "wrong token");
+      return refuse(ErrorCode::kBadToken, hello->token.empty()
+                                              ? "this daemon requires a token (--token-file)"
+                                              : "wrong token");
     }
     session.greeted = true;
     session.channel->Send(Welcome{kProtocolVersion, daemon_id_});
@@ -206,6 +209,10 @@ void RendezvousServer::Apply(const Actions& actions) {
     } else if (const auto* frame = std::get_if<SendFrameAction>(&action)) {
       if (auto it = sessions_.find(frame->conn); it != sessions_.end()) {
         it->second.channel->SendFrame(*frame->frame);
+      }
+    } else if (const auto* status = std::get_if<StatusReplyAction>(&action)) {
+      if (auto it = sessions_.find(status->conn); it != sessions_.end()) {
+        it->second.channel->SendFrame(StatusReplyFrame(status->snapshot));
       }
     } else if (const auto* close = std::get_if<CloseAction>(&action)) {
       if (auto it = sessions_.find(close->conn); it != sessions_.end()) {

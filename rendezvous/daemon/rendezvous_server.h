@@ -38,7 +38,7 @@ class RendezvousServer {
  public:
   // Deadlines are checked this often: well inside disconnect_grace (0.15 s).
   // A tick is cheap at 10,000 nodes: a run scans its nodes only once the
-  // earliest node deadline has come (RunState's next_node_check_).
+  // earliest node deadline has come (NodeTable::FindDead).
   static constexpr Duration kTickInterval{50};
 
   // Binds host:port and starts serving. The error quotes host and port; it

@@ -61,7 +61,7 @@ void MessageChannel::Read() {
 
 void MessageChannel::Fail(const std::string& why) {
   if (reply_to_bad_input_) {
-    Send(Error{"bad_frame", why, true});
+    Send(Error{ErrorCode::kBadFrame, why, true});
     CloseAfterFlush("bad input: " + why);
   } else {
     Close("bad input: " + why);

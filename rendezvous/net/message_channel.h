@@ -3,7 +3,7 @@
 // write queue. Used by the daemon (one per agent) and by the agent's client.
 //
 // Errors never escape: a broken frame or undecodable message makes the
-// channel send Error{bad_frame, fatal} (when `reply_to_bad_input`) and close;
+// channel send Error{kBadFrame, fatal} (when `reply_to_bad_input`) and close;
 // the on_close handler runs exactly once. Not thread-safe: everything runs on
 // the socket's (single-threaded) executor. Hold it in a shared_ptr; pending
 // operations keep it alive.

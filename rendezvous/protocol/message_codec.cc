@@ -157,7 +157,8 @@ struct Wire<Error> {
   static constexpr std::string_view kName = "Error";
   template <typename V, typename M>
   static void Fields(V& v, M& m) {
-    v("code", m.code);
+    // One wire string, read into the enum and, when unknown, kept as it came.
+    v("code", m.code, m.unknown_code);
     v("message", m.message, Bound::kLongText);
     v("fatal", m.fatal);
   }
@@ -269,6 +270,9 @@ class JsonWriter {
                   Bound bound = Bound::kDefault) {
     if (value) (*this)(name, *value, bound);
   }
+  void operator()(const char* name, ErrorCode code, const std::string& unknown_code) {
+    object_[name] = code == ErrorCode::kUnknown ? unknown_code : std::string(ErrorCodeName(code));
+  }
 
  private:
   json& object_;
@@ -325,6 +329,15 @@ class JsonReader {
     // null is accepted as "absent": other languages' encoders write None/nil so.
     if (it == object_.end() || it->is_null()) return;
     ReadAssignment(name, *it, out.emplace());
+  }
+
+  // A code this version does not know is no error: a later peer may send one.
+  void operator()(const char* name, ErrorCode& code, std::string& unknown_code) {
+    std::string text;
+    (*this)(name, text);
+    if (!status_.ok()) return;
+    code = ParseErrorCode(text);
+    if (code == ErrorCode::kUnknown) unknown_code = std::move(text);
   }
 
   const Status& status() const { return status_; }

@@ -4,7 +4,7 @@
 //   decoder.Feed(bytes);                                  // frame_codec.h
 //   FrameResult f = decoder.Next();
 //   Result<Message> m = Decode(f.type, f.payload);
-//   if (!m.ok()) reply Error{"bad_frame", m.status().message(), true}, close
+//   if (!m.ok()) reply Error{ErrorCode::kBadFrame, m.status().message(), true}, close
 //   ...
 //   send(Encode(Welcome{...}));                          // one whole frame
 //
@@ -19,7 +19,9 @@
 // type's range); counts, ranks and generations must be >= 0 (exit_code may be
 // negative), ports in [0, 65535]; strings at most kMaxShortStringBytes except
 // Error.message and StatusReply.json, which only the frame bounds. An optional
-// field may also be null. Unknown fields are ignored (forward compatibility).
+// field may also be null. Unknown fields are ignored (forward compatibility),
+// and so is an Error.code this version does not know: it decodes as
+// ErrorCode::kUnknown with the string kept in Error.unknown_code.
 // Every refusal is a Status::InvalidArgument naming the field and quoting the
 // bad value (truncated), e.g.
 //   Join.local_world_size: expected an integer in [0, 2147483647], got -3

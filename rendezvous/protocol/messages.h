@@ -15,6 +15,8 @@
 #include <variant>
 #include <vector>
 
+#include "rendezvous/protocol/error_code.h"
+
 namespace muster::rdzv {
 
 inline constexpr uint32_t kProtocolVersion = 1;
@@ -124,12 +126,19 @@ struct Welcome {
 };
 
 // The request was refused; the daemon closes the connection after sending it
-// when `fatal`.
+// when `fatal`. On the wire `code` is its string (error_code.h).
 struct Error {
-  std::string
-      code;  // "bad_token", "bad_version", "bad_frame", "stale_generation", "bad_request", ...
+  ErrorCode code = ErrorCode::kUnknown;
   std::string message;  // one line, quoting the bad value
   bool fatal = false;
+  // The code as it arrived when this version does not know it (code ==
+  // kUnknown), so logs show it and encoding writes it back; empty otherwise.
+  // (Its `{}` lets Error{code, message, fatal} leave it out.)
+  std::string unknown_code{};
+  // The code as the wire spells it.
+  std::string_view code_name() const {
+    return code == ErrorCode::kUnknown ? std::string_view(unknown_code) : ErrorCodeName(code);
+  }
   bool operator==(const Error&) const = default;
 };
 

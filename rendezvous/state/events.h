@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rendezvous/protocol/messages.h"
+#include "rendezvous/state/status_snapshot.h"
 
 namespace muster::rdzv {
 
@@ -48,13 +49,21 @@ struct SendFrameAction {
 struct CloseAction {
   ConnId conn = 0;
 };
+// Answer a StatusRequest on `conn` with what the snapshot holds. The shell
+// formats it (the status document) and sends a StatusReply, or an Error when
+// the reply would not fit in a frame: both depend on bytes the logic never
+// writes.
+struct StatusReplyAction {
+  ConnId conn = 0;
+  StatusSnapshot snapshot;
+};
 // One line for the daemon's log: "event=node_dead run=r node=n gen=3 ...".
 struct LogAction {
   bool warning = false;
   std::string line;
 };
 
-using Action = std::variant<SendAction, SendFrameAction, CloseAction, LogAction>;
+using Action = std::variant<SendAction, SendFrameAction, CloseAction, StatusReplyAction, LogAction>;
 using Actions = std::vector<Action>;
 
 }  // namespace muster::rdzv

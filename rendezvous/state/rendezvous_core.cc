@@ -1,9 +1,9 @@
 #include "rendezvous/state/rendezvous_core.h"
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <iterator>
 
-#include "rendezvous/protocol/frame_codec.h"
-#include "rendezvous/protocol/message_codec.h"
+#include "rendezvous/state/refusal.h"
 
 namespace muster::rdzv {
 namespace {
@@ -14,6 +14,13 @@ struct Overloaded : Fs... {
 };
 template <typename... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
+
+// Reports and heartbeats name their run; one the daemon does not know (it
+// restarted, or the run was forgotten) is refused, and the agent joins again.
+Actions RefuseUnknownRun(ConnId conn, std::string_view run_id) {
+  return Refusal(conn, ErrorCode::kUnknownRun,
+                 "run '" + std::string(run_id) + "' is not known here; join first", false);
+}
 
 }  // namespace
 
@@ -56,10 +63,6 @@ Actions RendezvousCore::Handle(const Event& event, Time now) {
 }
 
 Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time now) {
-  auto unknown_run = [conn](const std::string& run_id) {
-    return Actions{SendAction{
-        conn, Error{"unknown_run", "run '" + run_id + "' is not known here; join first", false}}};
-  };
   auto find = [this](const std::string& run_id) -> RunState* {
     auto it = runs_.find(run_id);
     return it == runs_.end() ? nullptr : it->second.get();
@@ -70,10 +73,10 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
             // A connection serves one run: joining another is a client bug.
             if (auto it = conn_run_.find(conn);
                 it != conn_run_.end() && it->second != join.run_id) {
-              return {SendAction{conn, Error{"bad_request",
-                                             "this connection already joined run '" + it->second +
-                                                 "'; use one connection per run",
-                                             false}}};
+              return Refusal(conn, ErrorCode::kBadRequest,
+                             "this connection already joined run '" + it->second +
+                                 "'; use one connection per run",
+                             false);
             }
             RunState* run = find(join.run_id);
             if (run != nullptr && run->ended() && !join.current) {
@@ -97,36 +100,23 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
           },
           [&](const WorkerFailed& f) -> Actions {
             RunState* run = find(f.run_id);
-            return run ? run->OnWorkerFailed(conn, f, now) : unknown_run(f.run_id);
+            return run ? run->OnWorkerFailed(conn, f, now) : RefuseUnknownRun(conn, f.run_id);
           },
           [&](const WorkersSucceeded& s) -> Actions {
             RunState* run = find(s.run_id);
-            return run ? run->OnWorkersSucceeded(conn, s, now) : unknown_run(s.run_id);
+            return run ? run->OnWorkersSucceeded(conn, s, now) : RefuseUnknownRun(conn, s.run_id);
           },
           [&](const Leave& l) -> Actions {
             RunState* run = find(l.run_id);
             return run ? run->OnLeave(conn, l, now) : Actions{};
           },
           [&](const StatusRequest& r) -> Actions {
-            // Encoded here to learn its size: a reply over the bound the
-            // client accepts would only break its connection.
-            auto frame =
-                std::make_shared<const std::string>(Encode(StatusReply{StatusJson(r.run_id, now)}));
-            const size_t bytes = frame->size() - kFrameLengthBytes;
-            if (bytes > kMaxStatusReplyFrameBytes) {
-              return {SendAction{
-                  conn, Error{"bad_request",
-                              "the status document is " + std::to_string(bytes) +
-                                  " bytes, over the " + std::to_string(kMaxStatusReplyFrameBytes) +
-                                  "-byte bound of a StatusReply; ask for one run (--run-id)",
-                              false}}};
-            }
-            return {SendFrameAction{conn, std::move(frame)}};
+            // Formatted by the shell: whether the reply fits in a frame is a
+            // matter of bytes (rendezvous/daemon/status_reply.h).
+            return {StatusReplyAction{conn, Status(r.run_id, now)}};
           },
           [&](const auto&) -> Actions {
-            return {
-                SendAction{conn, Error{"bad_request", "not a request the daemon accepts", true}},
-                CloseAction{conn}};
+            return Refusal(conn, ErrorCode::kBadRequest, "not a request the daemon accepts", true);
           },
       },
       message);
@@ -135,21 +125,19 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
 void RendezvousCore::HandleHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actions& out) {
   auto it = runs_.find(hb.run_id);
   if (it == runs_.end()) {
-    out.push_back(SendAction{
-        conn, Error{"unknown_run",
-                    "run '" + std::string(hb.run_id) + "' is not known here; join first", false}});
+    std::ranges::move(RefuseUnknownRun(conn, hb.run_id), std::back_inserter(out));
     return;
   }
   it->second->OnHeartbeat(conn, hb, now, out);
 }
 
-std::string RendezvousCore::StatusJson(const std::string& run_id, Time now) const {
-  nlohmann::json runs = nlohmann::json::array();
+StatusSnapshot RendezvousCore::Status(std::string_view run_id, Time now) const {
+  StatusSnapshot snapshot;
   for (const auto& [id, run] : runs_) {
     if (!run_id.empty() && id != run_id) continue;
-    runs.push_back(run->StatusJson(now));
+    snapshot.runs.push_back(run->Status(now));
   }
-  return nlohmann::json{{"runs", runs}}.dump();
+  return snapshot;
 }
 
 RendezvousCore::Totals RendezvousCore::totals() const {

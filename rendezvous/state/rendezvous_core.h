@@ -6,8 +6,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "rendezvous/state/run_state.h"
+#include "rendezvous/state/status_snapshot.h"
 
 namespace muster::rdzv {
 
@@ -20,10 +22,10 @@ class RendezvousCore {
   // appended to `out`, with no copy of the heartbeat's strings.
   void HandleHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actions& out);
 
-  // {"runs": [...]} for every run, or only `run_id` when not empty. A
-  // StatusRequest is answered with it (a SendFrameAction), or with an Error
-  // when its frame would exceed kMaxStatusReplyFrameBytes.
-  std::string StatusJson(const std::string& run_id, Time now) const;
+  // Every run by run id, or only `run_id` when not empty (no run when it is
+  // not known). A StatusRequest is answered with it, as a StatusReplyAction
+  // that the shell formats.
+  StatusSnapshot Status(std::string_view run_id, Time now) const;
 
   // Counters of every run, ended and forgotten ones included, plus gauges.
   struct Totals : RunState::Counters {

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <iterator>
 
 #include "rendezvous/protocol/message_codec.h"
+#include "rendezvous/state/rank_assignment.h"
+#include "rendezvous/state/refusal.h"
 
 namespace muster::rdzv {
 namespace {
@@ -23,58 +25,18 @@ double SecondsOf(D d) {
 
 }  // namespace
 
-const char* RunState::PhaseName(Phase phase) {
-  switch (phase) {
-    case Phase::kGathering:
-      return "gathering";
-    case Phase::kLastCall:
-      return "last_call";
-    case Phase::kRunning:
-      return "running";
-    case Phase::kRebuilding:
-      return "rebuilding";
-    case Phase::kEnded:
-      return "ended";
-  }
-  return "unknown";
-}
-
 RunState::RunState(std::string run_id, const Join& first, const Settings& settings, Time now)
     : run_id_(std::move(run_id)),
       settings_(settings),
       min_nodes_(first.min_nodes),
       max_nodes_(first.max_nodes),
       max_restarts_(first.max_restarts),
+      nodes_(settings),
       gathering_since_(now),
       round_opened_(now) {
-  if (first.current) {
-    // The first node to reach a fresh daemon already runs workers: the daemon
-    // was restarted, so rebuild the run from the agents' reports.
-    phase_ = Phase::kRebuilding;
-    round_deadline_ = now + settings_.close_timeout;
-  }
-}
-
-RunState::Node* RunState::FindNode(std::string_view node_id) {
-  auto it = nodes_.find(node_id);
-  return it == nodes_.end() ? nullptr : &it->second;
-}
-
-RunState::Node* RunState::FindByConn(ConnId conn) {
-  auto it = conn_node_.find(conn);
-  return it == conn_node_.end() ? nullptr : FindNode(it->second);
-}
-
-void RunState::BindConn(Node& node, ConnId conn) {
-  if (node.conn == conn) return;
-  if (node.conn != 0) {
-    // Only if it is still this node's: a client that joined a second node id
-    // on the same connection has rebound it.
-    auto it = conn_node_.find(node.conn);
-    if (it != conn_node_.end() && it->second == node.node_id) conn_node_.erase(it);
-  }
-  node.conn = conn;
-  if (conn != 0) conn_node_[conn] = node.node_id;
+  // The first node to reach a fresh daemon already runs workers: the daemon
+  // was restarted, so rebuild the run from the agents' reports.
+  if (first.current) StartRebuild(now);
 }
 
 const std::shared_ptr<const std::string>& RunState::AckFrame() {
@@ -87,44 +49,26 @@ const std::shared_ptr<const std::string>& RunState::AckFrame() {
   return ack_frame_;
 }
 
-size_t RunState::member_count() const {
-  return static_cast<size_t>(std::count_if(nodes_.begin(), nodes_.end(),
-                                           [](const auto& entry) { return entry.second.member; }));
-}
-
 void RunState::Log(Actions& out, bool warning, const std::string& line) const {
   out.push_back(LogAction{warning, line + " run=" + run_id_});
 }
 
-Actions RunState::Refuse(ConnId conn, const std::string& code, const std::string& message,
-                         bool fatal) {
-  Actions out;
-  out.push_back(SendAction{conn, Error{code, message, fatal}});
-  if (fatal) out.push_back(CloseAction{conn});
-  return out;
-}
-
-RunState::Node* RunState::NodeOn(ConnId conn, std::string_view node_id) {
-  Node* node = FindNode(node_id);
-  return node != nullptr && node->conn == conn ? node : nullptr;
-}
-
-Actions RunState::RefuseUnknownNode(ConnId conn, std::string_view node_id) {
-  return Refuse(conn, "unknown_node",
-                "node '" + std::string(node_id) + "' is not part of run '" + run_id_ +
-                    "' (declared dead?); join again",
-                false);
+Actions RunState::RefuseUnknownNode(ConnId conn, std::string_view node_id) const {
+  return Refusal(conn, ErrorCode::kUnknownNode,
+                 "node '" + std::string(node_id) + "' is not part of run '" + run_id_ +
+                     "' (declared dead?); join again",
+                 false);
 }
 
 bool RunState::IsCurrentMemberReport(const Node& node, uint64_t generation) const {
   return generation == generation_ && phase_ == Phase::kRunning && node.member;
 }
 
-Actions RunState::RefuseStaleGeneration(ConnId conn, uint64_t generation) {
-  return Refuse(conn, "stale_generation",
-                "generation " + std::to_string(generation) + " is not current (" +
-                    std::to_string(generation_) + ")",
-                false);
+Actions RunState::RefuseStaleGeneration(ConnId conn, uint64_t generation) const {
+  return Refusal(conn, ErrorCode::kStaleGeneration,
+                 "generation " + std::to_string(generation) + " is not current (" +
+                     std::to_string(generation_) + ")",
+                 false);
 }
 
 void RunState::SendAssignment(const Node& node, Actions& out) const {
@@ -164,9 +108,7 @@ void RunState::SummarizeGeneration() {
 void RunState::OnDaemonStalled(Time now) {
   // The daemon itself did not read its sockets for a while (overloaded, or
   // stopped): heartbeats may be sitting unread, so silence proves nothing yet.
-  for (auto& [id, node] : nodes_) {
-    if (node.conn != 0) node.last_seen = std::max(node.last_seen, now);
-  }
+  nodes_.ForgiveStall(now);
 }
 
 Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
@@ -174,20 +116,20 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
     return {SendAction{conn, RunEnded{run_id_, end_succeeded_, end_message_}}};
   }
   if (join.min_nodes != min_nodes_ || join.max_nodes != max_nodes_) {
-    return Refuse(conn, "bad_request",
-                  "--nnodes " + std::to_string(join.min_nodes) + ":" +
-                      std::to_string(join.max_nodes) + " differs from run '" + run_id_ + "' (" +
-                      std::to_string(min_nodes_) + ":" + std::to_string(max_nodes_) + ")",
-                  true);
+    return Refusal(conn, ErrorCode::kBadRequest,
+                   "--nnodes " + std::to_string(join.min_nodes) + ":" +
+                       std::to_string(join.max_nodes) + " differs from run '" + run_id_ + "' (" +
+                       std::to_string(min_nodes_) + ":" + std::to_string(max_nodes_) + ")",
+                   true);
   }
   Actions out;
-  if (Node* node = FindNode(join.node_id)) {
+  if (Node* node = nodes_.Find(join.node_id)) {
     // The same agent on a new connection (it reconnected).
     if (node->conn != 0 && node->conn != conn) out.push_back(CloseAction{node->conn});
-    BindConn(*node, conn);
+    nodes_.BindConn(*node, conn);
     node->disconnected_at.reset();
     node->last_seen = now;
-    NoteDeadline(*node);
+    nodes_.NoteDeadline(*node);
     node->store_addr = join.store_addr;
     node->store_port = join.store_port;
     if (join.current) node->reported = join.current;
@@ -210,17 +152,16 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
     return out;
   }
 
-  Node& node = nodes_.emplace(join.node_id, Node{}).first->second;
-  node.node_id = join.node_id;
+  Node& node = nodes_.Add(join.node_id);
   node.host = join.host;
-  BindConn(node, conn);
+  nodes_.BindConn(node, conn);
   node.last_seen = now;
   node.local_world_size = join.local_world_size;
   node.store_addr = join.store_addr;
   node.store_port = join.store_port;
   node.join_seq = next_join_seq_++;
   node.reported = join.current;
-  NoteDeadline(node);
+  nodes_.NoteDeadline(node);
   Log(out, false,
       "event=join node=" + join.node_id + " host=" + join.host + " local_world_size=" +
           std::to_string(join.local_world_size) + " nodes=" + std::to_string(nodes_.size()));
@@ -230,8 +171,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
       (phase_ == Phase::kGathering || phase_ == Phase::kLastCall)) {
     // A fresh daemon met a node without workers first; this one runs workers
     // of a generation the daemon has forgotten: rebuild instead of gathering.
-    phase_ = Phase::kRebuilding;
-    round_deadline_ = now + settings_.close_timeout;
+    StartRebuild(now);
   }
   switch (phase_) {
     case Phase::kRebuilding: {
@@ -277,7 +217,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
 }
 
 void RunState::OnHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actions& out) {
-  Node* node = NodeOn(conn, hb.node_id);
+  Node* node = nodes_.NodeOn(conn, hb.node_id);
   if (node == nullptr) {
     std::ranges::move(RefuseUnknownNode(conn, hb.node_id), std::back_inserter(out));
     return;
@@ -303,7 +243,7 @@ void RunState::OnHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actio
 }
 
 Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time now) {
-  Node* node = NodeOn(conn, failed.node_id);
+  Node* node = nodes_.NodeOn(conn, failed.node_id);
   if (node == nullptr) return RefuseUnknownNode(conn, failed.node_id);
   node->last_seen = now;
   if (!IsCurrentMemberReport(*node, failed.generation)) {
@@ -340,7 +280,7 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
 }
 
 Actions RunState::OnWorkersSucceeded(ConnId conn, const WorkersSucceeded& done, Time now) {
-  Node* node = NodeOn(conn, done.node_id);
+  Node* node = nodes_.NodeOn(conn, done.node_id);
   if (node == nullptr) return RefuseUnknownNode(conn, done.node_id);
   node->last_seen = now;
   if (phase_ == Phase::kEnded) {
@@ -365,7 +305,7 @@ Actions RunState::OnWorkersSucceeded(ConnId conn, const WorkersSucceeded& done, 
 }
 
 Actions RunState::OnLeave(ConnId conn, const Leave& leave, Time now) {
-  Node* node = NodeOn(conn, leave.node_id);
+  Node* node = nodes_.NodeOn(conn, leave.node_id);
   if (node == nullptr) return {};
   Actions out;
   NodeGone(leave.node_id, now, "left", out);
@@ -373,11 +313,11 @@ Actions RunState::OnLeave(ConnId conn, const Leave& leave, Time now) {
 }
 
 Actions RunState::OnDisconnect(ConnId conn, Time now) {
-  Node* node = FindByConn(conn);
+  Node* node = nodes_.FindByConn(conn);
   if (node == nullptr) return {};
-  BindConn(*node, 0);
+  nodes_.BindConn(*node, 0);
   node->disconnected_at = now;
-  NoteDeadline(*node);
+  nodes_.NoteDeadline(*node);
   Actions out;
   Log(out, false, "event=disconnect node=" + node->node_id);
   return out;
@@ -385,12 +325,11 @@ Actions RunState::OnDisconnect(ConnId conn, Time now) {
 
 void RunState::NodeGone(const std::string& node_id, Time now, const std::string& why,
                         Actions& out) {
-  auto it = nodes_.find(node_id);
-  if (it == nodes_.end()) return;
-  const bool was_member = it->second.member;
-  const std::string host = it->second.host;
-  BindConn(it->second, 0);
-  nodes_.erase(it);
+  const Node* gone = nodes_.Find(node_id);
+  if (gone == nullptr) return;
+  const bool was_member = gone->member;
+  const std::string host = gone->host;
+  nodes_.Erase(node_id);
   ++counters_.dead_nodes;
   Log(out, true,
       "event=node_dead node=" + node_id + " host=" + host + " why=" + why +
@@ -449,8 +388,8 @@ void RunState::NextGeneration(Time now, const std::string& why, Actions& out,
   const std::string reason =
       "generation " + std::to_string(generation_) + " is ending: " + why + "; stop its workers";
   for (const std::string& id : running) {
-    const Node& node = nodes_.at(id);
-    if (node.conn) out.push_back(SendAction{node.conn, Waiting{run_id_, reason}});
+    const Node* node = nodes_.Find(id);
+    if (node->conn) out.push_back(SendAction{node->conn, Waiting{run_id_, reason}});
   }
   drain_ = Drain{why, now + settings_.drain_timeout, std::move(running)};
 }
@@ -468,134 +407,53 @@ void RunState::FinishDrainIfDone(Time now, Actions& out) {
   StartGeneration(now, why, out);
 }
 
-std::vector<RunState::Node*> RunState::OrderedForNextGeneration() {
-  std::vector<Node*> previous, newcomers;
-  for (auto& [id, node] : nodes_) (node.member ? previous : newcomers).push_back(&node);
-  std::sort(previous.begin(), previous.end(),
-            [](const Node* a, const Node* b) { return a->group_rank < b->group_rank; });
-  std::sort(newcomers.begin(), newcomers.end(),
-            [](const Node* a, const Node* b) { return a->join_seq < b->join_seq; });
-  previous.insert(previous.end(), newcomers.begin(), newcomers.end());
-  return previous;
-}
-
 void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
-  std::vector<Node*> ordered = OrderedForNextGeneration();
-  if (static_cast<int>(ordered.size()) > max_nodes_) ordered.resize(max_nodes_);
+  std::vector<Node*> candidates;
+  std::vector<RankCandidate> ranking;
   for (auto& [id, node] : nodes_) {
-    node.member = false;
-    node.group_rank = -1;
+    candidates.push_back(&node);
+    ranking.push_back(
+        RankCandidate{node.member, node.group_rank, node.join_seq, node.local_world_size});
+  }
+  const RankAssignment ranks = AssignRanks(ranking, max_nodes_);
+  for (Node* node : candidates) {
+    node->member = false;
+    node->group_rank = -1;
   }
   // A node may report a newer generation than the one a restarted daemon
   // resumed (it saw a round the others missed): never hand that number out again.
-  for (const auto& [id, node] : nodes_) {
-    if (node.reported) generation_ = std::max(generation_, node.reported->generation);
+  for (const Node* node : candidates) {
+    if (node->reported) generation_ = std::max(generation_, node->reported->generation);
   }
   ++generation_;
   ++counters_.generations;
   counters_.round_seconds_total += SecondsOf(now - round_opened_);
-  int offset = 0;
   drain_.reset();
-  for (size_t i = 0; i < ordered.size(); ++i) {
-    ordered[i]->member = true;
-    ordered[i]->group_rank = static_cast<int>(i);
-    ordered[i]->global_rank_offset = offset;
-    ordered[i]->reported.reset();
-    offset += ordered[i]->local_world_size;
+  for (const RankedMember& ranked : ranks.members) {
+    Node& node = *candidates[ranked.candidate];
+    node.member = true;
+    node.group_rank = ranked.group_rank;
+    node.global_rank_offset = ranked.global_rank_offset;
+    node.reported.reset();
   }
   phase_ = Phase::kRunning;
   round_deadline_.reset();
   Log(out, false,
       "event=generation gen=" + std::to_string(generation_) +
-          " nodes=" + std::to_string(ordered.size()) + " world_size=" + std::to_string(offset) +
-          " master=" + (ordered.empty() ? "" : ordered[0]->node_id) +
+          " nodes=" + std::to_string(ranks.members.size()) +
+          " world_size=" + std::to_string(ranks.world_size) + " master=" +
+          (ranks.members.empty() ? "" : candidates[ranks.members.front().candidate]->node_id) +
           " restart_count=" + std::to_string(restart_count_) + " why=\"" + why + "\"");
   SummarizeGeneration();
-  for (Node* node : ordered) SendAssignment(*node, out);
+  for (const RankedMember& ranked : ranks.members) {
+    SendAssignment(*candidates[ranked.candidate], out);
+  }
   for (auto& [id, node] : nodes_) {
     if (!node.member && node.conn) {
       out.push_back(SendAction{node.conn, Waiting{run_id_, "the run is full; standing by"}});
     }
   }
   round_opened_ = now;
-  return;
-}
-
-void RunState::TryFinishRebuild(Time now, bool deadline_passed, Actions& out) {
-  uint64_t latest = 0;
-  for (const auto& [id, node] : nodes_) {
-    if (node.reported) latest = std::max(latest, node.reported->generation);
-  }
-  std::vector<Node*> reporters;
-  for (auto& [id, node] : nodes_) {
-    if (node.reported && node.reported->generation == latest) reporters.push_back(&node);
-  }
-  // Generations never go backwards, even across a daemon restart.
-  generation_ = std::max(generation_, latest);
-  if (!reporters.empty()) {
-    const Assignment& first = *reporters.front()->reported;
-    std::vector<bool> seen(static_cast<size_t>(std::max(first.group_world_size, 0)), false);
-    bool complete = static_cast<int>(reporters.size()) == first.group_world_size;
-    for (Node* n : reporters) {
-      const int r = n->reported->group_rank;
-      if (r < 0 || r >= first.group_world_size || seen[static_cast<size_t>(r)]) {
-        complete = false;
-        break;
-      }
-      seen[static_cast<size_t>(r)] = true;
-    }
-    if (complete) {
-      // Every member of the last generation is back with the same view: carry
-      // on with it, and no worker restarts.
-      for (auto& [id, node] : nodes_) node.member = false;
-      for (Node* n : reporters) {
-        n->member = true;
-        n->group_rank = n->reported->group_rank;
-        n->global_rank_offset = n->reported->global_rank_offset;
-        restart_count_ = std::max(restart_count_, n->reported->restart_count);
-        n->reported.reset();
-      }
-      phase_ = Phase::kRunning;
-      round_deadline_.reset();
-      Log(out, false,
-          "event=rebuilt gen=" + std::to_string(generation_) +
-              " nodes=" + std::to_string(reporters.size()));
-      SummarizeGeneration();
-      for (Node* n : reporters) SendAssignment(*n, out);
-      if (static_cast<int>(nodes_.size()) > static_cast<int>(reporters.size()) &&
-          static_cast<int>(reporters.size()) < max_nodes_) {
-        round_deadline_ = now + settings_.last_call_timeout;  // admit the newcomers
-      }
-      return;
-    }
-  }
-  if (!deadline_passed) return;
-  // Someone did not come back in time: the reporters keep their order, and a
-  // new generation starts without the missing nodes.
-  for (auto& [id, node] : nodes_) {
-    node.member = false;
-    node.group_rank = -1;
-  }
-  for (Node* n : reporters) {
-    n->member = true;
-    n->group_rank = n->reported->group_rank;
-    restart_count_ = std::max(restart_count_, n->reported->restart_count);
-  }
-  round_opened_ = now;
-  if (static_cast<int>(nodes_.size()) >= min_nodes_) {
-    StartGeneration(now, "rebuild after daemon restart found missing nodes", out);
-    return;
-  }
-  phase_ = Phase::kGathering;
-  gathering_since_ = now;
-  round_deadline_.reset();
-  for (auto& [id, node] : nodes_) {
-    node.member = false;
-    if (node.conn) {
-      out.push_back(SendAction{node.conn, Waiting{run_id_, "below --nnodes MIN after rebuild"}});
-    }
-  }
-  return;
 }
 
 void RunState::EndRun(bool succeeded, const std::string& message, Time now, Actions& out) {
@@ -616,25 +474,13 @@ void RunState::EndRun(bool succeeded, const std::string& message, Time now, Acti
 Actions RunState::OnTick(Time now) {
   Actions out;
   if (phase_ == Phase::kEnded) return out;
-  std::vector<std::pair<std::string, std::string>> dead;
-  if (now >= next_node_check_) {
-    next_node_check_ = Time::max();
-    for (auto& [id, node] : nodes_) {
-      if (node.conn == 0 && node.disconnected_at &&
-          now - *node.disconnected_at >= settings_.disconnect_grace) {
-        dead.emplace_back(id, "disconnected");
-      } else if (now - node.last_seen > settings_.heartbeat_timeout) {
-        // Silent (stopped, or its link is down): close the half-open socket too.
-        if (node.conn) out.push_back(CloseAction{node.conn});
-        BindConn(node, 0);
-        dead.emplace_back(id, "silent");
-      } else {
-        next_node_check_ = std::min(next_node_check_, DeadlineOf(node));
-      }
-    }
+  const std::vector<NodeTable::DeadNode> dead = nodes_.FindDead(now);
+  // Every half-open socket is closed before the first NodeGone() sends anything.
+  for (const NodeTable::DeadNode& node : dead) {
+    if (node.close_conn != 0) out.push_back(CloseAction{node.close_conn});
   }
-  for (const auto& [id, why] : dead) {
-    NodeGone(id, now, why, out);
+  for (const NodeTable::DeadNode& node : dead) {
+    NodeGone(node.node_id, now, node.why, out);
   }
   if (phase_ == Phase::kEnded) return out;
   if (drain_ && now >= drain_->deadline) {
@@ -670,61 +516,6 @@ Actions RunState::OnTick(Time now) {
            now, out);
   }
   return out;
-}
-
-Time RunState::DeadlineOf(const Node& node) const {
-  if (node.conn == 0 && node.disconnected_at)
-    return *node.disconnected_at + settings_.disconnect_grace;
-  return node.last_seen + settings_.heartbeat_timeout + Duration(1);
-}
-
-void RunState::NoteDeadline(const Node& node) {
-  next_node_check_ = std::min(next_node_check_, DeadlineOf(node));
-}
-
-nlohmann::json RunState::StatusJson(Time now) const {
-  nlohmann::json nodes = nlohmann::json::array();
-  // Members by group rank, then the others by node id: a stable, readable order.
-  std::vector<const Node*> ordered;
-  for (const auto& [id, node] : nodes_) ordered.push_back(&node);
-  std::sort(ordered.begin(), ordered.end(), [](const Node* a, const Node* b) {
-    if (a->member != b->member) return a->member;
-    if (a->member) return a->group_rank < b->group_rank;
-    return a->node_id < b->node_id;
-  });
-  for (const Node* node_ptr : ordered) {
-    const Node& node = *node_ptr;
-    nlohmann::json n = {
-        {"node_id", node.node_id},
-        {"host", node.host},
-        {"state", node.member ? "member" : "waiting"},
-        {"connected", node.conn != 0},
-        {"local_world_size", node.local_world_size},
-        {"heartbeat_age_ms",
-         std::chrono::duration_cast<std::chrono::milliseconds>(now - node.last_seen).count()},
-    };
-    if (node.member) {
-      n["group_rank"] = node.group_rank;
-      n["global_ranks"] = {node.global_rank_offset,
-                           node.global_rank_offset + node.local_world_size - 1};
-    }
-    nodes.push_back(n);
-  }
-  nlohmann::json run = {
-      {"run_id", run_id_},
-      {"state", PhaseName(phase_)},
-      {"generation", generation_},
-      {"min_nodes", min_nodes_},
-      {"max_nodes", max_nodes_},
-      {"restart_count", restart_count_},
-      {"max_restarts", max_restarts_},
-      {"nodes", nodes},
-  };
-  if (phase_ == Phase::kEnded) {
-    run["result"] = end_succeeded_ ? "succeeded" : "failed";
-    run["message"] = end_message_;
-  }
-  return run;
 }
 
 }  // namespace muster::rdzv

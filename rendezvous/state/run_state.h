@@ -23,29 +23,37 @@
 //   kRebuilding --all members of the reported generation back---> kRunning (same generation)
 //   kRebuilding --close_timeout---------------------------------> kRunning (new gen) | kGathering
 //
-// Group ranks of a new generation: members of the previous generation keep
-// their relative order, newcomers follow in join order; group rank 0 is the
-// master and its agent's store is MASTER_ADDR:MASTER_PORT. Generations only
-// grow; messages about older generations are refused as stale.
+// Group ranks of a new generation come from AssignRanks (rank_assignment.h):
+// members of the previous generation keep their relative order, newcomers
+// follow in join order; group rank 0 is the master and its agent's store is
+// MASTER_ADDR:MASTER_PORT. Generations only grow; messages about older
+// generations are refused as stale.
+//
+// The code is split by concern: run_state.cc handles the events,
+// run_state_rebuild.cc rebuilds a run after a daemon restart,
+// run_state_status.cc takes its status snapshot; node_table.h keeps the
+// nodes and their liveness, rank_assignment.h picks the ranks.
 #pragma once
 
-#include <map>
 #include <memory>
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
+#include "rendezvous/protocol/error_code.h"
 #include "rendezvous/state/events.h"
+#include "rendezvous/state/node_table.h"
+#include "rendezvous/state/run_phase.h"
 #include "rendezvous/state/settings.h"
+#include "rendezvous/state/status_snapshot.h"
 
 namespace muster::rdzv {
 
 class RunState {
  public:
-  enum class Phase { kGathering, kLastCall, kRunning, kRebuilding, kEnded };
+  using Phase = RunPhase;
 
   RunState(std::string run_id, const Join& first, const Settings& settings, Time now);
 
@@ -67,7 +75,7 @@ class RunState {
   bool ended() const { return phase_ == Phase::kEnded; }
   Time ended_at() const { return ended_at_; }
   // How many nodes the current generation has.
-  size_t member_count() const;
+  size_t member_count() const { return nodes_.member_count(); }
 
   // Counters for /metrics.
   struct Counters {
@@ -85,54 +93,19 @@ class RunState {
   };
   const Counters& counters() const { return counters_; }
 
-  // The status document of this run (see PROTOCOL.md "Status").
-  nlohmann::json StatusJson(Time now) const;
-
-  static const char* PhaseName(Phase phase);
+  // This run as status shows it at `now` (heartbeat ages are measured to it).
+  RunStatus Status(Time now) const;
 
  private:
-  struct Node {
-    std::string node_id;
-    std::string host;
-    ConnId conn = 0;  // 0: not connected
-    Time last_seen;
-    Time last_ack{};  // last HeartbeatAck sent
-    std::optional<Time> disconnected_at;
-    int local_world_size = 1;
-    std::string store_addr;
-    int store_port = 0;
-    uint64_t join_seq = 0;
-    bool member = false;  // in the current generation
-    int group_rank = -1;  // in the current generation
-    int global_rank_offset = 0;
-    bool succeeded = false;              // its workers of the current generation all exited 0
-    std::optional<Assignment> reported;  // what it ran when it (re)joined, for rebuilding
-  };
+  using Node = RunNode;
 
-  Node* FindNode(std::string_view node_id);
-  // The node `node_id` when `conn` is its connection; nullptr for a node this
-  // run does not have (declared dead, never joined) or a report that came on
-  // another connection than the node's.
-  Node* NodeOn(ConnId conn, std::string_view node_id);
-  // The node bound to `conn`, through conn_node_.
-  Node* FindByConn(ConnId conn);
-  // node.conn = conn, keeping conn_node_ in step; 0 unbinds. Every change of
-  // a node's connection goes through here (or NodeGone, which erases it).
-  void BindConn(Node& node, ConnId conn);
   // This run's HeartbeatAck for its current generation, encoded once per
   // generation and shared by every ack sent.
   const std::shared_ptr<const std::string>& AckFrame();
-  // When OnTick() must look at `node`: the end of its disconnect grace, or
-  // of its heartbeat silence.
-  Time DeadlineOf(const Node& node) const;
-  // Called wherever a node's deadline may move earlier (it joined, it
-  // disconnected): the node scan of OnTick() must not be skipped past it.
-  void NoteDeadline(const Node& node);
-  Actions Refuse(ConnId conn, const std::string& code, const std::string& message, bool fatal);
   // The refusals every report can meet (not fatal: the agent joins again or
   // waits for the current assignment).
-  Actions RefuseUnknownNode(ConnId conn, std::string_view node_id);
-  Actions RefuseStaleGeneration(ConnId conn, uint64_t generation);
+  Actions RefuseUnknownNode(ConnId conn, std::string_view node_id) const;
+  Actions RefuseStaleGeneration(ConnId conn, uint64_t generation) const;
   // Whether a member's outcome report for `generation` is about the running one.
   bool IsCurrentMemberReport(const Node& node, uint64_t generation) const;
   void SendAssignment(const Node& node, Actions& out) const;
@@ -150,10 +123,15 @@ class RunState {
   void FinishDrainIfDone(Time now, Actions& out);
   void NodeGone(const std::string& node_id, Time now, const std::string& why, Actions& out);
   void EndRun(bool succeeded, const std::string& message, Time now, Actions& out);
-  void TryFinishRebuild(Time now, bool deadline_passed, Actions& out);
   void Log(Actions& out, bool warning, const std::string& line) const;
   void SummarizeGeneration();
-  std::vector<Node*> OrderedForNextGeneration();
+
+  // Rebuilding after a daemon restart (run_state_rebuild.cc).
+  // Enters kRebuilding: agents report what they run until close_timeout.
+  void StartRebuild(Time now);
+  // Carries on with the reported generation once all its members are back;
+  // once `deadline_passed`, starts a new one without the missing ones.
+  void TryFinishRebuild(Time now, bool deadline_passed, Actions& out);
 
   std::string run_id_;
   Settings settings_;
@@ -164,26 +142,13 @@ class RunState {
   uint64_t generation_ = 0;
   int restart_count_ = 0;
   uint64_t next_join_seq_ = 0;
-  // By node id; dead nodes are erased. Hashed: a heartbeat looks its node up
-  // 20,000 times a second at 10,000 nodes (0.5 s keep_alive_interval).
-  // Nothing depends on its order.
-  struct StringHash {
-    using is_transparent = void;  // find() by string_view, without a copy
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, Node, StringHash, std::equal_to<>> nodes_;
-  // Node id by connection, for every node with conn != 0, so a disconnect
-  // finds its node without a scan of every node.
-  std::unordered_map<ConnId, std::string> conn_node_;
+  // Dead nodes are erased.
+  NodeTable nodes_;
   // Members of the current generation whose workers all succeeded: the run
   // succeeds when it reaches summary_.group_world_size. Reset with it.
   int succeeded_members_ = 0;
   std::shared_ptr<const std::string> ack_frame_;  // see AckFrame()
   uint64_t ack_frame_generation_ = 0;
-  // No node's deadline is earlier than this, so OnTick() skips its scan of
-  // every node until then (at 10,000 nodes the scan at every 50 ms tick
-  // cost more than the heartbeats). Heartbeats only move deadlines later.
-  Time next_node_check_{};
   Time gathering_since_;
   std::optional<Time> round_deadline_;  // last call, admission or rebuild window
   Time round_opened_;

@@ -62,7 +62,7 @@ std::vector<Message> SampleMessages() {
       Leave{.run_id = "run-7", .node_id = "node-a"},
       StatusRequest{.run_id = ""},
       Welcome{.protocol_version = 1, .daemon_id = "musterd-1700000000-ab12"},
-      Error{.code = "stale_generation",
+      Error{.code = ErrorCode::kStaleGeneration,
             .message = "Heartbeat generation 3 < current 4",
             .fatal = true},
       Waiting{.run_id = "run-7", .reason = "2 of min 4 nodes joined"},
@@ -176,7 +176,7 @@ TEST_CASE("a hand-written join from another language decodes, extra fields ignor
 }
 
 TEST_CASE("strings that are not UTF-8 are sent with U+FFFD instead of failing") {
-  const std::string bytes = Encode(Error{.code = "bad_frame", .message = "got \xff here"});
+  const std::string bytes = Encode(Error{.code = ErrorCode::kBadFrame, .message = "got \xff here"});
   FrameDecoder decoder;
   decoder.Feed(bytes);
   FrameResult frame = decoder.Next();

@@ -5,5 +5,6 @@ muster_unit_test(rdzv_protocol_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_protocol_frame_codec_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_protocol_message_codec_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_protocol_message_reject_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_protocol_error_code_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_protocol_heartbeat_fast_path_test.cc
   LIBS muster_rdzv_protocol)

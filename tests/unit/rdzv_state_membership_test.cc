@@ -81,7 +81,7 @@ TEST_CASE("a silent node is dead after heartbeat_timeout, its connection closed,
   actions = c.Heartbeat(1);
   auto errors = SentTo<Error>(actions, c.agent(1).conn);
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0].code == "unknown_node");
+  CHECK(errors[0].code == ErrorCode::kUnknownNode);
 }
 
 TEST_CASE("survivors below MIN wait, and a replacement brings the run back in a new generation",

@@ -28,7 +28,7 @@ TEST_CASE("worker outcomes reported for an old generation are refused as stale a
   auto actions = c.FailAt(1, 1);
   auto errors = SentTo<Error>(actions, c.agent(1).conn);
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0].code == "stale_generation");
+  CHECK(errors[0].code == ErrorCode::kStaleGeneration);
   CHECK_FALSE(errors[0].fatal);
   CHECK(CountSent<AssignmentMessage>(actions) == 0);
 
@@ -36,7 +36,7 @@ TEST_CASE("worker outcomes reported for an old generation are refused as stale a
     actions = c.SucceedAt(i, 1);
     errors = SentTo<Error>(actions, c.agent(i).conn);
     REQUIRE(errors.size() == 1);
-    CHECK(errors[0].code == "stale_generation");
+    CHECK(errors[0].code == ErrorCode::kStaleGeneration);
     CHECK(CountSent<RunEnded>(actions) == 0);
   }
   CHECK(c.Phase() == "running");
@@ -91,7 +91,7 @@ TEST_CASE("worker failures on two nodes of one generation count as one restart",
   auto actions = c.FailAt(1, 1);  // the same incident, seen from another node
   auto errors = SentTo<Error>(actions, c.agent(1).conn);
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0].code == "stale_generation");
+  CHECK(errors[0].code == ErrorCode::kStaleGeneration);
   c.ExpectNoNewGeneration();
   for (int i = 0; i < 3; ++i) {
     CHECK(c.agent(i).assignment->generation == 2);
@@ -161,7 +161,7 @@ TEST_CASE("successes in an older generation do not count toward the next", "[rdz
   CHECK(c.Phase() == "ended");
 }
 
-TEST_CASE("a success report from a node the run does not know is refused as unknown_node",
+TEST_CASE("a success report from a node the run does not know is refused as an unknown node",
           "[rdzv][success]") {
   FakeCluster c(2, 2);
   c.AddAgents(3);
@@ -172,7 +172,7 @@ TEST_CASE("a success report from a node the run does not know is refused as unkn
   auto actions = c.SucceedAt(2, 1);  // node2 never joined
   auto errors = SentTo<Error>(actions, c.agent(2).conn);
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0].code == "unknown_node");
+  CHECK(errors[0].code == ErrorCode::kUnknownNode);
   CHECK_THAT(errors[0].message, Catch::Contains("node2"));
   CHECK_FALSE(errors[0].fatal);
   CHECK(CountSent<RunEnded>(actions) == 0);

@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -335,9 +334,9 @@ class FakeCluster {
   // The run's phase as status reports it ("gathering", "running", ...;
   // "forgotten" once the core dropped it).
   std::string Phase() const {
-    auto status = nlohmann::json::parse(core_.StatusJson(kRunId, now_));
-    if (status["runs"].empty()) return "forgotten";
-    return status["runs"][0]["state"].get<std::string>();
+    const StatusSnapshot status = core_.Status(kRunId, now_);
+    if (status.runs.empty()) return "forgotten";
+    return std::string(RunPhaseName(status.runs[0].phase));
   }
 
   Agent& agent(int i) { return agents_.at(static_cast<size_t>(i)); }

@@ -1,0 +1,46 @@
+// RunState, the status snapshot: what `muster status` shows of one run.
+#include <algorithm>
+#include <vector>
+
+#include "rendezvous/state/run_state.h"
+
+namespace muster::rdzv {
+
+RunStatus RunState::Status(Time now) const {
+  RunStatus run;
+  run.run_id = run_id_;
+  run.phase = phase_;
+  run.generation = generation_;
+  run.min_nodes = min_nodes_;
+  run.max_nodes = max_nodes_;
+  run.restart_count = restart_count_;
+  run.max_restarts = max_restarts_;
+  if (phase_ == Phase::kEnded) run.outcome = RunStatus::Outcome{end_succeeded_, end_message_};
+
+  // Members by group rank, then the others by node id: a stable, readable order.
+  std::vector<const Node*> ordered;
+  for (const auto& [id, node] : nodes_) ordered.push_back(&node);
+  std::sort(ordered.begin(), ordered.end(), [](const Node* a, const Node* b) {
+    if (a->member != b->member) return a->member;
+    if (a->member) return a->group_rank < b->group_rank;
+    return a->node_id < b->node_id;
+  });
+  run.nodes.reserve(ordered.size());
+  for (const Node* node : ordered) {
+    NodeStatus& status = run.nodes.emplace_back();
+    status.node_id = node->node_id;
+    status.host = node->host;
+    status.member = node->member;
+    status.connected = node->conn != 0;
+    status.local_world_size = node->local_world_size;
+    status.heartbeat_age =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - node->last_seen);
+    if (node->member) {
+      status.group_rank = node->group_rank;
+      status.global_rank_offset = node->global_rank_offset;
+    }
+  }
+  return run;
+}
+
+}  // namespace muster::rdzv

@@ -1,0 +1,59 @@
+// StatusSnapshot: what the rendezvous knows of its runs at one instant, as
+// plain values. RendezvousCore takes it; the daemon formats it into the
+// status document (rendezvous/daemon/status_json.h) that `muster status`
+// reads. Nothing here decides anything or knows JSON.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rendezvous/state/run_phase.h"
+
+namespace muster::rdzv {
+
+// One node of a run.
+struct NodeStatus {
+  std::string node_id;
+  std::string host;
+  bool member = false;  // in the current generation; otherwise it waits
+  bool connected = false;
+  int local_world_size = 1;
+  std::chrono::milliseconds heartbeat_age{0};  // since the node was last heard
+  // Members only: its group rank, and the first of its global ranks, which
+  // run to global_rank_offset + local_world_size - 1.
+  int group_rank = -1;
+  int global_rank_offset = 0;
+  bool operator==(const NodeStatus&) const = default;
+};
+
+// One run.
+struct RunStatus {
+  std::string run_id;
+  RunPhase phase = RunPhase::kGathering;
+  uint64_t generation = 0;  // 0 until a first generation starts
+  int min_nodes = 0;
+  int max_nodes = 0;
+  int restart_count = 0;
+  int max_restarts = 0;
+  // Members by group rank, then the other nodes by node id: a stable,
+  // readable order.
+  std::vector<NodeStatus> nodes;
+  // How it ended; set exactly when phase is kEnded.
+  struct Outcome {
+    bool succeeded = false;
+    std::string message;
+    bool operator==(const Outcome&) const = default;
+  };
+  std::optional<Outcome> outcome;
+  bool operator==(const RunStatus&) const = default;
+};
+
+struct StatusSnapshot {
+  std::vector<RunStatus> runs;  // by run id
+  bool operator==(const StatusSnapshot&) const = default;
+};
+
+}  // namespace muster::rdzv
