@@ -1,6 +1,8 @@
 // The Agent's elastic mode: the rendezvous daemon decides every generation;
 // this node starts, stops and restarts its workers to follow it, reports
-// their outcome, and fences itself when it loses the daemon.
+// their outcome, and fences itself when it loses the daemon. What to do on
+// each event is ElasticFollower's decision; this file wires the rendezvous
+// client and the worker group to it and carries its actions out.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -143,16 +145,19 @@ int Agent::RunElastic() {
 }
 
 void Agent::Follow(const FollowerActions& actions) {
-  // In order: an action may call back into the follower (a start that
-  // fails), and what follows it was decided knowing that.
+  // In the order given: the daemon reads meaning into it (an outcome is
+  // reported before the client says no workers run). A start that fails
+  // feeds the follower again and carries out its answer before returning;
+  // the follower never puts an action after a start.
   for (const FollowerAction& action : actions) {
     if (const auto* start = std::get_if<StartWorkers>(&action)) {
       StartGeneration(start->assignment);
     } else if (const auto* stop = std::get_if<StopWorkers>(&action)) {
       StopGroup(stop->signal);
     } else if (const auto* succeeded = std::get_if<ReportSucceeded>(&action)) {
-      if (!succeeded->repeated)
+      if (!succeeded->repeated) {
         spdlog::info("event=workers_succeeded gen={}", succeeded->generation);
+      }
       client_->ReportSucceeded(succeeded->generation);
     } else if (const auto* failed = std::get_if<ReportFailure>(&action)) {
       client_->ReportWorkerFailure(failed->generation, failed->exit_code, failed->message);

@@ -79,8 +79,8 @@ FollowerActions ElasticFollower::OnRendezvousFailed() {
   if (WorkersAlive()) {
     Stop(StopReason::kRunEnded, SIGTERM, out);
   } else if (state_ == State::kIdle) {
-    // Whatever the run's last word was, this agent could not follow it to
-    // the end: the job failed here.
+    // No worker runs and the daemon is out of reach for good: the job
+    // failed here, whatever this node's own workers did.
     state_ = State::kFinished;
     out.emplace_back(Finish{failure_exit_code()});
   }

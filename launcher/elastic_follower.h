@@ -80,7 +80,7 @@ namespace muster {
 
 // Start the workers of `assignment`'s generation on this node, and tell the
 // rendezvous client they run under it. The agent reports StartFailed if it
-// cannot start every worker.
+// cannot start every worker. Always the last action of its list.
 struct StartWorkers {
   rdzv::Assignment assignment;
 };

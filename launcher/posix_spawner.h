@@ -1,8 +1,8 @@
 // PosixSpawner: ProcessSpawner on fork/exec (Boost.Process v2) and an Asio
 // event loop. Output pipes and exit notifications (pidfd) are serviced by
-// `io`; events go where SetEvents says (Spawn fails before it was called). Not thread-safe: use
-// from the io thread only, and that thread must outlive the workers (PR_SET_PDEATHSIG follows the
-// thread that forked).
+// `io`; events go where SetEvents says (Spawn fails before it was called).
+// Not thread-safe: use from the io thread only, and that thread must outlive
+// the workers (PR_SET_PDEATHSIG follows the thread that forked).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
