@@ -33,7 +33,7 @@ std::string HostName() {
 
 }  // namespace
 
-Agent::Agent(LaunchOptions options, LaunchPlan plan,
+Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions options, LaunchPlan plan,
              std::optional<rdzv::Assignment> static_assignment,
              std::optional<ElasticConfig> elastic, std::vector<std::string> inherited_env,
              EnvLookup env, std::vector<int> handled_signals)
@@ -42,11 +42,13 @@ Agent::Agent(LaunchOptions options, LaunchPlan plan,
       inherited_env_(std::move(inherited_env)),
       env_(std::move(env)),
       host_(HostName()),
+      io_(io),
       signals_(io_),
       timer_(io_),
-      spawner_(io_, *this),
+      spawner_(spawner),
       elastic_(std::move(elastic)),
       fault_timer_(io_) {
+  spawner_.SetEvents(*this);
   if (static_assignment) node_ = std::move(*static_assignment);
   for (int sig : handled_signals) signals_.add(sig);
 }
@@ -209,9 +211,9 @@ void Agent::WaitForSignal() {
     if (ec) return;
     received_signal_ = sig;
     spdlog::info("received {}; stopping workers", SignalName(sig));
-    stop_reason_ = StopReason::kSignal;
-    if (client_) client_->Leave();
-    if (group_ && !group_->finished()) {
+    if (elastic_) {
+      Follow(follower_.OnSignal(sig));
+    } else if (group_ && !group_->finished()) {
       group_->Stop(sig, std::chrono::steady_clock::now());
       AfterGroupEvent();
     } else {
@@ -272,6 +274,7 @@ void Agent::AfterGroupEvent() {
   // workers, then give their output a moment to drain before deciding.
   if (group_->state() != WorkerGroup::State::kSucceeded) group_->KillAllGroups();
   settling_ = true;
+  if (elastic_) follower_.OnWorkersGone();
   timer_.cancel();
   if (open_streams_.empty()) {
     Settle();

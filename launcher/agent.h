@@ -5,7 +5,11 @@
 //
 // Single-threaded: everything happens on one Asio io_context, on the thread
 // that calls Run() (which must be the thread that lives longest: workers are
-// tied to it with PR_SET_PDEATHSIG).
+// tied to it with PR_SET_PDEATHSIG). Every process it starts or signals goes
+// through the ProcessSpawner it is given.
+//
+// Elastic mode follows the daemon's generations: ElasticFollower
+// (elastic_follower.h) decides, the agent carries out its actions.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -17,10 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "launcher/elastic_follower.h"
 #include "launcher/fault_injector.h"
 #include "launcher/launch_options.h"
 #include "launcher/launch_plan.h"
-#include "launcher/posix_spawner.h"
+#include "launcher/process_spawner.h"
 #include "launcher/progress_report.h"
 #include "launcher/worker_group.h"
 #include "launcher/worker_output.h"
@@ -42,7 +47,12 @@ class Agent final : public SpawnEvents {
   // Exactly one of `static_assignment` and `elastic` is set. Static: this
   // node's one assignment, and local failures restart local workers.
   // Elastic: the rendezvous daemon decides every generation.
-  Agent(LaunchOptions options, LaunchPlan plan, std::optional<rdzv::Assignment> static_assignment,
+  // `io` runs everything (Run() runs it); `spawner` starts and signals the
+  // workers and delivers their events to this agent (the agent calls
+  // SetEvents). REQUIRES: both outlive the agent, and `spawner` delivers
+  // events only from `io`, so none arrives outside Run().
+  Agent(boost::asio::io_context& io, ProcessSpawner& spawner, LaunchOptions options,
+        LaunchPlan plan, std::optional<rdzv::Assignment> static_assignment,
         std::optional<ElasticConfig> elastic, std::vector<std::string> inherited_env, EnvLookup env,
         std::vector<int> handled_signals);
   ~Agent() override;
@@ -58,18 +68,17 @@ class Agent final : public SpawnEvents {
   void OnProgress(uint64_t tag, std::string_view bytes) override;
 
  private:
-  // Why the running group is being stopped, so Settle() knows what comes next.
-  enum class StopReason { kNone, kSignal, kReassigned, kFenced, kRunEnded };
-
   int RunStatic();
   int RunElastic();
   // Starts the embedded rendezvous when this agent serves it (is_host=1,
   // --standalone, or the c10d rule: see host_rules.h); false when it should
   // but cannot (the error is logged).
   bool ServeRendezvousIfHost();
-  void OnAssignment(const rdzv::Assignment& assignment);
-  void StopGroupFor(StopReason reason, int sig);
+  // Carries out the follower's actions in order (agent_elastic.cc).
+  void Follow(const FollowerActions& actions);
   void StartGeneration(const rdzv::Assignment& assignment);
+  void StopGroup(int sig);
+  void PrintFailureReport(const ReportFailureLocally& report);
   void SettleElastic();
   Status PrepareRunDirectory();
   Status StartAttempt();
@@ -97,35 +106,19 @@ class Agent final : public SpawnEvents {
   EnvLookup env_;
   std::string host_;
 
-  boost::asio::io_context io_;
+  boost::asio::io_context& io_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer timer_;
-  PosixSpawner spawner_;
+  ProcessSpawner& spawner_;
   std::unique_ptr<store::StoreServer> store_;
 
   std::optional<ElasticConfig> elastic_;
   std::unique_ptr<rdzv::RendezvousServer> embedded_daemon_;
   std::unique_ptr<rdzv::RendezvousClient> client_;
-  std::optional<rdzv::Assignment> current_;  // what the workers run under
-  std::optional<rdzv::Assignment> pending_;  // next generation, once the group stopped
-  // The newest generation whose workers this node started (they never start
-  // twice for one generation), and whether they all succeeded.
-  std::optional<uint64_t> ran_generation_;
-  bool ran_generation_succeeded_ = false;
-  // Why StartAttempt failed after spawning some workers, reported once the
-  // group has stopped them.
-  std::optional<std::string> start_failure_;
-  StopReason stop_reason_ = StopReason::kNone;
-  bool run_ended_ = false;
-  bool run_succeeded_ = false;
+  ElasticFollower follower_;  // elastic mode only
   // This node's root-cause failure, if any: muster's exit code and the
   // launcher's TORCHELASTIC_ERROR_FILE come from it.
   std::optional<WorkerFailure> local_root_cause_;
-  // What muster exits with when the run failed: this node's own root cause,
-  // or 1 when the failure was elsewhere.
-  int FailureExitCode() const {
-    return local_root_cause_ ? local_root_cause_->status.ShellCode() : 1;
-  }
 
   rdzv::Assignment node_;  // this node's place in the current generation
   std::unique_ptr<WorkerGroup> group_;

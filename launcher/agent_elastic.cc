@@ -1,6 +1,8 @@
 // The Agent's elastic mode: the rendezvous daemon decides every generation;
 // this node starts, stops and restarts its workers to follow it, reports
-// their outcome, and fences itself when it loses the daemon.
+// their outcome, and fences itself when it loses the daemon. What to do on
+// each event is ElasticFollower's decision; this file wires the rendezvous
+// client and the worker group to it and carries its actions out.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -112,43 +114,28 @@ int Agent::RunElastic() {
                plan_.run_id, client.join.node_id, client.host, client.port, elastic_->is_host,
                store_->port());
 
+  // The client's news become the follower's events; logging them is the
+  // agent's part, deciding what they mean the follower's.
   rdzv::RendezvousClient::Callbacks callbacks;
-  callbacks.on_assignment = [this](const rdzv::Assignment& a) { OnAssignment(a); };
+  callbacks.on_assignment = [this](const rdzv::Assignment& a) {
+    Follow(follower_.OnAssignment(a));
+  };
   callbacks.on_waiting = [this](const std::string& reason) {
     spdlog::info("event=waiting reason=\"{}\"", reason);
-    pending_.reset();
-    // The generation is ending everywhere: its workers lose the store now,
-    // and the next one meets an empty store.
-    store_->Seal();
-    if (group_ && !group_->finished()) StopGroupFor(StopReason::kReassigned, SIGTERM);
+    Follow(follower_.OnWaiting());
   };
   callbacks.on_fence = [this](const std::string& why) {
     spdlog::warn("event=self_fence why=\"{}\"; stopping workers", why);
-    pending_.reset();
-    current_.reset();
-    client_->SetCurrent(std::nullopt);
-    store_->Seal();
-    if (group_ && !group_->finished()) StopGroupFor(StopReason::kFenced, SIGKILL);
+    Follow(follower_.OnFence());
   };
   callbacks.on_run_ended = [this](bool succeeded, const std::string& message) {
-    run_ended_ = true;
-    run_succeeded_ = succeeded;
     (succeeded ? spdlog::info("event=run_ended result=succeeded message=\"{}\"", message)
                : spdlog::error("event=run_ended result=failed message=\"{}\"", message));
-    if (group_ && !group_->finished()) {
-      StopGroupFor(StopReason::kRunEnded, SIGTERM);
-    } else if (!settling_) {
-      Finish(succeeded ? 0 : FailureExitCode());
-    }
+    Follow(follower_.OnRunEnded(succeeded));
   };
   callbacks.on_fatal = [this](const std::string& message) {
     spdlog::error("rendezvous: {}", message);
-    run_ended_ = true;
-    if (group_ && !group_->finished()) {
-      StopGroupFor(StopReason::kRunEnded, SIGTERM);
-    } else if (!settling_) {
-      Finish(FailureExitCode());
-    }
+    Follow(follower_.OnRendezvousFailed());
   };
   client_ = std::make_unique<rdzv::RendezvousClient>(io_, std::move(client), std::move(callbacks));
   WaitForSignal();
@@ -157,48 +144,43 @@ int Agent::RunElastic() {
   return exit_code_;
 }
 
-void Agent::OnAssignment(const rdzv::Assignment& a) {
-  if (ran_generation_ && a.generation <= *ran_generation_) {
-    // Workers never start twice for one generation. The daemon repeats an
-    // assignment when a member rejoins, or after its restart rebuilt the run.
-    if (a.generation < *ran_generation_) return;  // stale
-    // Still running (or settling): carry on; the outcome is reported when
-    // the workers are done.
-    if (settling_ || (group_ && !group_->finished())) return;
-    // Already done here: say so again, since a restarted daemon forgot it.
-    if (ran_generation_succeeded_) {
-      client_->ReportSucceeded(a.generation);
-    } else {
-      client_->ReportWorkerFailure(a.generation, FailureExitCode(),
-                                   "the workers of generation " + std::to_string(a.generation) +
-                                       " already stopped on this node");
+void Agent::Follow(const FollowerActions& actions) {
+  // In the order given: the daemon reads meaning into it (an outcome is
+  // reported before the client says no workers run). A start that fails
+  // feeds the follower again and carries out its answer before returning;
+  // the follower never puts an action after a start.
+  for (const FollowerAction& action : actions) {
+    if (const auto* start = std::get_if<StartWorkers>(&action)) {
+      StartGeneration(start->assignment);
+    } else if (const auto* stop = std::get_if<StopWorkers>(&action)) {
+      StopGroup(stop->signal);
+    } else if (const auto* succeeded = std::get_if<ReportSucceeded>(&action)) {
+      if (!succeeded->repeated) {
+        spdlog::info("event=workers_succeeded gen={}", succeeded->generation);
+      }
+      client_->ReportSucceeded(succeeded->generation);
+    } else if (const auto* failed = std::get_if<ReportFailure>(&action)) {
+      client_->ReportWorkerFailure(failed->generation, failed->exit_code, failed->message);
+    } else if (const auto* local = std::get_if<ReportFailureLocally>(&action)) {
+      PrintFailureReport(*local);
+    } else if (std::holds_alternative<ClearCurrent>(action)) {
+      client_->SetCurrent(std::nullopt);
+    } else if (std::holds_alternative<SealStore>(action)) {
+      store_->Seal();
+    } else if (std::holds_alternative<LeaveRendezvous>(action)) {
+      if (client_) client_->Leave();
+    } else if (const auto* finish = std::get_if<muster::Finish>(&action)) {
+      Finish(finish->exit_code);
     }
-    return;
-  }
-  pending_ = a;
-  if (group_ && !group_->finished()) {
-    StopGroupFor(StopReason::kReassigned, SIGTERM);
-  } else if (!settling_) {
-    StartGeneration(a);
   }
 }
 
-void Agent::StopGroupFor(StopReason reason, int sig) {
-  // A signal outranks everything (Ctrl-C exits 128+sig); a fence or a run's
-  // end outranks a reassignment already under way.
-  if (stop_reason_ != StopReason::kSignal &&
-      (stop_reason_ == StopReason::kNone || reason != StopReason::kReassigned)) {
-    stop_reason_ = reason;
-  }
+void Agent::StopGroup(int sig) {
   group_->Stop(sig, std::chrono::steady_clock::now());
   AfterGroupEvent();
 }
 
 void Agent::StartGeneration(const rdzv::Assignment& a) {
-  pending_.reset();
-  current_ = a;
-  ran_generation_ = a.generation;
-  ran_generation_succeeded_ = false;
   client_->SetCurrent(a);
   node_ = a;
   // torch namespaces its store keys by TORCHELASTIC_RESTART_COUNT. muster sets
@@ -207,7 +189,6 @@ void Agent::StartGeneration(const rdzv::Assignment& a) {
   // failure restarts (max_restarts - remaining_restarts) and relies on a new
   // store per rendezvous instead; the daemon's restart_count (below) is that.
   restart_count_ = static_cast<int>(a.generation) - 1;
-  stop_reason_ = StopReason::kNone;
   // A fresh store per generation: torch >= 2.6 no longer prefixes its keys
   // by attempt, so keys left by an earlier generation would be read as this
   // one's. The daemon forms a generation only after every worker of the
@@ -227,63 +208,32 @@ void Agent::StartGeneration(const rdzv::Assignment& a) {
       a.restart_count);
   if (auto s = StartAttempt(); !s.ok()) {
     spdlog::error("{}", s.message());
-    if (group_ && !group_->finished()) {
-      // Some workers were spawned and the group is stopping them: settle as
-      // for a failure once they are gone. AfterGroupEvent arms the SIGKILL
-      // deadline, as the static path does.
-      start_failure_ = s.message();
-      AfterGroupEvent();
-      return;
-    }
-    current_.reset();
-    client_->SetCurrent(std::nullopt);
-    client_->ReportWorkerFailure(a.generation, 127, s.message());
+    const bool workers_stopping = group_ && !group_->finished();
+    Follow(follower_.OnStartFailed(s.message(), workers_stopping));
+    // Some workers were spawned and the group is stopping them: the
+    // follower settles as for a failure once they are gone. AfterGroupEvent
+    // arms the SIGKILL deadline, as the static path does.
+    if (workers_stopping) AfterGroupEvent();
   }
 }
 
+void Agent::PrintFailureReport(const ReportFailureLocally& report) {
+  const auto& failures = group_->failures();
+  if (failures.empty()) return;
+  local_root_cause_ = failures.front();
+  WriteAll(STDERR_FILENO,
+           FormatFailureReport(failures, ReportContext{host_, report.restart_count,
+                                                       report.max_restarts, report.will_restart}));
+}
+
 void Agent::SettleElastic() {
-  const StopReason reason = stop_reason_;
-  stop_reason_ = StopReason::kNone;
-  const std::optional<std::string> start_failure = std::move(start_failure_);
-  start_failure_.reset();
-  const auto state = group_->state();
-  if (reason == StopReason::kSignal) {
-    Finish(128 + received_signal_);
-    return;
+  WorkersOutcome outcome;
+  outcome.state = group_->state();
+  if (const auto& failures = group_->failures(); !failures.empty()) {
+    outcome.root_cause_exit_code = failures.front().status.ShellCode();
+    outcome.root_cause = failures.front().status.Describe();
   }
-  if (state == WorkerGroup::State::kSucceeded && current_) {
-    spdlog::info("event=workers_succeeded gen={}", current_->generation);
-    ran_generation_succeeded_ = true;
-    client_->ReportSucceeded(current_->generation);
-  } else if (state == WorkerGroup::State::kFailed && reason == StopReason::kNone && current_ &&
-             start_failure) {
-    client_->ReportWorkerFailure(current_->generation, 127, *start_failure);
-    current_.reset();
-    client_->SetCurrent(std::nullopt);
-  } else if (state == WorkerGroup::State::kFailed && reason == StopReason::kNone && current_) {
-    const auto& failures = group_->failures();
-    const bool will_restart = current_->restart_count < current_->max_restarts;
-    if (!failures.empty()) {
-      local_root_cause_ = failures.front();
-      WriteAll(STDERR_FILENO,
-               FormatFailureReport(failures, ReportContext{host_, current_->restart_count,
-                                                           current_->max_restarts, will_restart}));
-    }
-    client_->ReportWorkerFailure(current_->generation, FailureExitCode(),
-                                 failures.empty() ? "" : failures.front().status.Describe());
-    // The generation failed: whatever comes next starts from an empty store.
-    store_->Seal();
-    current_.reset();
-    client_->SetCurrent(std::nullopt);
-  } else if (reason != StopReason::kNone) {
-    current_.reset();
-    client_->SetCurrent(std::nullopt);
-  }
-  if (run_ended_) {
-    Finish(run_succeeded_ ? 0 : FailureExitCode());
-    return;
-  }
-  if (pending_) StartGeneration(*pending_);
+  Follow(follower_.OnWorkersSettled(outcome));
 }
 
 }  // namespace muster

@@ -77,14 +77,11 @@ void Agent::CarryOut(const std::vector<FaultAction>& actions) {
     switch (spec.kind) {
       case FaultKind::kKillWorker:
       case FaultKind::kHangWorker: {
-        const auto pid = group_ ? group_->RunningPid(action.global_rank - node_.global_rank_offset)
-                                : std::nullopt;
-        if (!pid) {
+        const int local_rank = action.global_rank - node_.global_rank_offset;
+        if (!group_ || !group_->SignalWorker(local_rank, WorkerFaultSignal(spec))) {
           spdlog::info("event=inject_skipped index={} why=\"rank {} is not running\"", spec.index,
                        action.global_rank);
-          break;
         }
-        ::kill(*pid, spec.kind == FaultKind::kHangWorker ? SIGSTOP : spec.signal);
         break;
       }
       case FaultKind::kKillAgent:

@@ -1,6 +1,12 @@
 #include "launcher/fault_injector.h"
 
+#include <csignal>
+
 namespace muster {
+
+int WorkerFaultSignal(const FaultSpec& spec) {
+  return spec.kind == FaultKind::kHangWorker ? SIGSTOP : spec.signal;
+}
 
 FaultInjector::FaultInjector(FaultPlan plan, Clock::time_point started, bool hosts_daemon)
     : plan_(std::move(plan)),

@@ -44,6 +44,11 @@ struct FaultSkip {
   std::string why;
 };
 
+// The signal the agent sends a worker for a kill-worker action (the spec's
+// own) or a hang-worker action (SIGSTOP: the worker stays, silent).
+// REQUIRES: spec.kind is kKillWorker or kHangWorker.
+int WorkerFaultSignal(const FaultSpec& spec);
+
 class FaultInjector {
  public:
   using Clock = std::chrono::steady_clock;

@@ -11,6 +11,7 @@
 #include "launcher/dry_run.h"
 #include "launcher/exit_status.h"
 #include "launcher/launch_plan.h"
+#include "launcher/posix_spawner.h"
 #include "launcher/status_command.h"
 
 extern char** environ;
@@ -83,7 +84,11 @@ int main(int argc, char** argv) {
   for (const auto& name : outcome.extras.signals_to_handle) {
     if (int sig = muster::SignalNumber(name)) handled_signals.push_back(sig);
   }
-  muster::Agent agent(std::move(*outcome.options), std::move(plan).value(),
+  // The agent runs on this thread's loop; the spawner outlives it, so its
+  // destructor, run after the agent's, kills any worker left behind.
+  boost::asio::io_context io;
+  muster::PosixSpawner spawner(io);
+  muster::Agent agent(io, spawner, std::move(*outcome.options), std::move(plan).value(),
                       std::move(static_assignment), std::move(*elastic), std::move(inherited), env,
                       std::move(handled_signals));
   return agent.Run();

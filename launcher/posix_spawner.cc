@@ -123,7 +123,7 @@ struct PosixSpawner::Child {
   int open_parts = 4;  // stdout, stderr, progress, the process itself
 };
 
-PosixSpawner::PosixSpawner(asio::io_context& io, SpawnEvents& events) : io_(io), events_(events) {}
+PosixSpawner::PosixSpawner(asio::io_context& io) : io_(io) {}
 
 PosixSpawner::~PosixSpawner() {
   // The agent is going away and must leave no worker behind.
@@ -133,6 +133,12 @@ PosixSpawner::~PosixSpawner() {
 }
 
 Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
+  // Events are delivered only for children that exist, so checking here
+  // keeps every delivery below from meeting a null receiver.
+  if (events_ == nullptr) {
+    return Status::FailedPrecondition("cannot start '" + request.executable +
+                                      "': no receiver for its events (SetEvents)");
+  }
   PipePair out, err, progress;
   if (!out.Open() || !err.Open() || !progress.Open()) {
     return Status::IoError(std::string("cannot create output pipes: ") + std::strerror(errno));
@@ -210,7 +216,7 @@ void PosixSpawner::OnExitReadable(uint64_t id, const boost::system::error_code& 
     status = W_EXITCODE(255, 0);
   }
   c.reaped = true;
-  events_.OnExit(c.tag, c.pid, status);
+  events_->OnExit(c.tag, c.pid, status);
   if (--c.open_parts == 0) Release(id);
 }
 
@@ -224,13 +230,13 @@ void PosixSpawner::ReadOutput(uint64_t id, Stream stream) {
     Child& c = *it->second;
     auto& buf = stream == Stream::kStdout ? c.out_buffer : c.err_buffer;
     if (n > 0 && !c.output_released) {
-      events_.OnOutput(c.tag, stream, std::string_view(buf.data(), n));
+      events_->OnOutput(c.tag, stream, std::string_view(buf.data(), n));
     }
     if (!ec && !c.output_released) {
       ReadOutput(id, stream);
       return;
     }
-    if (!c.output_released) events_.OnOutputClosed(c.tag, stream);
+    if (!c.output_released) events_->OnOutputClosed(c.tag, stream);
     if (--c.open_parts == 0) Release(id);
   });
 }
@@ -243,7 +249,7 @@ void PosixSpawner::ReadProgress(uint64_t id) {
         if (it == children_.end()) return;
         Child& c = *it->second;
         if (n > 0 && !c.output_released) {
-          events_.OnProgress(c.tag, std::string_view(c.progress_buffer.data(), n));
+          events_->OnProgress(c.tag, std::string_view(c.progress_buffer.data(), n));
         }
         if (!ec && !c.output_released) {
           ReadProgress(id);
@@ -276,6 +282,11 @@ void PosixSpawner::SignalGroup(pid_t pid, int sig) {
   // Only the group: the worker leads it, and signalling a bare pid that was
   // already reaped could hit an unrelated process that reused it.
   kill(-pid, sig);
+}
+
+void PosixSpawner::SignalProcess(pid_t pid, int sig) {
+  if (pid <= 0) return;
+  kill(pid, sig);
 }
 
 }  // namespace muster

@@ -1,8 +1,8 @@
 // PosixSpawner: ProcessSpawner on fork/exec (Boost.Process v2) and an Asio
 // event loop. Output pipes and exit notifications (pidfd) are serviced by
-// `io`; events go to `events`. Not thread-safe: use from the io thread only,
-// and that thread must outlive the workers (PR_SET_PDEATHSIG follows the
-// thread that forked).
+// `io`; events go where SetEvents says (Spawn fails before it was called).
+// Not thread-safe: use from the io thread only, and that thread must outlive
+// the workers (PR_SET_PDEATHSIG follows the thread that forked).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -15,11 +15,13 @@ namespace muster {
 
 class PosixSpawner final : public ProcessSpawner {
  public:
-  PosixSpawner(boost::asio::io_context& io, SpawnEvents& events);
+  explicit PosixSpawner(boost::asio::io_context& io);
   ~PosixSpawner() override;
 
+  void SetEvents(SpawnEvents& events) override { events_ = &events; }
   Result<pid_t> Spawn(const SpawnRequest& request) override;
   void SignalGroup(pid_t pid, int sig) override;
+  void SignalProcess(pid_t pid, int sig) override;
   void CloseOutput(uint64_t tag) override;
 
  private:
@@ -33,7 +35,7 @@ class PosixSpawner final : public ProcessSpawner {
   void Release(uint64_t id);
 
   boost::asio::io_context& io_;
-  SpawnEvents& events_;
+  SpawnEvents* events_ = nullptr;  // set by SetEvents, before any child exists
   // Keyed by a serial number, never by pid: a pid can be reused while an
   // earlier child's pipes are still open.
   std::map<uint64_t, std::unique_ptr<Child>> children_;

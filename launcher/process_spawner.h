@@ -1,4 +1,5 @@
-// ProcessSpawner: the one way the agent creates and signals worker processes.
+// ProcessSpawner: the one way the agent creates and signals worker processes:
+// nothing else in the launcher calls fork, exec or kill on a worker.
 // The POSIX implementation forks real processes; unit tests use a fake that
 // records requests, so supervision logic is tested without processes.
 #pragma once
@@ -47,6 +48,11 @@ class ProcessSpawner {
   ProcessSpawner(const ProcessSpawner&) = delete;
   ProcessSpawner& operator=(const ProcessSpawner&) = delete;
 
+  // Where the events of spawned processes go. The agent that owns the
+  // workers calls it once, before its first Spawn. REQUIRES: `events`
+  // outlives every event delivery (the spawner's event loop runs no longer).
+  virtual void SetEvents(SpawnEvents& events) = 0;
+
   // Starts a process that leads its own process group and is SIGKILLed by the
   // kernel if the agent dies. Its stdout/stderr are delivered as OnOutput
   // events, and what it writes to kProgressFd as OnProgress events. Returns
@@ -56,6 +62,12 @@ class ProcessSpawner {
   // Sends `sig` to the whole process group led by `pid` (the worker and any
   // children it made). A group that no longer exists is not an error.
   virtual void SignalGroup(pid_t pid, int sig) = 0;
+
+  // Sends `sig` to the process `pid` alone, not to its children (fault
+  // injection stops or kills one worker this way). REQUIRES: `pid` came from
+  // Spawn and its exit has not been reported yet, so it cannot have been
+  // reused by an unrelated process.
+  virtual void SignalProcess(pid_t pid, int sig) = 0;
 
   // Stops reading the output of the process spawned with `tag` and closes its
   // pipes, even if a grandchild still holds them open. No further OnOutput or

@@ -171,11 +171,14 @@ void WorkerGroup::KillAllGroups() {
   }
 }
 
-std::optional<pid_t> WorkerGroup::RunningPid(int local_rank) const {
+bool WorkerGroup::SignalWorker(int local_rank, int sig) {
   for (const auto& w : workers_) {
-    if (w.spec.local_rank == local_rank && w.running) return w.pid;
+    if (w.spec.local_rank != local_rank || !w.running) continue;
+    // Only a running worker: a reaped pid may already belong to another process.
+    spawner_.SignalProcess(w.pid, sig);
+    return true;
   }
-  return std::nullopt;
+  return false;
 }
 
 }  // namespace muster

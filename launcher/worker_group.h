@@ -96,8 +96,11 @@ class WorkerGroup {
   // SIGKILL to every process group this attempt created, alive or not: reaps
   // grandchildren that outlived their worker.
   void KillAllGroups();
-  // The pid of local rank `local_rank` while it runs (not yet reaped).
-  std::optional<pid_t> RunningPid(int local_rank) const;
+  // Sends `sig` to local rank `local_rank`'s process alone (not its
+  // children) through the spawner, as fault injection does. False, and
+  // nothing sent, when that worker is not running (never started, or its
+  // exit was already reported).
+  bool SignalWorker(int local_rank, int sig);
 
  private:
   struct Worker {

@@ -130,6 +130,13 @@ TEST_CASE("worker faults are the workers'; those they report fired are handed do
   CHECK(injector.FiredWorkerFaults() == "0,2");
 }
 
+TEST_CASE("hang-worker stops the worker with SIGSTOP, kill-worker sends the spec's own signal") {
+  const FaultPlan plan = Plan("hang-worker,rank=0,step=3;kill-worker:SIGTERM,rank=1,step=3");
+  CHECK(WorkerFaultSignal(plan.faults[0]) == SIGSTOP);
+  CHECK(WorkerFaultSignal(plan.faults[1]) == SIGTERM);
+  CHECK(WorkerFaultSignal(Plan("kill-worker,rank=0,step=1").faults[0]) == SIGKILL);
+}
+
 TEST_CASE("progress lines give the newest step and the faults workers carried out") {
   auto report = ParseProgressReport("1\n2\ninject 4\n3\n");
   CHECK(report.step == 3);

@@ -2,28 +2,14 @@
 #include <csignal>
 
 #include "launcher/worker_group.h"
+#include "tests/unit/launcher_fake_spawner.h"
 
 using namespace muster;
 using namespace std::chrono_literals;
 
 namespace {
 
-// Records spawns and signals; processes "exist" until the test reports an exit.
-class FakeSpawner final : public ProcessSpawner {
- public:
-  Result<pid_t> Spawn(const SpawnRequest& request) override {
-    if (fail_at_spawn == static_cast<int>(spawned.size())) {
-      return Status::IoError("cannot start '" + request.executable + "'");
-    }
-    spawned.push_back(request);
-    return static_cast<pid_t>(1000 + spawned.size() - 1);
-  }
-  void SignalGroup(pid_t pid, int sig) override { signals.emplace_back(pid, sig); }
-
-  std::vector<SpawnRequest> spawned;
-  std::vector<std::pair<pid_t, int>> signals;
-  int fail_at_spawn = -1;
-};
+using muster::testing::FakeSpawner;
 
 std::vector<WorkerSpec> Specs(int n) {
   std::vector<WorkerSpec> specs;
@@ -189,4 +175,24 @@ TEST_CASE("workers that never report progress, or no hang timeout, are never cal
   off.OnTick(t0 + 3600s, w0);
   CHECK(off.state() == WorkerGroup::State::kRunning);
   CHECK(spawner.signals.empty());
+}
+
+TEST_CASE("a worker fault signals that worker's process alone, through the spawner", "[group]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 30s);
+  REQUIRE(group.Start(Specs(2), t0).ok());
+  CHECK(group.SignalWorker(1, SIGSTOP));
+  CHECK(spawner.process_signals == std::vector<std::pair<pid_t, int>>{{1001, SIGSTOP}});
+  CHECK(spawner.signals.empty());
+  CHECK(group.state() == WorkerGroup::State::kRunning);
+}
+
+TEST_CASE("a worker fault aimed at a worker that already exited sends nothing", "[group]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 30s);
+  REQUIRE(group.Start(Specs(2), t0).ok());
+  group.OnExit(group.TagFor(0), ExitStatus::Exited(0), t0, w0);
+  CHECK_FALSE(group.SignalWorker(0, SIGKILL));
+  CHECK_FALSE(group.SignalWorker(7, SIGKILL));  // no such local rank
+  CHECK(spawner.process_signals.empty());
 }

@@ -1,0 +1,224 @@
+#include "launcher/elastic_follower.h"
+
+#include <csignal>
+#include <utility>
+
+namespace muster {
+
+FollowerActions ElasticFollower::OnAssignment(const rdzv::Assignment& assignment) {
+  FollowerActions out;
+  if (state_ == State::kFinished) return out;
+  if (ran_generation_ && assignment.generation <= *ran_generation_) {
+    // Workers never start twice for one generation.
+    if (assignment.generation < *ran_generation_) return out;  // stale
+    // Still running or settling: the outcome is reported when they are done.
+    if (state_ != State::kIdle) return out;
+    // Already done here: say so again, since a restarted daemon forgot it.
+    if (ran_generation_succeeded_) {
+      out.emplace_back(ReportSucceeded{assignment.generation, /*repeated=*/true});
+    } else {
+      out.emplace_back(ReportFailure{assignment.generation, failure_exit_code(),
+                                     "the workers of generation " +
+                                         std::to_string(assignment.generation) +
+                                         " already stopped on this node"});
+    }
+    return out;
+  }
+  pending_ = assignment;
+  if (WorkersAlive()) {
+    // Two generations never run at once: the new one waits for this one's end.
+    Stop(StopReason::kReassigned, SIGTERM, out);
+  } else if (state_ == State::kIdle) {
+    Start(assignment, out);
+  }
+  // kSettling: OnWorkersSettled starts the pending generation.
+  return out;
+}
+
+FollowerActions ElasticFollower::OnWaiting() {
+  FollowerActions out;
+  if (state_ == State::kFinished) return out;
+  pending_.reset();
+  // The generation is ending everywhere: its workers lose the store now,
+  // and the next one meets an empty store.
+  out.emplace_back(SealStore{});
+  if (WorkersAlive()) Stop(StopReason::kReassigned, SIGTERM, out);
+  return out;
+}
+
+FollowerActions ElasticFollower::OnFence() {
+  FollowerActions out;
+  if (state_ == State::kFinished) return out;
+  pending_.reset();
+  current_.reset();
+  out.emplace_back(ClearCurrent{});
+  out.emplace_back(SealStore{});
+  // SIGKILL, not SIGTERM: the daemon may give these ranks away any moment,
+  // and two generations must never train at once.
+  if (WorkersAlive()) Stop(StopReason::kFenced, SIGKILL, out);
+  return out;
+}
+
+FollowerActions ElasticFollower::OnRunEnded(bool succeeded) {
+  FollowerActions out;
+  if (state_ == State::kFinished) return out;
+  run_ended_ = true;
+  run_succeeded_ = succeeded;
+  if (WorkersAlive()) {
+    Stop(StopReason::kRunEnded, SIGTERM, out);
+  } else if (state_ == State::kIdle) {
+    EndRun(out);
+  }
+  return out;
+}
+
+FollowerActions ElasticFollower::OnRendezvousFailed() {
+  FollowerActions out;
+  if (state_ == State::kFinished) return out;
+  run_ended_ = true;
+  if (WorkersAlive()) {
+    Stop(StopReason::kRunEnded, SIGTERM, out);
+  } else if (state_ == State::kIdle) {
+    // No worker runs and the daemon is out of reach for good: the job
+    // failed here, whatever this node's own workers did.
+    state_ = State::kFinished;
+    out.emplace_back(Finish{failure_exit_code()});
+  }
+  return out;
+}
+
+FollowerActions ElasticFollower::OnSignal(int sig) {
+  FollowerActions out;
+  if (state_ == State::kFinished) return out;
+  signal_ = sig;
+  // A signal outranks every other reason: Ctrl-C exits 128+sig.
+  stop_reason_ = StopReason::kSignal;
+  out.emplace_back(LeaveRendezvous{});
+  if (WorkersAlive()) {
+    // The workers get the signal muster got, as torchrun forwards it.
+    state_ = State::kStopping;
+    out.emplace_back(StopWorkers{sig});
+  } else {
+    state_ = State::kFinished;
+    out.emplace_back(Finish{128 + sig});
+  }
+  return out;
+}
+
+FollowerActions ElasticFollower::OnStartFailed(const std::string& message, bool workers_stopping) {
+  FollowerActions out;
+  if (state_ != State::kRunning || !current_) return out;
+  if (workers_stopping) {
+    // The group is stopping the workers it did start: report once they are
+    // gone, so the daemon never forms the next generation under them.
+    start_failure_ = message;
+    return out;
+  }
+  const uint64_t generation = current_->generation;
+  current_.reset();
+  state_ = State::kIdle;
+  out.emplace_back(ClearCurrent{});
+  // 127: as a shell says for a command it cannot run.
+  out.emplace_back(ReportFailure{generation, 127, message});
+  return out;
+}
+
+void ElasticFollower::OnWorkersGone() {
+  if (WorkersAlive()) state_ = State::kSettling;
+}
+
+FollowerActions ElasticFollower::OnWorkersSettled(const WorkersOutcome& outcome) {
+  FollowerActions out;
+  if (state_ != State::kSettling) return out;
+  const StopReason reason = std::exchange(stop_reason_, StopReason::kNone);
+  const std::optional<std::string> start_failure = std::exchange(start_failure_, std::nullopt);
+  if (reason == StopReason::kSignal) {
+    state_ = State::kFinished;
+    out.emplace_back(Finish{128 + signal_});
+    return out;
+  }
+  const bool failed_on_its_own =
+      outcome.state == WorkerGroup::State::kFailed && reason == StopReason::kNone && current_;
+  if (outcome.state == WorkerGroup::State::kSucceeded && current_) {
+    // Succeeded even if a stop came too late to matter: the daemon counts it.
+    ran_generation_succeeded_ = true;
+    out.emplace_back(ReportSucceeded{current_->generation, /*repeated=*/false});
+  } else if (failed_on_its_own && start_failure) {
+    out.emplace_back(ReportFailure{current_->generation, 127, *start_failure});
+    DropCurrent(out);
+  } else if (failed_on_its_own) {
+    if (outcome.root_cause_exit_code) root_cause_exit_code_ = outcome.root_cause_exit_code;
+    const bool will_restart = current_->restart_count < current_->max_restarts;
+    if (outcome.root_cause_exit_code) {
+      out.emplace_back(
+          ReportFailureLocally{current_->restart_count, current_->max_restarts, will_restart});
+    }
+    out.emplace_back(ReportFailure{current_->generation, failure_exit_code(), outcome.root_cause});
+    // The generation failed: whatever comes next starts from an empty store.
+    out.emplace_back(SealStore{});
+    DropCurrent(out);
+  } else if (reason != StopReason::kNone) {
+    // This node stopped them (new generation, fence, run's end): their
+    // outcome is not news to the daemon, which asked for it.
+    DropCurrent(out);
+  }
+  if (run_ended_) {
+    EndRun(out);
+    return out;
+  }
+  if (pending_) {
+    Start(*pending_, out);
+    return out;
+  }
+  state_ = State::kIdle;
+  return out;
+}
+
+const char* ElasticFollower::StateName(State state) {
+  switch (state) {
+    case State::kIdle:
+      return "idle";
+    case State::kRunning:
+      return "running";
+    case State::kStopping:
+      return "stopping";
+    case State::kSettling:
+      return "settling";
+    case State::kFinished:
+      return "finished";
+  }
+  return "?";
+}
+
+void ElasticFollower::Stop(StopReason reason, int sig, FollowerActions& out) {
+  // A signal outranks everything; a fence or a run's end outranks a
+  // reassignment already under way (its pending generation must not start).
+  if (stop_reason_ != StopReason::kSignal &&
+      (stop_reason_ == StopReason::kNone || reason != StopReason::kReassigned)) {
+    stop_reason_ = reason;
+  }
+  state_ = State::kStopping;
+  out.emplace_back(StopWorkers{sig});
+}
+
+void ElasticFollower::Start(const rdzv::Assignment& assignment, FollowerActions& out) {
+  pending_.reset();
+  current_ = assignment;
+  ran_generation_ = assignment.generation;
+  ran_generation_succeeded_ = false;
+  stop_reason_ = StopReason::kNone;
+  state_ = State::kRunning;
+  out.emplace_back(StartWorkers{assignment});
+}
+
+void ElasticFollower::DropCurrent(FollowerActions& out) {
+  current_.reset();
+  out.emplace_back(ClearCurrent{});
+}
+
+void ElasticFollower::EndRun(FollowerActions& out) {
+  state_ = State::kFinished;
+  out.emplace_back(Finish{run_succeeded_ ? 0 : failure_exit_code()});
+}
+
+}  // namespace muster

@@ -1,0 +1,210 @@
+// ElasticFollower: how this node follows the generations the rendezvous
+// daemon decides, as a pure decision object. The agent feeds it what the
+// rendezvous client and the worker group report (events) and carries out
+// what it returns (actions), in order; nothing here touches a process, a
+// socket, the store or a clock. Tests: tests/unit/launcher_elastic_follower_test.cc.
+//
+// States and transitions ("running" below means kRunning or kStopping: some
+// worker of this node is alive):
+//
+//   Assignment of a generation older than the newest one started here
+//     any state --------------------------------------------> unchanged, nothing
+//   Assignment of the generation started here (the daemon repeats one when a
+//   member rejoins, or after its restart rebuilt the run)
+//     running, kSettling -----------------------------------> unchanged, nothing: the outcome
+//                                                              is reported once the workers are
+//                                                              done
+//     kIdle ------------------------------------------------> kIdle, ReportSucceeded (repeated) or
+//                                                              ReportFailure (repeated)
+//   Assignment of a newer generation (it becomes pending)
+//     kIdle ------------------------------------------------> kRunning, StartWorkers
+//     running ----------------------------------------------> kStopping, StopWorkers(SIGTERM)
+//     kSettling --------------------------------------------> kSettling, nothing: it starts once
+//     settled
+//   Waiting (the generation ends everywhere; a pending one is dropped)
+//     running ----------------------------------------------> kStopping, SealStore,
+//     StopWorkers(SIGTERM) otherwise --------------------------------------------> unchanged,
+//     SealStore
+//   Fence (this node lost the daemon; current and pending are dropped)
+//     running ----------------------------------------------> kStopping, ClearCurrent, SealStore,
+//                                                              StopWorkers(SIGKILL)
+//     otherwise --------------------------------------------> unchanged, ClearCurrent, SealStore
+//   RunEnded (the daemon ended the run) / RendezvousFailed (the client gave up)
+//     running ----------------------------------------------> kStopping, StopWorkers(SIGTERM)
+//     kIdle ------------------------------------------------> kFinished, Finish
+//     kSettling --------------------------------------------> kSettling, nothing: it finishes once
+//     settled
+//   Signal (muster was signalled; the job stops)
+//     running ----------------------------------------------> kStopping, LeaveRendezvous,
+//                                                              StopWorkers(the signal)
+//     kIdle, kSettling -------------------------------------> kFinished, LeaveRendezvous,
+//                                                              Finish(128+signal)
+//   StartFailed (StartWorkers could not start every worker)
+//     kRunning, none of them left --------------------------> kIdle, ClearCurrent,
+//     ReportFailure(127) kRunning, some still stopping ------------------------> kRunning: judged
+//     once settled
+//   WorkersGone (every worker exited; their output drains)
+//     running ----------------------------------------------> kSettling
+//   WorkersSettled (the output drained: the attempt's outcome is final)
+//     kSettling, stopped by a signal -----------------------> kFinished, Finish(128+signal)
+//     kSettling, otherwise, first what this generation did:
+//       succeeded ------------------------------------------> ReportSucceeded
+//       failed to start (and not stopped by this node) -----> ReportFailure(127), ClearCurrent
+//       failed (and not stopped by this node) --------------> ReportFailureLocally,
+//                                                              ReportFailure, SealStore,
+//                                                              ClearCurrent
+//       stopped by this node (new generation, fence, end) --> ClearCurrent
+//     then what comes next:
+//       the run ended --------------------------------------> kFinished, Finish
+//       a generation is pending ----------------------------> kRunning, StartWorkers
+//       otherwise ------------------------------------------> kIdle
+//   kFinished: every event is ignored (the agent is exiting).
+//
+// Why a stop happened decides what comes after it: a signal outranks
+// everything (muster exits 128+signal); a fence or the run's end outranks a
+// new generation already being started.
+//
+// Not thread-safe: the agent calls it from its one thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "launcher/worker_group.h"
+#include "rendezvous/protocol/messages.h"
+
+namespace muster {
+
+// Start the workers of `assignment`'s generation on this node, and tell the
+// rendezvous client they run under it. The agent reports StartFailed if it
+// cannot start every worker. Always the last action of its list.
+struct StartWorkers {
+  rdzv::Assignment assignment;
+};
+// Stop the running workers with `signal` (the worker group escalates to
+// SIGKILL after the shutdown timeout, or at once when already stopping).
+struct StopWorkers {
+  int signal = 0;
+};
+// Tell the daemon every worker of `generation` succeeded here. `repeated`:
+// said again for a daemon that forgot it, not news for the log.
+struct ReportSucceeded {
+  uint64_t generation = 0;
+  bool repeated = false;
+};
+// Tell the daemon the workers of `generation` failed here, with muster's
+// exit code for it and why.
+struct ReportFailure {
+  uint64_t generation = 0;
+  int exit_code = 1;
+  std::string message;
+};
+// Print the workers' failure report to stderr and keep the first failure as
+// this node's root cause (the error file and exit code come from it).
+struct ReportFailureLocally {
+  int restart_count = 0;
+  int max_restarts = 0;
+  bool will_restart = false;
+};
+// Tell the rendezvous client no workers run here now.
+struct ClearCurrent {};
+// Seal the worker store: the generation's workers lose it, and the next one
+// meets an empty store.
+struct SealStore {};
+// Leave the run: muster is going away.
+struct LeaveRendezvous {};
+// Stop everything and exit with `exit_code`.
+struct Finish {
+  int exit_code = 0;
+};
+
+using FollowerAction =
+    std::variant<StartWorkers, StopWorkers, ReportSucceeded, ReportFailure, ReportFailureLocally,
+                 ClearCurrent, SealStore, LeaveRendezvous, Finish>;
+using FollowerActions = std::vector<FollowerAction>;
+
+// How an attempt of the workers ended, once their output drained.
+struct WorkersOutcome {
+  WorkerGroup::State state = WorkerGroup::State::kSucceeded;  // kSucceeded, kFailed or kInterrupted
+  // The first failure's exit code (128+signal when killed) and description;
+  // unset when no worker failed on its own.
+  std::optional<int> root_cause_exit_code;
+  std::string root_cause;
+};
+
+class ElasticFollower {
+ public:
+  enum class State {
+    kIdle,      // no worker of this node runs; waiting for an assignment
+    kRunning,   // the workers of current() run (a failed one may be stopping the rest)
+    kStopping,  // this node stops its workers: stop_reason() says why
+    kSettling,  // every worker exited; their output drains before the outcome is judged
+    kFinished,  // a Finish action was returned; the agent is exiting
+  };
+  // Why this node stops its workers; kNone while it does not.
+  enum class StopReason { kNone, kReassigned, kFenced, kRunEnded, kSignal };
+
+  // The daemon assigned this node its place in a generation.
+  FollowerActions OnAssignment(const rdzv::Assignment& assignment);
+  // The daemon ended the current generation and waits for the next one.
+  FollowerActions OnWaiting();
+  // This node lost the daemon for too long and must not train on.
+  FollowerActions OnFence();
+  // The daemon ended the run.
+  FollowerActions OnRunEnded(bool succeeded);
+  // The client cannot reach the daemon or was refused for good: the run
+  // ends here as failed (unless an earlier RunEnded said it succeeded).
+  FollowerActions OnRendezvousFailed();
+  // muster received `sig`.
+  FollowerActions OnSignal(int sig);
+  // StartWorkers failed with `message`; `workers_stopping`: some workers had
+  // started and are being stopped. REQUIRES: state() is kRunning.
+  FollowerActions OnStartFailed(const std::string& message, bool workers_stopping);
+  // Every worker of the attempt exited (their output may still drain).
+  void OnWorkersGone();
+  // The attempt's output drained: its outcome is final.
+  FollowerActions OnWorkersSettled(const WorkersOutcome& outcome);
+
+  State state() const { return state_; }
+  StopReason stop_reason() const { return stop_reason_; }
+  // The assignment the workers run (or last ran) under; nullopt when none.
+  const std::optional<rdzv::Assignment>& current() const { return current_; }
+  // The next generation, started once the workers of this one are gone.
+  const std::optional<rdzv::Assignment>& pending() const { return pending_; }
+  // What muster exits with when the run failed: the exit code of this
+  // node's root-cause failure, or 1 when the failure was elsewhere.
+  int failure_exit_code() const { return root_cause_exit_code_.value_or(1); }
+
+  static const char* StateName(State state);
+
+ private:
+  bool WorkersAlive() const { return state_ == State::kRunning || state_ == State::kStopping; }
+  // Stops the workers for `reason` unless a stronger reason already stands.
+  void Stop(StopReason reason, int sig, FollowerActions& out);
+  void Start(const rdzv::Assignment& assignment, FollowerActions& out);
+  // The current generation is over here: the client hears no workers run.
+  void DropCurrent(FollowerActions& out);
+  // The run is over: the exit code, once the workers are gone.
+  void EndRun(FollowerActions& out);
+
+  State state_ = State::kIdle;
+  StopReason stop_reason_ = StopReason::kNone;
+  std::optional<rdzv::Assignment> current_;
+  std::optional<rdzv::Assignment> pending_;
+  // The newest generation whose workers this node started (they never start
+  // twice for one generation), and whether they all succeeded.
+  std::optional<uint64_t> ran_generation_;
+  bool ran_generation_succeeded_ = false;
+  // Why StartWorkers failed after spawning some workers, reported once they
+  // are gone.
+  std::optional<std::string> start_failure_;
+  bool run_ended_ = false;
+  bool run_succeeded_ = false;
+  int signal_ = 0;  // the latest signal muster received
+  std::optional<int> root_cause_exit_code_;
+};
+
+}  // namespace muster
