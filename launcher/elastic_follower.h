@@ -4,6 +4,7 @@
 // what it returns (actions), in order; nothing here touches a process, a
 // socket, the store or a clock. Tests: tests/unit/launcher_elastic_follower_test.cc.
 //
+// clang-format off
 // States and transitions ("running" below means kRunning or kStopping: some
 // worker of this node is alive):
 //
@@ -20,11 +21,11 @@
 //     kIdle ------------------------------------------------> kRunning, StartWorkers
 //     running ----------------------------------------------> kStopping, StopWorkers(SIGTERM)
 //     kSettling --------------------------------------------> kSettling, nothing: it starts once
-//     settled
+//                                                              settled
 //   Waiting (the generation ends everywhere; a pending one is dropped)
 //     running ----------------------------------------------> kStopping, SealStore,
-//     StopWorkers(SIGTERM) otherwise --------------------------------------------> unchanged,
-//     SealStore
+//                                                              StopWorkers(SIGTERM)
+//     otherwise --------------------------------------------> unchanged, SealStore
 //   Fence (this node lost the daemon; current and pending are dropped)
 //     running ----------------------------------------------> kStopping, ClearCurrent, SealStore,
 //                                                              StopWorkers(SIGKILL)
@@ -32,8 +33,8 @@
 //   RunEnded (the daemon ended the run) / RendezvousFailed (the client gave up)
 //     running ----------------------------------------------> kStopping, StopWorkers(SIGTERM)
 //     kIdle ------------------------------------------------> kFinished, Finish
-//     kSettling --------------------------------------------> kSettling, nothing: it finishes once
-//     settled
+//     kSettling --------------------------------------------> kSettling, nothing: it finishes
+//                                                              once settled
 //   Signal (muster was signalled; the job stops)
 //     running ----------------------------------------------> kStopping, LeaveRendezvous,
 //                                                              StopWorkers(the signal)
@@ -41,8 +42,8 @@
 //                                                              Finish(128+signal)
 //   StartFailed (StartWorkers could not start every worker)
 //     kRunning, none of them left --------------------------> kIdle, ClearCurrent,
-//     ReportFailure(127) kRunning, some still stopping ------------------------> kRunning: judged
-//     once settled
+//                                                              ReportFailure(127)
+//     kRunning, some still stopping ------------------------> kRunning: judged once settled
 //   WorkersGone (every worker exited; their output drains)
 //     running ----------------------------------------------> kSettling
 //   WorkersSettled (the output drained: the attempt's outcome is final)
@@ -63,6 +64,8 @@
 // Why a stop happened decides what comes after it: a signal outranks
 // everything (muster exits 128+signal); a fence or the run's end outranks a
 // new generation already being started.
+//
+// clang-format on
 //
 // Not thread-safe: the agent calls it from its one thread.
 #pragma once
