@@ -107,7 +107,7 @@ Result<uint64_t> Generation(std::string_view line, std::string_view text) {
   return Bad(line, {"generation ", Quote(text), " is not a decimal number"});
 }
 
-Result<WorkerMessage> ParseHello(std::string_view line) {
+Status ParseHello(std::string_view line, WorkerMessage& out) {
   auto all = AllFields(line);
   if (!all.ok()) return all.status();
   const std::vector<std::string_view>& fields = all.value();
@@ -118,11 +118,12 @@ Result<WorkerMessage> ParseHello(std::string_view line) {
   }
   Hello hello{static_cast<int>(*version), {}};
   for (size_t i = 2; i < fields.size(); ++i) hello.capabilities.emplace_back(fields[i]);
-  return WorkerMessage{std::move(hello)};
+  out.emplace<Hello>(std::move(hello));
+  return Status::Ok();
 }
 
 // The `join` fields, each required once; the value checks follow PROTOCOL.md.
-Result<AgentMessage> ParseJoin(std::string_view line) {
+Status ParseJoin(std::string_view line, AgentMessage& out) {
   auto all = AllFields(line);
   if (!all.ok()) return all.status();
   const std::vector<std::string_view>& fields = all.value();
@@ -186,7 +187,8 @@ Result<AgentMessage> ParseJoin(std::string_view line) {
   if (join.rank >= join.world_size || join.local_rank >= join.world_size) {
     return Bad(line, {"RANK and LOCAL_RANK must be below WORLD_SIZE"});
   }
-  return AgentMessage{std::move(join)};
+  out.emplace<Join>(std::move(join));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -228,41 +230,48 @@ std::string FormatAgentMessage(const AgentMessage& message) {
   return std::visit(Formatter{}, message);
 }
 
-Result<WorkerMessage> ParseWorkerMessage(std::string_view line) {
+Status ParseWorkerMessage(std::string_view line, WorkerMessage& out) {
   const std::string_view verb = line.substr(0, line.find(' '));
-  if (verb == "hello") return ParseHello(line);
+  if (verb == "hello") return ParseHello(line, out);
   if (verb == "ready" || verb == "joined") {
     auto fields = Split(line, 2, false);
     if (!fields.ok()) return fields.status();
     auto generation = Generation(line, fields.value()[1]);
     if (!generation.ok()) return generation.status();
-    if (verb == "ready") return WorkerMessage{Ready{generation.value()}};
-    return WorkerMessage{Joined{generation.value()}};
+    if (verb == "ready") {
+      out.emplace<Ready>(generation.value());
+    } else {
+      out.emplace<Joined>(generation.value());
+    }
+    return Status::Ok();
   }
   if (verb == "failed") {
     auto fields = Split(line, 3, true);
     if (!fields.ok()) return fields.status();
     auto generation = Generation(line, fields.value()[1]);
     if (!generation.ok()) return generation.status();
-    return WorkerMessage{Failed{generation.value(), std::string(fields.value()[2])}};
+    out.emplace<Failed>(generation.value(), std::string(fields.value()[2]));
+    return Status::Ok();
   }
   return Bad(line, {"not a worker message (hello, ready, joined, failed)"});
 }
 
-Result<AgentMessage> ParseAgentMessage(std::string_view line) {
+Status ParseAgentMessage(std::string_view line, AgentMessage& out) {
   const std::string_view verb = line.substr(0, line.find(' '));
   if (verb == "pause") {
     auto fields = Split(line, 2, false);
     if (!fields.ok()) return fields.status();
     auto generation = Generation(line, fields.value()[1]);
     if (!generation.ok()) return generation.status();
-    return AgentMessage{Pause{generation.value()}};
+    out.emplace<Pause>(generation.value());
+    return Status::Ok();
   }
-  if (verb == "join") return ParseJoin(line);
+  if (verb == "join") return ParseJoin(line, out);
   if (verb == "stop") {
     auto fields = Split(line, 1, false);
     if (!fields.ok()) return fields.status();
-    return AgentMessage{Stop{}};
+    out.emplace<Stop>();
+    return Status::Ok();
   }
   return Bad(line, {"not an agent message (pause, join, stop)"});
 }

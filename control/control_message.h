@@ -3,9 +3,12 @@
 // agent and the worker runtime share one definition of the language.
 //
 // Contract: Format*() of any message the parser accepts parses back to an
-// equal message. Parse*() takes one line without its '\n' and returns the
-// message, or InvalidArgument naming the line and what is wrong with it
-// (quoted: the error stays one printable line whatever the bytes were).
+// equal message. Parse*() takes one line without its '\n' and, on success,
+// sets `out` to its message; otherwise it returns InvalidArgument naming the
+// line and what is wrong with it (quoted: the error stays one printable line
+// whatever the bytes were) and leaves `out` unspecified. (An out-parameter
+// rather than Result<variant>: g++ 12 with sanitizers reports a false
+// -Wmaybe-uninitialized when a variant is moved into a Result.)
 // Progress and fault reports ("42", "inject 3") are not control messages:
 // ParseWorkerMessage refuses them, and callers try launcher's
 // ParseProgressReport for those lines.
@@ -88,8 +91,8 @@ using AgentMessage = std::variant<Pause, Join, Stop>;
 std::string FormatWorkerMessage(const WorkerMessage& message);
 std::string FormatAgentMessage(const AgentMessage& message);
 
-Result<WorkerMessage> ParseWorkerMessage(std::string_view line);
-Result<AgentMessage> ParseAgentMessage(std::string_view line);
+Status ParseWorkerMessage(std::string_view line, WorkerMessage& out);
+Status ParseAgentMessage(std::string_view line, AgentMessage& out);
 
 // True when a worker that said `hello` may be recovered in place: it speaks
 // a version this build knows and names the in-place capability.
