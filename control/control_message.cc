@@ -1,12 +1,12 @@
 #include "control/control_message.h"
 
 #include <algorithm>
-#include <charconv>
 #include <initializer_list>
 #include <limits>
 #include <map>
 #include <optional>
 
+#include "common/decimal.h"
 #include "common/quote.h"
 
 namespace muster::control {
@@ -47,68 +47,50 @@ std::vector<std::string_view> Fields(std::string_view line) {
   }
 }
 
-// A decimal without sign or leading zeros, at most `max`. Leading zeros are
-// refused so that every number has one spelling and formatting round-trips.
+// ParseDecimal, and no leading zeros: every number has one spelling, so
+// formatting a parsed message gives back its line.
 std::optional<uint64_t> Number(std::string_view text, uint64_t max) {
-  if (text.empty() || (text.size() > 1 && text[0] == '0')) return std::nullopt;
-  uint64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value > max) return std::nullopt;
-  return value;
+  if (text.size() > 1 && text[0] == '0') return std::nullopt;
+  return ParseDecimal(text, max);
 }
 
 constexpr uint64_t kMaxInt = std::numeric_limits<int>::max();
-constexpr uint64_t kMaxGeneration = std::numeric_limits<uint64_t>::max();
 
 Status CheckLength(std::string_view line) {
   if (line.size() + 1 <= kMaxLineBytes) return Status::Ok();
   return Bad(line.substr(0, 64), {"longer than ", std::to_string(kMaxLineBytes), " bytes"});
 }
 
-// The fields of a line of a variable count, each checked.
-Result<std::vector<std::string_view>> AllFields(std::string_view line) {
+// The fields of `line`, after its length and, when given, their `count`
+// (the verb included) are checked; then each field.
+Result<std::vector<std::string_view>> CheckedFields(std::string_view line,
+                                                    std::optional<size_t> count = std::nullopt) {
   if (auto s = CheckLength(line); !s.ok()) return s;
   std::vector<std::string_view> fields = Fields(line);
+  if (count && fields.size() != *count) {
+    return Bad(line, {"'", fields[0], "' takes ", std::to_string(*count - 1), " field(s), not ",
+                      std::to_string(fields.size() - 1)});
+  }
   for (std::string_view field : fields) {
     if (!IsField(field)) return Bad(line, {"empty field or a byte outside 0x21-0x7e"});
   }
   return fields;
 }
 
-// The fields of a line of `exact_fields` fields, each checked; with
-// `rest_is_text` the last runs to the end of the line and may hold spaces.
-Result<std::vector<std::string_view>> Split(std::string_view line, size_t exact_fields,
-                                            bool rest_is_text) {
-  if (auto s = CheckLength(line); !s.ok()) return s;
-  std::vector<std::string_view> fields = Fields(line);
-  if (rest_is_text && fields.size() > exact_fields) {
-    // The reason of `failed` runs to the end of the line: join it back.
-    const size_t reason_start = fields[exact_fields - 1].data() - line.data();
-    fields.resize(exact_fields);
-    fields.back() = line.substr(reason_start);
-  }
-  if (fields.size() != exact_fields) {
-    return Bad(line, {"'", fields[0], "' takes ", std::to_string(exact_fields - 1),
-                      " field(s), not ", std::to_string(fields.size() - 1)});
-  }
-  const size_t checked = rest_is_text ? exact_fields - 1 : exact_fields;
-  for (size_t i = 0; i < checked; ++i) {
-    if (!IsField(fields[i])) return Bad(line, {"empty field or a byte outside 0x21-0x7e"});
-  }
-  if (rest_is_text && !std::all_of(fields.back().begin(), fields.back().end(),
-                                   [](char c) { return c == ' ' || IsFieldByte(c); })) {
-    return Bad(line, {"the text holds a byte outside 0x20-0x7e"});
-  }
-  return fields;
-}
-
 Result<uint64_t> Generation(std::string_view line, std::string_view text) {
-  if (auto g = Number(text, kMaxGeneration)) return *g;
+  if (auto g = Number(text, std::numeric_limits<uint64_t>::max())) return *g;
   return Bad(line, {"generation ", Quote(text), " is not a decimal number"});
 }
 
+// The generation of a "VERB G" line (ready, joined, pause).
+Result<uint64_t> OnlyGeneration(std::string_view line) {
+  auto fields = CheckedFields(line, 2);
+  if (!fields.ok()) return fields.status();
+  return Generation(line, fields.value()[1]);
+}
+
 Status ParseHello(std::string_view line, WorkerMessage& out) {
-  auto all = AllFields(line);
+  auto all = CheckedFields(line);
   if (!all.ok()) return all.status();
   const std::vector<std::string_view>& fields = all.value();
   if (fields.size() < 2) return Bad(line, {"'hello' needs a version"});
@@ -122,9 +104,27 @@ Status ParseHello(std::string_view line, WorkerMessage& out) {
   return Status::Ok();
 }
 
+// "failed G REASON...": the reason runs to the end of the line and may hold
+// spaces, so only "failed G" is split into fields.
+Status ParseFailed(std::string_view line, WorkerMessage& out) {
+  if (auto s = CheckLength(line); !s.ok()) return s;
+  const size_t reason_space = line.find(' ', line.find(' ') + 1);
+  // Without a reason the line has too few fields: CheckedFields says so.
+  if (reason_space == std::string_view::npos) return CheckedFields(line, 3).status();
+  auto generation = OnlyGeneration(line.substr(0, reason_space));
+  if (!generation.ok()) return generation.status();
+  const std::string_view reason = line.substr(reason_space + 1);
+  if (!std::all_of(reason.begin(), reason.end(),
+                   [](char c) { return c == ' ' || IsFieldByte(c); })) {
+    return Bad(line, {"the reason holds a byte outside 0x20-0x7e"});
+  }
+  out.emplace<Failed>(generation.value(), std::string(reason));
+  return Status::Ok();
+}
+
 // The `join` fields, each required once; the value checks follow PROTOCOL.md.
 Status ParseJoin(std::string_view line, AgentMessage& out) {
-  auto all = AllFields(line);
+  auto all = CheckedFields(line);
   if (!all.ok()) return all.status();
   const std::vector<std::string_view>& fields = all.value();
   if (fields.size() < 2) return Bad(line, {"'join' needs a generation"});
@@ -143,6 +143,14 @@ Status ParseJoin(std::string_view line, AgentMessage& out) {
       return Bad(line, {"field ", Quote(fields[i].substr(0, eq)), " is given twice"});
     }
   }
+  // Each known field is taken out of `values`; what is left is unknown.
+  auto take = [&](std::string_view name) -> Result<std::string_view> {
+    const auto it = values.find(name);
+    if (it == values.end()) return Bad(line, {"field ", name, " is missing"});
+    const std::string_view value = it->second;
+    values.erase(it);
+    return value;
+  };
   struct NumberField {
     std::string_view name;
     int* target;
@@ -156,33 +164,25 @@ Status ParseJoin(std::string_view line, AgentMessage& out) {
       {"LOCAL_RANK", &join.local_rank, 0, kMaxInt - 1},
       {"MASTER_PORT", &join.master_port, 1, 65535},
   };
-  size_t known = 0;
   for (const NumberField& f : numbers) {
-    const auto it = values.find(f.name);
-    if (it == values.end()) return Bad(line, {"field ", f.name, " is missing"});
-    const auto value = Number(it->second, f.max);
+    auto text = take(f.name);
+    if (!text.ok()) return text.status();
+    const auto value = Number(text.value(), f.max);
     if (!value || *value < f.min) {
-      return Bad(line, {f.name, "=", Quote(it->second), " is not a number from ",
+      return Bad(line, {f.name, "=", Quote(text.value()), " is not a number from ",
                         std::to_string(f.min), " to ", std::to_string(f.max)});
     }
     *f.target = static_cast<int>(*value);
-    ++known;
   }
   for (auto [name, target] :
        {std::pair<std::string_view, std::string*>{"MASTER_ADDR", &join.master_addr},
         {"STORE_PREFIX", &join.store_prefix}}) {
-    const auto it = values.find(name);
-    if (it == values.end()) return Bad(line, {"field ", name, " is missing"});
-    *target = std::string(it->second);
-    ++known;
+    auto text = take(name);
+    if (!text.ok()) return text.status();
+    *target = std::string(text.value());
   }
-  if (values.size() != known) {
-    for (const auto& [name, value] : values) {
-      const bool is_known = name == "MASTER_ADDR" || name == "STORE_PREFIX" ||
-                            std::any_of(std::begin(numbers), std::end(numbers),
-                                        [&](const NumberField& f) { return f.name == name; });
-      if (!is_known) return Bad(line, {"field ", Quote(name), " is not one of version 1's"});
-    }
+  if (!values.empty()) {
+    return Bad(line, {"field ", Quote(values.begin()->first), " is not one of version 1's"});
   }
   if (join.rank >= join.world_size || join.local_rank >= join.world_size) {
     return Bad(line, {"RANK and LOCAL_RANK must be below WORLD_SIZE"});
@@ -233,10 +233,9 @@ std::string FormatAgentMessage(const AgentMessage& message) {
 Status ParseWorkerMessage(std::string_view line, WorkerMessage& out) {
   const std::string_view verb = line.substr(0, line.find(' '));
   if (verb == "hello") return ParseHello(line, out);
+  if (verb == "failed") return ParseFailed(line, out);
   if (verb == "ready" || verb == "joined") {
-    auto fields = Split(line, 2, false);
-    if (!fields.ok()) return fields.status();
-    auto generation = Generation(line, fields.value()[1]);
+    auto generation = OnlyGeneration(line);
     if (!generation.ok()) return generation.status();
     if (verb == "ready") {
       out.emplace<Ready>(generation.value());
@@ -245,31 +244,20 @@ Status ParseWorkerMessage(std::string_view line, WorkerMessage& out) {
     }
     return Status::Ok();
   }
-  if (verb == "failed") {
-    auto fields = Split(line, 3, true);
-    if (!fields.ok()) return fields.status();
-    auto generation = Generation(line, fields.value()[1]);
-    if (!generation.ok()) return generation.status();
-    out.emplace<Failed>(generation.value(), std::string(fields.value()[2]));
-    return Status::Ok();
-  }
   return Bad(line, {"not a worker message (hello, ready, joined, failed)"});
 }
 
 Status ParseAgentMessage(std::string_view line, AgentMessage& out) {
   const std::string_view verb = line.substr(0, line.find(' '));
+  if (verb == "join") return ParseJoin(line, out);
   if (verb == "pause") {
-    auto fields = Split(line, 2, false);
-    if (!fields.ok()) return fields.status();
-    auto generation = Generation(line, fields.value()[1]);
+    auto generation = OnlyGeneration(line);
     if (!generation.ok()) return generation.status();
     out.emplace<Pause>(generation.value());
     return Status::Ok();
   }
-  if (verb == "join") return ParseJoin(line, out);
   if (verb == "stop") {
-    auto fields = Split(line, 1, false);
-    if (!fields.ok()) return fields.status();
+    if (auto fields = CheckedFields(line, 1); !fields.ok()) return fields.status();
     out.emplace<Stop>();
     return Status::Ok();
   }
