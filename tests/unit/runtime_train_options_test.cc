@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/runtime_train_test_support.h"
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/train/cpu_replica.h"
 #include "worker_runtime/train/synthetic_dataset.h"
@@ -14,24 +15,15 @@
 
 namespace {
 
+using muster::testing::OneRank;
+using muster::testing::SmallModel;
 using muster::train::CheckOptions;
 using muster::train::CpuReplica;
 using muster::train::ReplicaOptionsFor;
 using muster::train::TrainOptions;
 
-std::unique_ptr<muster::runtime::Communicator> OneRank() {
-  auto comm = muster::runtime::CreateCommunicator(muster::runtime::Context{}, nullptr,
-                                                  {.backend = muster::runtime::Backend::kGloo});
-  REQUIRE(comm.ok());
-  return std::move(comm).value();
-}
-
 TrainOptions Small() {
-  TrainOptions o;
-  o.features = 4;
-  o.hidden = 8;
-  o.depth = 1;
-  o.classes = 3;
+  TrainOptions o = SmallModel();
   o.momentum = 0;
   return o;
 }

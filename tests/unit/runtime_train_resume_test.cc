@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/runtime_train_test_support.h"
 #include "tests/unit/temp_files.h"
 #include "worker_runtime/checkpoint/checkpoint.h"
 #include "worker_runtime/comm/communicator.h"
@@ -19,6 +20,8 @@ namespace {
 
 using muster::runtime::Checkpoint;
 using muster::runtime::Communicator;
+using muster::testing::OneRank;
+using muster::testing::SmallModel;
 using muster::testing::TempDir;
 using muster::train::AgreeOnResumePoint;
 using muster::train::CpuReplica;
@@ -28,20 +31,8 @@ using muster::train::SaveCheckpoint;
 using muster::train::TrainOptions;
 using muster::train::TrainState;
 
-std::unique_ptr<Communicator> OneRank() {
-  muster::runtime::Context ctx;  // one process
-  auto comm = muster::runtime::CreateCommunicator(ctx, nullptr,
-                                                  {.backend = muster::runtime::Backend::kGloo});
-  REQUIRE(comm.ok());
-  return std::move(comm).value();
-}
-
 TrainOptions Small(const std::string& dir) {
-  TrainOptions o;
-  o.features = 4;
-  o.hidden = 8;
-  o.depth = 1;
-  o.classes = 3;
+  TrainOptions o = SmallModel();
   o.global_batch = 6;
   o.dataset_size = 10;
   o.seed = 7;
