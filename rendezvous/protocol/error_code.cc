@@ -28,7 +28,8 @@ constexpr bool TableIsComplete() {
       if (kWireNames[i].second == kWireNames[j].second) return false;
     }
   }
-  // kUnknownRun is the last enumerator: one added after it needs a row too.
+  // Holds while kUnknownRun is the last enumerator. Not caught: a code added
+  // after it with no row; whoever adds one must name it here instead.
   return static_cast<size_t>(ErrorCode::kUnknownRun) == kWireNames.size();
 }
 static_assert(TableIsComplete(), "every ErrorCode but kUnknown needs one wire name of its own");

@@ -32,6 +32,12 @@ enum class ErrorCode {
 // the string it arrived with). Points at static storage.
 std::string_view ErrorCodeName(ErrorCode code);
 
+// The code as the wire spells it: ErrorCodeName(code), or for kUnknown the
+// string it arrived with (`unknown_code`), which is sent back unchanged.
+inline std::string_view WireCodeName(ErrorCode code, std::string_view unknown_code) {
+  return code == ErrorCode::kUnknown ? unknown_code : ErrorCodeName(code);
+}
+
 // The code whose wire string is `name`; kUnknown for any other string
 // (including "unknown" and ""). Exact, case-sensitive match.
 ErrorCode ParseErrorCode(std::string_view name);

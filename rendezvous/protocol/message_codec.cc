@@ -271,7 +271,7 @@ class JsonWriter {
     if (value) (*this)(name, *value, bound);
   }
   void operator()(const char* name, ErrorCode code, const std::string& unknown_code) {
-    object_[name] = code == ErrorCode::kUnknown ? unknown_code : std::string(ErrorCodeName(code));
+    object_[name] = std::string(WireCodeName(code, unknown_code));
   }
 
  private:

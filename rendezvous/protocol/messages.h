@@ -136,9 +136,7 @@ struct Error {
   // (Its `{}` lets Error{code, message, fatal} leave it out.)
   std::string unknown_code{};
   // The code as the wire spells it.
-  std::string_view code_name() const {
-    return code == ErrorCode::kUnknown ? std::string_view(unknown_code) : ErrorCodeName(code);
-  }
+  std::string_view code_name() const { return WireCodeName(code, unknown_code); }
   bool operator==(const Error&) const = default;
 };
 

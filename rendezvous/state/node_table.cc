@@ -48,6 +48,19 @@ void NodeTable::BindConn(RunNode& node, ConnId conn) {
   if (conn != 0) conn_node_[conn] = node.node_id;
 }
 
+void NodeTable::Connected(RunNode& node, ConnId conn, Time now) {
+  BindConn(node, conn);
+  node.disconnected_at.reset();
+  node.last_seen = now;
+  NoteDeadline(node);
+}
+
+void NodeTable::Disconnected(RunNode& node, Time now) {
+  BindConn(node, 0);
+  node.disconnected_at = now;
+  NoteDeadline(node);
+}
+
 size_t NodeTable::member_count() const {
   return static_cast<size_t>(std::count_if(nodes_.begin(), nodes_.end(),
                                            [](const auto& entry) { return entry.second.member; }));

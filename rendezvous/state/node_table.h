@@ -28,7 +28,7 @@ namespace muster::rdzv {
 struct RunNode {
   std::string node_id;
   std::string host;
-  ConnId conn = 0;  // 0: not connected. Changed only through NodeTable::BindConn.
+  ConnId conn = 0;  // 0: not connected. Changed only by NodeTable (Connected, Disconnected).
   Time last_seen;
   Time last_ack{};  // last HeartbeatAck sent
   std::optional<Time> disconnected_at;
@@ -68,8 +68,10 @@ class NodeTable {
   RunNode& Add(const std::string& node_id);
   // Removes the node, and its connection from the index. No-op when absent.
   void Erase(std::string_view node_id);
-  // node.conn = conn, keeping the connection index in step; 0 unbinds.
-  void BindConn(RunNode& node, ConnId conn);
+  // `node` is now on `conn` (it joined or reconnected) and heard at `now`.
+  void Connected(RunNode& node, ConnId conn, Time now);
+  // `node` lost its connection at `now`; its disconnect grace starts.
+  void Disconnected(RunNode& node, Time now);
 
   size_t size() const { return nodes_.size(); }
   size_t member_count() const;
@@ -79,10 +81,6 @@ class NodeTable {
   Map::const_iterator end() const { return nodes_.end(); }
 
   // --- liveness ---
-
-  // Called wherever `node`'s deadline may move earlier (it joined, it
-  // disconnected): the next FindDead() must not skip past it.
-  void NoteDeadline(const RunNode& node);
 
   struct DeadNode {
     std::string node_id;
@@ -99,6 +97,11 @@ class NodeTable {
   void ForgiveStall(Time now);
 
  private:
+  // node.conn = conn, keeping the connection index in step; 0 unbinds.
+  void BindConn(RunNode& node, ConnId conn);
+  // Called wherever `node`'s deadline may move earlier (Connected,
+  // Disconnected): the next FindDead() must not skip past it.
+  void NoteDeadline(const RunNode& node);
   // When FindDead() must look at `node`: the end of its disconnect grace, or
   // of its heartbeat silence.
   Time DeadlineOf(const RunNode& node) const;

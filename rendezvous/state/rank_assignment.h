@@ -34,7 +34,6 @@ struct RankedMember {
   size_t candidate = 0;  // index into the candidates given
   int group_rank = 0;
   int global_rank_offset = 0;
-  bool operator==(const RankedMember&) const = default;
 };
 
 struct RankAssignment {

@@ -126,10 +126,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
   if (Node* node = nodes_.Find(join.node_id)) {
     // The same agent on a new connection (it reconnected).
     if (node->conn != 0 && node->conn != conn) out.push_back(CloseAction{node->conn});
-    nodes_.BindConn(*node, conn);
-    node->disconnected_at.reset();
-    node->last_seen = now;
-    nodes_.NoteDeadline(*node);
+    nodes_.Connected(*node, conn, now);
     node->store_addr = join.store_addr;
     node->store_port = join.store_port;
     if (join.current) node->reported = join.current;
@@ -154,14 +151,12 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
 
   Node& node = nodes_.Add(join.node_id);
   node.host = join.host;
-  nodes_.BindConn(node, conn);
-  node.last_seen = now;
   node.local_world_size = join.local_world_size;
   node.store_addr = join.store_addr;
   node.store_port = join.store_port;
   node.join_seq = next_join_seq_++;
   node.reported = join.current;
-  nodes_.NoteDeadline(node);
+  nodes_.Connected(node, conn, now);
   Log(out, false,
       "event=join node=" + join.node_id + " host=" + join.host + " local_world_size=" +
           std::to_string(join.local_world_size) + " nodes=" + std::to_string(nodes_.size()));
@@ -315,9 +310,7 @@ Actions RunState::OnLeave(ConnId conn, const Leave& leave, Time now) {
 Actions RunState::OnDisconnect(ConnId conn, Time now) {
   Node* node = nodes_.FindByConn(conn);
   if (node == nullptr) return {};
-  nodes_.BindConn(*node, 0);
-  node->disconnected_at = now;
-  nodes_.NoteDeadline(*node);
+  nodes_.Disconnected(*node, now);
   Actions out;
   Log(out, false, "event=disconnect node=" + node->node_id);
   return out;

@@ -18,7 +18,7 @@
 // newcomer is admitted) ends in two steps. Members that may still run its
 // workers get Waiting and stop them; each says so by a heartbeat for another
 // generation (or by dying, leaving, or reporting an outcome). Only when none
-// is left, or after kDrainTimeout, does the next generation start: the
+// is left, or after drain_timeout (settings.h), does the next generation start: the
 // workers of two generations never run at once, on any node.
 //   kRebuilding --all members of the reported generation back---> kRunning (same generation)
 //   kRebuilding --close_timeout---------------------------------> kRunning (new gen) | kGathering
@@ -42,7 +42,6 @@
 #include <string_view>
 #include <vector>
 
-#include "rendezvous/protocol/error_code.h"
 #include "rendezvous/state/events.h"
 #include "rendezvous/state/node_table.h"
 #include "rendezvous/state/run_phase.h"

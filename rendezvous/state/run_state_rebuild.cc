@@ -17,7 +17,7 @@ bool IsWholeGeneration(const std::vector<RunNode*>& reporters) {
   if (reporters.empty()) return false;
   const int size = reporters.front()->reported->group_world_size;
   if (static_cast<int>(reporters.size()) != size) return false;
-  std::vector<bool> seen(static_cast<size_t>(std::max(size, 0)), false);
+  std::vector<bool> seen(static_cast<size_t>(size), false);  // size == reporters.size() >= 1
   for (const RunNode* node : reporters) {
     const int rank = node->reported->group_rank;
     if (rank < 0 || rank >= size || seen[static_cast<size_t>(rank)]) return false;

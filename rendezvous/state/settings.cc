@@ -27,6 +27,17 @@ Result<Duration> ParseSeconds(const std::string& key, const std::string& value) 
   return Duration(static_cast<int64_t>(std::llround(seconds * 1000.0)));
 }
 
+// "--rdzv-conf: A=Xs must be longer than B=Ys": two settings in the wrong
+// order, each shown with its value.
+Status OrderRefusal(std::string_view a, Duration a_value, std::string_view relation,
+                    std::string_view b, Duration b_value) {
+  std::string message = "--rdzv-conf: ";
+  message.append(a).append("=").append(std::to_string(a_value.count() / 1000.0));
+  message.append("s must be ").append(relation).append(" than ");
+  message.append(b).append("=").append(std::to_string(b_value.count() / 1000.0)).append("s");
+  return Status::InvalidArgument(std::move(message));
+}
+
 }  // namespace
 
 bool Settings::IsKey(std::string_view key) {
@@ -102,24 +113,18 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
   // A member's heartbeats are its connection's only traffic: an idle bound
   // inside heartbeat_timeout would close live agents.
   if (s.idle_timeout <= s.heartbeat_timeout) {
-    return Status::InvalidArgument(
-        "--rdzv-conf: idle_timeout=" + std::to_string(s.idle_timeout.count() / 1000.0) +
-        "s must be longer than heartbeat_timeout=" +
-        std::to_string(s.heartbeat_timeout.count() / 1000.0) + "s");
+    return OrderRefusal("idle_timeout", s.idle_timeout, "longer", "heartbeat_timeout",
+                        s.heartbeat_timeout);
   }
   if (s.heartbeat_timeout <= s.keep_alive_interval) {
-    return Status::InvalidArgument(
-        "--rdzv-conf: heartbeat_timeout=" + std::to_string(s.heartbeat_timeout.count() / 1000.0) +
-        "s must be longer than keep_alive_interval=" +
-        std::to_string(s.keep_alive_interval.count() / 1000.0) + "s");
+    return OrderRefusal("heartbeat_timeout", s.heartbeat_timeout, "longer", "keep_alive_interval",
+                        s.keep_alive_interval);
   }
   // An agent must stop its workers before the daemon gives its place away,
   // or two generations could run at once.
   if (s.fence_timeout >= s.heartbeat_timeout) {
-    return Status::InvalidArgument(
-        "--rdzv-conf: fence_timeout=" + std::to_string(s.fence_timeout.count() / 1000.0) +
-        "s must be shorter than heartbeat_timeout=" +
-        std::to_string(s.heartbeat_timeout.count() / 1000.0) + "s");
+    return OrderRefusal("fence_timeout", s.fence_timeout, "shorter", "heartbeat_timeout",
+                        s.heartbeat_timeout);
   }
   return s;
 }

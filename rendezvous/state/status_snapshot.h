@@ -26,7 +26,6 @@ struct NodeStatus {
   // run to global_rank_offset + local_world_size - 1.
   int group_rank = -1;
   int global_rank_offset = 0;
-  bool operator==(const NodeStatus&) const = default;
 };
 
 // One run.
@@ -45,15 +44,12 @@ struct RunStatus {
   struct Outcome {
     bool succeeded = false;
     std::string message;
-    bool operator==(const Outcome&) const = default;
   };
   std::optional<Outcome> outcome;
-  bool operator==(const RunStatus&) const = default;
 };
 
 struct StatusSnapshot {
   std::vector<RunStatus> runs;  // by run id
-  bool operator==(const StatusSnapshot&) const = default;
 };
 
 }  // namespace muster::rdzv

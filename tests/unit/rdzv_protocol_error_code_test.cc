@@ -14,7 +14,9 @@ namespace {
 
 constexpr uint8_t kError = static_cast<uint8_t>(MessageType::kError);
 
-// The wire strings as PROTOCOL.md spells them ("Error.code is one of ...").
+// The wire strings as PROTOCOL.md spells them ("Error.code is one of ..."):
+// a deliberate copy of error_code.cc's table, so that changing a wire string
+// fails here.
 const std::vector<std::pair<ErrorCode, std::string>>& DocumentedCodes() {
   static const std::vector<std::pair<ErrorCode, std::string>> codes = {
       {ErrorCode::kBadVersion, "bad_version"},
