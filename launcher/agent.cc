@@ -322,12 +322,7 @@ void Agent::Settle() {
   const auto& failures = group_->failures();
   const bool will_restart = restart_count_ < options_.max_restarts;
   const int root_code = failures.empty() ? 1 : failures.front().status.ShellCode();
-  if (!failures.empty()) {
-    local_root_cause_ = failures.front();
-    std::string report = FormatFailureReport(
-        failures, ReportContext{host_, restart_count_, options_.max_restarts, will_restart});
-    WriteAll(STDERR_FILENO, report);
-  }
+  RecordAndPrintFailures(restart_count_, options_.max_restarts);
   if (!will_restart) {
     Finish(root_code);
     return;
@@ -341,6 +336,15 @@ void Agent::Settle() {
     done_ = true;
     AfterGroupEvent();
   }
+}
+
+void Agent::RecordAndPrintFailures(int restart_count, int max_restarts) {
+  const auto& failures = group_->failures();
+  if (failures.empty()) return;
+  local_root_cause_ = failures.front();
+  WriteAll(STDERR_FILENO,
+           FormatFailureReport(failures, ReportContext{host_, restart_count, max_restarts,
+                                                       restart_count < max_restarts}));
 }
 
 void Agent::Finish(int exit_code) {

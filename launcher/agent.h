@@ -78,7 +78,9 @@ class Agent final : public SpawnEvents {
   void Follow(const FollowerActions& actions);
   void StartGeneration(const rdzv::Assignment& assignment);
   void StopGroup(int sig);
-  void PrintFailureReport(const ReportFailureLocally& report);
+  // Keeps the group's first failure as this node's root cause and prints the
+  // failure report; nothing when no worker failed on its own.
+  void RecordAndPrintFailures(int restart_count, int max_restarts);
   void SettleElastic();
   Status PrepareRunDirectory();
   Status StartAttempt();

@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <random>
 
 #include "launcher/agent.h"
@@ -162,13 +161,13 @@ void Agent::Follow(const FollowerActions& actions) {
     } else if (const auto* failed = std::get_if<ReportFailure>(&action)) {
       client_->ReportWorkerFailure(failed->generation, failed->exit_code, failed->message);
     } else if (const auto* local = std::get_if<ReportFailureLocally>(&action)) {
-      PrintFailureReport(*local);
+      RecordAndPrintFailures(local->restart_count, local->max_restarts);
     } else if (std::holds_alternative<ClearCurrent>(action)) {
       client_->SetCurrent(std::nullopt);
     } else if (std::holds_alternative<SealStore>(action)) {
       store_->Seal();
     } else if (std::holds_alternative<LeaveRendezvous>(action)) {
-      if (client_) client_->Leave();
+      client_->Leave();
     } else if (const auto* finish = std::get_if<muster::Finish>(&action)) {
       Finish(finish->exit_code);
     }
@@ -215,15 +214,6 @@ void Agent::StartGeneration(const rdzv::Assignment& a) {
     // arms the SIGKILL deadline, as the static path does.
     if (workers_stopping) AfterGroupEvent();
   }
-}
-
-void Agent::PrintFailureReport(const ReportFailureLocally& report) {
-  const auto& failures = group_->failures();
-  if (failures.empty()) return;
-  local_root_cause_ = failures.front();
-  WriteAll(STDERR_FILENO,
-           FormatFailureReport(failures, ReportContext{host_, report.restart_count,
-                                                       report.max_restarts, report.will_restart}));
 }
 
 void Agent::SettleElastic() {

@@ -60,30 +60,26 @@ FollowerActions ElasticFollower::OnFence() {
 }
 
 FollowerActions ElasticFollower::OnRunEnded(bool succeeded) {
+  if (state_ != State::kFinished) run_succeeded_ = succeeded;
+  return RunIsOver();
+}
+
+FollowerActions ElasticFollower::OnRendezvousFailed() {
+  // run_succeeded_ stays as an earlier RunEnded left it: false unless the
+  // daemon said the run succeeded before it went out of reach.
+  return RunIsOver();
+}
+
+FollowerActions ElasticFollower::RunIsOver() {
   FollowerActions out;
   if (state_ == State::kFinished) return out;
   run_ended_ = true;
-  run_succeeded_ = succeeded;
   if (WorkersAlive()) {
     Stop(StopReason::kRunEnded, SIGTERM, out);
   } else if (state_ == State::kIdle) {
     EndRun(out);
   }
-  return out;
-}
-
-FollowerActions ElasticFollower::OnRendezvousFailed() {
-  FollowerActions out;
-  if (state_ == State::kFinished) return out;
-  run_ended_ = true;
-  if (WorkersAlive()) {
-    Stop(StopReason::kRunEnded, SIGTERM, out);
-  } else if (state_ == State::kIdle) {
-    // No worker runs and the daemon is out of reach for good: the job
-    // failed here, whatever this node's own workers did.
-    state_ = State::kFinished;
-    out.emplace_back(Finish{failure_exit_code()});
-  }
+  // kSettling: OnWorkersSettled ends the run.
   return out;
 }
 
@@ -91,13 +87,11 @@ FollowerActions ElasticFollower::OnSignal(int sig) {
   FollowerActions out;
   if (state_ == State::kFinished) return out;
   signal_ = sig;
-  // A signal outranks every other reason: Ctrl-C exits 128+sig.
-  stop_reason_ = StopReason::kSignal;
   out.emplace_back(LeaveRendezvous{});
   if (WorkersAlive()) {
-    // The workers get the signal muster got, as torchrun forwards it.
-    state_ = State::kStopping;
-    out.emplace_back(StopWorkers{sig});
+    // The workers get the signal muster got, as torchrun forwards it; once
+    // they are gone muster exits 128+sig (a signal outranks every reason).
+    Stop(StopReason::kSignal, sig, out);
   } else {
     state_ = State::kFinished;
     out.emplace_back(Finish{128 + sig});
@@ -107,7 +101,7 @@ FollowerActions ElasticFollower::OnSignal(int sig) {
 
 FollowerActions ElasticFollower::OnStartFailed(const std::string& message, bool workers_stopping) {
   FollowerActions out;
-  if (state_ != State::kRunning || !current_) return out;
+  if (state_ != State::kRunning) return out;
   if (workers_stopping) {
     // The group is stopping the workers it did start: report once they are
     // gone, so the daemon never forms the next generation under them.
@@ -148,10 +142,8 @@ FollowerActions ElasticFollower::OnWorkersSettled(const WorkersOutcome& outcome)
     DropCurrent(out);
   } else if (failed_on_its_own) {
     if (outcome.root_cause_exit_code) root_cause_exit_code_ = outcome.root_cause_exit_code;
-    const bool will_restart = current_->restart_count < current_->max_restarts;
     if (outcome.root_cause_exit_code) {
-      out.emplace_back(
-          ReportFailureLocally{current_->restart_count, current_->max_restarts, will_restart});
+      out.emplace_back(ReportFailureLocally{current_->restart_count, current_->max_restarts});
     }
     out.emplace_back(ReportFailure{current_->generation, failure_exit_code(), outcome.root_cause});
     // The generation failed: whatever comes next starts from an empty store.
@@ -174,25 +166,11 @@ FollowerActions ElasticFollower::OnWorkersSettled(const WorkersOutcome& outcome)
   return out;
 }
 
-const char* ElasticFollower::StateName(State state) {
-  switch (state) {
-    case State::kIdle:
-      return "idle";
-    case State::kRunning:
-      return "running";
-    case State::kStopping:
-      return "stopping";
-    case State::kSettling:
-      return "settling";
-    case State::kFinished:
-      return "finished";
-  }
-  return "?";
-}
-
 void ElasticFollower::Stop(StopReason reason, int sig, FollowerActions& out) {
-  // A signal outranks everything; a fence or a run's end outranks a
-  // reassignment already under way (its pending generation must not start).
+  // Recorded for stop_reason() and for the signal's exit code: a signal
+  // outranks everything, a fence or the run's end a reassignment. What comes
+  // after the stop is not decided by the reason but by OnFence dropping
+  // the pending generation and by run_ended_ being checked before it.
   if (stop_reason_ != StopReason::kSignal &&
       (stop_reason_ == StopReason::kNone || reason != StopReason::kReassigned)) {
     stop_reason_ = reason;

@@ -61,9 +61,9 @@
 //       otherwise ------------------------------------------> kIdle
 //   kFinished: every event is ignored (the agent is exiting).
 //
-// Why a stop happened decides what comes after it: a signal outranks
-// everything (muster exits 128+signal); a fence or the run's end outranks a
-// new generation already being started.
+// What comes after a stop: a signal outranks everything (muster exits
+// 128+signal); after a fence (it drops the pending generation) or the run's
+// end (checked before a pending generation) no new generation starts.
 //
 // clang-format on
 //
@@ -110,7 +110,6 @@ struct ReportFailure {
 struct ReportFailureLocally {
   int restart_count = 0;
   int max_restarts = 0;
-  bool will_restart = false;
 };
 // Tell the rendezvous client no workers run here now.
 struct ClearCurrent {};
@@ -181,8 +180,6 @@ class ElasticFollower {
   // node's root-cause failure, or 1 when the failure was elsewhere.
   int failure_exit_code() const { return root_cause_exit_code_.value_or(1); }
 
-  static const char* StateName(State state);
-
  private:
   bool WorkersAlive() const { return state_ == State::kRunning || state_ == State::kStopping; }
   // Stops the workers for `reason` unless a stronger reason already stands.
@@ -192,6 +189,9 @@ class ElasticFollower {
   void DropCurrent(FollowerActions& out);
   // The run is over: the exit code, once the workers are gone.
   void EndRun(FollowerActions& out);
+  // The run is over (RunEnded or RendezvousFailed): stop the workers, or
+  // finish when none runs.
+  FollowerActions RunIsOver();
 
   State state_ = State::kIdle;
   StopReason stop_reason_ = StopReason::kNone;

@@ -1,8 +1,10 @@
 // ElasticFollower: one test per transition rule of the table in
 // launcher/elastic_follower.h, named for the rule. Events in, actions out:
 // actions are compared as short lines ("stop SIGTERM", "start gen=2").
-// The last tests carry the worker actions out on a WorkerGroup with a fake
-// spawner and fake time, as the agent does, to show where the signals go.
+// The last tests carry the start and stop actions out on a WorkerGroup with a
+// fake spawner and fake time, to show that the signal each stop names reaches
+// every worker's process group through the spawner (Agent::Follow itself is
+// not run here).
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <memory>
@@ -48,7 +50,8 @@ std::string Show(const FollowerAction& action) {
   }
   if (const auto* a = std::get_if<ReportFailureLocally>(&action)) {
     return "print failure report restart=" + std::to_string(a->restart_count) + " of " +
-           std::to_string(a->max_restarts) + (a->will_restart ? ", will restart" : ", last");
+           std::to_string(a->max_restarts) +
+           (a->restart_count < a->max_restarts ? ", will restart" : ", last");
   }
   if (std::holds_alternative<ClearCurrent>(action)) return "clear current";
   if (std::holds_alternative<SealStore>(action)) return "seal store";
