@@ -25,12 +25,13 @@ nlohmann::json ModelIdentity(const TrainOptions& o) {
 // is only resumed when the position is where that step begins.
 Status CheckDataPosition(const TrainOptions& o, const runtime::Checkpoint& ckpt) {
   const uint64_t n = o.dataset_size;
-  const uint64_t expected = ckpt.step * static_cast<uint64_t>(o.global_batch);
-  // Overflow-safe form of epoch * n + position == expected.
-  const bool at_step = ckpt.sampler_position <= n && ckpt.epoch <= expected / n &&
-                       expected - ckpt.epoch * n == ckpt.sampler_position;
-  if (at_step) return Status::Ok();
   const runtime::SamplerState want = PositionAfterStep(ckpt.step, o.global_batch, n);
+  // The end of an epoch may also be written as that epoch at position n.
+  const bool at_step =
+      (ckpt.epoch == want.epoch && ckpt.sampler_position == want.global_position) ||
+      (want.global_position == 0 && want.epoch > 0 && ckpt.epoch == want.epoch - 1 &&
+       ckpt.sampler_position == n);
+  if (at_step) return Status::Ok();
   return Status::InvalidArgument(
       "checkpoint of step " + std::to_string(ckpt.step) + " in '" + o.checkpoint_dir +
       "' records data position epoch " + std::to_string(ckpt.epoch) + ", sample " +
