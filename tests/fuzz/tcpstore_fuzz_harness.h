@@ -52,7 +52,8 @@ struct StoreOutcome {
   size_t buffered = 0;
 };
 
-// Appends the wire form of `request` in `dialect`, the decoder's inverse.
+// Appends the wire form of `request` in `dialect`, the decoder's inverse,
+// after checking it carries the keys and values its Op has on the wire.
 inline void EncodeRequest(const Decoded& d, std::string* out) {
   using store::Op;
   const store::Request& r = d.request;
@@ -61,47 +62,60 @@ inline void EncodeRequest(const Decoded& d, std::string* out) {
                                    std::string(store::DialectName(d.dialect)) +
                                    ", which has no such query");
   store::EncodeByte(*wire, out);
+  auto shape = [&](size_t keys, size_t values) {
+    FUZZ_CHECK(r.keys.size() == keys && r.values.size() == values,
+               std::string(store::OpName(r.op)) + " with " + std::to_string(r.keys.size()) +
+                   " keys and " + std::to_string(r.values.size()) + " values");
+  };
   auto key = [&](size_t i) { store::EncodeBytes(r.keys.at(i), out); };
   auto value = [&](size_t i) { store::EncodeBytes(r.values.at(i), out); };
   switch (r.op) {
     case Op::kValidate:
     case Op::kPing:
+      shape(0, 0);
       store::EncodeUint32(r.word, out);
       break;
     case Op::kGetNumKeys:
     case Op::kCancelWait:
     case Op::kListKeys:
+      shape(0, 0);
       break;
     case Op::kGet:
     case Op::kDeleteKey:
     case Op::kWatchKey:
     case Op::kQueuePop:
     case Op::kQueueLen:
+      shape(1, 0);
       key(0);
       break;
     case Op::kSet:
     case Op::kAppend:
     case Op::kQueuePush:
+      shape(1, 1);
       key(0);
       value(0);
       break;
     case Op::kCompareSet:
+      shape(1, 2);
       key(0);
       value(0);
       value(1);
       break;
     case Op::kAdd:
     case Op::kBarrier:
+      shape(1, 0);
       key(0);
       store::EncodeInt64(r.delta, out);
       break;
     case Op::kCheck:
     case Op::kWait:
     case Op::kMultiGet:
+      shape(r.keys.size(), 0);
       store::EncodeUint64(r.keys.size(), out);
       for (size_t i = 0; i < r.keys.size(); ++i) key(i);
       break;
     case Op::kMultiSet:
+      shape(r.keys.size(), r.keys.size());
       store::EncodeUint64(r.keys.size(), out);
       for (size_t i = 0; i < r.keys.size(); ++i) {
         key(i);
@@ -111,50 +125,9 @@ inline void EncodeRequest(const Decoded& d, std::string* out) {
   }
 }
 
-// The keys and values its Op carries, and within the limits.
-inline void CheckShape(const store::Request& r) {
-  using store::Op;
-  size_t keys = 0, values = 0;
-  bool free_keys = false;
-  switch (r.op) {
-    case Op::kValidate:
-    case Op::kPing:
-    case Op::kGetNumKeys:
-    case Op::kCancelWait:
-    case Op::kListKeys:
-      break;
-    case Op::kGet:
-    case Op::kDeleteKey:
-    case Op::kWatchKey:
-    case Op::kQueuePop:
-    case Op::kQueueLen:
-    case Op::kAdd:
-    case Op::kBarrier:
-      keys = 1;
-      break;
-    case Op::kSet:
-    case Op::kAppend:
-    case Op::kQueuePush:
-      keys = values = 1;
-      break;
-    case Op::kCompareSet:
-      keys = 1;
-      values = 2;
-      break;
-    case Op::kCheck:
-    case Op::kWait:
-    case Op::kMultiGet:
-      free_keys = true;
-      break;
-    case Op::kMultiSet:
-      free_keys = true;
-      values = r.keys.size();
-      break;
-  }
-  if (free_keys) keys = r.keys.size();
-  FUZZ_CHECK(r.keys.size() == keys && r.values.size() == values,
-             std::string(store::OpName(r.op)) + " with " + std::to_string(r.keys.size()) +
-                 " keys and " + std::to_string(r.values.size()) + " values");
+// Within the decoder's limits (the shape per Op is checked where every
+// request is encoded again, EncodeRequest).
+inline void CheckLimits(const store::Request& r) {
   FUZZ_CHECK(r.keys.size() <= kFuzzLimits.max_keys, "more keys than max_keys");
   for (const auto* list : {&r.keys, &r.values}) {
     for (const std::string& s : *list) {
@@ -200,22 +173,13 @@ inline bool DrainStore(store::RequestDecoder& decoder, FactsModel& model, bool q
       out.error = r.error;
       return true;
     }
-    CheckShape(r.request);
+    CheckLimits(r.request);
     model.Saw(r.request);
     out.requests.push_back({std::move(r.request), decoder.dialect()});
   }
 }
 
-inline StoreOutcome DecodeStoreWhole(std::string_view stream, bool never_answer) {
-  store::RequestDecoder decoder(kFuzzLimits);
-  FactsModel model(never_answer);
-  decoder.Feed(stream);
-  StoreOutcome out;
-  DrainStore(decoder, model, /*quiet=*/true, out);
-  out.buffered = decoder.buffered_bytes();
-  return out;
-}
-
+// Decodes `stream` fed in chunks that Chunker(seed) sizes; seed 0: whole.
 inline StoreOutcome DecodeStoreChunked(std::string_view stream, bool never_answer, uint8_t seed) {
   store::RequestDecoder decoder(kFuzzLimits);
   FactsModel model(never_answer);
@@ -243,7 +207,7 @@ inline int RunTcpStoreInput(const uint8_t* data, size_t size, std::string_view o
   std::string stream(opening);
   stream.append(reinterpret_cast<const char*>(data) + 1, size - 1);
 
-  const StoreOutcome whole = DecodeStoreWhole(stream, never_answer);
+  const StoreOutcome whole = DecodeStoreChunked(stream, never_answer, 0);
   const StoreOutcome chunked = DecodeStoreChunked(stream, never_answer, seed);
   FUZZ_CHECK(whole.requests == chunked.requests && whole.error == chunked.error,
              "whole and chunked decoding differ: " + std::to_string(whole.requests.size()) +
