@@ -89,6 +89,8 @@ struct FaultSpec {
   // otherwise. REQUIRES: count >= 1.
   int RankAmong(int count) const;
   int NodeAmong(int count) const;
+
+  bool operator==(const FaultSpec&) const = default;
 };
 
 struct FaultPlan {

@@ -30,13 +30,6 @@ using muster::FaultPlan;
 using muster::FaultSpec;
 using muster::fuzz::Printable;
 
-bool Same(const FaultSpec& a, const FaultSpec& b) {
-  return a.index == b.index && a.text == b.text && a.kind == b.kind && a.signal == b.signal &&
-         a.exit_code == b.exit_code && a.duration == b.duration && a.window == b.window &&
-         a.after == b.after && a.step == b.step && a.rank == b.rank && a.node == b.node &&
-         a.any_rank == b.any_rank && a.any_node == b.any_node && a.draw == b.draw;
-}
-
 bool IsWorkerFault(FaultKind kind) {
   return kind == FaultKind::kKillWorker || kind == FaultKind::kHangWorker ||
          kind == FaultKind::kExitWorker;
@@ -101,7 +94,7 @@ void CheckPlan(std::string_view text, uint64_t seed) {
              "plan.text parses to another plan: " + Printable(plan->text));
   for (size_t i = 0; i < plan->faults.size(); ++i) {
     FUZZ_CHECK(
-        Same(again->faults[i], plan->faults[i]),
+        again->faults[i] == plan->faults[i],
         "plan.text parses to another spec " + std::to_string(i) + ": " + Printable(plan->text));
   }
 }

@@ -16,7 +16,7 @@ import os
 import signal
 import time
 
-from elastic_harness import start_musterd
+from elastic_harness import start_musterd, wait_exit
 from harness import MUSTER, base_env, check, run, run_tests, start, tempdir, test, wait_for
 import train_harness
 from train_harness import TRAIN, max_relative_difference, read_floats
@@ -111,10 +111,7 @@ def shrink(nprocs, nnodes, before, after):
     for i, agent in enumerate(agents):
         if i == victim:
             continue
-        try:
-            agent.wait(timeout=60)
-        except Exception:  # noqa: BLE001 - reported below with the logs
-            pass
+        wait_exit(agent, 60)
         check(agent.returncode == 0, f"agent {i} exited {agent.returncode}", everything())
     out = read(logs[master][0])
     resumed = [line for line in out.splitlines() if "resumed from step" in line]
