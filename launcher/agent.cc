@@ -129,9 +129,10 @@ Status Agent::PrepareRunDirectory() {
   return Status::Ok();
 }
 
-Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attempt_dir) {
+Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attempt_dir,
+                                                       const std::vector<int>& local_ranks) {
   std::vector<WorkerSpec> specs;
-  for (int local_rank = 0; local_rank < node_.local_world_size; ++local_rank) {
+  for (const int local_rank : local_ranks) {
     const std::string rank_dir = attempt_dir + "/" + std::to_string(local_rank);
     std::error_code ec;
     fs::create_directories(rank_dir, ec);
@@ -160,6 +161,7 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attemp
     auto variables = WorkerVariables(node_, id, env_);
     AddFaultVariables(variables);
     spec.request.env = MergeEnvironment(inherited_env_, variables);
+    spec.request.tag = TagFor(local_rank);
     specs.push_back(std::move(spec));
   }
   return specs;
@@ -176,14 +178,32 @@ Status Agent::StartAttempt() {
     store_->Open(static_cast<uint64_t>(restart_count_) + 1);
   }
   const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(restart_count_);
-  auto specs = MakeWorkerSpecs(attempt_dir);
+  std::vector<int> local_ranks(static_cast<size_t>(node_.local_world_size));
+  for (int lr = 0; lr < node_.local_world_size; ++lr) local_ranks[static_cast<size_t>(lr)] = lr;
+  auto specs = MakeWorkerSpecs(attempt_dir, local_ranks);
   if (!specs.ok()) return specs.status();
 
   outputs_.clear();
   open_streams_.clear();
+  control_lines_.clear();
+  if (Status s = OpenOutputs(*specs, attempt_dir); !s.ok()) return s;
+  group_ = std::make_unique<WorkerGroup>(
+      spawner_, static_cast<uint32_t>(restart_count_),
+      std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)),
+      std::chrono::milliseconds(static_cast<int64_t>(options_.hang_timeout_s * 1000)));
+  settling_ = false;
+  EnableInPlaceRecovery();
+  auto status = group_->Start(std::move(specs).value(), std::chrono::steady_clock::now());
+  if (!status.ok()) return status;
+  spdlog::info("attempt={} started {} workers ranks={}..{}", restart_count_, node_.local_world_size,
+               node_.global_rank_offset, node_.global_rank_offset + node_.local_world_size - 1);
+  return Status::Ok();
+}
+
+Status Agent::OpenOutputs(const std::vector<WorkerSpec>& specs, const std::string& attempt_dir) {
   auto filtered = OpenFilteredCopies(options_, attempt_dir);
   if (!filtered.ok()) return filtered.status();
-  for (const auto& spec : *specs) {
+  for (const auto& spec : specs) {
     const int lr = spec.local_rank;
     const WorkerRoutes routes =
         RoutesFor(options_, lr, attempt_dir + "/" + std::to_string(lr), *filtered);
@@ -191,18 +211,9 @@ Status Agent::StartAttempt() {
         options_.prefix_output ? "[rank" + std::to_string(spec.global_rank) + "]: " : "";
     auto output = WorkerOutput::Open(prefix, routes.out, routes.err);
     if (!output.ok()) return output.status();
-    outputs_[TagFor(lr)] = std::move(output).value();
-    open_streams_[TagFor(lr)] = 2;
+    outputs_[spec.request.tag] = std::move(output).value();
+    open_streams_[spec.request.tag] = 2;
   }
-  group_ = std::make_unique<WorkerGroup>(
-      spawner_, static_cast<uint32_t>(restart_count_),
-      std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)),
-      std::chrono::milliseconds(static_cast<int64_t>(options_.hang_timeout_s * 1000)));
-  settling_ = false;
-  auto status = group_->Start(std::move(specs).value(), std::chrono::steady_clock::now());
-  if (!status.ok()) return status;
-  spdlog::info("attempt={} started {} workers ranks={}..{}", restart_count_, node_.local_world_size,
-               node_.global_rank_offset, node_.global_rank_offset + node_.local_world_size - 1);
   return Status::Ok();
 }
 
@@ -244,6 +255,7 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
     ArmTimer();
   }
   if (injector_) OnFaultProgress(WorkerGroup::LocalRankOf(tag), report);
+  OnWorkerControl(tag, bytes);
 }
 
 void Agent::OnExit(uint64_t tag, pid_t pid, int wait_status) {
@@ -266,6 +278,7 @@ void Agent::ArmTimer() {
 }
 
 void Agent::AfterGroupEvent() {
+  AdvanceRecovery();
   if (settling_ || !group_->finished()) {
     ArmTimer();
     return;

@@ -25,6 +25,7 @@
 #include "launcher/fault_injector.h"
 #include "launcher/launch_options.h"
 #include "launcher/launch_plan.h"
+#include "launcher/line_splitter.h"
 #include "launcher/process_spawner.h"
 #include "launcher/progress_report.h"
 #include "launcher/worker_group.h"
@@ -84,7 +85,22 @@ class Agent final : public SpawnEvents {
   void SettleElastic();
   Status PrepareRunDirectory();
   Status StartAttempt();
-  Result<std::vector<WorkerSpec>> MakeWorkerSpecs(const std::string& attempt_dir);
+  // The specs of `local_ranks`' workers in attempt restart_count_, tagged.
+  Result<std::vector<WorkerSpec>> MakeWorkerSpecs(const std::string& attempt_dir,
+                                                  const std::vector<int>& local_ranks);
+  // Opens the output routes of `specs`' workers.
+  Status OpenOutputs(const std::vector<WorkerSpec>& specs, const std::string& attempt_dir);
+
+  // In-place recovery (agent_in_place.cc; static runs with --recovery
+  // in-place): the group pauses the survivors of a failure; once they are
+  // paused the agent renews the store, rejoins them as the next attempt and
+  // starts the failed ranks again.
+  void EnableInPlaceRecovery();
+  // Control lines a worker wrote on its progress pipe.
+  void OnWorkerControl(uint64_t tag, std::string_view bytes);
+  // Moves a recovery on after any group event: report it, rejoin, log its end.
+  void AdvanceRecovery();
+  void RejoinInPlace();
   void WaitForSignal();
   void ArmTimer();
   void AfterGroupEvent();
@@ -136,6 +152,13 @@ class Agent final : public SpawnEvents {
 
   std::string run_dir_;
   bool remove_run_dir_ = false;
+
+  // Each worker's progress pipe, cut into lines for control messages.
+  std::map<uint64_t, LineSplitter> control_lines_;
+  // When the recovery under way began (its failure), and when its survivors
+  // were told to rejoin.
+  std::optional<SteadyTime> recovery_began_;
+  std::optional<SteadyTime> rejoin_sent_;
 
   std::unique_ptr<FaultInjector> injector_;
   boost::asio::steady_timer fault_timer_;

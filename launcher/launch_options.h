@@ -93,6 +93,14 @@ struct LaunchOptions {
   // A worker that reported progress and then none for this long is killed as
   // hung and the job restarts; 0: off. >= 0.
   double hang_timeout_s = 0;
+  // --recovery in-place: a failed worker is started again alone while the
+  // others pause and rejoin (control/PROTOCOL.md), when every worker speaks
+  // the control channel; otherwise, and with `restart`, every worker
+  // restarts. Static (non-elastic) runs only, so far.
+  bool recover_in_place = false;
+  // How long each of the pause and the join of an in-place recovery may
+  // take before it falls back to restarting every worker. > 0.
+  double recovery_timeout_s = 10;
 
   // Faults to inject (--inject/MUSTER_INJECT, seeded by --inject-seed/
   // MUSTER_INJECT_SEED); nullopt: none, and injection costs nothing.

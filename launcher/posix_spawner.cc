@@ -32,6 +32,7 @@ struct WorkerSetup {
   int stdout_fd;
   int stderr_fd;
   int progress_fd;
+  int control_fd;
   pid_t agent_pid;
 
   bp::error_code on_setup(bp::posix::default_launcher& launcher, const bp::filesystem::path&,
@@ -66,14 +67,24 @@ struct WorkerSetup {
     if (syscall(SYS_close_range, 3U, ~0U, kCloseRangeCloexec) != 0) {
       for (int fd = 3; fd < 4096; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
-    // The progress pipe, after the sweep above: dup2 clears close-on-exec,
-    // except when the pipe already is kProgressFd.
-    if (progress_fd == kProgressFd) {
-      if (fcntl(kProgressFd, F_SETFD, 0) != 0) return {errno, bp::system_category()};
-    } else if (dup2(progress_fd, kProgressFd) < 0) {
+    // The progress and control pipes, after the sweep above. The control
+    // pipe moves out of the way first when it sits where the progress pipe
+    // goes.
+    if (control_fd == kProgressFd) {
+      control_fd = fcntl(control_fd, F_DUPFD, kControlFd + 1);
+      if (control_fd < 0) return {errno, bp::system_category()};
+    }
+    if (!PlaceAt(progress_fd, kProgressFd) || !PlaceAt(control_fd, kControlFd)) {
       return {errno, bp::system_category()};
     }
     return {};
+  }
+
+  // Makes `fd` the inherited descriptor `target`: dup2 clears close-on-exec,
+  // except when `fd` already is `target`.
+  static bool PlaceAt(int fd, int target) {
+    if (fd == target) return fcntl(target, F_SETFD, 0) == 0;
+    return dup2(fd, target) >= 0;
   }
 };
 
@@ -92,23 +103,29 @@ struct PipePair {
     return true;
   }
   int ReleaseRead() { return std::exchange(read_end, -1); }
+  int ReleaseWrite() { return std::exchange(write_end, -1); }
 };
 
 }  // namespace
 
 struct PosixSpawner::Child {
   Child(asio::io_context& io, uint64_t t, pid_t p, int pidfd, int out_fd, int err_fd,
-        int progress_fd)
+        int progress_fd, int control)
       : tag(t),
         pid(p),
+        control_fd(control),
         exit_watch(io, pidfd),
         retry(io),
         out(io, out_fd),
         err(io, err_fd),
         progress(io, progress_fd) {}
+  ~Child() {
+    if (control_fd >= 0) close(control_fd);
+  }
   uint64_t tag;
   bool output_released = false;
   pid_t pid;
+  int control_fd;  // the write end of the control pipe (non-blocking)
   bool reaped = false;
   // The child's pidfd: readable once it exited. Reaped with WNOHANG only, so
   // a wake-up that comes early can never block the agent's one thread.
@@ -139,8 +156,8 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
     return Status::FailedPrecondition("cannot start '" + request.executable +
                                       "': no receiver for its events (SetEvents)");
   }
-  PipePair out, err, progress;
-  if (!out.Open() || !err.Open() || !progress.Open()) {
+  PipePair out, err, progress, control;
+  if (!out.Open() || !err.Open() || !progress.Open() || !control.Open()) {
     return Status::IoError(std::string("cannot create output pipes: ") + std::strerror(errno));
   }
   std::vector<const char*> envp;
@@ -153,7 +170,12 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
   // A failed exec makes Boost call exit(), which flushes inherited stdio
   // buffers a second time; flush them first.
   std::fflush(nullptr);
-  WorkerSetup setup{envp.data(), out.write_end, err.write_end, progress.write_end, getpid()};
+  // The agent never waits on a worker: its end of the control pipe does not block.
+  if (fcntl(control.write_end, F_SETFL, O_NONBLOCK) != 0) {
+    return Status::IoError(std::string("cannot set up the control pipe: ") + std::strerror(errno));
+  }
+  WorkerSetup setup{envp.data(),        out.write_end,    err.write_end,
+                    progress.write_end, control.read_end, getpid()};
   bp::error_code ec;
   bp::process process(io_.get_executor());
   {
@@ -180,7 +202,8 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
 
   const uint64_t id = next_id_++;
   children_.emplace(id, std::make_unique<Child>(io_, request.tag, pid, pidfd, out.ReleaseRead(),
-                                                err.ReleaseRead(), progress.ReleaseRead()));
+                                                err.ReleaseRead(), progress.ReleaseRead(),
+                                                control.ReleaseWrite()));
   ReadOutput(id, Stream::kStdout);
   ReadOutput(id, Stream::kStderr);
   ReadProgress(id);
@@ -257,6 +280,18 @@ void PosixSpawner::ReadProgress(uint64_t id) {
         }
         if (--c.open_parts == 0) Release(id);
       });
+}
+
+Status PosixSpawner::SendControl(uint64_t tag, std::string_view line) {
+  for (auto& [id, child] : children_) {
+    if (child->tag != tag || child->reaped) continue;
+    // A line is far below PIPE_BUF: the write is whole or fails.
+    const ssize_t n = write(child->control_fd, line.data(), line.size());
+    if (n == static_cast<ssize_t>(line.size())) return Status::Ok();
+    return Status::IoError("cannot write to the control pipe of pid " + std::to_string(child->pid) +
+                           ": " + (n < 0 ? std::strerror(errno) : "short write"));
+  }
+  return Status::NotFound("no running worker has tag " + std::to_string(tag));
 }
 
 void PosixSpawner::CloseOutput(uint64_t tag) {

@@ -22,6 +22,7 @@ class PosixSpawner final : public ProcessSpawner {
   Result<pid_t> Spawn(const SpawnRequest& request) override;
   void SignalGroup(pid_t pid, int sig) override;
   void SignalProcess(pid_t pid, int sig) override;
+  Status SendControl(uint64_t tag, std::string_view line) override;
   void CloseOutput(uint64_t tag) override;
 
  private:

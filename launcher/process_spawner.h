@@ -21,6 +21,10 @@ enum class Stream { kStdout, kStderr };
 // agent names it to workers as MUSTER_PROGRESS_FD. What a worker writes there
 // arrives as OnProgress events.
 inline constexpr int kProgressFd = 3;
+// And the read end of a control pipe as this one, which the agent names as
+// MUSTER_CONTROL_FD: what SendControl writes arrives there
+// (control/PROTOCOL.md).
+inline constexpr int kControlFd = 4;
 
 struct SpawnRequest {
   uint64_t tag = 0;               // chosen by the caller; echoed in every event of this process
@@ -68,6 +72,11 @@ class ProcessSpawner {
   // Spawn and its exit has not been reported yet, so it cannot have been
   // reused by an unrelated process.
   virtual void SignalProcess(pid_t pid, int sig) = 0;
+
+  // Writes `line` (one whole line, '\n' included) to the control pipe of the
+  // process spawned with `tag`. Never blocks: a pipe without room for it, a
+  // process that exited or closed its end, or an unknown tag is an error.
+  virtual Status SendControl(uint64_t tag, std::string_view line) = 0;
 
   // Stops reading the output of the process spawned with `tag` and closes its
   // pipes, even if a grandchild still holds them open. No further OnOutput or

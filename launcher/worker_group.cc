@@ -31,29 +31,55 @@ Status WorkerGroup::Start(std::vector<WorkerSpec> workers, SteadyTime now) {
     workers_.push_back(std::move(worker));
   }
   for (auto& w : workers_) {
-    w.spec.request.tag = TagFor(w.spec.local_rank);
-    auto pid = spawner_.Spawn(w.spec.request);
-    if (!pid.ok()) {
+    w.spec.request.tag = MakeTag(attempt_, w.spec.local_rank);
+    if (Status s = SpawnInto(w); !s.ok()) {
       interrupted_ = false;
       BeginStopping(SIGTERM, now);
       MaybeFinish();
-      return pid.status();
+      return s;
     }
-    w.pid = *pid;
-    w.running = true;
   }
   return Status::Ok();
 }
 
+Status WorkerGroup::SpawnInto(Worker& worker) {
+  auto pid = spawner_.Spawn(worker.spec.request);
+  if (!pid.ok()) return pid.status();
+  worker.tag = worker.spec.request.tag;
+  worker.pid = *pid;
+  worker.running = true;
+  worker.in_place = false;
+  worker.phase = Phase::kStepping;
+  worker.last_progress.reset();
+  worker.last_step = -1;
+  return Status::Ok();
+}
+
+WorkerGroup::Worker* WorkerGroup::Find(uint64_t tag) {
+  for (auto& w : workers_) {
+    if (w.tag == tag && w.running) return &w;
+  }
+  return nullptr;
+}
+
+uint64_t WorkerGroup::TagFor(int local_rank) const {
+  for (const auto& w : workers_) {
+    if (w.spec.local_rank == local_rank && w.tag != 0) return w.tag;
+  }
+  return MakeTag(attempt_, local_rank);
+}
+
 void WorkerGroup::OnExit(uint64_t tag, ExitStatus status, SteadyTime now, WallTime wall) {
   for (auto& w : workers_) {
-    if (TagFor(w.spec.local_rank) != tag || !w.running) continue;
+    if (w.tag != tag || !w.running) continue;
     w.running = false;
     // A worker that ends badly while we are not yet stopping is a failure; one
     // that ends while we stop it was (probably) ended by us.
     if (state_ == State::kRunning && !status.success()) {
       failures_.push_back(FailureOf(w, status, wall));
-      BeginStopping(SIGTERM, now);
+      if (!BeginRecovery(now)) BeginStopping(SIGTERM, now);
+    } else if (state_ == State::kRecovering) {
+      OnExitWhileRecovering(w, status, now, wall);
     } else if (state_ == State::kStopping && !interrupted_ && !status.success() &&
                !(status.signaled && (status.signal == SIGTERM || status.signal == SIGKILL))) {
       // Failed on its own while the others were being stopped: report it too.
@@ -99,7 +125,7 @@ void WorkerGroup::SignalRunning(int sig) {
 
 bool WorkerGroup::OnProgress(uint64_t tag, int64_t step, SteadyTime now) {
   for (auto& w : workers_) {
-    if (TagFor(w.spec.local_rank) != tag || !w.running) continue;
+    if (w.tag != tag || !w.running) continue;
     const bool first = !w.last_progress;
     w.last_progress = now;
     if (step >= 0) w.last_step = step;
@@ -121,6 +147,12 @@ void WorkerGroup::KillHung(Worker& worker, SteadyTime now, WallTime wall) {
 }
 
 void WorkerGroup::OnTick(SteadyTime now, WallTime wall) {
+  if (state_ == State::kRecovering) {
+    if (recover_deadline_ && now >= *recover_deadline_) {
+      FallBack("a worker did not answer within the recovery timeout", now);
+    }
+    return;
+  }
   if (state_ == State::kRunning && hang_timeout_.count() > 0) {
     for (auto& w : workers_) {
       if (!w.running || !w.last_progress || now - *w.last_progress < hang_timeout_) continue;
@@ -139,6 +171,7 @@ void WorkerGroup::OnTick(SteadyTime now, WallTime wall) {
 
 std::optional<SteadyTime> WorkerGroup::deadline() const {
   if (state_ == State::kStopping) return kill_deadline_;
+  if (state_ == State::kRecovering) return recover_deadline_;
   std::optional<SteadyTime> earliest;
   if (state_ != State::kRunning || hang_timeout_.count() == 0) return earliest;
   for (const auto& w : workers_) {
@@ -159,6 +192,11 @@ void WorkerGroup::MaybeFinish() {
   }
   if (state_ == State::kRunning) {
     state_ = State::kSucceeded;
+  } else if (state_ == State::kRecovering) {
+    // Every process is gone: nothing is left to recover in place.
+    fallback_reason_ = "every worker exited during the recovery";
+    recover_deadline_.reset();
+    state_ = State::kFailed;
   } else if (state_ == State::kStopping) {
     state_ = interrupted_ ? State::kInterrupted : State::kFailed;
   }

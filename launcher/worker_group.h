@@ -8,6 +8,19 @@
 // failure, and the others are stopped as after any failure. A worker that
 // never reports progress is never called hung (it may not use the runtime).
 //
+// In-place recovery (EnableInPlace; control/PROTOCOL.md): when a worker
+// fails while every other worker runs and has said it recovers in place
+// (OnHello), the others are paused instead of stopped: each gets `pause G`
+// and the group is kRecovering. Once every survivor answered `ready G`,
+// ready_to_join() is true and the agent, having renewed the store, calls
+// Rejoin: survivors get their `join`, the failed ranks are spawned again,
+// and once every survivor answered `joined` the group runs again
+// (recoveries() counts it). A worker that does not answer within the
+// recovery timeout, answers `failed`, or whose pipe fails is killed, and the
+// group stops the rest as after any failure (kStopping, then kFailed): the
+// agent's restart path. The failures a recovery handled are cleared when it
+// completes, so a later failure is the root cause of the next one.
+//
 // No clock or event loop inside: the caller feeds exits and time (OnExit,
 // OnTick) and arms a timer for deadline(). Unit tests drive it with a fake
 // spawner and fake time.
@@ -18,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "control/control_message.h"
 #include "launcher/exit_status.h"
 #include "launcher/process_spawner.h"
 
@@ -55,8 +69,25 @@ class WorkerGroup {
   //   kRunning   --Stop(sig)--------------------------------> kStopping (interrupted)
   //   kStopping  --shutdown timeout-------------------------> SIGKILL to the rest, stays kStopping
   //   kStopping  --last worker gone-------------------------> kFailed | kInterrupted
+  //   kRunning   --a worker failed, the rest recover in place--> kRecovering (pause sent)
+  //   kRecovering --every survivor joined---------------------> kRunning
+  //   kRecovering --timeout, `failed`, a pipe error-----------> kStopping (failure)
+  //   kRecovering --Stop(sig)----------------------------------> kStopping (interrupted)
   // A Stop() during kStopping escalates to SIGKILL at once.
-  enum class State { kRunning, kStopping, kSucceeded, kFailed, kInterrupted };
+  enum class State { kRunning, kRecovering, kStopping, kSucceeded, kFailed, kInterrupted };
+
+  // How the group recovers in place: `generation` is what `pause` names
+  // (the agent's current generation); `timeout` bounds each of the pause and
+  // the join.
+  struct InPlaceOptions {
+    uint64_t generation = 0;
+    std::chrono::milliseconds timeout{0};
+  };
+  // A survivor's place in the generation it joins.
+  struct Rejoining {
+    int local_rank = 0;
+    control::Join join;
+  };
 
   // `attempt` distinguishes this group's processes from earlier attempts'.
   // `hang_timeout` 0 turns hang detection off.
@@ -75,8 +106,35 @@ class WorkerGroup {
   // when this was its first report, which may make deadline() earlier.
   bool OnProgress(uint64_t tag, int64_t step, SteadyTime now);
   // Escalates to SIGKILL once the shutdown deadline has passed; while
-  // running, kills a worker silent for the hang timeout.
+  // running, kills a worker silent for the hang timeout; while recovering,
+  // falls back to the restart path once the recovery timeout has passed.
   void OnTick(SteadyTime now, WallTime wall = WallTime{});
+
+  // Turns in-place recovery on (it is off until called): a failure while
+  // `allowed` is true is recovered in place when every worker can. The
+  // agent calls it again with the new generation after each recovery.
+  void EnableInPlace(const InPlaceOptions& options, bool allowed);
+  // A worker's control message (hello, ready, joined, failed).
+  void OnControl(uint64_t tag, const control::WorkerMessage& message, SteadyTime now);
+  // kRecovering and every survivor paused: the agent may renew the store
+  // and call Rejoin.
+  bool ready_to_join() const;
+  // The local ranks whose processes failed during this recovery (to spawn
+  // again); meaningful when ready_to_join().
+  std::vector<int> failed_local_ranks() const;
+  // Sends each survivor its `join` and spawns `replacements` (their tags
+  // set by the caller). A spawn or pipe error falls back as a timeout does
+  // and is returned. REQUIRES: ready_to_join(); `survivors` names every
+  // survivor once.
+  Status Rejoin(const std::vector<Rejoining>& survivors, std::vector<WorkerSpec> replacements,
+                SteadyTime now);
+  // The recovery cannot go on (`reason`): kills whoever has not answered and
+  // stops the rest, as after any failure. Nothing while not recovering.
+  void AbandonRecovery(const std::string& reason, SteadyTime now) { FallBack(reason, now); }
+  // In-place recoveries completed so far.
+  int recoveries() const { return recoveries_; }
+  // Why the last recovery fell back to the restart path; empty if none did.
+  const std::string& fallback_reason() const { return fallback_reason_; }
 
   // When OnTick() next has something to do, if ever.
   std::optional<SteadyTime> deadline() const;
@@ -86,7 +144,9 @@ class WorkerGroup {
   // Failures in the order they happened; the first is the root cause. Workers
   // that muster itself stopped are not failures.
   const std::vector<WorkerFailure>& failures() const { return failures_; }
-  uint64_t TagFor(int local_rank) const { return MakeTag(attempt_, local_rank); }
+  // The tag of local rank `local_rank`'s current process (a replacement has
+  // its own); MakeTag(attempt, local_rank) for one the group never had.
+  uint64_t TagFor(int local_rank) const;
   // The tag of local rank `local_rank`'s process in attempt `attempt`.
   static uint64_t MakeTag(uint32_t attempt, int local_rank) {
     return (static_cast<uint64_t>(attempt) << 32) | static_cast<uint32_t>(local_rank);
@@ -103,10 +163,15 @@ class WorkerGroup {
   bool SignalWorker(int local_rank, int sig);
 
  private:
+  // Where a worker is in an in-place recovery.
+  enum class Phase { kStepping, kPausing, kPaused, kJoining };
   struct Worker {
     WorkerSpec spec;
+    uint64_t tag = 0;
     pid_t pid = 0;
     bool running = false;
+    bool in_place = false;  // said hello with the in-place capability
+    Phase phase = Phase::kStepping;
     std::optional<SteadyTime> last_progress;  // set once it reported progress
     int64_t last_step = -1;
   };
@@ -115,6 +180,17 @@ class WorkerGroup {
   void BeginStopping(int sig, SteadyTime now);
   void SignalRunning(int sig);
   void MaybeFinish();
+  Worker* Find(uint64_t tag);
+  Status SpawnInto(Worker& worker);
+  // A worker failed while running: pause the others when all can recover in
+  // place (true), else the caller stops them.
+  bool BeginRecovery(SteadyTime now);
+  // Sends `line` to a worker's control pipe; false (and falls back) on error.
+  bool Send(Worker& worker, const std::string& line, SteadyTime now);
+  // The recovery cannot go on: kill whoever is unresponsive, stop the rest.
+  void FallBack(const std::string& reason, SteadyTime now);
+  void MaybeRecovered();
+  void OnExitWhileRecovering(Worker& worker, ExitStatus status, SteadyTime now, WallTime wall);
 
   ProcessSpawner& spawner_;
   uint32_t attempt_;
@@ -127,6 +203,15 @@ class WorkerGroup {
   int stop_signal_ = 0;
   std::optional<SteadyTime> kill_deadline_;
   std::vector<WorkerFailure> failures_;
+
+  std::optional<InPlaceOptions> in_place_;  // unset: recovery in place is off
+  bool in_place_allowed_ = false;
+  std::optional<SteadyTime> recover_deadline_;
+  std::vector<int> failed_local_ranks_;  // of the recovery under way
+  bool rejoined_ = false;                // Rejoin ran in the recovery under way
+  uint64_t joining_generation_ = 0;      // what the survivors' `joined` must name
+  int recoveries_ = 0;
+  std::string fallback_reason_;
 };
 
 }  // namespace muster

@@ -143,6 +143,24 @@ constexpr FlagSpec
                  "Kill a worker that reported progress (MUSTER_PROGRESS_FD) and then none for "
                  "this long, report it hung and restart the job.",
                  [](V v, P& o) { return Assign(ParseSeconds(v, true), o.options.hang_timeout_s); }},
+                {"recovery", 0, ValueKind::kValue, kFromAll, 0, FlagGroup::kWorkers,
+                 "{restart,in-place}", "restart",
+                 "After a worker fails: restart every worker, or start the failed one alone "
+                 "while the others pause and rejoin in place (workers that speak "
+                 "MUSTER_CONTROL_FD; static runs).",
+                 [](V v, P& o) -> Status {
+                   auto mode = ParseChoice(v, {"restart", "in-place"});
+                   if (!mode.ok()) return mode.status();
+                   o.options.recover_in_place = *mode == "in-place";
+                   return Status::Ok();
+                 }},
+                {"recovery-timeout", 0, ValueKind::kValue, kFromAll, kNumberOrText,
+                 FlagGroup::kWorkers, "SECONDS", "10",
+                 "Bound on each of the pause and the join of an in-place recovery; past it the "
+                 "job restarts every worker (> 0).",
+                 [](V v, P& o) {
+                   return Assign(ParseSeconds(v, false), o.options.recovery_timeout_s);
+                 }},
 
                 {"inject", 0, ValueKind::kValue, kFromCommandLine | kFromEnv, 0,
                  FlagGroup::kWorkers, "SPEC", "$MUSTER_INJECT, else none",
@@ -194,8 +212,8 @@ constexpr FlagSpec
                  [](V v, P& o) {
                    return Assign(ParseLineFilters(v), o.options.duplicate_stderr_filters);
                  }},
-                {"no-prefix", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kOutput, "",
-                 "", "Do not put \"[rankN]:\" before each line of worker output.",
+                {"no-prefix", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kOutput,
+                 "", "", "Do not put \"[rankN]:\" before each line of worker output.",
                  [](V v, P& o) -> Status {
                    auto off = ParseBool(v);
                    if (!off.ok()) return off.status();

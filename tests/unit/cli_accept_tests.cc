@@ -201,6 +201,8 @@ const std::vector<Sample>& Samples() {
       {"signals-to-handle", "SIGTERM,SIGUSR1", "signals_to_handle", "SIGTERM,SIGUSR1", {}},
       {"slurm", "off", "slurm", "off", {}},
       {"hang-timeout", "2.5", "hang_timeout_s", "2.5", {}},
+      {"recovery", "in-place", "recover_in_place", "true", {}},
+      {"recovery-timeout", "0.5", "recovery_timeout_s", "0.5", {}},
       {"inject", "kill-worker,rank=1,step=3", "fault_plan", "kill-worker,rank=1,step=3", {}},
       {"inject-seed", "7", "inject_seed", "7", {}},
       {"dry-run", "", "dry_run", "true", {}},

@@ -54,6 +54,10 @@ struct ResumePoint {
   // The world size that wrote the checkpoint; 0 when unknown (no checkpoint,
   // or one that predates the field).
   int written_world_size = 0;
+  // The rank whose in-memory state every rank took when the generation
+  // formed in place (live_state.h); -1 when it started from a checkpoint or
+  // the seed.
+  int live_source = -1;
 };
 
 // Every rank calls it with the same options, before the first step. On

@@ -5,18 +5,22 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "worker_runtime/bootstrap/context.h"
 #include "worker_runtime/checkpoint/checkpoint_directory.h"
 #include "worker_runtime/comm/communicator.h"
+#include "worker_runtime/control/control_channel.h"
 #include "worker_runtime/fault/worker_faults.h"
 #include "worker_runtime/progress/progress_reporter.h"
 #include "worker_runtime/store/hosted_store.h"
 #include "worker_runtime/store/store_client.h"
+#include "worker_runtime/train/live_state.h"
 #include "worker_runtime/train/mlp.h"
 #include "worker_runtime/train/progress.h"
 #include "worker_runtime/train/replica.h"
@@ -60,38 +64,57 @@ Status WriteParameters(const std::string& path, const std::vector<float>& values
   return Status::Ok();
 }
 
-// The training loop, alike for every replica (replica.h): the sample order,
-// resume, checkpoints, logging and --out are host-side and written once.
+// How one generation of training ended.
+struct GenerationEnd {
+  enum class Kind {
+    kExit,   // the process exits with `exit_code` (done, or failed for good)
+    kLeave,  // leave the generation and wait for the next (in place)
+  };
+  Kind kind = Kind::kExit;
+  int exit_code = 0;
+  // kLeave: the agent's pause, when it asked; none when a collective failed
+  // (the agent's pause is then still to come).
+  std::optional<control::Pause> pause;
+};
+
+GenerationEnd Exit(int code) {
+  return {.kind = GenerationEnd::Kind::kExit, .exit_code = code, .pause = std::nullopt};
+}
+
+// The training loop of one generation, alike for every replica (replica.h):
+// the sample order, resume, checkpoints, logging and --out are host-side and
+// written once. `state` outlives the generation: a worker that recovers in
+// place carries it into the next one.
 class Trainer {
  public:
   Trainer(const TrainOptions& o, const Context& ctx, ModelReplica& replica,
-          runtime::WorkerFaults faults)
+          runtime::WorkerFaults& faults, runtime::ControlChannel& channel, TrainState& state)
       : o_(o),
         ctx_(ctx),
         data_(o.seed, o.dataset_size, o.features, o.classes),
         order_(o.seed, o.dataset_size),
         share_(ShareOf(static_cast<size_t>(o.global_batch), ctx.world_size, ctx.rank)),
         replica_(replica),
-        faults_(std::move(faults)) {
-    state_.params.resize(replica_.parameter_count());
-    state_.momentum.assign(replica_.parameter_count(), 0.0f);
-  }
+        faults_(faults),
+        channel_(channel),
+        state_(state) {}
 
-  int Run() {
-    auto point = AgreeOnResumePoint(o_, ctx_.rank, replica_, state_);
-    if (!point.ok()) return Fail(point.status());
-    if (ctx_.rank == 0) {
-      std::printf("world size %d, global batch %d: %s\n", ctx_.world_size, o_.global_batch,
-                  DescribeSplit(static_cast<size_t>(o_.global_batch), ctx_.world_size).c_str());
-      if (point->resumed) {
-        std::printf("resumed from step %llu of %d", static_cast<unsigned long long>(state_.step),
-                    o_.steps);
-        if (point->written_world_size > 0) {
-          std::printf(" (checkpoint written at world size %d)", point->written_world_size);
-        }
-        std::printf("\n");
+  // `holds_live_state`: `state` holds this process's training state from
+  // the generation it left. `joining`: the generation the agent told it to
+  // join, answered with joined once the state agreement is done.
+  // Sets `state_consistent` once the replica holds the generation's state
+  // (from then on a pause keeps the replica's state, not the old copy).
+  GenerationEnd Run(bool holds_live_state, std::optional<uint64_t> joining,
+                    bool& state_consistent) {
+    auto point = AgreeOnStart(o_, ctx_.rank, ctx_.world_size, replica_, state_, holds_live_state);
+    if (!point.ok()) return Exit(Fail(point.status()));
+    state_consistent = true;
+    if (joining) {
+      if (Status s = channel_.Say(control::Joined{*joining}); !s.ok()) {
+        return Exit(Fail(runtime::kExitCommFailure, s.message()));
       }
     }
+    if (ctx_.rank == 0) PrintStart(*point);
 
     Progress progress(ctx_.rank == 0, o_.steps, o_.log_every);
     const size_t features = static_cast<size_t>(o_.features);
@@ -103,6 +126,7 @@ class Trainer {
     std::vector<double> step_ms;
     step_ms.reserve(state_.step < total_steps ? total_steps - state_.step : 0);
     for (; state_.step < total_steps;) {
+      if (std::optional<GenerationEnd> end = Listen(std::chrono::milliseconds(0))) return *end;
       const auto started = std::chrono::steady_clock::now();
       // This rank's share of the step's global positions (sample_order.h).
       order_.StepIndices(state_.step, static_cast<size_t>(o_.global_batch), share_, indices);
@@ -115,12 +139,15 @@ class Trainer {
       // global batch's mean however unevenly the batch is split, a rank with
       // no sample adding zero.
       const BatchStats stats = replica_.Step(x, labels, 1.0f / static_cast<float>(o_.global_batch));
+      // The update is applied: the step is done, whatever fails after it
+      // (the live-state agreement counts on it).
+      ++state_.step;
 
       // Loss and accuracy cost a collective of their own: averaged only on
       // steps that are reported, the last one, and those checkpointed (whose
       // checkpoint keeps the loss). The choice depends on flags and the step
       // only, so every rank makes it alike.
-      const uint64_t done = state_.step + 1;
+      const uint64_t done = state_.step;
       const bool checkpoint = !o_.checkpoint_dir.empty() && o_.checkpoint_every > 0 &&
                               done % static_cast<uint64_t>(o_.checkpoint_every) == 0;
       const bool report = progress.Reports(done);
@@ -130,23 +157,29 @@ class Trainer {
         last_loss = totals[0] / o_.global_batch;
         if (report) progress.Report(done, last_loss, totals[1] / o_.global_batch);
       }
-      ++state_.step;
       progress_reporter_.Report(static_cast<int64_t>(state_.step));
       faults_.AtStep(state_.step, progress_reporter_);
 
       if (checkpoint && ctx_.rank == 0) {
         replica_.GetState(state_.params, state_.momentum);
         if (Status s = SaveCheckpoint(o_, ctx_.world_size, state_, last_loss); !s.ok()) {
-          return Fail(s);
+          return Exit(Fail(s));
         }
         if (faults_.CorruptsCheckpointAt(state_.step, progress_reporter_)) {
           const std::string path =
               o_.checkpoint_dir + "/" + runtime::CheckpointFileName(state_.step);
-          if (Status s = runtime::DamageFile(path); !s.ok()) return Fail(s);
+          if (Status s = runtime::DamageFile(path); !s.ok()) return Exit(Fail(s));
         }
       }
       if (o_.step_sleep_ms > 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(o_.step_sleep_ms));
+        // A paused worker must not sleep through its pause: the sleep is a
+        // wait for the agent's next message.
+        const std::chrono::milliseconds sleep(o_.step_sleep_ms);
+        if (!channel_.enabled()) {
+          std::this_thread::sleep_for(sleep);
+        } else if (std::optional<GenerationEnd> end = Listen(sleep)) {
+          return *end;
+        }
       }
       step_ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
@@ -158,7 +191,7 @@ class Trainer {
       replica_.GetState(state_.params, state_.momentum);
       if (Status s = WriteParameters(o_.out_path, replica_.layout().TorchOrder(state_.params));
           !s.ok()) {
-        return Fail(s);
+        return Exit(Fail(s));
       }
     }
     if (ctx_.rank == 0) {
@@ -171,22 +204,215 @@ class Trainer {
       std::printf("final loss %.6f\n", last_loss);
       std::fflush(stdout);
     }
-    return 0;
+    return Exit(0);
   }
 
  private:
+  void PrintStart(const ResumePoint& point) const {
+    if (point.live_source >= 0) {
+      std::printf("recovered in place at step %llu of %d (state from rank %d, world size %d)\n",
+                  static_cast<unsigned long long>(state_.step), o_.steps, point.live_source,
+                  ctx_.world_size);
+      std::fflush(stdout);
+      return;
+    }
+    std::printf("world size %d, global batch %d: %s\n", ctx_.world_size, o_.global_batch,
+                DescribeSplit(static_cast<size_t>(o_.global_batch), ctx_.world_size).c_str());
+    if (point.resumed) {
+      std::printf("resumed from step %llu of %d", static_cast<unsigned long long>(state_.step),
+                  o_.steps);
+      if (point.written_world_size > 0) {
+        std::printf(" (checkpoint written at world size %d)", point.written_world_size);
+      }
+      std::printf("\n");
+    }
+  }
+
+  // Reads the agent's messages for up to `wait`: a pause ends the
+  // generation; a stop exits; anything else is logged and ignored.
+  std::optional<GenerationEnd> Listen(std::chrono::milliseconds wait) {
+    if (!channel_.enabled()) return std::nullopt;
+    std::optional<control::AgentMessage> message;
+    if (Status s = channel_.Receive(wait, message); !s.ok()) {
+      std::fprintf(stderr, "muster-train: %s\n", s.message().c_str());
+      return std::nullopt;
+    }
+    if (!message) return std::nullopt;
+    if (const auto* pause = std::get_if<control::Pause>(&*message)) {
+      return GenerationEnd{.kind = GenerationEnd::Kind::kLeave, .exit_code = 0, .pause = *pause};
+    }
+    if (std::holds_alternative<control::Stop>(*message)) {
+      return Exit(Fail(runtime::kExitCommFailure, "stopped by muster"));
+    }
+    std::fprintf(stderr, "muster-train: ignored '%s' while training\n",
+                 control::FormatAgentMessage(*message).c_str());
+    return std::nullopt;
+  }
+
   const TrainOptions& o_;
   const Context& ctx_;
   SyntheticDataset data_;
   SampleOrder order_;
   const Share share_;  // of every global batch, this rank's
-  TrainState state_;
   ModelReplica& replica_;
+  runtime::WorkerFaults& faults_;
+  runtime::ControlChannel& channel_;
+  TrainState& state_;
   // Each finished step tells muster's hang detection this rank still moves.
   const runtime::ProgressReporter progress_reporter_ = runtime::ProgressReporter::FromProcessEnv();
-  // --inject faults that fire in this worker (none unless muster injects).
-  runtime::WorkerFaults faults_;
 };
+
+// What a generation is formed from: this worker's place in it and the store
+// namespace of its keys.
+struct Membership {
+  Context ctx;
+  std::string store_prefix;         // ends with '/'
+  std::optional<uint64_t> joining;  // set when the agent told this worker to join
+};
+
+// Everything one generation needs that lives outside it.
+struct WorkerLife {
+  const TrainOptions& options;
+  runtime::Backend backend;
+  std::chrono::milliseconds timeout;
+  runtime::WorkerFaults& faults;
+  runtime::ControlChannel& channel;
+  bool in_place = false;  // told the agent it recovers in place
+  TrainState state;
+  bool holds_live_state = false;
+};
+
+GenerationEnd LeaveAfter(WorkerLife& life, const std::string& why) {
+  if (!life.in_place) return Exit(Fail(runtime::kExitCommFailure, why));
+  std::fprintf(stderr, "muster-train: %s; waiting for muster to recover in place\n", why.c_str());
+  return {.kind = GenerationEnd::Kind::kLeave, .exit_code = 0, .pause = std::nullopt};
+}
+
+// Forms the generation `m` describes, runs it and tears it down: the
+// communicator, its store connection and the replica are the generation's.
+GenerationEnd RunGeneration(WorkerLife& life, const Membership& m) {
+  const Context& ctx = m.ctx;
+  const auto failed_to_join = [&](const std::string& why) {
+    if (m.joining) life.channel.Say(control::Failed{*m.joining, why}).ok();
+    return Exit(Fail(runtime::kExitCommFailure, why));
+  };
+  std::unique_ptr<runtime::StoreClient> store;  // one rank needs none
+  if (ctx.world_size > 1) {
+    auto connected = runtime::StoreClient::Connect({.host = ctx.master_addr,
+                                                    .port = ctx.master_port,
+                                                    .prefix = m.store_prefix + "train/",
+                                                    .timeout = life.timeout});
+    if (!connected.ok()) return failed_to_join(connected.status().message());
+    store = std::move(connected).value();
+  }
+  // The request is resolved there (backend_choice.h): "nccl" in a build
+  // without NCCL, or with no GPU visible, is refused as a bad flag with the
+  // reason. The replica then follows the backend it got.
+  auto created = runtime::CreateCommunicator(ctx, store.get(),
+                                             {.backend = life.backend, .timeout = life.timeout});
+  if (!created.ok()) {
+    const Status& s = created.status();
+    if (s.IsInvalidArgument()) return Exit(Fail(s));
+    return failed_to_join(s.message());
+  }
+  std::unique_ptr<Communicator> comm = std::move(created).value();
+
+  std::unique_ptr<ModelReplica> replica;
+  bool state_consistent = false;
+  // On leaving in place, the replica's state is kept for the next
+  // generation: it is consistent whenever no step is half applied (an
+  // update follows every bucket's sum, so a failed step changed nothing).
+  const auto keep_state = [&] {
+    if (!replica || !state_consistent) return;
+    replica->GetState(life.state.params, life.state.momentum);
+    life.holds_live_state = true;
+  };
+  try {
+    auto made = CreateReplica(*comm, ReplicaOptionsFor(life.options));
+    if (!made.ok()) return Exit(Fail(made.status()));
+    replica = std::move(made).value();
+    if (life.state.params.empty()) {
+      life.state.params.resize(replica->parameter_count());
+      life.state.momentum.assign(replica->parameter_count(), 0.0f);
+    }
+    Trainer trainer(life.options, ctx, *replica, life.faults, life.channel, life.state);
+    GenerationEnd end = trainer.Run(life.holds_live_state, m.joining, state_consistent);
+    if (end.kind == GenerationEnd::Kind::kLeave) keep_state();
+    return end;
+  } catch (const CommError& e) {
+    comm->Abort();
+    // A bad argument is this program's fault: a restart would repeat it.
+    if (e.kind() == CommError::Kind::kInvalidArgument) {
+      return Exit(Fail(kExitFailure, std::string("a collective was called wrongly (rank ") +
+                                         std::to_string(ctx.rank) + "): " + e.what()));
+    }
+    keep_state();
+    return LeaveAfter(life,
+                      std::string("a collective failed (rank ") + std::to_string(ctx.rank) +
+                          "): " + e.what() +
+                          (life.in_place ? "" : "; exiting for the launcher to restart the job"));
+  } catch (const DeviceError& e) {
+    // The peers' collectives fail or time out without this rank; aborting
+    // first keeps the communicator's teardown from waiting on them.
+    comm->Abort();
+    return Exit(Fail(kExitFailure, std::string("a GPU call failed (rank ") +
+                                       std::to_string(ctx.rank) + "): " + e.what()));
+  }
+}
+
+// Between generations, in place: answers the agent's pause (waiting for it
+// when a failed collective came first) and waits for its join. Returns the
+// next membership, or the exit code when the agent stops this worker, goes
+// away or says nothing within the timeout (the restart path takes over).
+std::variant<Membership, int> AwaitJoin(WorkerLife& life, const Membership& left,
+                                        std::optional<control::Pause> pause) {
+  const auto give_up = [](const std::string& why) {
+    return Fail(runtime::kExitCommFailure, why + "; exiting for the launcher to restart it");
+  };
+  const auto deadline = std::chrono::steady_clock::now() + life.timeout;
+  if (pause) {
+    if (Status s = life.channel.Say(control::Ready{pause->generation}); !s.ok()) {
+      return give_up(s.message());
+    }
+  }
+  while (true) {
+    const auto left_ms =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left_ms.count() <= 0) return give_up("muster did not recover this worker in place in time");
+    std::optional<control::AgentMessage> message;
+    if (Status s = life.channel.Receive(left_ms, message); !s.ok()) {
+      if (s.IsInvalidArgument()) {
+        std::fprintf(stderr, "muster-train: %s\n", s.message().c_str());
+        continue;
+      }
+      return give_up(s.message());
+    }
+    if (!message) continue;
+    if (const auto* p = std::get_if<control::Pause>(&*message)) {
+      pause = *p;
+      if (Status s = life.channel.Say(control::Ready{p->generation}); !s.ok()) {
+        return give_up(s.message());
+      }
+    } else if (const auto* join = std::get_if<control::Join>(&*message)) {
+      if (!pause) {
+        life.channel.Say(control::Failed{join->generation, "join before pause"}).ok();
+        return give_up("muster sent join before pause");
+      }
+      Membership next = left;
+      next.ctx.rank = join->rank;
+      next.ctx.world_size = join->world_size;
+      next.ctx.local_rank = join->local_rank;
+      next.ctx.master_addr = join->master_addr;
+      next.ctx.master_port = join->master_port;
+      next.ctx.generation = static_cast<int64_t>(join->generation);
+      next.store_prefix = join->store_prefix;
+      next.joining = join->generation;
+      return next;
+    } else {
+      return Fail(runtime::kExitCommFailure, "stopped by muster");
+    }
+  }
+}
 
 }  // namespace
 
@@ -201,8 +427,8 @@ int RunTraining(const TrainOptions& o) {
 
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000));
-  // Declared before the client, so the client disconnects first and the
-  // store's linger only waits for the other ranks.
+  // Declared before the generations' clients, so they disconnect first and
+  // the store's linger only waits for the other ranks.
   std::unique_ptr<runtime::HostedStore> hosted_store;
   if (ctx->world_size > 1 && ctx->rank == 0 && ctx->rank0_hosts_store) {
     auto hosted = runtime::HostedStore::Start(static_cast<uint16_t>(ctx->master_port));
@@ -212,47 +438,31 @@ int RunTraining(const TrainOptions& o) {
     }
     hosted_store = std::move(hosted).value();
   }
-  std::unique_ptr<runtime::StoreClient> store;  // one rank needs none
-  if (ctx->world_size > 1) {
-    auto connected = runtime::StoreClient::Connect({.host = ctx->master_addr,
-                                                    .port = ctx->master_port,
-                                                    .prefix = ctx->StoreNamespace() + "train/",
-                                                    .timeout = timeout});
-    if (!connected.ok()) return Fail(runtime::kExitCommFailure, connected.status().message());
-    store = std::move(connected).value();
-  }
-  // The request is resolved there (backend_choice.h): "nccl" in a build
-  // without NCCL, or with no GPU visible, is refused as a bad flag with the
-  // reason. The replica then follows the backend it got.
-  auto created =
-      runtime::CreateCommunicator(*ctx, store.get(), {.backend = *backend, .timeout = timeout});
-  if (!created.ok()) {
-    const Status& s = created.status();
-    return s.IsInvalidArgument() ? Fail(s) : Fail(runtime::kExitCommFailure, s.message());
-  }
-  std::unique_ptr<Communicator> comm = std::move(created).value();
 
-  try {
-    auto replica = CreateReplica(*comm, ReplicaOptionsFor(o));
-    if (!replica.ok()) return Fail(replica.status());
-    Trainer trainer(o, *ctx, **replica, std::move(faults).value());
-    return trainer.Run();
-  } catch (const CommError& e) {
-    comm->Abort();
-    // A bad argument is this program's fault: a restart would repeat it.
-    if (e.kind() == CommError::Kind::kInvalidArgument) {
-      return Fail(kExitFailure, std::string("a collective was called wrongly (rank ") +
-                                    std::to_string(ctx->rank) + "): " + e.what());
-    }
-    return Fail(runtime::kExitCommFailure, std::string("a collective failed (rank ") +
-                                               std::to_string(ctx->rank) + "): " + e.what() +
-                                               "; exiting for the launcher to restart the job");
-  } catch (const DeviceError& e) {
-    // The peers' collectives fail or time out without this rank; aborting
-    // first keeps the communicator's teardown from waiting on them.
-    comm->Abort();
-    return Fail(kExitFailure, std::string("a GPU call failed (rank ") + std::to_string(ctx->rank) +
-                                  "): " + e.what());
+  runtime::ControlChannel channel = runtime::ControlChannel::FromProcessEnv();
+  WorkerLife life{.options = o,
+                  .backend = *backend,
+                  .timeout = timeout,
+                  .faults = *faults,
+                  .channel = channel,
+                  .in_place = false,
+                  .state = {},
+                  .holds_live_state = false};
+  // In place only where muster hosts the store it can renew per generation.
+  if (channel.enabled() && !ctx->rank0_hosts_store) {
+    life.in_place = channel
+                        .Say(control::Hello{control::kProtocolVersion,
+                                            {std::string(control::kInPlaceCapability)}})
+                        .ok();
+  }
+  Membership membership{
+      .ctx = *ctx, .store_prefix = ctx->StoreNamespace(), .joining = std::nullopt};
+  while (true) {
+    GenerationEnd end = RunGeneration(life, membership);
+    if (end.kind == GenerationEnd::Kind::kExit) return end.exit_code;
+    auto next = AwaitJoin(life, membership, end.pause);
+    if (const int* code = std::get_if<int>(&next)) return *code;
+    membership = std::get<Membership>(std::move(next));
   }
 }
 

@@ -1,0 +1,123 @@
+// The Agent's in-place recovery (static runs, --recovery in-place): the
+// worker group decides who pauses and when the survivors may rejoin
+// (worker_group.h); this file reads the workers' control lines, renews the
+// store between the two generations, tells the survivors where they now
+// stand, starts the failed ranks again and logs how the recovery went.
+//
+// Restarts: an in-place recovery counts as one restart against
+// --max-restarts, as a restart of every worker would (the failure is the
+// same; only its cost differs). With no restart left the job stops as
+// before.
+#include <spdlog/spdlog.h>
+
+#include "launcher/agent.h"
+#include "store/store_server.h"
+
+namespace muster {
+namespace {
+
+double MillisecondsBetween(SteadyTime from, SteadyTime to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+// Control messages start with a verb; progress lines with a digit, fault
+// reports with "inject" (progress_report.h).
+bool IsControlLine(std::string_view line) {
+  return !line.empty() && line[0] >= 'a' && line[0] <= 'z' && !line.starts_with("inject");
+}
+
+}  // namespace
+
+void Agent::EnableInPlaceRecovery() {
+  if (!options_.recover_in_place || elastic_) return;
+  group_->EnableInPlace({.generation = static_cast<uint64_t>(restart_count_),
+                         .timeout = std::chrono::milliseconds(
+                             static_cast<int64_t>(options_.recovery_timeout_s * 1000))},
+                        restart_count_ < options_.max_restarts);
+}
+
+void Agent::OnWorkerControl(uint64_t tag, std::string_view bytes) {
+  if (!options_.recover_in_place || elastic_) return;
+  bool any = false;
+  control_lines_[tag].Feed(bytes, [&](std::string_view line) {
+    line.remove_suffix(1);  // the '\n'
+    if (!IsControlLine(line)) return;
+    any = true;
+    control::WorkerMessage message;
+    if (Status s = control::ParseWorkerMessage(line, message); !s.ok()) {
+      // Today's restart path then applies to this worker (PROTOCOL.md).
+      spdlog::warn("worker tag={}: {}", tag, s.message());
+      return;
+    }
+    group_->OnControl(tag, message, std::chrono::steady_clock::now());
+  });
+  if (any) AfterGroupEvent();
+}
+
+void Agent::AdvanceRecovery() {
+  if (!group_) return;
+  const auto now = std::chrono::steady_clock::now();
+  const WorkerGroup::State state = group_->state();
+  if (state == WorkerGroup::State::kRecovering && !recovery_began_) {
+    recovery_began_ = now;
+    RecordAndPrintFailures(restart_count_, options_.max_restarts);
+    spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}", restart_count_,
+                 fmt::join(group_->failed_local_ranks(), ","));
+  }
+  if (!recovery_began_) return;
+  if (group_->ready_to_join()) {
+    RejoinInPlace();
+    return;
+  }
+  if (state == WorkerGroup::State::kRunning) {
+    spdlog::info("event=in_place_recovered attempt={} paused_ms={:.1f} total_ms={:.1f}",
+                 restart_count_, MillisecondsBetween(*recovery_began_, rejoin_sent_.value_or(now)),
+                 MillisecondsBetween(*recovery_began_, now));
+    recovery_began_.reset();
+    rejoin_sent_.reset();
+    EnableInPlaceRecovery();
+  } else if (state != WorkerGroup::State::kRecovering) {
+    spdlog::warn("event=in_place_fallback attempt={} why=\"{}\"; restarting every worker",
+                 restart_count_, group_->fallback_reason());
+    recovery_began_.reset();
+    rejoin_sent_.reset();
+  }
+}
+
+void Agent::RejoinInPlace() {
+  rejoin_sent_ = std::chrono::steady_clock::now();
+  ++restart_count_;
+  // The next attempt meets a store with no key or connection of this one,
+  // as a restart of every worker would (StartAttempt).
+  if (store_) store_->Open(static_cast<uint64_t>(restart_count_) + 1);
+  const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(restart_count_);
+  const std::vector<int> failed = group_->failed_local_ranks();
+  std::vector<WorkerGroup::Rejoining> survivors;
+  for (int lr = 0; lr < node_.local_world_size; ++lr) {
+    if (std::find(failed.begin(), failed.end(), lr) != failed.end()) continue;
+    control::Join join;
+    join.generation = static_cast<uint64_t>(restart_count_);
+    join.rank = node_.global_rank_offset + lr;
+    join.world_size = node_.world_size;
+    join.group_rank = node_.group_rank;
+    join.local_rank = PlanWorker(plan_, lr).virtual_local_rank ? 0 : lr;
+    join.master_addr = node_.master_addr;
+    join.master_port = node_.master_port;
+    // Context::StoreNamespace() of the attempt, as its new processes read it.
+    join.store_prefix = "muster/" + std::to_string(restart_count_) + "/";
+    survivors.push_back({.local_rank = lr, .join = std::move(join)});
+  }
+  auto specs = MakeWorkerSpecs(attempt_dir, failed);
+  Status status = specs.ok() ? OpenOutputs(*specs, attempt_dir) : specs.status();
+  if (status.ok()) {
+    spdlog::info("event=in_place_join attempt={} survivors={} restarted={}", restart_count_,
+                 survivors.size(), failed.size());
+    status = group_->Rejoin(survivors, std::move(specs).value(), *rejoin_sent_);
+  } else {
+    group_->AbandonRecovery(status.message(), *rejoin_sent_);
+  }
+  if (!status.ok()) spdlog::error("{}", status.message());
+  AfterGroupEvent();
+}
+
+}  // namespace muster

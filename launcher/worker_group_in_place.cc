@@ -1,0 +1,168 @@
+// WorkerGroup's in-place recovery (worker_group.h): pause the survivors of a
+// failure, rejoin them to the next generation beside replacements of the
+// failed ranks, or fall back to stopping everyone.
+#include <algorithm>
+#include <csignal>
+
+#include "launcher/worker_group.h"
+
+namespace muster {
+
+void WorkerGroup::EnableInPlace(const InPlaceOptions& options, bool allowed) {
+  in_place_ = options;
+  in_place_allowed_ = allowed;
+}
+
+bool WorkerGroup::BeginRecovery(SteadyTime now) {
+  if (!in_place_ || !in_place_allowed_) return false;
+  // Every worker must speak the channel, the failed one too (its
+  // replacement runs the same program), and every other one must still run:
+  // a worker that already finished cannot rejoin.
+  int exited = 0;
+  for (const auto& w : workers_) {
+    if (!w.in_place) return false;
+    if (!w.running) ++exited;
+  }
+  if (exited != 1) return false;
+  state_ = State::kRecovering;
+  rejoined_ = false;
+  fallback_reason_.clear();
+  failed_local_ranks_.clear();
+  for (const auto& w : workers_) {
+    if (!w.running) failed_local_ranks_.push_back(w.spec.local_rank);
+  }
+  recover_deadline_ = now + in_place_->timeout;
+  const std::string pause =
+      control::FormatAgentMessage(control::Pause{in_place_->generation}) + "\n";
+  for (auto& w : workers_) {
+    if (!w.running) continue;
+    w.phase = Phase::kPausing;
+    if (!Send(w, pause, now)) break;
+  }
+  return true;
+}
+
+void WorkerGroup::OnExitWhileRecovering(Worker& worker, ExitStatus status, SteadyTime now,
+                                        WallTime wall) {
+  if (!status.success()) failures_.push_back(FailureOf(worker, status, wall));
+  if (rejoined_) {
+    // The new generation is forming around it: it cannot be replaced now.
+    FallBack("rank " + std::to_string(worker.spec.global_rank) + " exited during the join", now);
+    return;
+  }
+  // Still pausing: one more rank to start again.
+  if (std::find(failed_local_ranks_.begin(), failed_local_ranks_.end(), worker.spec.local_rank) ==
+      failed_local_ranks_.end()) {
+    failed_local_ranks_.push_back(worker.spec.local_rank);
+  }
+}
+
+bool WorkerGroup::Send(Worker& worker, const std::string& line, SteadyTime now) {
+  if (Status s = spawner_.SendControl(worker.tag, line); !s.ok()) {
+    FallBack("cannot tell rank " + std::to_string(worker.spec.global_rank) + ": " + s.message(),
+             now);
+    return false;
+  }
+  return true;
+}
+
+void WorkerGroup::OnControl(uint64_t tag, const control::WorkerMessage& message, SteadyTime now) {
+  Worker* w = Find(tag);
+  if (w == nullptr) return;
+  if (const auto* hello = std::get_if<control::Hello>(&message)) {
+    w->in_place = control::CanRecoverInPlace(*hello);
+    return;
+  }
+  if (state_ != State::kRecovering) return;
+  if (const auto* ready = std::get_if<control::Ready>(&message)) {
+    if (w->phase == Phase::kPausing && ready->generation == in_place_->generation) {
+      w->phase = Phase::kPaused;
+    }
+  } else if (const auto* joined = std::get_if<control::Joined>(&message)) {
+    if (w->phase == Phase::kJoining && joined->generation == joining_generation_) {
+      w->phase = Phase::kStepping;
+      // The pause was no hang: the silence starts now.
+      w->last_progress = now;
+      MaybeRecovered();
+    }
+  } else if (const auto* failed = std::get_if<control::Failed>(&message)) {
+    FallBack("rank " + std::to_string(w->spec.global_rank) +
+                 " could not recover in place: " + failed->reason,
+             now);
+  }
+}
+
+bool WorkerGroup::ready_to_join() const {
+  if (state_ != State::kRecovering || rejoined_) return false;
+  bool any = false;
+  for (const auto& w : workers_) {
+    if (!w.running) continue;
+    if (w.phase != Phase::kPaused) return false;
+    any = true;
+  }
+  return any;
+}
+
+std::vector<int> WorkerGroup::failed_local_ranks() const { return failed_local_ranks_; }
+
+Status WorkerGroup::Rejoin(const std::vector<Rejoining>& survivors,
+                           std::vector<WorkerSpec> replacements, SteadyTime now) {
+  rejoined_ = true;
+  recover_deadline_ = now + in_place_->timeout;
+  joining_generation_ = survivors.empty() ? 0 : survivors.front().join.generation;
+  for (const auto& r : survivors) {
+    for (auto& w : workers_) {
+      if (!w.running || w.spec.local_rank != r.local_rank) continue;
+      w.phase = Phase::kJoining;
+      if (!Send(w, control::FormatAgentMessage(r.join) + "\n", now)) {
+        return Status::IoError(fallback_reason_);
+      }
+    }
+  }
+  for (auto& spec : replacements) {
+    for (auto& w : workers_) {
+      if (w.running || w.spec.local_rank != spec.local_rank) continue;
+      w.spec = std::move(spec);
+      if (Status s = SpawnInto(w); !s.ok()) {
+        FallBack(
+            "cannot start rank " + std::to_string(w.spec.global_rank) + " again: " + s.message(),
+            now);
+        return s;
+      }
+      break;
+    }
+  }
+  MaybeRecovered();
+  return Status::Ok();
+}
+
+void WorkerGroup::MaybeRecovered() {
+  if (state_ != State::kRecovering || !rejoined_) return;
+  for (const auto& w : workers_) {
+    if (w.running && w.phase != Phase::kStepping) return;
+  }
+  state_ = State::kRunning;
+  ++recoveries_;
+  failures_.clear();
+  failed_local_ranks_.clear();
+  recover_deadline_.reset();
+  rejoined_ = false;
+}
+
+void WorkerGroup::FallBack(const std::string& reason, SteadyTime now) {
+  if (state_ != State::kRecovering) return;
+  fallback_reason_ = reason;
+  recover_deadline_.reset();
+  // Whoever has not answered may be stuck anywhere: it is killed; the
+  // paused ones stop as after any failure.
+  for (auto& w : workers_) {
+    if (w.running && (w.phase == Phase::kPausing || w.phase == Phase::kJoining)) {
+      spawner_.SignalGroup(w.pid, SIGKILL);
+    }
+    w.phase = Phase::kStepping;
+  }
+  BeginStopping(SIGTERM, now);
+  MaybeFinish();
+}
+
+}  // namespace muster

@@ -1,0 +1,112 @@
+#include "worker_runtime/control/control_channel.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/decimal.h"
+
+namespace muster::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A descriptor named by `name` that is a pipe, made non-blocking; -1 when
+// unset, not a number or not a pipe (a stale variable must not make the
+// worker read or write an unrelated file).
+int PipeNamedBy(const EnvLookup& env, const char* name) {
+  const auto text = env(name);
+  if (!text) return -1;
+  const auto fd = ParseDecimal(*text, 1 << 20);
+  if (!fd) return -1;
+  struct stat info {};
+  if (fstat(static_cast<int>(*fd), &info) != 0 || !S_ISFIFO(info.st_mode)) return -1;
+  const int flags = fcntl(static_cast<int>(*fd), F_GETFL);
+  if (flags < 0 || fcntl(static_cast<int>(*fd), F_SETFL, flags | O_NONBLOCK) != 0) return -1;
+  return static_cast<int>(*fd);
+}
+
+int MillisecondsLeft(Clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+}
+
+Status Errno(const char* what) {
+  return Status::IoError(std::string("control channel: ") + what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+ControlChannel ControlChannel::FromEnv(const EnvLookup& env) {
+  const int from_agent = PipeNamedBy(env, "MUSTER_CONTROL_FD");
+  const int to_agent = PipeNamedBy(env, "MUSTER_PROGRESS_FD");
+  if (from_agent < 0 || to_agent < 0) return {};
+  return ControlChannel(from_agent, to_agent);
+}
+
+ControlChannel ControlChannel::FromProcessEnv() { return FromEnv(SystemEnv()); }
+
+Status ControlChannel::Say(const control::WorkerMessage& message) {
+  if (!enabled()) return Status::FailedPrecondition("no control channel");
+  std::string line = control::FormatWorkerMessage(message);
+  line += '\n';
+  // Lines are far below PIPE_BUF, so a write is whole or nothing; EAGAIN
+  // means the agent is behind: wait for room, boundedly.
+  const auto deadline = Clock::now() + kWriteTimeout;
+  while (true) {
+    if (write(to_agent_, line.data(), line.size()) >= 0) return Status::Ok();
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) return Errno("write");
+    pollfd room{.fd = to_agent_, .events = POLLOUT, .revents = 0};
+    const int left = MillisecondsLeft(deadline);
+    if (left == 0) return Status::IoError("control channel: the agent reads nothing");
+    if (poll(&room, 1, left) < 0 && errno != EINTR) return Errno("poll");
+  }
+}
+
+Status ControlChannel::TakeLine(std::optional<control::AgentMessage>& out) {
+  const size_t end = pending_.find('\n');
+  if (end == std::string::npos) {
+    if (pending_.size() >= control::kMaxLineBytes) {
+      pending_.clear();
+      return Status::InvalidArgument("control channel: a line longer than " +
+                                     std::to_string(control::kMaxLineBytes) + " bytes");
+    }
+    return Status::Ok();
+  }
+  const std::string line = pending_.substr(0, end);
+  pending_.erase(0, end + 1);
+  control::AgentMessage message;
+  if (Status s = control::ParseAgentMessage(line, message); !s.ok()) return s;
+  out = std::move(message);
+  return Status::Ok();
+}
+
+Status ControlChannel::Receive(std::chrono::milliseconds wait,
+                               std::optional<control::AgentMessage>& out) {
+  out.reset();
+  if (!enabled()) return Status::FailedPrecondition("no control channel");
+  const auto deadline = Clock::now() + wait;
+  while (true) {
+    if (Status s = TakeLine(out); !s.ok() || out) return s;
+    char buffer[1024];
+    const ssize_t n = read(from_agent_, buffer, sizeof(buffer));
+    if (n > 0) {
+      pending_.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) return Status::IoError("control channel: the agent closed it");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) return Errno("read");
+    const int left = MillisecondsLeft(deadline);
+    if (left == 0) return Status::Ok();
+    pollfd readable{.fd = from_agent_, .events = POLLIN, .revents = 0};
+    if (poll(&readable, 1, left) < 0 && errno != EINTR) return Errno("poll");
+  }
+}
+
+}  // namespace muster::runtime
