@@ -10,6 +10,7 @@ muster_unit_test(launcher_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/launcher_output_routes_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_root_cause_file_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_group_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_group_in_place_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_line_splitter_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_failure_report_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_status_table_test.cc

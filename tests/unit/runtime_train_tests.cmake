@@ -7,4 +7,5 @@ muster_unit_test(runtime_train_unit_tests
     runtime_train_sample_order_test.cc
     runtime_train_options_test.cc
     runtime_train_resume_test.cc
+    runtime_train_live_state_test.cc
   LIBS muster_train)

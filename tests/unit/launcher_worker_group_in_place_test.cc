@@ -1,0 +1,278 @@
+// WorkerGroup's in-place recovery (worker_group.h): who is paused, when the
+// survivors may rejoin, what they are told, and every way it falls back to
+// stopping the workers (fake spawner, fake time).
+#include <catch2/catch.hpp>
+#include <csignal>
+
+#include "launcher/worker_group.h"
+#include "tests/unit/launcher_fake_spawner.h"
+
+using namespace muster;
+using namespace std::chrono_literals;
+
+namespace {
+
+using muster::testing::FakeSpawner;
+
+const SteadyTime t0{};
+const WallTime w0{};
+constexpr uint64_t kGeneration = 4;
+
+std::vector<WorkerSpec> Specs(int n) {
+  std::vector<WorkerSpec> specs;
+  for (int i = 0; i < n; ++i) {
+    WorkerSpec s;
+    s.local_rank = i;
+    s.global_rank = 10 + i;
+    s.request.executable = "/bin/worker";
+    specs.push_back(s);
+  }
+  return specs;
+}
+
+control::Hello InPlaceHello() { return control::Hello{1, {"in-place"}}; }
+
+// A group of `n` workers that all said they recover in place.
+struct InPlaceGroup {
+  explicit InPlaceGroup(int n, bool allowed = true) {
+    group.EnableInPlace({.generation = kGeneration, .timeout = 2s}, allowed);
+    REQUIRE(group.Start(Specs(n), t0).ok());
+    for (int i = 0; i < n; ++i) group.OnControl(group.TagFor(i), InPlaceHello(), t0);
+  }
+  // The control lines sent to local rank `lr`'s current process.
+  std::vector<std::string> LinesTo(int lr) const {
+    std::vector<std::string> lines;
+    for (const auto& [tag, line] : spawner.control) {
+      if (tag == group.TagFor(lr)) lines.push_back(line);
+    }
+    return lines;
+  }
+  void ReadyAll(const std::vector<int>& survivors) {
+    for (int lr : survivors) group.OnControl(group.TagFor(lr), control::Ready{kGeneration}, t0);
+  }
+  std::vector<WorkerGroup::Rejoining> Joins(const std::vector<int>& survivors) const {
+    std::vector<WorkerGroup::Rejoining> joins;
+    for (int lr : survivors) {
+      control::Join join;
+      join.generation = kGeneration + 1;
+      join.rank = 10 + lr;
+      join.world_size = 4;
+      join.local_rank = lr;
+      join.master_addr = "127.0.0.1";
+      join.master_port = 29500;
+      join.store_prefix = "muster/5/";
+      joins.push_back({.local_rank = lr, .join = join});
+    }
+    return joins;
+  }
+  std::vector<WorkerSpec> Replacement(int lr) const {
+    auto specs = Specs(lr + 1);
+    WorkerSpec spec = specs[static_cast<size_t>(lr)];
+    spec.request.tag = WorkerGroup::MakeTag(5, lr);
+    return {spec};
+  }
+
+  FakeSpawner spawner;
+  WorkerGroup group{spawner, 0, 30s, 10s};
+};
+
+}  // namespace
+
+TEST_CASE("a failed worker's peers are paused, not stopped, when all recover in place",
+          "[group][in-place]") {
+  InPlaceGroup g(4);
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0 + 1s, w0);
+  CHECK(g.group.state() == WorkerGroup::State::kRecovering);
+  CHECK(g.spawner.signals.empty());
+  for (int lr : {0, 2, 3}) CHECK(g.LinesTo(lr) == std::vector<std::string>{"pause 4\n"});
+  CHECK(g.group.failed_local_ranks() == std::vector<int>{1});
+  CHECK(g.group.failures().size() == 1);
+  CHECK(g.group.deadline() == t0 + 3s);  // the pause's bound
+  CHECK_FALSE(g.group.finished());
+}
+
+TEST_CASE("survivors rejoin once all paused; only the failed rank is spawned again",
+          "[group][in-place]") {
+  InPlaceGroup g(4);
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Exited(75), t0 + 1s, w0);
+  g.group.OnControl(g.group.TagFor(0), control::Ready{kGeneration}, t0);
+  g.group.OnControl(g.group.TagFor(2), control::Ready{kGeneration}, t0);
+  CHECK_FALSE(g.group.ready_to_join());
+  // A ready for another generation is not this pause's answer.
+  g.group.OnControl(g.group.TagFor(3), control::Ready{kGeneration + 7}, t0);
+  CHECK_FALSE(g.group.ready_to_join());
+  g.group.OnControl(g.group.TagFor(3), control::Ready{kGeneration}, t0);
+  REQUIRE(g.group.ready_to_join());
+
+  REQUIRE(g.group.Rejoin(g.Joins({0, 2, 3}), g.Replacement(1), t0 + 2s).ok());
+  CHECK(g.spawner.spawned.size() == 5);  // four at the start, one replacement
+  CHECK(g.spawner.spawned.back().tag == WorkerGroup::MakeTag(5, 1));
+  CHECK(g.group.TagFor(1) == WorkerGroup::MakeTag(5, 1));
+  CHECK(g.LinesTo(2).back() ==
+        "join 5 RANK=12 WORLD_SIZE=4 GROUP_RANK=0 LOCAL_RANK=2 MASTER_ADDR=127.0.0.1 "
+        "MASTER_PORT=29500 STORE_PREFIX=muster/5/\n");
+  CHECK(g.group.state() == WorkerGroup::State::kRecovering);
+  CHECK(g.group.deadline() == t0 + 4s);  // the join's bound
+
+  for (int lr : {0, 2}) g.group.OnControl(g.group.TagFor(lr), control::Joined{5}, t0 + 3s);
+  CHECK(g.group.state() == WorkerGroup::State::kRecovering);
+  g.group.OnControl(g.group.TagFor(3), control::Joined{5}, t0 + 3s);
+  CHECK(g.group.state() == WorkerGroup::State::kRunning);
+  CHECK(g.group.recoveries() == 1);
+  CHECK(g.group.failures().empty());  // handled: a later failure is the next root cause
+  CHECK(g.spawner.signals.empty());
+
+  // The old process's late events are not the replacement's.
+  g.group.OnExit(WorkerGroup::MakeTag(0, 1), ExitStatus::Exited(1), t0 + 4s, w0);
+  CHECK(g.group.state() == WorkerGroup::State::kRunning);
+}
+
+TEST_CASE("the survivors' hang clocks restart when they rejoin", "[group][in-place]") {
+  InPlaceGroup g(2);
+  CHECK(g.group.OnProgress(g.group.TagFor(0), 3, t0));
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+  g.ReadyAll({0});
+  REQUIRE(g.group.Rejoin(g.Joins({0}), g.Replacement(1), t0 + 1s).ok());
+  g.group.OnControl(g.group.TagFor(0), control::Joined{5}, t0 + 9s);
+  REQUIRE(g.group.state() == WorkerGroup::State::kRunning);
+  // Silent since t0 + 9s, not since its last step at t0: not hung at t0 + 12s.
+  g.group.OnTick(t0 + 12s, w0);
+  CHECK(g.group.state() == WorkerGroup::State::kRunning);
+  g.group.OnTick(t0 + 19s, w0);
+  CHECK(g.group.state() == WorkerGroup::State::kStopping);
+}
+
+TEST_CASE("a group restarts every worker as before when any cannot recover in place",
+          "[group][in-place]") {
+  SECTION("one never said hello") {
+    FakeSpawner spawner;
+    WorkerGroup group(spawner, 0, 30s);
+    group.EnableInPlace({.generation = 0, .timeout = 2s}, true);
+    REQUIRE(group.Start(Specs(3), t0).ok());
+    group.OnControl(group.TagFor(0), InPlaceHello(), t0);
+    group.OnControl(group.TagFor(1), InPlaceHello(), t0);
+    group.OnExit(group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    CHECK(group.state() == WorkerGroup::State::kStopping);
+    CHECK(spawner.control.empty());
+  }
+  SECTION("one said hello without the capability, or a version this build does not know") {
+    FakeSpawner spawner;
+    WorkerGroup group(spawner, 0, 30s);
+    group.EnableInPlace({.generation = 0, .timeout = 2s}, true);
+    REQUIRE(group.Start(Specs(2), t0).ok());
+    group.OnControl(group.TagFor(0), control::Hello{1, {"other"}}, t0);
+    group.OnControl(group.TagFor(1), control::Hello{0, {"in-place"}}, t0);
+    group.OnExit(group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    CHECK(group.state() == WorkerGroup::State::kStopping);
+  }
+  SECTION("no restart is left") {
+    InPlaceGroup g(2, /*allowed=*/false);
+    g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    CHECK(g.group.state() == WorkerGroup::State::kStopping);
+  }
+  SECTION("a worker already finished: it cannot rejoin") {
+    InPlaceGroup g(3);
+    g.group.OnExit(g.group.TagFor(0), ExitStatus::Exited(0), t0, w0);
+    g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    CHECK(g.group.state() == WorkerGroup::State::kStopping);
+  }
+  SECTION("in-place recovery was never enabled") {
+    FakeSpawner spawner;
+    WorkerGroup group(spawner, 0, 30s);
+    REQUIRE(group.Start(Specs(2), t0).ok());
+    for (int i = 0; i < 2; ++i) group.OnControl(group.TagFor(i), InPlaceHello(), t0);
+    group.OnExit(group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    CHECK(group.state() == WorkerGroup::State::kStopping);
+  }
+}
+
+TEST_CASE("a recovery that cannot go on kills the silent, stops the rest and fails the attempt",
+          "[group][in-place]") {
+  SECTION("a worker does not answer pause in time") {
+    InPlaceGroup g(3);
+    g.group.OnExit(g.group.TagFor(2), ExitStatus::Killed(SIGKILL), t0, w0);
+    g.group.OnControl(g.group.TagFor(0), control::Ready{kGeneration}, t0);
+    g.group.OnTick(t0 + 1s, w0);
+    CHECK(g.group.state() == WorkerGroup::State::kRecovering);
+    g.group.OnTick(t0 + 2s, w0);
+    CHECK(g.group.state() == WorkerGroup::State::kStopping);
+    CHECK(g.group.fallback_reason() == "a worker did not answer within the recovery timeout");
+    const pid_t silent = 1001;  // local rank 1
+    CHECK(std::count(g.spawner.signals.begin(), g.spawner.signals.end(),
+                     std::make_pair(silent, SIGKILL)) == 1);
+    CHECK(std::count(g.spawner.signals.begin(), g.spawner.signals.end(),
+                     std::make_pair(pid_t{1000}, SIGKILL)) == 0);
+    g.group.OnExit(g.group.TagFor(0), ExitStatus::Killed(SIGTERM), t0 + 2s, w0);
+    g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0 + 2s, w0);
+    CHECK(g.group.state() == WorkerGroup::State::kFailed);
+    REQUIRE(g.group.failures().size() == 1);  // the original failure stays the root cause
+    CHECK(g.group.failures().front().local_rank == 2);
+  }
+  SECTION("a worker answers failed") {
+    InPlaceGroup g(2);
+    g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    g.ReadyAll({0});
+    REQUIRE(g.group.Rejoin(g.Joins({0}), g.Replacement(1), t0).ok());
+    g.group.OnControl(g.group.TagFor(0), control::Failed{5, "store unreachable"}, t0);
+    CHECK(g.group.state() == WorkerGroup::State::kStopping);
+    CHECK(g.group.fallback_reason() == "rank 10 could not recover in place: store unreachable");
+  }
+  SECTION("the pause cannot be sent") {
+    InPlaceGroup g(2);
+    g.spawner.fail_control = true;
+    g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    CHECK(g.group.state() == WorkerGroup::State::kStopping);
+    CHECK_THAT(g.group.fallback_reason(), Catch::Contains("cannot tell rank 10"));
+  }
+  SECTION("the replacement cannot be spawned") {
+    InPlaceGroup g(2);
+    g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    g.ReadyAll({0});
+    g.spawner.fail_at_spawn = 2;
+    CHECK_FALSE(g.group.Rejoin(g.Joins({0}), g.Replacement(1), t0).ok());
+    CHECK(g.group.state() == WorkerGroup::State::kStopping);
+    CHECK_THAT(g.group.fallback_reason(), Catch::Contains("cannot start rank 11 again"));
+  }
+  SECTION("a worker exits during the join") {
+    InPlaceGroup g(3);
+    g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    g.ReadyAll({0, 2});
+    REQUIRE(g.group.Rejoin(g.Joins({0, 2}), g.Replacement(1), t0).ok());
+    g.group.OnExit(g.group.TagFor(2), ExitStatus::Exited(75), t0, w0);
+    CHECK(g.group.state() == WorkerGroup::State::kStopping);
+    CHECK(g.group.fallback_reason() == "rank 12 exited during the join");
+  }
+  SECTION("muster is signalled: the recovery ends as an interruption") {
+    InPlaceGroup g(2);
+    g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    g.group.Stop(SIGINT, t0);
+    g.group.OnExit(g.group.TagFor(0), ExitStatus::Killed(SIGINT), t0, w0);
+    CHECK(g.group.state() == WorkerGroup::State::kInterrupted);
+  }
+}
+
+TEST_CASE("a second worker that dies while the others pause is started again too",
+          "[group][in-place]") {
+  InPlaceGroup g(4);
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+  g.group.OnExit(g.group.TagFor(3), ExitStatus::Exited(75), t0, w0);
+  CHECK(g.group.failed_local_ranks() == std::vector<int>{1, 3});
+  g.ReadyAll({0, 2});
+  REQUIRE(g.group.ready_to_join());
+  std::vector<WorkerSpec> replacements = g.Replacement(1);
+  replacements.push_back(g.Replacement(3).front());
+  REQUIRE(g.group.Rejoin(g.Joins({0, 2}), replacements, t0).ok());
+  CHECK(g.spawner.spawned.size() == 6);
+  g.ReadyAll({});
+  for (int lr : {0, 2}) g.group.OnControl(g.group.TagFor(lr), control::Joined{5}, t0);
+  CHECK(g.group.state() == WorkerGroup::State::kRunning);
+}
+
+TEST_CASE("every worker gone during a recovery fails the attempt", "[group][in-place]") {
+  InPlaceGroup g(2);
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+  g.group.OnExit(g.group.TagFor(0), ExitStatus::Killed(SIGSEGV), t0, w0);
+  CHECK(g.group.state() == WorkerGroup::State::kFailed);
+  CHECK(g.group.failures().size() == 2);
+  CHECK(g.group.fallback_reason() == "every worker exited during the recovery");
+}
