@@ -12,3 +12,7 @@ muster_integration_test(runtime_train_gpu runtime_train_gpu_test.py TIMEOUT 600 
 # from 4 to 3 when a node is killed, ending with the fault-free weights.
 muster_integration_test(runtime_train_elastic runtime_train_elastic_test.py TIMEOUT 300
                         LABELS train elastic)
+# In-place recovery: a killed worker started alone, the survivors keep their
+# processes and state, the fault-free weights; the fallbacks to restarting.
+muster_integration_test(recovery_in_place recovery_in_place_test.py TIMEOUT 600
+                        LABELS train sanitize)
