@@ -351,13 +351,13 @@ void Agent::Settle() {
   }
 }
 
-void Agent::RecordAndPrintFailures(int restart_count, int max_restarts) {
+void Agent::RecordAndPrintFailures(int restart_count, int max_restarts, bool in_place) {
   const auto& failures = group_->failures();
   if (failures.empty()) return;
   local_root_cause_ = failures.front();
   WriteAll(STDERR_FILENO,
            FormatFailureReport(failures, ReportContext{host_, restart_count, max_restarts,
-                                                       restart_count < max_restarts}));
+                                                       restart_count < max_restarts, in_place}));
 }
 
 void Agent::Finish(int exit_code) {

@@ -81,7 +81,7 @@ class Agent final : public SpawnEvents {
   void StopGroup(int sig);
   // Keeps the group's first failure as this node's root cause and prints the
   // failure report; nothing when no worker failed on its own.
-  void RecordAndPrintFailures(int restart_count, int max_restarts);
+  void RecordAndPrintFailures(int restart_count, int max_restarts, bool in_place = false);
   void SettleElastic();
   Status PrepareRunDirectory();
   Status StartAttempt();

@@ -60,7 +60,7 @@ void Agent::AdvanceRecovery() {
   const WorkerGroup::State state = group_->state();
   if (state == WorkerGroup::State::kRecovering && !recovery_began_) {
     recovery_began_ = now;
-    RecordAndPrintFailures(restart_count_, options_.max_restarts);
+    RecordAndPrintFailures(restart_count_, options_.max_restarts, /*in_place=*/true);
     spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}", restart_count_,
                  fmt::join(group_->failed_local_ranks(), ","));
   }

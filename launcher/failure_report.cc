@@ -73,7 +73,10 @@ std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
   std::ostringstream out;
   out << "muster: worker failure in attempt " << context.attempt << " (max restarts "
       << context.max_restarts << "); "
-      << (context.will_restart ? "restarting all local workers" : "no restarts left") << "\n";
+      << (!context.will_restart ? "no restarts left"
+          : context.in_place    ? "starting the failed workers again; the others recover in place"
+                                : "restarting all local workers")
+      << "\n";
   out << "  root cause (first failure):\n";
   DescribeFailure(out, failures.front(), context.host, "    ");
   if (failures.size() > 1) {

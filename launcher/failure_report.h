@@ -14,6 +14,8 @@ struct ReportContext {
   int attempt = 0;  // restart count of the failed attempt
   int max_restarts = 0;
   bool will_restart = false;
+  // The restart is an in-place recovery: only the failed workers start again.
+  bool in_place = false;
 };
 
 // The message a worker left in its TORCHELASTIC_ERROR_FILE (torch's

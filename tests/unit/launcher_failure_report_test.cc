@@ -60,3 +60,12 @@ TEST_CASE("exit statuses decode signals apart from exit codes", "[report]") {
   CHECK(SignalNumber("SIGUSR1") == SIGUSR1);
   CHECK(SignalNumber("SIGNOPE") == 0);
 }
+
+TEST_CASE("an in-place recovery's report says only the failed workers start again", "[report]") {
+  WorkerFailure f{0, 0, 1, ExitStatus::Killed(9), WallTime{}, ""};
+  const std::string report = FormatFailureReport({f}, {"h", 0, 3, true, true});
+  CHECK_THAT(report, Catch::Contains("starting the failed workers again; the others recover in "
+                                     "place"));
+  CHECK_THAT(FormatFailureReport({f}, {"h", 3, 3, false, true}),
+             Catch::Contains("no restarts left"));
+}
