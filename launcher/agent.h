@@ -100,7 +100,13 @@ class Agent final : public SpawnEvents {
   void OnWorkerControl(uint64_t tag, std::string_view bytes);
   // Moves a recovery on after any group event: report it, rejoin, log its end.
   void AdvanceRecovery();
+  // Static: the next attempt, same ranks.
   void RejoinInPlace();
+  // Elastic: the follower's RejoinWorkers.
+  void RejoinGeneration(const rdzv::Assignment& assignment);
+  // Both: tells each survivor its place in `generation` (node_ and
+  // restart_count_ already set) and starts the failed ranks again.
+  void RejoinSurvivors(uint64_t generation);
   void WaitForSignal();
   void ArmTimer();
   void AfterGroupEvent();
@@ -159,6 +165,7 @@ class Agent final : public SpawnEvents {
   // were told to rejoin.
   std::optional<SteadyTime> recovery_began_;
   std::optional<SteadyTime> rejoin_sent_;
+  bool paused_reported_ = false;  // elastic: the follower heard WorkersPaused
 
   std::unique_ptr<FaultInjector> injector_;
   boost::asio::steady_timer fault_timer_;

@@ -116,11 +116,14 @@ int Agent::RunElastic() {
   // The client's news become the follower's events; logging them is the
   // agent's part, deciding what they mean the follower's.
   rdzv::RendezvousClient::Callbacks callbacks;
+  // A generation's end pauses the workers in place when they all can.
   callbacks.on_assignment = [this](const rdzv::Assignment& a) {
+    follower_.SetWorkersCanPause(group_ && group_->CanPauseAll());
     Follow(follower_.OnAssignment(a));
   };
   callbacks.on_waiting = [this](const std::string& reason) {
     spdlog::info("event=waiting reason=\"{}\"", reason);
+    follower_.SetWorkersCanPause(group_ && group_->CanPauseAll());
     Follow(follower_.OnWaiting());
   };
   callbacks.on_fence = [this](const std::string& why) {
@@ -151,6 +154,12 @@ void Agent::Follow(const FollowerActions& actions) {
   for (const FollowerAction& action : actions) {
     if (const auto* start = std::get_if<StartWorkers>(&action)) {
       StartGeneration(start->assignment);
+    } else if (std::holds_alternative<PauseWorkers>(action)) {
+      // The follower asked because CanPauseAll() held when it decided.
+      group_->PauseAll(std::chrono::steady_clock::now());
+      AfterGroupEvent();
+    } else if (const auto* rejoin = std::get_if<RejoinWorkers>(&action)) {
+      RejoinGeneration(rejoin->assignment);
     } else if (const auto* stop = std::get_if<StopWorkers>(&action)) {
       StopGroup(stop->signal);
     } else if (const auto* succeeded = std::get_if<ReportSucceeded>(&action)) {

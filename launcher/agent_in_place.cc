@@ -1,8 +1,15 @@
-// The Agent's in-place recovery (static runs, --recovery in-place): the
-// worker group decides who pauses and when the survivors may rejoin
-// (worker_group.h); this file reads the workers' control lines, renews the
-// store between the two generations, tells the survivors where they now
-// stand, starts the failed ranks again and logs how the recovery went.
+// The Agent's in-place recovery (--recovery in-place): the worker group
+// decides who pauses and when the survivors may rejoin (worker_group.h);
+// this file reads the workers' control lines, renews the store between the
+// two generations, tells the survivors where they now stand, starts the
+// failed ranks again and logs how the recovery went.
+//
+// Static runs: the agent alone decides; the next attempt keeps the ranks.
+// Elastic runs: ElasticFollower decides. A local failure pauses the local
+// survivors, then is reported to the daemon (which counts a restart and
+// forms the next generation); a generation that ends for another reason
+// (a failure or death elsewhere, a newcomer) pauses every worker; the next
+// assignment rejoins them, with the ranks and world size it gives.
 //
 // Restarts: an in-place recovery counts as one restart against
 // --max-restarts, as a restart of every worker would (the failure is the
@@ -11,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "launcher/agent.h"
+#include "rendezvous/client/rendezvous_client.h"
 #include "store/store_server.h"
 
 namespace muster {
@@ -29,15 +37,17 @@ bool IsControlLine(std::string_view line) {
 }  // namespace
 
 void Agent::EnableInPlaceRecovery() {
-  if (!options_.recover_in_place || elastic_) return;
-  group_->EnableInPlace({.generation = static_cast<uint64_t>(restart_count_),
-                         .timeout = std::chrono::milliseconds(
-                             static_cast<int64_t>(options_.recovery_timeout_s * 1000))},
-                        restart_count_ < options_.max_restarts);
+  if (!options_.recover_in_place) return;
+  // Elastic: `pause` names the generation, and the daemon keeps the restart count.
+  group_->EnableInPlace(
+      {.generation = elastic_ ? node_.generation : static_cast<uint64_t>(restart_count_),
+       .timeout =
+           std::chrono::milliseconds(static_cast<int64_t>(options_.recovery_timeout_s * 1000))},
+      elastic_ || restart_count_ < options_.max_restarts);
 }
 
 void Agent::OnWorkerControl(uint64_t tag, std::string_view bytes) {
-  if (!options_.recover_in_place || elastic_) return;
+  if (!options_.recover_in_place) return;
   bool any = false;
   control_lines_[tag].Feed(bytes, [&](std::string_view line) {
     line.remove_suffix(1);  // the '\n'
@@ -60,13 +70,26 @@ void Agent::AdvanceRecovery() {
   const WorkerGroup::State state = group_->state();
   if (state == WorkerGroup::State::kRecovering && !recovery_began_) {
     recovery_began_ = now;
-    RecordAndPrintFailures(restart_count_, options_.max_restarts, /*in_place=*/true);
+    paused_reported_ = false;
     spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}", restart_count_,
                  fmt::join(group_->failed_local_ranks(), ","));
+    if (const auto& failures = group_->failures(); !failures.empty()) {
+      RecordAndPrintFailures(restart_count_, options_.max_restarts, /*in_place=*/true);
+      if (elastic_) {
+        Follow(follower_.OnWorkersPausing(failures.front().status.ShellCode(),
+                                          failures.front().status.Describe()));
+      }
+    }
   }
   if (!recovery_began_) return;
   if (group_->ready_to_join()) {
-    RejoinInPlace();
+    if (!elastic_) {
+      RejoinInPlace();
+    } else if (!paused_reported_) {
+      // The follower rejoins them once the next generation is assigned.
+      paused_reported_ = true;
+      Follow(follower_.OnWorkersPaused());
+    }
     return;
   }
   if (state == WorkerGroup::State::kRunning) {
@@ -85,18 +108,41 @@ void Agent::AdvanceRecovery() {
 }
 
 void Agent::RejoinInPlace() {
-  rejoin_sent_ = std::chrono::steady_clock::now();
   ++restart_count_;
   // The next attempt meets a store with no key or connection of this one,
   // as a restart of every worker would (StartAttempt).
   if (store_) store_->Open(static_cast<uint64_t>(restart_count_) + 1);
+  RejoinSurvivors(static_cast<uint64_t>(restart_count_));
+}
+
+void Agent::RejoinGeneration(const rdzv::Assignment& a) {
+  client_->SetCurrent(a);
+  node_ = a;
+  restart_count_ = static_cast<int>(a.generation) - 1;
+  // As StartGeneration: the master's store opens empty for the generation.
+  if (a.group_rank == 0) {
+    store_->Open(a.generation);
+  } else {
+    store_->Seal();
+  }
+  spdlog::info(
+      "event=generation gen={} group_rank={} group_world_size={} ranks={}..{} world_size={} "
+      "master={}:{} restart_count={} in_place=true",
+      a.generation, a.group_rank, a.group_world_size, a.global_rank_offset,
+      a.global_rank_offset + a.local_world_size - 1, a.world_size, a.master_addr, a.master_port,
+      a.restart_count);
+  RejoinSurvivors(a.generation);
+}
+
+void Agent::RejoinSurvivors(uint64_t generation) {
+  rejoin_sent_ = std::chrono::steady_clock::now();
   const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(restart_count_);
   const std::vector<int> failed = group_->failed_local_ranks();
   std::vector<WorkerGroup::Rejoining> survivors;
   for (int lr = 0; lr < node_.local_world_size; ++lr) {
     if (std::find(failed.begin(), failed.end(), lr) != failed.end()) continue;
     control::Join join;
-    join.generation = static_cast<uint64_t>(restart_count_);
+    join.generation = generation;
     join.rank = node_.global_rank_offset + lr;
     join.world_size = node_.world_size;
     join.group_rank = node_.group_rank;

@@ -25,9 +25,12 @@ FollowerActions ElasticFollower::OnAssignment(const rdzv::Assignment& assignment
     return out;
   }
   pending_ = assignment;
-  if (WorkersAlive()) {
-    // Two generations never run at once: the new one waits for this one's end.
-    Stop(StopReason::kReassigned, SIGTERM, out);
+  if (state_ == State::kPaused) {
+    Rejoin(assignment, out);
+  } else if (WorkersAlive()) {
+    // Two generations never run at once: the new one waits for this one's
+    // end (kPausing: it is ending).
+    EndCurrent(out);
   } else if (state_ == State::kIdle) {
     Start(assignment, out);
   }
@@ -42,8 +45,55 @@ FollowerActions ElasticFollower::OnWaiting() {
   // The generation is ending everywhere: its workers lose the store now,
   // and the next one meets an empty store.
   out.emplace_back(SealStore{});
-  if (WorkersAlive()) Stop(StopReason::kReassigned, SIGTERM, out);
+  if (WorkersAlive()) EndCurrent(out);
   return out;
+}
+
+void ElasticFollower::EndCurrent(FollowerActions& out) {
+  if (state_ == State::kPausing || state_ == State::kPaused) return;
+  if (state_ == State::kRunning && workers_can_pause_) {
+    state_ = State::kPausing;
+    out.emplace_back(PauseWorkers{});
+    return;
+  }
+  Stop(StopReason::kReassigned, SIGTERM, out);
+}
+
+FollowerActions ElasticFollower::OnWorkersPausing(int exit_code, const std::string& message) {
+  FollowerActions out;
+  if (state_ != State::kRunning || !current_) return out;
+  state_ = State::kPausing;
+  root_cause_exit_code_ = exit_code;
+  pause_failure_ = ReportFailure{current_->generation, exit_code, message};
+  return out;
+}
+
+FollowerActions ElasticFollower::OnWorkersPaused() {
+  FollowerActions out;
+  if (state_ != State::kPausing) return out;
+  // The daemon hears of a local failure only now: it counts as this node's
+  // workers gone, and the next generation must not form under a worker that
+  // still steps.
+  if (pause_failure_) out.emplace_back(*std::exchange(pause_failure_, std::nullopt));
+  if (current_) DropCurrent(out);
+  if (run_ended_) {
+    Stop(StopReason::kRunEnded, SIGTERM, out);
+  } else if (pending_) {
+    Rejoin(*pending_, out);
+  } else {
+    state_ = State::kPaused;
+  }
+  return out;
+}
+
+void ElasticFollower::Rejoin(const rdzv::Assignment& assignment, FollowerActions& out) {
+  pending_.reset();
+  current_ = assignment;
+  ran_generation_ = assignment.generation;
+  ran_generation_succeeded_ = false;
+  stop_reason_ = StopReason::kNone;
+  state_ = State::kRunning;
+  out.emplace_back(RejoinWorkers{assignment});
 }
 
 FollowerActions ElasticFollower::OnFence() {
@@ -118,6 +168,8 @@ FollowerActions ElasticFollower::OnStartFailed(const std::string& message, bool 
 }
 
 void ElasticFollower::OnWorkersGone() {
+  // A recovery that fell back: the outcome, once settled, says what failed.
+  pause_failure_.reset();
   if (WorkersAlive()) state_ = State::kSettling;
 }
 
@@ -167,6 +219,7 @@ FollowerActions ElasticFollower::OnWorkersSettled(const WorkersOutcome& outcome)
 }
 
 void ElasticFollower::Stop(StopReason reason, int sig, FollowerActions& out) {
+  pause_failure_.reset();
   // Recorded for stop_reason() and for the signal's exit code: a signal
   // outranks everything, a fence or the run's end a reassignment. What comes
   // after the stop is not decided by the reason but by OnFence dropping

@@ -5,8 +5,8 @@
 // socket, the store or a clock. Tests: tests/unit/launcher_elastic_follower_test.cc.
 //
 // clang-format off
-// States and transitions ("running" below means kRunning or kStopping: some
-// worker of this node is alive):
+// States and transitions ("running" below means kRunning, kStopping,
+// kPausing or kPaused: some worker of this node is alive):
 //
 //   Assignment of a generation older than the newest one started here
 //     any state --------------------------------------------> unchanged, nothing
@@ -19,13 +19,25 @@
 //                                                              ReportFailure (repeated)
 //   Assignment of a newer generation (it becomes pending)
 //     kIdle ------------------------------------------------> kRunning, StartWorkers
-//     running ----------------------------------------------> kStopping, StopWorkers(SIGTERM)
+//     kRunning, workers can pause --------------------------> kPausing, PauseWorkers
+//     kRunning otherwise, kStopping ------------------------> kStopping, StopWorkers(SIGTERM)
+//     kPausing ---------------------------------------------> kPausing: it rejoins once paused
+//     kPaused ----------------------------------------------> kRunning, RejoinWorkers
 //     kSettling --------------------------------------------> kSettling, nothing: it starts once
 //                                                              settled
 //   Waiting (the generation ends everywhere; a pending one is dropped)
-//     running ----------------------------------------------> kStopping, SealStore,
+//     kRunning, workers can pause --------------------------> kPausing, SealStore, PauseWorkers
+//     kRunning otherwise, kStopping ------------------------> kStopping, SealStore,
 //                                                              StopWorkers(SIGTERM)
 //     otherwise --------------------------------------------> unchanged, SealStore
+//   WorkersPausing (a local worker failed; the group pauses the others)
+//     kRunning ---------------------------------------------> kPausing, nothing yet
+//   WorkersPaused (every surviving worker paused)
+//     kPausing, after a local failure ----------------------> ReportFailure, ClearCurrent, then:
+//     kPausing ---------------------------------------------> ClearCurrent, then:
+//       the run ended --------------------------------------> kStopping, StopWorkers(SIGTERM)
+//       a generation is pending ----------------------------> kRunning, RejoinWorkers
+//       otherwise ------------------------------------------> kPaused
 //   Fence (this node lost the daemon; current and pending are dropped)
 //     running ----------------------------------------------> kStopping, ClearCurrent, SealStore,
 //                                                              StopWorkers(SIGKILL)
@@ -87,6 +99,16 @@ namespace muster {
 struct StartWorkers {
   rdzv::Assignment assignment;
 };
+// Pause every running worker in place (control/PROTOCOL.md): the agent
+// answers OnWorkersPaused once all have, or the group falls back to
+// stopping them (then the usual WorkersGone/WorkersSettled follow).
+struct PauseWorkers {};
+// Move the paused workers into `assignment`'s generation and start the
+// ranks that have no process (failed ones); tell the rendezvous client they
+// run under it. Always the last action of its list.
+struct RejoinWorkers {
+  rdzv::Assignment assignment;
+};
 // Stop the running workers with `signal` (the worker group escalates to
 // SIGKILL after the shutdown timeout, or at once when already stopping).
 struct StopWorkers {
@@ -123,9 +145,9 @@ struct Finish {
   int exit_code = 0;
 };
 
-using FollowerAction =
-    std::variant<StartWorkers, StopWorkers, ReportSucceeded, ReportFailure, ReportFailureLocally,
-                 ClearCurrent, SealStore, LeaveRendezvous, Finish>;
+using FollowerAction = std::variant<StartWorkers, StopWorkers, PauseWorkers, RejoinWorkers,
+                                    ReportSucceeded, ReportFailure, ReportFailureLocally,
+                                    ClearCurrent, SealStore, LeaveRendezvous, Finish>;
 using FollowerActions = std::vector<FollowerAction>;
 
 // How an attempt of the workers ended, once their output drained.
@@ -143,6 +165,8 @@ class ElasticFollower {
     kIdle,      // no worker of this node runs; waiting for an assignment
     kRunning,   // the workers of current() run (a failed one may be stopping the rest)
     kStopping,  // this node stops its workers: stop_reason() says why
+    kPausing,   // the workers are being paused in place (a local failure or a generation's end)
+    kPaused,    // every worker paused: they wait, alive, for the next generation
     kSettling,  // every worker exited; their output drains before the outcome is judged
     kFinished,  // a Finish action was returned; the agent is exiting
   };
@@ -167,6 +191,15 @@ class ElasticFollower {
   FollowerActions OnStartFailed(const std::string& message, bool workers_stopping);
   // Every worker of the attempt exited (their output may still drain).
   void OnWorkersGone();
+  // In-place recovery. Whether every running worker can be paused in place
+  // now: the agent sets it before each event, and a generation's end then
+  // pauses them (PauseWorkers) instead of stopping them.
+  void SetWorkersCanPause(bool can) { workers_can_pause_ = can; }
+  // A local worker failed (`exit_code`, `message`) and the group began
+  // pausing the others by itself. REQUIRES: state() is kRunning.
+  FollowerActions OnWorkersPausing(int exit_code, const std::string& message);
+  // Every surviving worker paused.
+  FollowerActions OnWorkersPaused();
   // The attempt's output drained: its outcome is final.
   FollowerActions OnWorkersSettled(const WorkersOutcome& outcome);
 
@@ -181,7 +214,14 @@ class ElasticFollower {
   int failure_exit_code() const { return root_cause_exit_code_.value_or(1); }
 
  private:
-  bool WorkersAlive() const { return state_ == State::kRunning || state_ == State::kStopping; }
+  bool WorkersAlive() const {
+    return state_ == State::kRunning || state_ == State::kStopping || state_ == State::kPausing ||
+           state_ == State::kPaused;
+  }
+  // The current generation ends here (a newer one, Waiting): pause the
+  // workers when they can be, else stop them. Paused or pausing: nothing.
+  void EndCurrent(FollowerActions& out);
+  void Rejoin(const rdzv::Assignment& assignment, FollowerActions& out);
   // Stops the workers for `reason` unless a stronger reason already stands.
   void Stop(StopReason reason, int sig, FollowerActions& out);
   void Start(const rdzv::Assignment& assignment, FollowerActions& out);
@@ -208,6 +248,9 @@ class ElasticFollower {
   bool run_succeeded_ = false;
   int signal_ = 0;  // the latest signal muster received
   std::optional<int> root_cause_exit_code_;
+  bool workers_can_pause_ = false;
+  // A local failure the pause began with, reported once every worker paused.
+  std::optional<ReportFailure> pause_failure_;
 };
 
 }  // namespace muster

@@ -114,6 +114,12 @@ class WorkerGroup {
   // `allowed` is true is recovered in place when every worker can. The
   // agent calls it again with the new generation after each recovery.
   void EnableInPlace(const InPlaceOptions& options, bool allowed);
+  // Whether PauseAll would pause: in-place recovery is on, the group runs,
+  // and every worker runs and said it recovers in place.
+  bool CanPauseAll() const;
+  // Pauses every worker (a generation ends elsewhere): kRecovering with no
+  // failed rank. False, and nothing done, unless CanPauseAll().
+  bool PauseAll(SteadyTime now);
   // A worker's control message (hello, ready, joined, failed).
   void OnControl(uint64_t tag, const control::WorkerMessage& message, SteadyTime now);
   // kRecovering and every survivor paused: the agent may renew the store
@@ -185,6 +191,8 @@ class WorkerGroup {
   // A worker failed while running: pause the others when all can recover in
   // place (true), else the caller stops them.
   bool BeginRecovery(SteadyTime now);
+  // Enters kRecovering and sends `pause` to every running worker.
+  void PauseRunning(SteadyTime now);
   // Sends `line` to a worker's control pipe; false (and falls back) on error.
   bool Send(Worker& worker, const std::string& line, SteadyTime now);
   // The recovery cannot go on: kill whoever is unresponsive, stop the rest.

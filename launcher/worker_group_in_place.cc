@@ -24,13 +24,33 @@ bool WorkerGroup::BeginRecovery(SteadyTime now) {
     if (!w.running) ++exited;
   }
   if (exited != 1) return false;
-  state_ = State::kRecovering;
-  rejoined_ = false;
-  fallback_reason_.clear();
   failed_local_ranks_.clear();
   for (const auto& w : workers_) {
     if (!w.running) failed_local_ranks_.push_back(w.spec.local_rank);
   }
+  PauseRunning(now);
+  return true;
+}
+
+bool WorkerGroup::CanPauseAll() const {
+  if (!in_place_ || state_ != State::kRunning) return false;
+  for (const auto& w : workers_) {
+    if (!w.running || !w.in_place) return false;
+  }
+  return !workers_.empty();
+}
+
+bool WorkerGroup::PauseAll(SteadyTime now) {
+  if (!CanPauseAll()) return false;
+  failed_local_ranks_.clear();
+  PauseRunning(now);
+  return true;
+}
+
+void WorkerGroup::PauseRunning(SteadyTime now) {
+  state_ = State::kRecovering;
+  rejoined_ = false;
+  fallback_reason_.clear();
   recover_deadline_ = now + in_place_->timeout;
   const std::string pause =
       control::FormatAgentMessage(control::Pause{in_place_->generation}) + "\n";
@@ -39,7 +59,6 @@ bool WorkerGroup::BeginRecovery(SteadyTime now) {
     w.phase = Phase::kPausing;
     if (!Send(w, pause, now)) break;
   }
-  return true;
 }
 
 void WorkerGroup::OnExitWhileRecovering(Worker& worker, ExitStatus status, SteadyTime now,

@@ -1,7 +1,7 @@
 """Worker SIGKILL mid-training: muster --recovery in-place vs a restart from a checkpoint.
 
 usage: recovery_inplace.py [--runs N] [--nproc P] [--kill-step K] [--checkpoint-every C]
-                           [--steps S] [--step-sleep-ms MS] [--torchrun 1.13|none]
+                           [--steps S] [--step-sleep-ms MS] [--torchrun 1.13|none] [--keep DIR]
 
 One node, P workers (default 4), CPU/Gloo. Three variants, alternated, --runs
 each (default 5):
@@ -32,6 +32,9 @@ SIGKILLs rank 1 itself. Measured per run:
                    recovered/resumed line (every rank stepping again)
   steps redone     last step rank 0 printed before that line (normally K)
                    minus the step the job went on from
+  past the killed step again
+                   kill -> rank 0 prints the first step beyond the last one it
+                   printed before the kill (the lost progress regained)
   restarted        ranks whose worker pid changed between just before the kill
                    and the first step after recovery
   survivors kept   (in-place) every rank but 1 has the pid it had before
@@ -69,7 +72,7 @@ MUSTER = os.path.join(BIN, "muster")
 TRAIN = os.path.join(BIN, "muster-train")
 PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch
 VICTIM = 1  # the rank the bench kills
-RUN_TIMEOUT = 90.0  # seconds for one run, start to exit
+RUN_TIMEOUT = 45.0  # seconds for one run, start to exit
 TARGET_MS, TARGET_REDONE, TARGET_RESTARTED = 150.0, 1, 1
 
 # The torchrun reference: DDP over gloo, muster-train's default shape (64 features,
@@ -299,10 +302,11 @@ def base_env():
     return env
 
 
-def one_run(variant, args, reference_weights=None):
+def one_run(variant, args, reference_weights=None, tag=""):
     """Runs one job; SIGKILLs rank 1 after rank 0 printed step --kill-step unless variant is
     "fault-free". Returns a dict of measurements (and "weights" for the fault-free run)."""
     run_dir = tempfile.mkdtemp(prefix=f"muster-bench-inplace-{variant}-")
+    kill_t = None
     out_file = os.path.join(run_dir, "weights.bin")
     err_path = os.path.join(run_dir, "launcher.err")
     proc, known = None, set()
@@ -316,11 +320,12 @@ def one_run(variant, args, reference_weights=None):
         fd = proc.stdout.fileno()
         fault = variant != "fault-free"
         before = after = None  # {rank: pid}
-        kill_t = None
         boundary = None  # (t, step the job went on from) once the recovered/resumed line came
         first_after = None  # (t, step)
+        caught_up = None  # t of the first step past last_before_kill after the recovery
         last_before_kill = 0  # highest step rank 0 printed before the kill
         last_before_recovery = 0  # ... before the recovered/resumed line
+        last_step = 0  # the last step rank 0 printed
         steps_before = []  # arrival times of step lines before the kill
         buf = b""
         deadline = time.monotonic() + RUN_TIMEOUT
@@ -360,15 +365,19 @@ def one_run(variant, args, reference_weights=None):
                 if not sm:
                     continue
                 step = int(sm.group(1))
+                last_step = step
                 if kill_t is None:
                     last_before_kill = max(last_before_kill, step)
                     steps_before.append(t)
                 if boundary is None:
                     last_before_recovery = max(last_before_recovery, step)
-                elif first_after is None:
-                    first_after = (t, step)
-                    after = workers(proc.pid, args.nproc)
-                    known.update(after.values())
+                else:
+                    if first_after is None:
+                        first_after = (t, step)
+                        after = workers(proc.pid, args.nproc)
+                        known.update(after.values())
+                    if caught_up is None and step > last_before_kill:
+                        caught_up = t
                 if fault and kill_t is None and step == args.kill_step:
                     before = workers(proc.pid, args.nproc)
                     known.update(before.values())
@@ -382,8 +391,8 @@ def one_run(variant, args, reference_weights=None):
             raise RunFailed(f"stdout closed but the launcher did not exit within {RUN_TIMEOUT:.0f} s")
         if rc != 0:
             raise RunFailed(f"launcher exited with status {rc}")
-        if last_before_kill < args.steps and not fault:
-            raise RunFailed(f"rank 0 printed step {last_before_kill} of {args.steps}")
+        if last_step != args.steps:
+            raise RunFailed(f"rank 0's last step was {last_step}, not {args.steps}")
         weights = None
         if variant != "torchrun":
             try:
@@ -408,6 +417,7 @@ def one_run(variant, args, reference_weights=None):
         old_alive = [r for r in changed if r in before and alive(before[r])]
         result.update({
             "ms": (first_after[0] - kill_t) * 1000,
+            "caught_up_ms": None if caught_up is None else (caught_up - kill_t) * 1000,
             "redone": last_before_recovery - boundary[1],
             "last_before_kill": last_before_kill,
             "went_on_from": boundary[1],
@@ -436,10 +446,32 @@ def one_run(variant, args, reference_weights=None):
         cleanup(proc, known, run_dir)
         if proc is not None and proc.stdout:
             proc.stdout.close()
-        shutil.rmtree(run_dir, ignore_errors=True)
+        if args.keep:
+            # stdout with arrival times relative to the kill (or to the first line)
+            zero = kill_t if kill_t is not None else (lines[0][0] if lines else 0.0)
+            with open(os.path.join(run_dir, "stdout.txt"), "w") as f:
+                for t, r, x in lines:
+                    f.write(f"{(t - zero) * 1000:+10.1f} ms " + (f"[rank{r}]: " if r is not None else "")
+                            + x + "\n")
+            os.makedirs(args.keep, exist_ok=True)
+            shutil.move(run_dir, os.path.join(args.keep, f"{tag}{variant}"))
+        else:
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 # ---- report -------------------------------------------------------------------------------
+
+def startup_ms(runs=5):
+    """Median wall time of `muster-train --help`: exec, loading its libraries, exit. A worker
+    started again pays at least this before it can join."""
+    times = []
+    for _ in range(runs):
+        t = time.monotonic()
+        subprocess.run([TRAIN, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=True)
+        times.append((time.monotonic() - t) * 1000)
+    return statistics.median(times)
+
 
 def med_range(values, fmt="{:.0f}", unit=""):
     if not values:
@@ -463,6 +495,9 @@ def main():
                         help="muster-train/trainer --step-sleep-ms (default 20)")
     parser.add_argument("--torchrun", default="1.13", choices=("1.13", "none"),
                         help="the reference: torchrun 1.13, or none (default 1.13)")
+    parser.add_argument("--keep", metavar="DIR", default="",
+                        help="keep each run's directory under DIR: the launcher's stderr "
+                             "(launcher.err) and stdout with arrival times from the kill (stdout.txt)")
     args = parser.parse_args()
     if args.nproc < 2:
         parser.error("--nproc must be at least 2 (rank 1 is killed)")
@@ -480,6 +515,7 @@ def main():
     results = {v: [] for v in variants}
     failures = []
     t0 = time.monotonic()
+    start_ms = startup_ms()
     try:
         try:
             ref = one_run("fault-free", args)
@@ -491,7 +527,7 @@ def main():
         for i in range(args.runs):
             for v in variants:
                 try:
-                    r = one_run(v, args, ref["weights"])
+                    r = one_run(v, args, ref["weights"], tag=f"run{i + 1}-")
                 except RunFailed as e:
                     failures.append(str(e))
                     log(f"run {i + 1} {LABELS[v]}: FAILED: {e}")
@@ -500,7 +536,9 @@ def main():
                 extra = ""
                 if r["agent_total_ms"] is not None:
                     extra = f", muster total_ms={r['agent_total_ms']:.0f}"
-                log(f"run {i + 1} {LABELS[v]}: stepping again after {r['ms']:.0f} ms; last step "
+                caught = "-" if r["caught_up_ms"] is None else f"{r['caught_up_ms']:.0f}"
+                log(f"run {i + 1} {LABELS[v]}: stepping again after {r['ms']:.0f} ms, past step "
+                    f"{r['last_before_kill']} after {caught} ms; last step "
                     f"before kill {r['last_before_kill']}, went on from {r['went_on_from']} "
                     f"(redone {r['redone']}), first step after {r['first_step_after']}; "
                     f"restarted {r['restarted']}, survivors kept pids {r['survivors_kept']}"
@@ -514,32 +552,39 @@ def main():
           f"{ref['step_ms']:.1f} ms), checkpoint every {args.checkpoint_every} steps (restart variants), "
           f"{args.runs} alternated runs, {time.monotonic() - t0:.0f} s")
     print("| variant | every rank stepping again: median | min-max | vs in-place | steps redone: "
-          "median (min-max) | processes restarted: median (min-max) | survivors kept pids | "
-          "final weights == fault-free |")
-    print("|---|---:|---:|---:|---:|---:|---|---|")
+          "median (min-max) | past the killed step again: median (min-max, vs in-place) | processes restarted: "
+          "median (min-max) | survivors kept pids | final weights == fault-free |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
     base = statistics.median([r["ms"] for r in results["in-place"]]) if results["in-place"] else None
+    base_cu = [r["caught_up_ms"] for r in results["in-place"] if r["caught_up_ms"] is not None]
+    base_cu = statistics.median(base_cu) if base_cu else None
     for v in variants:
         rs = results[v]
         n_failed = args.runs - len(rs)
         if not rs:
-            print(f"| {LABELS[v]} | all {args.runs} runs failed | | | | | | |")
+            print(f"| {LABELS[v]} | all {args.runs} runs failed | | | | | | | |")
             continue
         ms = [r["ms"] for r in rs]
         med, rng = med_range(ms, unit=" ms")
         ratio = f"{statistics.median(ms) / base:.1f}x" if base else "-"
         rd_med, rd_rng = med_range([r["redone"] for r in rs])
         rs_med, rs_rng = med_range([r["restarted"] for r in rs])
+        cu = [r["caught_up_ms"] for r in rs if r["caught_up_ms"] is not None]
+        cu_med, cu_rng = med_range(cu, unit=" ms")
+        if cu and base_cu:
+            cu_rng += f", {statistics.median(cu) / base_cu:.1f}x"
         kept = (f"{sum(r['survivors_kept'] for r in rs)}/{len(rs)}" if v == "in-place"
                 else f"{sum(r['survivors_kept'] for r in rs)}/{len(rs)} (not expected)")
         weights = ("n/a (torch trainer)" if v == "torchrun"
                    else f"{sum(bool(r['weights_equal']) for r in rs)}/{len(rs)}")
         failed = f" ({n_failed} failed)" if n_failed else ""
         print(f"| {LABELS[v]}{failed} | {med} | {rng} | {ratio} | {rd_med} ({rd_rng}) | "
-              f"{rs_med} ({rs_rng}) | {kept} | {weights} |")
+              f"{cu_med} ({cu_rng}) | {rs_med} ({rs_rng}) | {kept} | {weights} |")
     agent = [r["agent_total_ms"] for r in results["in-place"] if r["agent_total_ms"] is not None]
     if agent:
         med, rng = med_range(agent, unit=" ms")
         print(f"muster's own event=in_place_recovered total_ms: median {med} ({rng})")
+    print(f"muster-train start-up alone (`muster-train --help`, exec to exit): median {start_ms:.0f} ms")
     print(f"target: worker SIGKILL every rank stepping again <= {TARGET_MS:.0f} ms (p50); "
           f"steps redone <= {TARGET_REDONE}; one process restarted")
     ok = False
