@@ -10,13 +10,21 @@ node, loopback, Gloo:
   pause takes) falls back to restarting every worker, logs why, and still
   ends with the fault-free weights;
 - a worker that does not speak the control channel (a shell script around
-  muster-train that closes it) is restarted as before.
+  muster-train that closes it) is restarted as before;
+- elastic (two agents on loopback, --nnodes 1:2, c10d rendezvous): a worker
+  SIGKILLed under --standalone is started alone; an agent SIGKILLed leaves
+  the other node's workers running under the same pids into the smaller
+  world; a node joining mid-run finds the running workers rejoining with
+  their pids, its own fresh workers taking their state; each ends with the
+  fault-free run's weights byte for byte (the trainer's weights do not
+  depend on the world size).
 """
 import os
+import signal
 import threading
 import time
 
-from harness import MUSTER, check, run, run_tests, start, tempdir, test
+from harness import MUSTER, check, free_port, run, run_tests, start, tempdir, test, wait_for
 from train_harness import MODEL, TRAIN
 
 FLAGS = MODEL + ["--backend", "gloo", "--steps", "60", "--step-sleep-ms", "10"]
@@ -42,28 +50,39 @@ def children(pid):
     return found
 
 
-def run_watching_pids(args, timeout=240):
-    """Runs muster; returns (code, out, err, every worker pid seen)."""
-    proc = start(args)
-    seen = set()
-    done = threading.Event()
+class Watched:
+    """A started muster whose worker pids (its children) are sampled every
+    2 ms until it ends: `pids` holds every one seen."""
 
-    def watch():
-        while not done.is_set():
+    def __init__(self, args):
+        self.proc = start(args)
+        self.pids = set()
+        self._done = threading.Event()
+        self._watcher = threading.Thread(target=self._watch)
+        self._watcher.start()
+
+    def _watch(self):
+        while not self._done.is_set():
             try:
-                seen.update(children(proc.pid))
+                self.pids.update(children(self.proc.pid))
             except (FileNotFoundError, ProcessLookupError):
                 pass
             time.sleep(0.002)
 
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        done.set()
-        watcher.join()
-    return proc.returncode, out, err, seen
+    def finish(self, timeout=240):
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        finally:
+            self._done.set()
+            self._watcher.join()
+        return self.proc.returncode, out, err
+
+
+def run_watching_pids(args, timeout=240):
+    """Runs muster; returns (code, out, err, every worker pid seen)."""
+    watched = Watched(args)
+    code, out, err = watched.finish(timeout)
+    return code, out, err, watched.pids
 
 
 @test
@@ -123,6 +142,93 @@ def a_worker_that_does_not_speak_the_channel_is_restarted_as_before():
     check("event=in_place" not in err, "a worker without the channel was paused", err)
     check("restarting workers: attempt=1" in err, "the workers were not restarted", err)
     check(len(pids) == 4, f"{len(pids)} worker processes ran, not both workers twice", err)
+
+
+@test
+def under_standalone_a_killed_worker_is_started_alone():
+    work = tempdir()
+    reference = fault_free(work)
+    result = os.path.join(work, "standalone.bin")
+    code, out, err, pids = run_watching_pids(
+        [MUSTER, "--standalone", "--nproc-per-node", "4", "--max-restarts", "1", "--recovery",
+         "in-place", "--inject", "kill-worker,rank=3,step=12", "--no-python", TRAIN] + FLAGS
+        + ["--out", result])
+    check(code == 0, f"the job did not recover (exit {code})", out, err)
+    check("event=in_place_recovered" in err and "survivors=3 restarted=1" in err,
+          "the elastic run did not recover in place", err)
+    check(len(pids) == 5, f"{len(pids)} worker processes ran, not 4 + 1", err)
+    with open(result, "rb") as f:
+        check(f.read() == reference, "the weights differ from the fault-free run's")
+
+
+def two_node_flags(port, run_id, steps=150):
+    return ["--nnodes", "1:2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", run_id, "--max-restarts", "2",
+            "--recovery", "in-place", "--no-python", TRAIN] + MODEL + [
+            "--backend", "gloo", "--steps", str(steps), "--step-sleep-ms", "20", "--log-every", "10"]
+
+
+def fault_free_two_ranks(work, steps=150):
+    reference = os.path.join(work, "reference-two-ranks.bin")
+    code, out, err = run([MUSTER, "--nproc-per-node", "2", "--no-python", TRAIN] + MODEL
+                         + ["--backend", "gloo", "--steps", str(steps), "--out", reference],
+                         timeout=240)
+    check(code == 0, "the fault-free run failed", out, err)
+    with open(reference, "rb") as f:
+        return f.read()
+
+
+@test
+def an_agent_killed_leaves_the_other_nodes_workers_running_under_the_same_pids():
+    work = tempdir()
+    reference = fault_free_two_ranks(work)
+    result = os.path.join(work, "survivor.bin")
+    port = free_port()
+    first = Watched([MUSTER] + two_node_flags(port, "kill-agent") + ["--out", result])
+    check(wait_for(lambda: len(first.pids) == 2, 30), "node 1's workers did not start")
+    second = start([MUSTER] + two_node_flags(port, "kill-agent"))
+    check(wait_for(lambda: len(children(second.pid)) == 2, 30), "node 2's workers did not start")
+    time.sleep(1.0)  # into the two-node generation's run
+    os.kill(second.pid, signal.SIGKILL)
+    code, out, err = first.finish()
+    check(code == 0, f"node 1 did not finish (exit {code})", out, err)
+    check("event=in_place_recovered" in err and "survivors=2 restarted=0" in err,
+          "node 1's workers did not rejoin in place", err)
+    check("event=in_place_fallback" not in err, "a recovery fell back", err)
+    check(len(first.pids) == 2, f"node 1 ran {len(first.pids)} worker processes, not the same 2",
+          err)
+    check("world size 2)" in out.split("recovered in place", 1)[-1],
+          "the survivors did not go on at world size 2", out)
+    with open(result, "rb") as f:
+        check(f.read() == reference, "the weights differ from the fault-free run's")
+
+
+@test
+def a_node_joining_mid_run_takes_the_running_workers_state_and_they_keep_their_pids():
+    work = tempdir()
+    # 300 steps of 20 ms or more: the newcomer is admitted (a last call of
+    # 2 s after it joins) long before the end.
+    reference = fault_free_two_ranks(work, steps=300)
+    result = os.path.join(work, "joined.bin")
+    port = free_port()
+    first = Watched([MUSTER] + two_node_flags(port, "join", steps=300) + ["--out", result])
+    # Past the first last call: the first node trains alone, then the second comes.
+    check(wait_for(lambda: len(first.pids) == 2, 30), "node 1's workers did not start")
+    time.sleep(0.5)
+    second = start([MUSTER] + two_node_flags(port, "join", steps=300))
+    code, out, err = first.finish()
+    check(code == 0, f"node 1 did not finish (exit {code})", out, err)
+    second_out, second_err = second.communicate(timeout=60)
+    check(second.returncode == 0, f"node 2 did not finish (exit {second.returncode})",
+          second_out, second_err)
+    check("why=\"admitting new nodes\"" in err and "survivors=2 restarted=0" in err,
+          "node 1's workers did not rejoin in place for the newcomer", err)
+    check(len(first.pids) == 2, f"node 1 ran {len(first.pids)} worker processes, not the same 2",
+          err)
+    check("world size 4)" in out.split("recovered in place", 1)[-1],
+          "the job did not go on at world size 4", out)
+    with open(result, "rb") as f:
+        check(f.read() == reference, "the weights differ from the fault-free run's")
 
 
 if __name__ == "__main__":
