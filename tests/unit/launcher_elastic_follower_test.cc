@@ -53,6 +53,10 @@ std::string Show(const FollowerAction& action) {
            std::to_string(a->max_restarts) +
            (a->restart_count < a->max_restarts ? ", will restart" : ", last");
   }
+  if (std::holds_alternative<PauseWorkers>(action)) return "pause";
+  if (const auto* a = std::get_if<RejoinWorkers>(&action)) {
+    return "rejoin gen=" + std::to_string(a->assignment.generation);
+  }
   if (std::holds_alternative<ClearCurrent>(action)) return "clear current";
   if (std::holds_alternative<SealStore>(action)) return "seal store";
   if (std::holds_alternative<LeaveRendezvous>(action)) return "leave";
@@ -500,6 +504,111 @@ TEST_CASE("a signal to muster is forwarded to every worker's process group throu
   CHECK(workers.spawner.signals ==
         std::vector<std::pair<pid_t, int>>{
             {1000, SIGINT}, {1000, SIGCONT}, {1001, SIGINT}, {1001, SIGCONT}});
+}
+
+// --- in-place recovery -------------------------------------------------------
+
+// A follower whose workers of `generation` can all be paused.
+ElasticFollower PausableGeneration(uint64_t generation) {
+  ElasticFollower follower = RunningGeneration(generation);
+  follower.SetWorkersCanPause(true);
+  return follower;
+}
+
+TEST_CASE("a new assignment pauses workers that can pause, then rejoins them to it",
+          "[follower][in-place]") {
+  auto follower = PausableGeneration(1);
+  CHECK(Show(follower.OnAssignment(Gen(2))) == Lines{"pause"});
+  CHECK(follower.state() == State::kPausing);
+  CHECK(follower.pending() == Gen(2));
+  CHECK(Show(follower.OnWorkersPaused()) == Lines{"clear current", "rejoin gen=2"});
+  CHECK(follower.state() == State::kRunning);
+  CHECK(follower.current() == Gen(2));
+  CHECK_FALSE(follower.pending());
+}
+
+TEST_CASE("workers that cannot all pause are stopped as before", "[follower][in-place]") {
+  auto follower = RunningGeneration(1);
+  follower.SetWorkersCanPause(false);
+  CHECK(Show(follower.OnAssignment(Gen(2))) == Lines{"stop SIGTERM"});
+  CHECK(follower.state() == State::kStopping);
+}
+
+TEST_CASE("Waiting pauses workers that can pause; the next assignment rejoins them",
+          "[follower][in-place]") {
+  auto follower = PausableGeneration(1);
+  CHECK(Show(follower.OnWaiting()) == Lines{"seal store", "pause"});
+  CHECK(Show(follower.OnWorkersPaused()) == Lines{"clear current"});
+  CHECK(follower.state() == State::kPaused);
+  CHECK_FALSE(follower.current());
+  CHECK(follower.OnWaiting().size() == 1);  // seal store; they are paused already
+  CHECK(Show(follower.OnAssignment(Gen(2))) == Lines{"rejoin gen=2"});
+  CHECK(follower.state() == State::kRunning);
+}
+
+TEST_CASE("an assignment while pausing waits for the pause, the newest one wins",
+          "[follower][in-place]") {
+  auto follower = PausableGeneration(1);
+  follower.OnWaiting();
+  CHECK(follower.OnAssignment(Gen(2)).empty());
+  CHECK(follower.OnAssignment(Gen(3)).empty());
+  CHECK(Show(follower.OnWorkersPaused()) == Lines{"clear current", "rejoin gen=3"});
+}
+
+TEST_CASE("a local failure paused in place is reported once every survivor paused",
+          "[follower][in-place]") {
+  auto follower = RunningGeneration(1);
+  CHECK(follower.OnWorkersPausing(137, "rank 1 killed").empty());
+  CHECK(follower.state() == State::kPausing);
+  CHECK(Show(follower.OnWorkersPaused()) ==
+        Lines{"report failure gen=1 code=137: rank 1 killed", "clear current"});
+  CHECK(follower.state() == State::kPaused);
+  CHECK(follower.failure_exit_code() == 137);
+  CHECK(Show(follower.OnAssignment(Gen(2))) == Lines{"rejoin gen=2"});
+}
+
+TEST_CASE("the run ending while paused or pausing stops the paused workers",
+          "[follower][in-place]") {
+  SECTION("paused") {
+    auto follower = PausableGeneration(1);
+    follower.OnWorkersPausing(137, "killed");
+    follower.OnWorkersPaused();
+    CHECK(Show(follower.OnRunEnded(false)) == Lines{"stop SIGTERM"});
+    // (Telling the client again that nothing runs here costs nothing.)
+    CHECK(Show(Settle(follower, Interrupted())) == Lines{"clear current", "finish 137"});
+  }
+  SECTION("pausing") {
+    auto follower = PausableGeneration(1);
+    follower.OnWaiting();
+    CHECK(Show(follower.OnRunEnded(true)) == Lines{"stop SIGTERM"});
+    CHECK(Show(Settle(follower, Interrupted())) == Lines{"clear current", "finish 0"});
+  }
+}
+
+TEST_CASE("a fence or a signal stops paused workers", "[follower][in-place]") {
+  SECTION("fence: SIGKILL") {
+    auto follower = PausableGeneration(1);
+    follower.OnWaiting();
+    follower.OnWorkersPaused();
+    CHECK(Show(follower.OnFence()) == Lines{"clear current", "seal store", "stop SIGKILL"});
+  }
+  SECTION("signal: forwarded") {
+    auto follower = PausableGeneration(1);
+    follower.OnWaiting();
+    follower.OnWorkersPaused();
+    CHECK(Show(follower.OnSignal(SIGINT)) == Lines{"leave", "stop SIGINT"});
+    CHECK(Show(Settle(follower, Interrupted())) == Lines{"finish 130"});
+  }
+}
+
+TEST_CASE("a pause that falls back settles as the failure it is", "[follower][in-place]") {
+  auto follower = RunningGeneration(1);
+  follower.OnWorkersPausing(137, "killed");
+  // The group gave up on the pause and stopped everyone: no early report.
+  CHECK(Show(Settle(follower, Failed(137))) ==
+        Lines{"print failure report restart=0 of 3, will restart",
+              "report failure gen=1 code=137: exited with 137", "seal store", "clear current"});
+  CHECK(follower.state() == State::kIdle);
 }
 
 }  // namespace
