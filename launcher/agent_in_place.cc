@@ -151,6 +151,17 @@ void Agent::RejoinSurvivors(uint64_t generation) {
     join.master_port = node_.master_port;
     // Context::StoreNamespace() of the attempt, as its new processes read it.
     join.store_prefix = "muster/" + std::to_string(restart_count_) + "/";
+    // One line per worker, as a start's spec is: who runs where now.
+    spdlog::info(
+        "event=in_place_rejoin gen={} rank={} local_rank={} world_size={} group_rank={} "
+        "group_world_size={} master={}:{} pid={}",
+        generation, join.rank, lr, join.world_size, join.group_rank, node_.group_world_size,
+        join.master_addr, join.master_port, group_->PidOf(lr));
+    // Its lines now say its new rank, as a new process's would.
+    if (auto out = outputs_.find(group_->TagFor(lr));
+        out != outputs_.end() && options_.prefix_output) {
+      out->second->SetPrefix("[rank" + std::to_string(join.rank) + "]: ");
+    }
     survivors.push_back({.local_rank = lr, .join = std::move(join)});
   }
   auto specs = MakeWorkerSpecs(attempt_dir, failed);

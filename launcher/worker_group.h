@@ -137,6 +137,8 @@ class WorkerGroup {
   // The recovery cannot go on (`reason`): kills whoever has not answered and
   // stops the rest, as after any failure. Nothing while not recovering.
   void AbandonRecovery(const std::string& reason, SteadyTime now) { FallBack(reason, now); }
+  // The pid of local rank `local_rank`'s running process; 0 when none runs.
+  pid_t PidOf(int local_rank) const;
   // In-place recoveries completed so far.
   int recoveries() const { return recoveries_; }
   // Why the last recovery fell back to the restart path; empty if none did.

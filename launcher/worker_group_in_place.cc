@@ -96,6 +96,9 @@ void WorkerGroup::OnControl(uint64_t tag, const control::WorkerMessage& message,
   if (const auto* ready = std::get_if<control::Ready>(&message)) {
     if (w->phase == Phase::kPausing && ready->generation == in_place_->generation) {
       w->phase = Phase::kPaused;
+      // Paused: what comes next is the agent's (the daemon may take its
+      // time to form the next generation); Rejoin bounds the join again.
+      if (ready_to_join()) recover_deadline_.reset();
     }
   } else if (const auto* joined = std::get_if<control::Joined>(&message)) {
     if (w->phase == Phase::kJoining && joined->generation == joining_generation_) {
@@ -123,6 +126,13 @@ bool WorkerGroup::ready_to_join() const {
 }
 
 std::vector<int> WorkerGroup::failed_local_ranks() const { return failed_local_ranks_; }
+
+pid_t WorkerGroup::PidOf(int local_rank) const {
+  for (const auto& w : workers_) {
+    if (w.running && w.spec.local_rank == local_rank) return w.pid;
+  }
+  return 0;
+}
 
 Status WorkerGroup::Rejoin(const std::vector<Rejoining>& survivors,
                            std::vector<WorkerSpec> replacements, SteadyTime now) {

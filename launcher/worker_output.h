@@ -65,6 +65,9 @@ class WorkerOutput {
 
   void Write(Stream stream, std::string_view bytes);
   void Close(Stream stream);  // flushes a trailing partial line, closes the file
+  // Console lines completed from now on carry `prefix` (a worker that
+  // rejoined in place under another rank).
+  void SetPrefix(std::string prefix) { prefix_ = std::move(prefix); }
 
  private:
   struct Sink {

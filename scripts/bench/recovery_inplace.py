@@ -313,10 +313,13 @@ def one_run(variant, args, reference_weights=None, tag=""):
     lines = []  # (t, rank or None, text), every stdout line
     try:
         cmd = command(variant, args, run_dir, out_file)
-        with open(err_path, "w") as err:
-            proc = subprocess.Popen(cmd, env=base_env(), cwd=run_dir, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=err, bufsize=0,
-                                    start_new_session=True)
+        try:
+            with open(err_path, "w") as err:
+                proc = subprocess.Popen(cmd, env=base_env(), cwd=run_dir, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=err, bufsize=0,
+                                        start_new_session=True)
+        except OSError as e:
+            raise RunFailed(f"cannot start {cmd[0]}: {e}")
         fd = proc.stdout.fileno()
         fault = variant != "fault-free"
         before = after = None  # {rank: pid}
@@ -467,8 +470,11 @@ def startup_ms(runs=5):
     times = []
     for _ in range(runs):
         t = time.monotonic()
-        subprocess.run([TRAIN, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       check=True)
+        try:
+            subprocess.run([TRAIN, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           check=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
         times.append((time.monotonic() - t) * 1000)
     return statistics.median(times)
 
@@ -515,8 +521,8 @@ def main():
     results = {v: [] for v in variants}
     failures = []
     t0 = time.monotonic()
-    start_ms = startup_ms()
     try:
+        start_ms = startup_ms()
         try:
             ref = one_run("fault-free", args)
         except RunFailed as e:
@@ -583,17 +589,29 @@ def main():
     agent = [r["agent_total_ms"] for r in results["in-place"] if r["agent_total_ms"] is not None]
     if agent:
         med, rng = med_range(agent, unit=" ms")
-        print(f"muster's own event=in_place_recovered total_ms: median {med} ({rng})")
-    print(f"muster-train start-up alone (`muster-train --help`, exec to exit): median {start_ms:.0f} ms")
+        print(f"muster's own event=in_place_recovered total_ms (from its noticing the exit to every "
+              f"worker joined; without the detection and the first step): median {med} ({rng})")
+    if start_ms is not None:
+        print(f"muster-train start-up alone (`muster-train --help`, exec to exit; the restarted "
+              f"worker pays it before it can join): median {start_ms:.0f} ms")
     print(f"target: worker SIGKILL every rank stepping again <= {TARGET_MS:.0f} ms (p50); "
           f"steps redone <= {TARGET_REDONE}; one process restarted")
-    ok = False
     rs = results["in-place"]
-    if rs and len(rs) == args.runs:
+    missed = []
+    if len(rs) < args.runs:
+        missed.append(f"{args.runs - len(rs)} of {args.runs} runs failed")
+    if rs:
         p50 = statistics.median([r["ms"] for r in rs])
-        ok = (p50 <= TARGET_MS and all(r["redone"] <= TARGET_REDONE for r in rs)
-              and all(r["restarted"] == TARGET_RESTARTED and r["survivors_kept"] for r in rs))
-    print(f"in-place: {'PASS' if ok else 'FAIL'}")
+        if p50 > TARGET_MS:
+            missed.append(f"stepping again p50 {p50:.0f} ms > {TARGET_MS:.0f} ms")
+        if any(r["redone"] > TARGET_REDONE for r in rs):
+            missed.append(f"steps redone up to {max(r['redone'] for r in rs)}")
+        if any(r["restarted"] != TARGET_RESTARTED for r in rs):
+            missed.append("processes restarted " + ",".join(str(r["restarted"]) for r in rs))
+        if not all(r["survivors_kept"] for r in rs):
+            missed.append("a survivor's pid changed")
+    ok = not missed
+    print(f"in-place: {'PASS' if ok else 'FAIL (' + '; '.join(missed) + ')'}")
     for f in failures:
         print(f"FAILED RUN: {f}")
     return 0 if ok and not failures else 1

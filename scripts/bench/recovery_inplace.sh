@@ -9,7 +9,7 @@
 # Usage: scripts/bench/recovery_inplace.sh [--runs N] [--nproc P] [--kill-step K]
 #        [--checkpoint-every C] [--steps S] [--step-sleep-ms MS] [--torchrun 1.13|none]
 #   (all options: scripts/bench/recovery_inplace.py --help; MUSTER_SKIP_BUILD=1 skips the build)
-# Defaults (5 runs) take about 2 minutes.
+# Defaults (5 runs) take about 1.5 minutes.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ "${MUSTER_SKIP_BUILD:-0}" != 1 ]]; then

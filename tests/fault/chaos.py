@@ -94,7 +94,11 @@ ALL_KINDS = ["worker_kill", "worker_hang", "agent_kill", "master_kill", "daemon_
              "link_down", "partition", "ckpt_kill", "disk_full", "flood"]
 
 STEP_RE = re.compile(r"^\[rank0\]:\s*step=(\d+) ")
-RESUMED_RE = re.compile(r"^\[rank0\]:\s*resumed from step (\d+) ")
+RESUMED_RE = re.compile(r"^\[rank0\]:\s*(?:resumed from|recovered in place at) step (\d+) ")
+# --recovery in-place: a worker moved into a generation without starting again.
+REJOIN_RE = re.compile(r"event=in_place_rejoin gen=(\d+) rank=(\d+) local_rank=\d+ "
+                       r"world_size=(\d+) group_rank=(\d+) group_world_size=(\d+) "
+                       r"master=(\S+) pid=(\d+)")
 SILENT_RE = re.compile(r"event=node_dead node=[^:\s]+:(\d+):\S+ .*why=silent")
 GEN_RE = re.compile(r"event=generation gen=(\d+) group_rank=(\d+) .*world_size=(\d+)")
 
@@ -328,7 +332,8 @@ class Chaos:
                 "--rdzv-endpoint", f"{self.hosts.daemon_addr}:{self.port}", "--rdzv-id", RUN_ID,
                 "--rdzv-conf", RDZV_CONF, "--max-restarts", "1000",
                 "--local-addr", self.hosts.host_addr(i), "--hang-timeout", str(HANG_TIMEOUT),
-                "--shutdown-timeout", "3", "--no-python", WRAPPER, self.records, TRAIN]
+                "--shutdown-timeout", "3", "--recovery", self.args.recovery,
+                "--no-python", WRAPPER, self.records, TRAIN]
         args += self.train_args(self.steps_total, self.args.step_sleep_ms, self.ckpt_dir,
                                 self.final_out)
         proc = cluster.Proc(self.hosts.wrap(i, args), f"agent-h{i}-{k}", self.log, self.registry,
@@ -339,6 +344,23 @@ class Chaos:
         return proc
 
     # ------------------------------------------------------------ observing
+
+    def record_rejoin(self, t, source, m):
+        """Writes the record chaos_worker.py would have written for a worker that
+        joined generation m's in place (it did not start again): the same fields,
+        its start being the agent's rejoin line, and no overlap (it paused)."""
+        gen, rank, world, group_rank, group_world, master, pid = m.groups()
+        agent = next((a for a in self.all_agents if a.name == source), None)
+        record = {"gen": int(gen), "rank": int(rank), "pid": int(pid),
+                  "ppid": agent.pid if agent else 0, "ticks": cluster.proc_start_ticks(int(pid)),
+                  "start": t, "world_size": int(world), "group_rank": int(group_rank),
+                  "group_world_size": int(group_world), "master": master,
+                  "host": agent.host if agent else -1, "steps": None, "overlap": [],
+                  "in_place": True}
+        path = os.path.join(self.records, f"g{gen}_r{rank}.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(record, f)
+        os.rename(path + ".tmp", path)
 
     def parse(self):
         """Folds new log lines into steps, resumes, agent lines and generation events."""
@@ -370,6 +392,9 @@ class Chaos:
                                             int(m.group(3))))
                 if "event=run_ended" in text:
                     self.job_done = True
+                m = REJOIN_RE.search(text)
+                if m:
+                    self.record_rejoin(t, source, m)
 
     def furthest_step(self):
         self.parse()
@@ -1010,6 +1035,9 @@ def main():
     parser.add_argument("--faults", help="comma-separated kinds to draw from (default: all)")
     parser.add_argument("--step-sleep-ms", type=int, default=25)
     parser.add_argument("--checkpoint-every", type=int, default=20)
+    parser.add_argument("--recovery", choices=("restart", "in-place"), default="restart",
+                        help="muster's --recovery: restart every worker after a fault, or "
+                             "recover the survivors in place")
     args = parser.parse_args()
     if not 2 <= args.hosts <= 8:
         # One host gives --nnodes 1:1, which muster runs without the daemon (a local

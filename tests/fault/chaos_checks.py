@@ -169,11 +169,16 @@ def generation_violations(gens, min_nodes, max_nodes, nproc):
     An incomplete generation (some ranks never started: it was stopped while
     starting) is checked for overlap and its world size only.
     """
+    # In place, a worker of an earlier generation that joined this one is
+    # alive by design (it paused before the generation formed): not an overlap.
+    joined = {(rec["pid"], gen) for gen, ranks in gens.items() for rec in ranks.values()}
     for gen, ranks in sorted(gens.items()):
         try:
             _check_generation(gen, ranks, min_nodes, max_nodes, nproc)
         except InvariantError as e:
             yield e
+        for rec in ranks.values():
+            rec["overlap"] = [o for o in rec["overlap"] if (o["pid"], gen) not in joined]
         # One violation per generation: every new worker that met an old one alive.
         met = [ranks[r] for r in sorted(ranks) if ranks[r]["overlap"]]
         if met:

@@ -103,6 +103,7 @@ TEST_CASE("survivors rejoin once all paused; only the failed rank is spawned aga
   CHECK_FALSE(g.group.ready_to_join());
   g.group.OnControl(g.group.TagFor(3), control::Ready{kGeneration}, t0);
   REQUIRE(g.group.ready_to_join());
+  CHECK_FALSE(g.group.deadline());  // paused: no bound until the rejoin
 
   REQUIRE(g.group.Rejoin(g.Joins({0, 2, 3}), g.Replacement(1), t0 + 2s).ok());
   CHECK(g.spawner.spawned.size() == 5);  // four at the start, one replacement

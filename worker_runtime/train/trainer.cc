@@ -115,6 +115,7 @@ class Trainer {
       }
     }
     if (ctx_.rank == 0) PrintStart(*point);
+    if (Status s = CheckpointMissedSave(*point); !s.ok()) return Exit(Fail(s));
 
     Progress progress(ctx_.rank == 0, o_.steps, o_.log_every);
     const size_t features = static_cast<size_t>(o_.features);
@@ -226,6 +227,20 @@ class Trainer {
       }
       std::printf("\n");
     }
+  }
+
+  // A generation formed in place at a checkpoint step may be going on after
+  // the save of that step failed (rank 0 died in it, or its disk was full):
+  // rank 0 saves it now, so a whole-job loss still loses at most one
+  // interval. Resumed or fresh starts need nothing (the step was read back).
+  Status CheckpointMissedSave(const ResumePoint& point) {
+    if (point.live_source < 0 || ctx_.rank != 0 || o_.checkpoint_dir.empty() ||
+        o_.checkpoint_every <= 0 || state_.step == 0 ||
+        state_.step % static_cast<uint64_t>(o_.checkpoint_every) != 0) {
+      return Status::Ok();
+    }
+    replica_.GetState(state_.params, state_.momentum);
+    return SaveCheckpoint(o_, ctx_.world_size, state_, point.last_loss);
   }
 
   // Reads the agent's messages for up to `wait`: a pause ends the
