@@ -490,10 +490,12 @@ class Chaos:
 
     # ------------------------------------------------------------ invariants
 
-    def check_invariants(self, when):
+    def check_invariants(self, when, checkpoints_behind_ok=False):
         """Checks the invariants; a violation is recorded (and printed once) and the run
         goes on, so one violation does not hide the faults after it. Returns the newest
-        checkpoint step and the temp files seen."""
+        checkpoint step and the temp files seen. `checkpoints_behind_ok`: the disk is
+        full and the job goes on in place, so the newest checkpoint may be older than
+        one interval (every checkpoint must still be whole)."""
         furthest = self.furthest_step()
         gens = self.gens()
         for error in chaos_checks.generation_violations(gens, self.min_nodes, self.max_nodes,
@@ -501,6 +503,8 @@ class Chaos:
             self.violation(error, when, self.overlap_evidence(error, gens))
         self.check_heartbeats(when)
         try:
+            if checkpoints_behind_ok:
+                furthest = 0
             return chaos_checks.check_checkpoints(self.ckpt_dir, furthest, self.interval)
         except InvariantError as error:
             self.violation(error, when)
@@ -765,11 +769,22 @@ class Chaos:
                                  "no 'No space left on device' message within 30 s of filling "
                                  f"{self.ckpt_mount}\n" + self.agent_tails())
         fault.notes.append(f"error: {clear[1][:200]}")
-        self.wait_recovered(fault)
-        found = self.detect(fault)
-        if found:
-            fault.detected, fault.detect_line = found
-        newest, temps = self.check_invariants("disk_full")
+        if self.args.recovery == "in-place":
+            # The save fails and training goes on in place (the state is alive):
+            # no new generation; the checkpoints may fall behind until space is freed.
+            stepped = self.wait(lambda: self.first_step_after(clear[0]), RECOVERY_TIMEOUT)
+            if not stepped:
+                raise InvariantError("the job recovers",
+                                     "disk_full: no step after the failed save within "
+                                     f"{RECOVERY_TIMEOUT:.0f}s\n" + self.agent_tails())
+            fault.detected, fault.recovered = clear[0], stepped
+            newest, temps = self.check_invariants("disk_full", checkpoints_behind_ok=True)
+        else:
+            self.wait_recovered(fault)
+            found = self.detect(fault)
+            if found:
+                fault.detected, fault.detect_line = found
+            newest, temps = self.check_invariants("disk_full")
         if temps:
             fault.notes.append(f"temp files left while full: {temps}")
         os.unlink(self.filler)

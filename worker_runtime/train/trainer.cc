@@ -87,8 +87,10 @@ GenerationEnd Exit(int code) {
 // place carries it into the next one.
 class Trainer {
  public:
+  // `in_place`: this worker told muster it recovers in place.
   Trainer(const TrainOptions& o, const Context& ctx, ModelReplica& replica,
-          runtime::WorkerFaults& faults, runtime::ControlChannel& channel, TrainState& state)
+          runtime::WorkerFaults& faults, runtime::ControlChannel& channel, TrainState& state,
+          bool in_place)
       : o_(o),
         ctx_(ctx),
         data_(o.seed, o.dataset_size, o.features, o.classes),
@@ -97,7 +99,8 @@ class Trainer {
         replica_(replica),
         faults_(faults),
         channel_(channel),
-        state_(state) {}
+        state_(state),
+        in_place_(in_place) {}
 
   // `holds_live_state`: `state` holds this process's training state from
   // the generation it left. `joining`: the generation the agent told it to
@@ -162,10 +165,7 @@ class Trainer {
       faults_.AtStep(state_.step, progress_reporter_);
 
       if (checkpoint && ctx_.rank == 0) {
-        replica_.GetState(state_.params, state_.momentum);
-        if (Status s = SaveCheckpoint(o_, ctx_.world_size, state_, last_loss); !s.ok()) {
-          return Exit(Fail(s));
-        }
+        if (Status s = Save(last_loss); !s.ok()) return Exit(Fail(s));
         if (faults_.CorruptsCheckpointAt(state_.step, progress_reporter_)) {
           const std::string path =
               o_.checkpoint_dir + "/" + runtime::CheckpointFileName(state_.step);
@@ -239,8 +239,24 @@ class Trainer {
         state_.step % static_cast<uint64_t>(o_.checkpoint_every) != 0) {
       return Status::Ok();
     }
+    return Save(point.last_loss);
+  }
+
+  // Writes the checkpoint of the steps done (rank 0). A worker that
+  // recovers in place keeps training when the write fails (a full disk, say):
+  // its state is alive, and the next interval writes again; otherwise the
+  // failure is the process's, and the restart resumes from an older one.
+  Status Save(double last_loss) {
     replica_.GetState(state_.params, state_.momentum);
-    return SaveCheckpoint(o_, ctx_.world_size, state_, point.last_loss);
+    Status s = SaveCheckpoint(o_, ctx_.world_size, state_, last_loss);
+    if (s.ok() || !in_place_) return s;
+    std::fprintf(stderr,
+                 "muster-train: %s; training goes on in place, the next checkpoint is due at "
+                 "step %llu\n",
+                 s.message().c_str(),
+                 static_cast<unsigned long long>(state_.step + static_cast<uint64_t>(
+                                                                   o_.checkpoint_every)));
+    return Status::Ok();
   }
 
   // Reads the agent's messages for up to `wait`: a pause ends the
@@ -273,6 +289,7 @@ class Trainer {
   runtime::WorkerFaults& faults_;
   runtime::ControlChannel& channel_;
   TrainState& state_;
+  const bool in_place_;
   // Each finished step tells muster's hang detection this rank still moves.
   const runtime::ProgressReporter progress_reporter_ = runtime::ProgressReporter::FromProcessEnv();
 };
@@ -350,7 +367,8 @@ GenerationEnd RunGeneration(WorkerLife& life, const Membership& m) {
       life.state.params.resize(replica->parameter_count());
       life.state.momentum.assign(replica->parameter_count(), 0.0f);
     }
-    Trainer trainer(life.options, ctx, *replica, life.faults, life.channel, life.state);
+    Trainer trainer(life.options, ctx, *replica, life.faults, life.channel, life.state,
+                    life.in_place);
     GenerationEnd end = trainer.Run(life.holds_live_state, m.joining, state_consistent);
     if (end.kind == GenerationEnd::Kind::kLeave) keep_state();
     return end;
