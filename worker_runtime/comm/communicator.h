@@ -90,6 +90,14 @@ class Communicator {
   virtual void Barrier() = 0;
   // Stops every pending and future collective; idempotent.
   virtual void Abort() = 0;
+  // Makes a collective blocked in this communicator, and every later one,
+  // fail at once with CommError, from any thread. A worker leaving its
+  // generation calls it when a collective may be waiting on a peer that will
+  // never answer (a host whose link is down: no connection reset ever
+  // comes). Gloo shuts its connections down (and gives up on its
+  // shared-memory barriers); the default does nothing, and a blocked
+  // collective then ends at its timeout (NCCL here, so far).
+  virtual void Interrupt() {}
 };
 
 // Builds the communicator of this generation: ranks and world size from

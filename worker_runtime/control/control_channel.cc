@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,6 +108,28 @@ Status ControlChannel::Receive(std::chrono::milliseconds wait,
     pollfd readable{.fd = from_agent_, .events = POLLIN, .revents = 0};
     if (poll(&readable, 1, left) < 0 && errno != EINTR) return Errno("poll");
   }
+}
+
+ControlWatch::ControlWatch(const ControlChannel& channel, std::function<void()> on_message) {
+  const int watched = channel.from_agent_fd();
+  if (watched < 0) return;
+  stop_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (stop_fd_ < 0) return;  // no watch: a pause then waits for the step's end
+  thread_ = std::thread([this, watched, on_message = std::move(on_message)] {
+    pollfd fds[2] = {{.fd = watched, .events = POLLIN, .revents = 0},
+                     {.fd = stop_fd_, .events = POLLIN, .revents = 0}};
+    while (poll(fds, 2, -1) < 0 && errno == EINTR) {
+    }
+    if (fds[1].revents == 0 && fds[0].revents != 0) on_message();
+  });
+}
+
+ControlWatch::~ControlWatch() {
+  if (stop_fd_ < 0) return;
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = write(stop_fd_, &one, sizeof(one));
+  if (thread_.joinable()) thread_.join();
+  close(stop_fd_);
 }
 
 }  // namespace muster::runtime

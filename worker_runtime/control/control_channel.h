@@ -21,8 +21,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "common/env_lookup.h"
 #include "common/status.h"
@@ -41,6 +43,8 @@ class ControlChannel {
   static ControlChannel FromProcessEnv();
 
   bool enabled() const { return from_agent_ >= 0 && to_agent_ >= 0; }
+  // The agent -> worker descriptor, for a ControlWatch; -1 without a channel.
+  int from_agent_fd() const { return from_agent_; }
   Status Say(const control::WorkerMessage& message);
   Status Receive(std::chrono::milliseconds wait, std::optional<control::AgentMessage>& out);
 
@@ -52,6 +56,26 @@ class ControlChannel {
   int from_agent_ = -1;
   int to_agent_ = -1;
   std::string pending_;  // bytes read past the last complete line
+};
+
+// ControlWatch: while it lives, a thread of its own calls `on_message` once
+// when the agent's end of the channel has something to read (it reads
+// nothing: Receive still gets the message). A worker blocked in a
+// collective cannot look at the channel; the watch lets a pause interrupt
+// the collective (Communicator::Interrupt). Nothing without a channel.
+//
+// Thread-safety: `on_message` runs on the watch's thread; the destructor
+// stops and joins it.
+class ControlWatch {
+ public:
+  ControlWatch(const ControlChannel& channel, std::function<void()> on_message);
+  ~ControlWatch();
+  ControlWatch(const ControlWatch&) = delete;
+  ControlWatch& operator=(const ControlWatch&) = delete;
+
+ private:
+  int stop_fd_ = -1;  // an eventfd the destructor signals
+  std::thread thread_;
 };
 
 }  // namespace muster::runtime

@@ -250,12 +250,12 @@ class Trainer {
     replica_.GetState(state_.params, state_.momentum);
     Status s = SaveCheckpoint(o_, ctx_.world_size, state_, last_loss);
     if (s.ok() || !in_place_) return s;
-    std::fprintf(stderr,
-                 "muster-train: %s; training goes on in place, the next checkpoint is due at "
-                 "step %llu\n",
-                 s.message().c_str(),
-                 static_cast<unsigned long long>(state_.step + static_cast<uint64_t>(
-                                                                   o_.checkpoint_every)));
+    std::fprintf(
+        stderr,
+        "muster-train: %s; training goes on in place, the next checkpoint is due at "
+        "step %llu\n",
+        s.message().c_str(),
+        static_cast<unsigned long long>(state_.step + static_cast<uint64_t>(o_.checkpoint_every)));
     return Status::Ok();
   }
 
@@ -349,6 +349,10 @@ GenerationEnd RunGeneration(WorkerLife& life, const Membership& m) {
   }
   std::unique_ptr<Communicator> comm = std::move(created).value();
 
+  // A pause that comes while a collective waits on a silent peer (a host
+  // whose link is down) interrupts it; the generation then ends as below.
+  std::optional<runtime::ControlWatch> watch;
+  if (life.in_place) watch.emplace(life.channel, [&comm] { comm->Interrupt(); });
   std::unique_ptr<ModelReplica> replica;
   bool state_consistent = false;
   // On leaving in place, the replica's state is kept for the next

@@ -1,11 +1,16 @@
 #include "worker_runtime/comm/gloo/gloo_communicator.h"
 
+#include <sys/socket.h>
+
 #include <signal.h>
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <set>
 #include <vector>
 
 #include <gloo/allgather.h>
@@ -60,6 +65,24 @@ void IgnoreSigpipeUnlessHandled() {
   }
 }
 
+// This process's stream sockets (descriptors), for telling which ones Gloo's
+// mesh opened: nothing else of this process opens one while it connects.
+std::set<int> StreamSockets() {
+  std::set<int> sockets;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    const std::string name = entry.path().filename().string();
+    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc()) continue;
+    int type = 0;
+    socklen_t length = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0 && type == SOCK_STREAM) {
+      sockets.insert(fd);
+    }
+  }
+  return sockets;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Communicator>> GlooCommunicator::Create(const Context& ctx,
@@ -80,12 +103,17 @@ Result<std::unique_ptr<Communicator>> GlooCommunicator::Create(const Context& ct
   // Set before connecting: the mesh copies it into every pair, and each
   // wait inside a collective is bounded by it.
   context->setTimeout(options.timeout);
+  const std::set<int> sockets_before = StreamSockets();
+  std::vector<int> mesh_sockets;
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = *address;
     auto device = gloo::transport::tcp::CreateDevice(attr);
     GlooStoreAdapter adapter(store, options.timeout);
     context->connectFullMesh(adapter, device);
+    for (int fd : StreamSockets()) {
+      if (!sockets_before.count(fd)) mesh_sockets.push_back(fd);
+    }
   } catch (const std::exception& e) {
     return Status::IoError("gloo: rendezvous of rank " + std::to_string(ctx.rank) + " of " +
                            std::to_string(ctx.world_size) + " on " + *address +
@@ -108,21 +136,23 @@ Result<std::unique_ptr<Communicator>> GlooCommunicator::Create(const Context& ct
                ctx.world_size, *address, options.timeout.count(),
                forced->has_value() ? GlooAllreduceName(**forced) : "auto",
                shared_memory != nullptr ? " (shared memory: one host)" : "");
-  return std::unique_ptr<Communicator>(new GlooCommunicator(std::move(context), ctx.rank,
-                                                            ctx.world_size, options.timeout,
-                                                            *forced, std::move(shared_memory)));
+  return std::unique_ptr<Communicator>(
+      new GlooCommunicator(std::move(context), ctx.rank, ctx.world_size, options.timeout, *forced,
+                           std::move(shared_memory), std::move(mesh_sockets)));
 }
 
 GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context, int rank, int world_size,
                                    std::chrono::milliseconds timeout,
                                    std::optional<GlooAllreduce> forced,
-                                   std::unique_ptr<SharedMemoryAllreduce> shared_memory)
+                                   std::unique_ptr<SharedMemoryAllreduce> shared_memory,
+                                   std::vector<int> mesh_sockets)
     : context_(std::move(context)),
       rank_(rank),
       world_size_(world_size),
       timeout_(timeout),
       forced_algorithm_(forced),
-      shared_memory_(std::move(shared_memory)) {}
+      shared_memory_(std::move(shared_memory)),
+      mesh_sockets_(std::move(mesh_sockets)) {}
 
 GlooCommunicator::~GlooCommunicator() = default;
 
@@ -242,6 +272,13 @@ void GlooCommunicator::Barrier() {
     options.setTimeout(timeout_);
     gloo::barrier(options);
   });
+}
+
+void GlooCommunicator::Interrupt() {
+  // The peers see their connections end too, and fail at once as after a
+  // crash of this rank.
+  for (int fd : mesh_sockets_) shutdown(fd, SHUT_RDWR);
+  if (shared_memory_) shared_memory_->Interrupt();
 }
 
 void GlooCommunicator::Abort() { latch_.Latch(CommError::Kind::kInternal, "Abort() was called"); }

@@ -26,15 +26,18 @@
 // ReduceScatterHalvingDoubling is a class with bound buffers); it moves about twice the bytes a
 // dedicated one would.
 //
-// Thread-safety: one thread at a time (see Communicator). Abort() only marks
-// the communicator: Gloo has no way to interrupt a running collective, which
-// ends at its timeout.
+// Thread-safety: one thread at a time (see Communicator), but Interrupt()
+// from any. Abort() only marks the communicator: Gloo has no way to
+// interrupt a running collective; Interrupt() shuts the mesh's sockets down
+// (shutdown(2), so the descriptors stay Gloo's), which fails a collective
+// blocked on them at once.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "worker_runtime/comm/abort_latch.h"
 #include "worker_runtime/comm/communicator.h"
@@ -67,11 +70,13 @@ class GlooCommunicator final : public Communicator {
                      ReduceOp op) override;
   void Barrier() override;
   void Abort() override;
+  void Interrupt() override;
 
  private:
   GlooCommunicator(std::shared_ptr<gloo::Context> context, int rank, int world_size,
                    std::chrono::milliseconds timeout, std::optional<GlooAllreduce> forced,
-                   std::unique_ptr<SharedMemoryAllreduce> shared_memory);
+                   std::unique_ptr<SharedMemoryAllreduce> shared_memory,
+                   std::vector<int> mesh_sockets);
 
   // Throws when aborted, then runs `body`; a CommError from `body` (an
   // argument check) passes through, a Gloo exception aborts and becomes one.
@@ -88,6 +93,10 @@ class GlooCommunicator final : public Communicator {
   const std::chrono::milliseconds timeout_;
   const std::optional<GlooAllreduce> forced_algorithm_;
   const std::unique_ptr<SharedMemoryAllreduce> shared_memory_;  // null: not all on one host
+  // The sockets Gloo opened for the mesh (its device's and every pair's),
+  // found when it was built; Interrupt() shuts them down. They stay open as
+  // long as context_ lives.
+  const std::vector<int> mesh_sockets_;
   uint32_t next_tag_ = 0;
   AbortLatch latch_{"gloo"};
 };

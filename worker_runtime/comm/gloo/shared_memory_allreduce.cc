@@ -209,6 +209,14 @@ SharedMemoryAllreduce::~SharedMemoryAllreduce() {
   for (const pollfd& watched : watched_) close(watched.fd);
 }
 
+void SharedMemoryAllreduce::Interrupt() {
+  uint32_t phase = control_->phase.load(std::memory_order_acquire);
+  while ((phase & kGaveUp) == 0 && !control_->phase.compare_exchange_weak(
+                                       phase, phase | kGaveUp, std::memory_order_seq_cst)) {
+  }
+  WakeSleepers();
+}
+
 std::byte* SharedMemoryAllreduce::Slot(size_t bank, int rank) const {
   return segment_.data() + kControlBytes +
          (bank * static_cast<size_t>(world_size_) + static_cast<size_t>(rank)) * kChunkBytes;

@@ -84,6 +84,10 @@ class SharedMemoryAllreduce {
   // REQUIRES: type is kFloat32 or kFloat64.
   std::optional<Failure> AllReduce(void* data, size_t count, DataType type,
                                    ElementwiseReduction reduce);
+  // Gives up on the current barrier for every rank (as a timeout would), so
+  // every rank's call fails now; from any thread (it only touches the
+  // segment's atomics).
+  void Interrupt();
 
  private:
   struct Control;
