@@ -100,7 +100,9 @@ class Agent final : public SpawnEvents {
   void OnWorkerControl(uint64_t tag, std::string_view bytes);
   // Moves a recovery on after any group event: report it, rejoin, log its end.
   void AdvanceRecovery();
-  // Static: the next attempt, same ranks.
+  // Static: the next attempt, same ranks. Its failed ranks start as soon as
+  // the pause begins; the survivors rejoin once paused.
+  void StartReplacementsEarly();
   void RejoinInPlace();
   // Elastic: the follower's RejoinWorkers.
   void RejoinGeneration(const rdzv::Assignment& assignment);
@@ -165,7 +167,9 @@ class Agent final : public SpawnEvents {
   // were told to rejoin.
   std::optional<SteadyTime> recovery_began_;
   std::optional<SteadyTime> rejoin_sent_;
-  bool paused_reported_ = false;  // elastic: the follower heard WorkersPaused
+  bool paused_reported_ = false;      // elastic: the follower heard WorkersPaused
+  bool attempt_begun_early_ = false;  // static: StartReplacementsEarly took the next attempt
+  int replacements_started_ = 0;      // processes started for the recovery under way
 
   std::unique_ptr<FaultInjector> injector_;
   boost::asio::steady_timer fault_timer_;

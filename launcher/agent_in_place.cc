@@ -14,8 +14,12 @@
 // Restarts: an in-place recovery counts as one restart against
 // --max-restarts, as a restart of every worker would (the failure is the
 // same; only its cost differs). With no restart left the job stops as
-// before.
+// before. A static recovery that falls back has used its attempt number
+// (its early replacements ran under it), so the restart that follows counts
+// a second one: attempt tags are never reused.
 #include <spdlog/spdlog.h>
+
+#include <utility>
 
 #include "launcher/agent.h"
 #include "rendezvous/client/rendezvous_client.h"
@@ -38,6 +42,9 @@ bool IsControlLine(std::string_view line) {
 
 void Agent::EnableInPlaceRecovery() {
   if (!options_.recover_in_place) return;
+  // Static runs across nodes restart each node on its own (as torchrun's
+  // static backend): nothing would pause the other nodes' workers.
+  if (!elastic_ && node_.group_world_size > 1) return;
   // Elastic: `pause` names the generation, and the daemon keeps the restart count.
   group_->EnableInPlace(
       {.generation = elastic_ ? node_.generation : static_cast<uint64_t>(restart_count_),
@@ -71,6 +78,8 @@ void Agent::AdvanceRecovery() {
   if (state == WorkerGroup::State::kRecovering && !recovery_began_) {
     recovery_began_ = now;
     paused_reported_ = false;
+    attempt_begun_early_ = false;
+    replacements_started_ = 0;
     spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}", restart_count_,
                  fmt::join(group_->failed_local_ranks(), ","));
     if (const auto& failures = group_->failures(); !failures.empty()) {
@@ -78,6 +87,8 @@ void Agent::AdvanceRecovery() {
       if (elastic_) {
         Follow(follower_.OnWorkersPausing(failures.front().status.ShellCode(),
                                           failures.front().status.Describe()));
+      } else {
+        StartReplacementsEarly();
       }
     }
   }
@@ -98,8 +109,13 @@ void Agent::AdvanceRecovery() {
                  MillisecondsBetween(*recovery_began_, now));
     recovery_began_.reset();
     rejoin_sent_.reset();
+    attempt_begun_early_ = false;
     EnableInPlaceRecovery();
   } else if (state != WorkerGroup::State::kRecovering) {
+    // The attempt begun for the recovery did not happen: the restart takes
+    // its number (its early processes are gone before the restart starts:
+    // the group settles first, so no tag is met twice).
+    if (std::exchange(attempt_begun_early_, false)) --restart_count_;
     spdlog::warn("event=in_place_fallback attempt={} why=\"{}\"; restarting every worker",
                  restart_count_, group_->fallback_reason());
     recovery_began_.reset();
@@ -107,8 +123,28 @@ void Agent::AdvanceRecovery() {
   }
 }
 
-void Agent::RejoinInPlace() {
+void Agent::StartReplacementsEarly() {
+  // The next attempt begins now: its new processes start while the
+  // survivors pause (start-up is most of a replacement's cost), and wait for
+  // the store, sealed until every survivor has left this attempt.
   ++restart_count_;
+  attempt_begun_early_ = true;
+  if (store_) store_->Seal();
+  const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(restart_count_);
+  auto specs = MakeWorkerSpecs(attempt_dir, group_->failed_local_ranks());
+  Status status = specs.ok() ? OpenOutputs(*specs, attempt_dir) : specs.status();
+  const auto now = std::chrono::steady_clock::now();
+  if (status.ok()) {
+    replacements_started_ += static_cast<int>(specs->size());
+    status = group_->StartReplacements(std::move(specs).value(), now);
+  }
+  if (!status.ok()) {
+    spdlog::error("{}", status.message());
+    group_->AbandonRecovery(status.message(), now);
+  }
+}
+
+void Agent::RejoinInPlace() {
   // The next attempt meets a store with no key or connection of this one,
   // as a restart of every worker would (StartAttempt).
   if (store_) store_->Open(static_cast<uint64_t>(restart_count_) + 1);
@@ -139,8 +175,7 @@ void Agent::RejoinSurvivors(uint64_t generation) {
   const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(restart_count_);
   const std::vector<int> failed = group_->failed_local_ranks();
   std::vector<WorkerGroup::Rejoining> survivors;
-  for (int lr = 0; lr < node_.local_world_size; ++lr) {
-    if (std::find(failed.begin(), failed.end(), lr) != failed.end()) continue;
+  for (const int lr : group_->paused_local_ranks()) {
     control::Join join;
     join.generation = generation;
     join.rank = node_.global_rank_offset + lr;
@@ -167,8 +202,9 @@ void Agent::RejoinSurvivors(uint64_t generation) {
   auto specs = MakeWorkerSpecs(attempt_dir, failed);
   Status status = specs.ok() ? OpenOutputs(*specs, attempt_dir) : specs.status();
   if (status.ok()) {
+    replacements_started_ += static_cast<int>(failed.size());
     spdlog::info("event=in_place_join attempt={} survivors={} restarted={}", restart_count_,
-                 survivors.size(), failed.size());
+                 survivors.size(), replacements_started_);
     status = group_->Rejoin(survivors, std::move(specs).value(), *rejoin_sent_);
   } else {
     group_->AbandonRecovery(status.message(), *rejoin_sent_);

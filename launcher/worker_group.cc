@@ -50,6 +50,8 @@ Status WorkerGroup::SpawnInto(Worker& worker) {
   worker.running = true;
   worker.in_place = false;
   worker.phase = Phase::kStepping;
+  worker.killed_as_hung = false;
+  worker.replacement = false;
   worker.last_progress.reset();
   worker.last_step = -1;
   return Status::Ok();
@@ -141,8 +143,9 @@ void WorkerGroup::KillHung(Worker& worker, SteadyTime now, WallTime wall) {
       std::chrono::duration_cast<std::chrono::milliseconds>(now - *worker.last_progress);
   failure.last_step = worker.last_step;
   failures_.push_back(failure);
+  worker.killed_as_hung = true;
   // SIGKILL: a hung process may not act on SIGTERM, and its exit (by
-  // SIGKILL, while stopping) is then not counted a second time.
+  // SIGKILL, while stopping or recovering) is then not counted a second time.
   spawner_.SignalGroup(worker.pid, SIGKILL);
 }
 
@@ -157,7 +160,7 @@ void WorkerGroup::OnTick(SteadyTime now, WallTime wall) {
     for (auto& w : workers_) {
       if (!w.running || !w.last_progress || now - *w.last_progress < hang_timeout_) continue;
       KillHung(w, now, wall);
-      BeginStopping(SIGTERM, now);
+      if (!BeginRecovery(now)) BeginStopping(SIGTERM, now);
       return;
     }
     return;

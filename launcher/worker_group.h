@@ -125,9 +125,16 @@ class WorkerGroup {
   // kRecovering and every survivor paused: the agent may renew the store
   // and call Rejoin.
   bool ready_to_join() const;
-  // The local ranks whose processes failed during this recovery (to spawn
-  // again); meaningful when ready_to_join().
+  // The local ranks of the paused survivors, in order.
+  std::vector<int> paused_local_ranks() const;
+  // The local ranks whose processes failed during this recovery and are not
+  // started again yet; meaningful when ready_to_join().
   std::vector<int> failed_local_ranks() const;
+  // Starts the failed ranks' processes now, while the survivors pause, so
+  // their start-up overlaps the pause (their tags set by the caller; the
+  // store they reach must hold their connection until the rejoin). A spawn
+  // error falls back and is returned. REQUIRES: kRecovering.
+  Status StartReplacements(std::vector<WorkerSpec> replacements, SteadyTime now);
   // Sends each survivor its `join` and spawns `replacements` (their tags
   // set by the caller). A spawn or pipe error falls back as a timeout does
   // and is returned. REQUIRES: ready_to_join(); `survivors` names every
@@ -180,6 +187,10 @@ class WorkerGroup {
     bool running = false;
     bool in_place = false;  // said hello with the in-place capability
     Phase phase = Phase::kStepping;
+    bool killed_as_hung = false;  // SIGKILLed by hang detection, exit not yet seen
+    // Started early for the recovery under way (StartReplacements): it
+    // joins by starting, so the pause does not wait for it.
+    bool replacement = false;
     std::optional<SteadyTime> last_progress;  // set once it reported progress
     int64_t last_step = -1;
   };

@@ -3,6 +3,7 @@
 // failed ranks, or fall back to stopping everyone.
 #include <algorithm>
 #include <csignal>
+#include <utility>
 
 #include "launcher/worker_group.h"
 
@@ -18,15 +19,16 @@ bool WorkerGroup::BeginRecovery(SteadyTime now) {
   // Every worker must speak the channel, the failed one too (its
   // replacement runs the same program), and every other one must still run:
   // a worker that already finished cannot rejoin.
+  // A worker hang detection just killed counts as exited.
   int exited = 0;
   for (const auto& w : workers_) {
     if (!w.in_place) return false;
-    if (!w.running) ++exited;
+    if (!w.running || w.killed_as_hung) ++exited;
   }
   if (exited != 1) return false;
   failed_local_ranks_.clear();
   for (const auto& w : workers_) {
-    if (!w.running) failed_local_ranks_.push_back(w.spec.local_rank);
+    if (!w.running || w.killed_as_hung) failed_local_ranks_.push_back(w.spec.local_rank);
   }
   PauseRunning(now);
   return true;
@@ -55,7 +57,7 @@ void WorkerGroup::PauseRunning(SteadyTime now) {
   const std::string pause =
       control::FormatAgentMessage(control::Pause{in_place_->generation}) + "\n";
   for (auto& w : workers_) {
-    if (!w.running) continue;
+    if (!w.running || w.killed_as_hung) continue;
     w.phase = Phase::kPausing;
     if (!Send(w, pause, now)) break;
   }
@@ -63,8 +65,9 @@ void WorkerGroup::PauseRunning(SteadyTime now) {
 
 void WorkerGroup::OnExitWhileRecovering(Worker& worker, ExitStatus status, SteadyTime now,
                                         WallTime wall) {
+  if (std::exchange(worker.killed_as_hung, false)) return;  // counted when it was killed
   if (!status.success()) failures_.push_back(FailureOf(worker, status, wall));
-  if (rejoined_) {
+  if (rejoined_ || worker.replacement) {
     // The new generation is forming around it: it cannot be replaced now.
     FallBack("rank " + std::to_string(worker.spec.global_rank) + " exited during the join", now);
     return;
@@ -118,7 +121,7 @@ bool WorkerGroup::ready_to_join() const {
   if (state_ != State::kRecovering || rejoined_) return false;
   bool any = false;
   for (const auto& w : workers_) {
-    if (!w.running) continue;
+    if (!w.running || w.replacement) continue;
     if (w.phase != Phase::kPaused) return false;
     any = true;
   }
@@ -127,11 +130,40 @@ bool WorkerGroup::ready_to_join() const {
 
 std::vector<int> WorkerGroup::failed_local_ranks() const { return failed_local_ranks_; }
 
+std::vector<int> WorkerGroup::paused_local_ranks() const {
+  std::vector<int> paused;
+  for (const auto& w : workers_) {
+    if (w.running && !w.replacement && w.phase == Phase::kPaused) {
+      paused.push_back(w.spec.local_rank);
+    }
+  }
+  return paused;
+}
+
 pid_t WorkerGroup::PidOf(int local_rank) const {
   for (const auto& w : workers_) {
     if (w.running && w.spec.local_rank == local_rank) return w.pid;
   }
   return 0;
+}
+
+Status WorkerGroup::StartReplacements(std::vector<WorkerSpec> replacements, SteadyTime now) {
+  for (auto& spec : replacements) {
+    for (auto& w : workers_) {
+      if (w.running || w.spec.local_rank != spec.local_rank) continue;
+      w.spec = std::move(spec);
+      if (Status s = SpawnInto(w); !s.ok()) {
+        FallBack(
+            "cannot start rank " + std::to_string(w.spec.global_rank) + " again: " + s.message(),
+            now);
+        return s;
+      }
+      w.replacement = true;
+      std::erase(failed_local_ranks_, w.spec.local_rank);
+      break;
+    }
+  }
+  return Status::Ok();
 }
 
 Status WorkerGroup::Rejoin(const std::vector<Rejoining>& survivors,
@@ -171,6 +203,7 @@ void WorkerGroup::MaybeRecovered() {
     if (w.running && w.phase != Phase::kStepping) return;
   }
   state_ = State::kRunning;
+  for (auto& w : workers_) w.replacement = false;
   ++recoveries_;
   failures_.clear();
   failed_local_ranks_.clear();
@@ -189,6 +222,7 @@ void WorkerGroup::FallBack(const std::string& reason, SteadyTime now) {
       spawner_.SignalGroup(w.pid, SIGKILL);
     }
     w.phase = Phase::kStepping;
+    w.replacement = false;
   }
   BeginStopping(SIGTERM, now);
   MaybeFinish();

@@ -263,9 +263,9 @@ def workers_inherit_no_file_descriptor_beyond_stdio():
     check(len(lines) == 2, f"one line per worker: {out!r}")
     for line in lines:
         fds = sorted(int(x) for x in line.split(":", 1)[1].split())
-        # 0, 1, 2, the progress pipe (3) and the descriptor ls uses to read
-        # the directory.
-        check(len(fds) == 5 and fds[:4] == [0, 1, 2, 3], f"inherited fds: {line}")
+        # 0, 1, 2, the progress pipe (3), the control pipe (4) and the
+        # descriptor ls uses to read the directory.
+        check(len(fds) == 6 and fds[:5] == [0, 1, 2, 3, 4], f"inherited fds: {line}")
 
 
 @test

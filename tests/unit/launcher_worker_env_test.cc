@@ -50,6 +50,7 @@ TEST_CASE("worker variables are exactly torchrun's set", "[env]") {
       {"TORCHELASTIC_USE_AGENT_STORE", "True"},
       {"TORCHELASTIC_ERROR_FILE", "/tmp/e.json"},
       {"MUSTER_PROGRESS_FD", "3"},
+      {"MUSTER_CONTROL_FD", "4"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
       {"NCCL_ASYNC_ERROR_HANDLING", "1"},
       {"OMP_NUM_THREADS", "1"},

@@ -277,3 +277,56 @@ TEST_CASE("every worker gone during a recovery fails the attempt", "[group][in-p
   CHECK(g.group.failures().size() == 2);
   CHECK(g.group.fallback_reason() == "every worker exited during the recovery");
 }
+
+TEST_CASE("replacements started early run while the survivors pause, and are not paused",
+          "[group][in-place]") {
+  InPlaceGroup g(3);
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+  REQUIRE(g.group.StartReplacements(g.Replacement(1), t0).ok());
+  CHECK(g.spawner.spawned.size() == 4);
+  CHECK(g.group.failed_local_ranks().empty());  // nothing left to start at the rejoin
+  CHECK(g.LinesTo(1).empty());                  // the new process gets no pause
+  g.ReadyAll({0});
+  CHECK_FALSE(g.group.ready_to_join());
+  g.ReadyAll({2});
+  REQUIRE(g.group.ready_to_join());
+  CHECK(g.group.paused_local_ranks() == std::vector<int>{0, 2});
+  REQUIRE(g.group.Rejoin(g.Joins({0, 2}), {}, t0).ok());
+  CHECK(g.spawner.spawned.size() == 4);
+  CHECK(g.LinesTo(1).empty());  // nor a join: it starts in the new attempt
+  for (int lr : {0, 2}) g.group.OnControl(g.group.TagFor(lr), control::Joined{5}, t0);
+  CHECK(g.group.state() == WorkerGroup::State::kRunning);
+}
+
+TEST_CASE("a replacement started early that exits falls back", "[group][in-place]") {
+  InPlaceGroup g(2);
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+  REQUIRE(g.group.StartReplacements(g.Replacement(1), t0).ok());
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Exited(2), t0, w0);
+  CHECK(g.group.state() == WorkerGroup::State::kStopping);
+  CHECK(g.group.fallback_reason() == "rank 11 exited during the join");
+}
+
+TEST_CASE("a worker killed as hung is recovered in place like one that died", "[group][in-place]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 30s, 5s);
+  group.EnableInPlace({.generation = kGeneration, .timeout = 2s}, true);
+  REQUIRE(group.Start(Specs(3), t0).ok());
+  for (int i = 0; i < 3; ++i) {
+    group.OnControl(group.TagFor(i), InPlaceHello(), t0);
+    group.OnProgress(group.TagFor(i), 1, t0);
+  }
+  group.OnProgress(group.TagFor(0), 2, t0 + 4s);
+  group.OnProgress(group.TagFor(2), 2, t0 + 4s);
+  group.OnTick(t0 + 5s, w0);  // rank 1 silent for 5 s
+  CHECK(group.state() == WorkerGroup::State::kRecovering);
+  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{{1001, SIGKILL}});
+  CHECK(group.failed_local_ranks() == std::vector<int>{1});
+  REQUIRE(group.failures().size() == 1);
+  CHECK(group.failures().front().hung);
+  for (int i : {0, 2}) group.OnControl(group.TagFor(i), control::Ready{kGeneration}, t0 + 5s);
+  CHECK_FALSE(group.ready_to_join());  // the hung process is not reaped yet
+  group.OnExit(group.TagFor(1), ExitStatus::Killed(SIGKILL), t0 + 5s, w0);
+  CHECK(group.ready_to_join());
+  CHECK(group.failures().size() == 1);  // its SIGKILL is not a second failure
+}
