@@ -170,6 +170,7 @@ class Agent final : public SpawnEvents {
   bool paused_reported_ = false;      // elastic: the follower heard WorkersPaused
   bool attempt_begun_early_ = false;  // static: StartReplacementsEarly took the next attempt
   int replacements_started_ = 0;      // processes started for the recovery under way
+  bool failures_handled_ = false;     // the recovery's failure was reported and acted on
 
   std::unique_ptr<FaultInjector> injector_;
   boost::asio::steady_timer fault_timer_;

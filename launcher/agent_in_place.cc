@@ -79,10 +79,16 @@ void Agent::AdvanceRecovery() {
     recovery_began_ = now;
     paused_reported_ = false;
     attempt_begun_early_ = false;
+    failures_handled_ = false;
     replacements_started_ = 0;
     spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}", restart_count_,
                  fmt::join(group_->failed_local_ranks(), ","));
+  }
+  // The failure is known at the start, or (a hang probe) once the workers
+  // that did not answer are killed.
+  if (recovery_began_ && state == WorkerGroup::State::kRecovering && !failures_handled_) {
     if (const auto& failures = group_->failures(); !failures.empty()) {
+      failures_handled_ = true;
       RecordAndPrintFailures(restart_count_, options_.max_restarts, /*in_place=*/true);
       if (elastic_) {
         Follow(follower_.OnWorkersPausing(failures.front().status.ShellCode(),

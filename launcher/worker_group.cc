@@ -151,14 +151,13 @@ void WorkerGroup::KillHung(Worker& worker, SteadyTime now, WallTime wall) {
 
 void WorkerGroup::OnTick(SteadyTime now, WallTime wall) {
   if (state_ == State::kRecovering) {
-    if (recover_deadline_ && now >= *recover_deadline_) {
-      FallBack("a worker did not answer within the recovery timeout", now);
-    }
+    if (recover_deadline_ && now >= *recover_deadline_) OnRecoveryDeadline(now, wall);
     return;
   }
   if (state_ == State::kRunning && hang_timeout_.count() > 0) {
     for (auto& w : workers_) {
       if (!w.running || !w.last_progress || now - *w.last_progress < hang_timeout_) continue;
+      if (BeginHangProbe(w, now, wall)) return;
       KillHung(w, now, wall);
       if (!BeginRecovery(now)) BeginStopping(SIGTERM, now);
       return;

@@ -78,7 +78,8 @@ class WorkerGroup {
 
   // How the group recovers in place: `generation` is what `pause` names
   // (the agent's current generation); `timeout` bounds each of the pause and
-  // the join.
+  // the join (a hang probe's pause: kHangProbe at most).
+  static constexpr std::chrono::milliseconds kHangProbe{1000};
   struct InPlaceOptions {
     uint64_t generation = 0;
     std::chrono::milliseconds timeout{0};
@@ -212,6 +213,17 @@ class WorkerGroup {
   void FallBack(const std::string& reason, SteadyTime now);
   void MaybeRecovered();
   void OnExitWhileRecovering(Worker& worker, ExitStatus status, SteadyTime now, WallTime wall);
+  // A worker is silent for the hang timeout. In place, every worker is
+  // paused first: one blocked in a collective with a hung peer answers (its
+  // collective is interrupted), a hung one cannot, and only those are
+  // killed as hung. False when the group cannot pause them all.
+  bool BeginHangProbe(Worker& suspect, SteadyTime now, WallTime wall);
+  // The pause or join bound passed: kill the workers that did not answer a
+  // pause and go on without them when some did, else fall back.
+  void OnRecoveryDeadline(SteadyTime now, WallTime wall);
+  // Every worker answered a hang probe: none is stuck, so the silent one is
+  // hung by the timeout's rule alone.
+  void KillHangSuspect();
 
   ProcessSpawner& spawner_;
   uint32_t attempt_;
@@ -230,7 +242,10 @@ class WorkerGroup {
   std::optional<SteadyTime> recover_deadline_;
   std::vector<int> failed_local_ranks_;  // of the recovery under way
   bool rejoined_ = false;                // Rejoin ran in the recovery under way
-  uint64_t joining_generation_ = 0;      // what the survivors' `joined` must name
+  // A hang probe is under way: who was silent, and when it began.
+  std::optional<int> hang_suspect_;
+  WallTime hang_wall_{};
+  uint64_t joining_generation_ = 0;  // what the survivors' `joined` must name
   int recoveries_ = 0;
   std::string fallback_reason_;
 };

@@ -63,6 +63,56 @@ void WorkerGroup::PauseRunning(SteadyTime now) {
   }
 }
 
+bool WorkerGroup::BeginHangProbe(Worker& suspect, SteadyTime now, WallTime wall) {
+  if (!in_place_allowed_ || !CanPauseAll()) return false;
+  failed_local_ranks_.clear();
+  PauseRunning(now);
+  hang_suspect_ = suspect.spec.local_rank;
+  hang_wall_ = wall;
+  recover_deadline_ = now + std::min(in_place_->timeout, kHangProbe);
+  return true;
+}
+
+void WorkerGroup::OnRecoveryDeadline(SteadyTime now, WallTime wall) {
+  std::vector<Worker*> silent;
+  bool any_paused = false;
+  for (auto& w : workers_) {
+    if (!w.running || w.replacement || w.killed_as_hung) continue;
+    if (w.phase == Phase::kPaused) any_paused = true;
+    if (w.phase == Phase::kPausing) silent.push_back(&w);
+  }
+  if (rejoined_ || !any_paused || silent.empty()) {
+    FallBack("a worker did not answer within the recovery timeout", now);
+    return;
+  }
+  // Stuck where no pause reaches it: hung. It is killed and started again;
+  // the others go on in place.
+  for (Worker* w : silent) {
+    if (w->last_progress) {
+      KillHung(*w, now, hang_suspect_ ? hang_wall_ : wall);
+    } else {
+      failures_.push_back(FailureOf(*w, ExitStatus::Killed(SIGKILL), wall));
+      w->killed_as_hung = true;
+      spawner_.SignalGroup(w->pid, SIGKILL);
+    }
+    failed_local_ranks_.push_back(w->spec.local_rank);
+  }
+  hang_suspect_.reset();
+  // Their exits make the group ready to join; that is bounded too.
+  recover_deadline_ = now + in_place_->timeout;
+}
+
+void WorkerGroup::KillHangSuspect() {
+  for (auto& w : workers_) {
+    if (!w.running || w.spec.local_rank != *hang_suspect_) continue;
+    // Killed with a steady time of its last progress: the report's silence
+    // is the hang timeout's.
+    KillHung(w, *w.last_progress + hang_timeout_, hang_wall_);
+    failed_local_ranks_.push_back(w.spec.local_rank);
+  }
+  hang_suspect_.reset();
+}
+
 void WorkerGroup::OnExitWhileRecovering(Worker& worker, ExitStatus status, SteadyTime now,
                                         WallTime wall) {
   if (std::exchange(worker.killed_as_hung, false)) return;  // counted when it was killed
@@ -99,9 +149,14 @@ void WorkerGroup::OnControl(uint64_t tag, const control::WorkerMessage& message,
   if (const auto* ready = std::get_if<control::Ready>(&message)) {
     if (w->phase == Phase::kPausing && ready->generation == in_place_->generation) {
       w->phase = Phase::kPaused;
-      // Paused: what comes next is the agent's (the daemon may take its
-      // time to form the next generation); Rejoin bounds the join again.
-      if (ready_to_join()) recover_deadline_.reset();
+      if (ready_to_join() && hang_suspect_) {
+        KillHangSuspect();
+        recover_deadline_ = now + in_place_->timeout;  // for its exit
+      } else if (ready_to_join()) {
+        // Paused: what comes next is the agent's (the daemon may take its
+        // time to form the next generation); Rejoin bounds the join again.
+        recover_deadline_.reset();
+      }
     }
   } else if (const auto* joined = std::get_if<control::Joined>(&message)) {
     if (w->phase == Phase::kJoining && joined->generation == joining_generation_) {
@@ -122,7 +177,8 @@ bool WorkerGroup::ready_to_join() const {
   bool any = false;
   for (const auto& w : workers_) {
     if (!w.running || w.replacement) continue;
-    if (w.phase != Phase::kPaused) return false;
+    // One being killed must be gone before its rank starts again.
+    if (w.phase != Phase::kPaused || w.killed_as_hung) return false;
     any = true;
   }
   return any;
@@ -203,6 +259,7 @@ void WorkerGroup::MaybeRecovered() {
     if (w.running && w.phase != Phase::kStepping) return;
   }
   state_ = State::kRunning;
+  hang_suspect_.reset();
   for (auto& w : workers_) w.replacement = false;
   ++recoveries_;
   failures_.clear();
@@ -214,6 +271,7 @@ void WorkerGroup::MaybeRecovered() {
 void WorkerGroup::FallBack(const std::string& reason, SteadyTime now) {
   if (state_ != State::kRecovering) return;
   fallback_reason_ = reason;
+  hang_suspect_.reset();
   recover_deadline_.reset();
   // Whoever has not answered may be stuck anywhere: it is killed; the
   // paused ones stop as after any failure.

@@ -78,6 +78,21 @@ struct InPlaceGroup {
 
 }  // namespace
 
+TEST_CASE("a worker that does not answer the pause while others do is killed; the rest go on",
+          "[group][in-place]") {
+  InPlaceGroup g(3);
+  g.group.OnExit(g.group.TagFor(2), ExitStatus::Killed(SIGKILL), t0, w0);
+  g.group.OnControl(g.group.TagFor(0), control::Ready{kGeneration}, t0);
+  g.group.OnTick(t0 + 2s, w0);
+  CHECK(g.group.state() == WorkerGroup::State::kRecovering);
+  CHECK(g.spawner.signals == std::vector<std::pair<pid_t, int>>{{1001, SIGKILL}});
+  CHECK(g.group.failures().size() == 2);
+  CHECK(g.group.failed_local_ranks() == std::vector<int>{2, 1});
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0 + 2s, w0);
+  CHECK(g.group.ready_to_join());
+  CHECK(g.group.paused_local_ranks() == std::vector<int>{0});
+}
+
 TEST_CASE("a failed worker's peers are paused, not stopped, when all recover in place",
           "[group][in-place]") {
   InPlaceGroup g(4);
@@ -189,25 +204,33 @@ TEST_CASE("a group restarts every worker as before when any cannot recover in pl
 
 TEST_CASE("a recovery that cannot go on kills the silent, stops the rest and fails the attempt",
           "[group][in-place]") {
-  SECTION("a worker does not answer pause in time") {
+  SECTION("no worker answers the pause in time") {
     InPlaceGroup g(3);
     g.group.OnExit(g.group.TagFor(2), ExitStatus::Killed(SIGKILL), t0, w0);
-    g.group.OnControl(g.group.TagFor(0), control::Ready{kGeneration}, t0);
     g.group.OnTick(t0 + 1s, w0);
     CHECK(g.group.state() == WorkerGroup::State::kRecovering);
     g.group.OnTick(t0 + 2s, w0);
     CHECK(g.group.state() == WorkerGroup::State::kStopping);
     CHECK(g.group.fallback_reason() == "a worker did not answer within the recovery timeout");
-    const pid_t silent = 1001;  // local rank 1
-    CHECK(std::count(g.spawner.signals.begin(), g.spawner.signals.end(),
-                     std::make_pair(silent, SIGKILL)) == 1);
-    CHECK(std::count(g.spawner.signals.begin(), g.spawner.signals.end(),
-                     std::make_pair(pid_t{1000}, SIGKILL)) == 0);
-    g.group.OnExit(g.group.TagFor(0), ExitStatus::Killed(SIGTERM), t0 + 2s, w0);
+    for (const pid_t silent : {1000, 1001}) {
+      CHECK(std::count(g.spawner.signals.begin(), g.spawner.signals.end(),
+                       std::make_pair(silent, SIGKILL)) == 1);
+    }
+    g.group.OnExit(g.group.TagFor(0), ExitStatus::Killed(SIGKILL), t0 + 2s, w0);
     g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0 + 2s, w0);
     CHECK(g.group.state() == WorkerGroup::State::kFailed);
     REQUIRE(g.group.failures().size() == 1);  // the original failure stays the root cause
     CHECK(g.group.failures().front().local_rank == 2);
+  }
+  SECTION("a worker does not answer the join in time") {
+    InPlaceGroup g(2);
+    g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+    g.ReadyAll({0});
+    REQUIRE(g.group.Rejoin(g.Joins({0}), g.Replacement(1), t0).ok());
+    g.group.OnTick(t0 + 2s, w0);
+    CHECK(g.group.state() == WorkerGroup::State::kStopping);
+    CHECK(std::count(g.spawner.signals.begin(), g.spawner.signals.end(),
+                     std::make_pair(pid_t{1000}, SIGKILL)) == 1);
   }
   SECTION("a worker answers failed") {
     InPlaceGroup g(2);
@@ -307,26 +330,68 @@ TEST_CASE("a replacement started early that exits falls back", "[group][in-place
   CHECK(g.group.fallback_reason() == "rank 11 exited during the join");
 }
 
-TEST_CASE("a worker killed as hung is recovered in place like one that died", "[group][in-place]") {
-  FakeSpawner spawner;
-  WorkerGroup group(spawner, 0, 30s, 5s);
-  group.EnableInPlace({.generation = kGeneration, .timeout = 2s}, true);
-  REQUIRE(group.Start(Specs(3), t0).ok());
-  for (int i = 0; i < 3; ++i) {
-    group.OnControl(group.TagFor(i), InPlaceHello(), t0);
-    group.OnProgress(group.TagFor(i), 1, t0);
+// Three workers reporting progress; at t0 + 5s, rank 1 (local 1) is silent
+// for the 5 s hang timeout and the others too (blocked in its collective).
+struct HangingGroup {
+  HangingGroup() {
+    group.EnableInPlace({.generation = kGeneration, .timeout = 2s}, true);
+    REQUIRE(group.Start(Specs(3), t0).ok());
+    for (int i = 0; i < 3; ++i) {
+      group.OnControl(group.TagFor(i), InPlaceHello(), t0);
+      group.OnProgress(group.TagFor(i), 1, t0);
+    }
   }
-  group.OnProgress(group.TagFor(0), 2, t0 + 4s);
-  group.OnProgress(group.TagFor(2), 2, t0 + 4s);
-  group.OnTick(t0 + 5s, w0);  // rank 1 silent for 5 s
-  CHECK(group.state() == WorkerGroup::State::kRecovering);
-  CHECK(spawner.signals == std::vector<std::pair<pid_t, int>>{{1001, SIGKILL}});
-  CHECK(group.failed_local_ranks() == std::vector<int>{1});
-  REQUIRE(group.failures().size() == 1);
-  CHECK(group.failures().front().hung);
-  for (int i : {0, 2}) group.OnControl(group.TagFor(i), control::Ready{kGeneration}, t0 + 5s);
-  CHECK_FALSE(group.ready_to_join());  // the hung process is not reaped yet
-  group.OnExit(group.TagFor(1), ExitStatus::Killed(SIGKILL), t0 + 5s, w0);
-  CHECK(group.ready_to_join());
-  CHECK(group.failures().size() == 1);  // its SIGKILL is not a second failure
+  FakeSpawner spawner;
+  WorkerGroup group{spawner, 0, 30s, 5s};
+};
+
+TEST_CASE("a hang pauses every worker first; the one that cannot answer is killed as hung",
+          "[group][in-place]") {
+  HangingGroup h;
+  h.group.OnTick(t0 + 5s, w0);
+  CHECK(h.group.state() == WorkerGroup::State::kRecovering);
+  CHECK(h.spawner.signals.empty());                                // nobody killed yet
+  CHECK(h.group.deadline() == t0 + 5s + WorkerGroup::kHangProbe);  // below the 2 s timeout
+  // Ranks 0 and 2 were blocked in a collective with rank 1: the pause
+  // interrupts them and they answer. Rank 1 is stuck.
+  for (int i : {0, 2}) h.group.OnControl(h.group.TagFor(i), control::Ready{kGeneration}, t0 + 5s);
+  CHECK_FALSE(h.group.ready_to_join());
+  h.group.OnTick(t0 + 6s, w0);
+  CHECK(h.group.state() == WorkerGroup::State::kRecovering);
+  CHECK(h.spawner.signals == std::vector<std::pair<pid_t, int>>{{1001, SIGKILL}});
+  REQUIRE(h.group.failures().size() == 1);
+  CHECK(h.group.failures().front().hung);
+  CHECK(h.group.failures().front().local_rank == 1);
+  CHECK(h.group.failed_local_ranks() == std::vector<int>{1});
+  CHECK_FALSE(h.group.ready_to_join());  // not reaped yet
+  h.group.OnExit(h.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0 + 6s, w0);
+  CHECK(h.group.ready_to_join());
+  CHECK(h.group.failures().size() == 1);  // its SIGKILL is not a second failure
+  CHECK(h.group.paused_local_ranks() == std::vector<int>{0, 2});
+}
+
+TEST_CASE("a hang whose every worker answers the pause kills the silent one by the timeout's rule",
+          "[group][in-place]") {
+  HangingGroup h;
+  h.group.OnProgress(h.group.TagFor(0), 2, t0 + 4s);
+  h.group.OnProgress(h.group.TagFor(2), 2, t0 + 4s);
+  h.group.OnTick(t0 + 5s, w0);
+  for (int i : {0, 1, 2}) {
+    h.group.OnControl(h.group.TagFor(i), control::Ready{kGeneration}, t0 + 5s);
+  }
+  CHECK(h.spawner.signals == std::vector<std::pair<pid_t, int>>{{1001, SIGKILL}});
+  REQUIRE(h.group.failures().size() == 1);
+  CHECK(h.group.failures().front().hung);
+  CHECK(h.group.failures().front().silent_for == 5s);
+  CHECK_FALSE(h.group.ready_to_join());
+  h.group.OnExit(h.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0 + 5s, w0);
+  CHECK(h.group.ready_to_join());
+}
+
+TEST_CASE("a hang probe that nobody answers falls back to the restart path", "[group][in-place]") {
+  HangingGroup h;
+  h.group.OnTick(t0 + 5s, w0);
+  h.group.OnTick(t0 + 6s, w0);
+  CHECK(h.group.state() == WorkerGroup::State::kStopping);
+  CHECK(h.group.fallback_reason() == "a worker did not answer within the recovery timeout");
 }
