@@ -151,6 +151,7 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attemp
     const WorkerLaunch launch = PlanWorker(plan_, local_rank);
     id.cuda_visible_devices = launch.cuda_visible_devices;
     id.virtual_local_rank = launch.virtual_local_rank;
+    id.control_channel = RecoversInPlace();
 
     WorkerSpec spec;
     spec.local_rank = local_rank;

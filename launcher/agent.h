@@ -96,6 +96,9 @@ class Agent final : public SpawnEvents {
   // paused the agent renews the store, rejoins them as the next attempt and
   // starts the failed ranks again.
   void EnableInPlaceRecovery();
+  // Whether this run recovers its workers in place: --recovery in-place,
+  // elastic or on one node.
+  bool RecoversInPlace() const;
   // Control lines a worker wrote on its progress pipe.
   void OnWorkerControl(uint64_t tag, std::string_view bytes);
   // Moves a recovery on after any group event: report it, rejoin, log its end.

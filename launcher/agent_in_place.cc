@@ -40,11 +40,14 @@ bool IsControlLine(std::string_view line) {
 
 }  // namespace
 
-void Agent::EnableInPlaceRecovery() {
-  if (!options_.recover_in_place) return;
+bool Agent::RecoversInPlace() const {
   // Static runs across nodes restart each node on its own (as torchrun's
   // static backend): nothing would pause the other nodes' workers.
-  if (!elastic_ && node_.group_world_size > 1) return;
+  return options_.recover_in_place && (elastic_ || node_.group_world_size == 1);
+}
+
+void Agent::EnableInPlaceRecovery() {
+  if (!RecoversInPlace()) return;
   // Elastic: `pause` names the generation, and the daemon keeps the restart count.
   group_->EnableInPlace(
       {.generation = elastic_ ? node_.generation : static_cast<uint64_t>(restart_count_),

@@ -33,8 +33,9 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
       // Where the worker reports progress (process_spawner.h); replaces an
       // inherited value, which would name an outer agent's pipe.
       {"MUSTER_PROGRESS_FD", std::to_string(kProgressFd)},
-      {"MUSTER_CONTROL_FD", std::to_string(kControlFd)},
   };
+  // The pipe is always there; naming it offers the channel (PROTOCOL.md).
+  if (worker.control_channel) v.emplace("MUSTER_CONTROL_FD", std::to_string(kControlFd));
   // NCCL aborts a communicator whose peer failed instead of hanging; torch
   // 2.0 and 2.1 read the older name, later versions the TORCH_ one.
   for (const char* name : {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}) {

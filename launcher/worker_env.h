@@ -23,11 +23,16 @@ struct WorkerIdentity {
   // torchrun's --virtual-local-rank: LOCAL_RANK is 0 (the worker's own GPU is
   // its device 0); local_rank still places it (RANK = offset + local_rank).
   bool virtual_local_rank = false;
+  // Offer the control channel (MUSTER_CONTROL_FD): the agent recovers this
+  // worker in place. Without it a worker whose collective fails exits at
+  // once, as before.
+  bool control_channel = false;
 };
 
 // The variables muster sets for one worker: RANK, LOCAL_RANK, GROUP_RANK,
 // ROLE_RANK, ROLE_NAME, LOCAL_WORLD_SIZE, WORLD_SIZE, GROUP_WORLD_SIZE,
-// ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_* and
+// ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_*, MUSTER_PROGRESS_FD,
+// MUSTER_CONTROL_FD when `worker.control_channel`, and
 // CUDA_VISIBLE_DEVICES when GPU ids are known; TORCH_NCCL_ASYNC_ERROR_HANDLING=1,
 // NCCL_ASYNC_ERROR_HANDLING=1 (the name torch 2.0/2.1 read) and, with more
 // than one local worker, OMP_NUM_THREADS=1, each only when `inherited` does

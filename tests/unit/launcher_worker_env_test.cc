@@ -50,7 +50,6 @@ TEST_CASE("worker variables are exactly torchrun's set", "[env]") {
       {"TORCHELASTIC_USE_AGENT_STORE", "True"},
       {"TORCHELASTIC_ERROR_FILE", "/tmp/e.json"},
       {"MUSTER_PROGRESS_FD", "3"},
-      {"MUSTER_CONTROL_FD", "4"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
       {"NCCL_ASYNC_ERROR_HANDLING", "1"},
       {"OMP_NUM_THREADS", "1"},
@@ -122,4 +121,12 @@ TEST_CASE("merging replaces inherited values in place and appends new ones", "[e
   auto merged = MergeEnvironment({"PATH=/bin", "RANK=99", "HOME=/root"},
                                  {{"RANK", "0"}, {"WORLD_SIZE", "2"}});
   CHECK(merged == std::vector<std::string>{"PATH=/bin", "RANK=0", "HOME=/root", "WORLD_SIZE=2"});
+}
+
+TEST_CASE("the control channel is named only when the agent recovers workers in place", "[env]") {
+  rdzv::Assignment node;
+  WorkerIdentity w;
+  CHECK(WorkerVariables(node, w, EnvOf({})).count("MUSTER_CONTROL_FD") == 0);
+  w.control_channel = true;
+  CHECK(WorkerVariables(node, w, EnvOf({})).at("MUSTER_CONTROL_FD") == "4");
 }
