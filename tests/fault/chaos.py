@@ -2,11 +2,12 @@
 
 usage: chaos.py [--seed S] [--duration T] [--hosts N] [--loopback] [--png PATH]
                 [--out-dir DIR] [--faults KIND,...] [--nproc P] [--step-sleep-ms MS]
-                [--checkpoint-every K]
+                [--checkpoint-every K] [--recovery restart|in-place]
 
 One musterd and one muster agent per host run `muster-train` (Gloo, a small MLP)
-with --nnodes MIN:N (MIN = max(1, N-1)), --max-restarts 1000 and
---hang-timeout. As root the hosts are network namespaces on a bridge
+with --nnodes MIN:N (MIN = max(1, N-1)), --max-restarts 1000,
+--hang-timeout and --recovery (default restart; in-place: survivors pause and
+rejoin, their generation records come from the agents' in_place_rejoin lines). As root the hosts are network namespaces on a bridge
 (tests/fixtures/netns_hosts.sh); otherwise, or with --loopback, every agent runs on
 127.0.0.1 and the faults that need namespaces or root are skipped with the
 reason printed. Each worker starts through chaos_worker.py, which records its
