@@ -18,6 +18,16 @@
 // directory and broadcasts what it found (or why it failed), so all ranks
 // resume or exit together, whatever world size wrote it (resume.h).
 //
+// In place (muster --recovery in-place names MUSTER_CONTROL_FD; not when rank
+// 0 serves the store itself): it says `hello 1 in-place` and lives through
+// generations. A failed collective or muster's `pause` ends a generation
+// without exiting (a ControlWatch interrupts a collective blocked on a silent
+// peer); it keeps its weights, momentum and steps done, answers `ready`,
+// waits for `join` (at most --collective-timeout), forms the next
+// generation's communicator under the store prefix `join` names, takes the
+// state of the survivor with the most steps done (live_state.h) and answers
+// `joined`. A failed checkpoint save then only warns: the state is alive.
+//
 // Returns the process exit status: 0 done; 2 bad input (flags, environment,
 // a checkpoint of another model or data); runtime::kExitCommFailure (75)
 // when the rendezvous or a collective failed or timed out (a peer died or
