@@ -120,6 +120,13 @@ void Agent::AdvanceRecovery() {
     rejoin_sent_.reset();
     attempt_begun_early_ = false;
     EnableInPlaceRecovery();
+  } else if (state != WorkerGroup::State::kRecovering && group_->fallback_reason().empty()) {
+    // Stopped from outside (a signal, the run's end, a fence): no fallback.
+    spdlog::info("event=in_place_abandoned attempt={} why=\"the workers are being stopped\"",
+                 restart_count_);
+    if (std::exchange(attempt_begun_early_, false)) --restart_count_;
+    recovery_began_.reset();
+    rejoin_sent_.reset();
   } else if (state != WorkerGroup::State::kRecovering) {
     // The attempt begun for the recovery did not happen: the restart takes
     // its number (its early processes are gone before the restart starts:

@@ -143,8 +143,8 @@ constexpr FlagSpec
                  "Kill a worker that reported progress (MUSTER_PROGRESS_FD) and then none for "
                  "this long, report it hung and restart the job.",
                  [](V v, P& o) { return Assign(ParseSeconds(v, true), o.options.hang_timeout_s); }},
-                {"recovery", 0, ValueKind::kValue, kFromAll, 0, FlagGroup::kWorkers,
-                 "{restart,in-place}", "restart",
+                {"recovery", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kWorkers,
+                 "restart|in-place", "restart",
                  "After a worker fails: restart every worker, or start the failed one alone "
                  "while the others pause and rejoin in place (workers that speak "
                  "MUSTER_CONTROL_FD; static runs).",

@@ -74,6 +74,7 @@ TEST_CASE("every config key works in both spellings") {
       if (flag.name == "rdzv-backend") value = "\"c10d\"";
       if (flag.name == "start-method") value = "\"fork\"";
       if (flag.name == "gpu-visibility") value = "\"all\"";
+      if (flag.name == "recovery") value = "\"in-place\"";
       if (flag.name == "numa-binding") value = "\"node\"";
       if (flag.name == "slurm") value = "\"off\"";
       if (flag.name == "signals-to-handle") value = "\"SIGUSR2\"";
