@@ -40,6 +40,9 @@ def fault_free(work):
 
 
 def children(pid):
+    """muster's children that run muster-train: a process forked but not yet
+    exec'd (still a copy of muster), or any helper a sanitizer runtime starts,
+    is not a worker."""
     found = set()
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -47,7 +50,15 @@ def children(pid):
                 found.update(int(p) for p in f.read().split())
         except FileNotFoundError:
             pass
-    return found
+    return {child for child in found if _runs_train(child)}
+
+
+def _runs_train(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")[0].endswith(b"muster-train")
+    except OSError:
+        return False
 
 
 class Watched:
