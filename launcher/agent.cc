@@ -178,16 +178,13 @@ Status Agent::StartAttempt() {
   if (!elastic_ && store_ && restart_count_ > 0) {
     store_->Open(static_cast<uint64_t>(restart_count_) + 1);
   }
-  const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(restart_count_);
   std::vector<int> local_ranks(static_cast<size_t>(node_.local_world_size));
   for (int lr = 0; lr < node_.local_world_size; ++lr) local_ranks[static_cast<size_t>(lr)] = lr;
-  auto specs = MakeWorkerSpecs(attempt_dir, local_ranks);
-  if (!specs.ok()) return specs.status();
-
   outputs_.clear();
   open_streams_.clear();
   control_lines_.clear();
-  if (Status s = OpenOutputs(*specs, attempt_dir); !s.ok()) return s;
+  auto specs = PrepareWorkers(local_ranks);
+  if (!specs.ok()) return specs.status();
   group_ = std::make_unique<WorkerGroup>(
       spawner_, static_cast<uint32_t>(restart_count_),
       std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)),
@@ -201,13 +198,30 @@ Status Agent::StartAttempt() {
   return Status::Ok();
 }
 
+std::string Agent::AttemptDir() const {
+  return run_dir_ + "/attempt_" + std::to_string(restart_count_);
+}
+
+Result<std::vector<WorkerSpec>> Agent::PrepareWorkers(const std::vector<int>& local_ranks) {
+  const std::string attempt_dir = AttemptDir();
+  auto specs = MakeWorkerSpecs(attempt_dir, local_ranks);
+  if (!specs.ok()) return specs.status();
+  if (Status s = OpenOutputs(*specs, attempt_dir); !s.ok()) return s;
+  return specs;
+}
+
 Status Agent::OpenOutputs(const std::vector<WorkerSpec>& specs, const std::string& attempt_dir) {
-  auto filtered = OpenFilteredCopies(options_, attempt_dir);
-  if (!filtered.ok()) return filtered.status();
+  if (specs.empty()) return Status::Ok();
+  if (filtered_dir_ != attempt_dir) {
+    auto filtered = OpenFilteredCopies(options_, attempt_dir);
+    if (!filtered.ok()) return filtered.status();
+    filtered_ = std::move(filtered).value();
+    filtered_dir_ = attempt_dir;
+  }
   for (const auto& spec : specs) {
     const int lr = spec.local_rank;
     const WorkerRoutes routes =
-        RoutesFor(options_, lr, attempt_dir + "/" + std::to_string(lr), *filtered);
+        RoutesFor(options_, lr, attempt_dir + "/" + std::to_string(lr), filtered_);
     const std::string prefix =
         options_.prefix_output ? "[rank" + std::to_string(spec.global_rank) + "]: " : "";
     auto output = WorkerOutput::Open(prefix, routes.out, routes.err);

@@ -26,6 +26,7 @@
 #include "launcher/launch_options.h"
 #include "launcher/launch_plan.h"
 #include "launcher/line_splitter.h"
+#include "launcher/output_routes.h"
 #include "launcher/process_spawner.h"
 #include "launcher/progress_report.h"
 #include "launcher/worker_group.h"
@@ -78,6 +79,10 @@ class Agent final : public SpawnEvents {
   // Carries out the follower's actions in order (agent_elastic.cc).
   void Follow(const FollowerActions& actions);
   void StartGeneration(const rdzv::Assignment& assignment);
+  // Makes `assignment` this node's place (the client, restart count and
+  // store follow it) and logs it; StartGeneration and RejoinGeneration go on
+  // from there.
+  void EnterGeneration(const rdzv::Assignment& assignment, bool in_place);
   void StopGroup(int sig);
   // Keeps the group's first failure as this node's root cause and prints the
   // failure report; nothing when no worker failed on its own.
@@ -90,6 +95,11 @@ class Agent final : public SpawnEvents {
                                                   const std::vector<int>& local_ranks);
   // Opens the output routes of `specs`' workers.
   Status OpenOutputs(const std::vector<WorkerSpec>& specs, const std::string& attempt_dir);
+  // The specs of `local_ranks`' workers in attempt restart_count_, their
+  // output routes open (an attempt's processes may start in several
+  // batches: in place, the failed ranks).
+  Result<std::vector<WorkerSpec>> PrepareWorkers(const std::vector<int>& local_ranks);
+  std::string AttemptDir() const;
 
   // In-place recovery (agent_in_place.cc; static runs with --recovery
   // in-place): the group pauses the survivors of a failure; once they are
@@ -163,6 +173,11 @@ class Agent final : public SpawnEvents {
 
   std::string run_dir_;
   bool remove_run_dir_ = false;
+  // The filtered copies (--duplicate-std*-filters) of the attempt whose
+  // directory is `filtered_dir_`: opened (truncated) once per attempt, shared
+  // by every batch of its processes.
+  std::string filtered_dir_;
+  FilteredCopies filtered_;
 
   // Each worker's progress pipe, cut into lines for control messages.
   std::map<uint64_t, LineSplitter> control_lines_;

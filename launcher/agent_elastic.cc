@@ -189,6 +189,19 @@ void Agent::StopGroup(int sig) {
 }
 
 void Agent::StartGeneration(const rdzv::Assignment& a) {
+  EnterGeneration(a, /*in_place=*/false);
+  if (auto s = StartAttempt(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    const bool workers_stopping = group_ && !group_->finished();
+    Follow(follower_.OnStartFailed(s.message(), workers_stopping));
+    // Some workers were spawned and the group is stopping them: the
+    // follower settles as for a failure once they are gone. AfterGroupEvent
+    // arms the SIGKILL deadline, as the static path does.
+    if (workers_stopping) AfterGroupEvent();
+  }
+}
+
+void Agent::EnterGeneration(const rdzv::Assignment& a, bool in_place) {
   client_->SetCurrent(a);
   node_ = a;
   // torch namespaces its store keys by TORCHELASTIC_RESTART_COUNT. muster sets
@@ -210,19 +223,10 @@ void Agent::StartGeneration(const rdzv::Assignment& a) {
   }
   spdlog::info(
       "event=generation gen={} group_rank={} group_world_size={} ranks={}..{} world_size={} "
-      "master={}:{} restart_count={}",
+      "master={}:{} restart_count={}{}",
       a.generation, a.group_rank, a.group_world_size, a.global_rank_offset,
       a.global_rank_offset + a.local_world_size - 1, a.world_size, a.master_addr, a.master_port,
-      a.restart_count);
-  if (auto s = StartAttempt(); !s.ok()) {
-    spdlog::error("{}", s.message());
-    const bool workers_stopping = group_ && !group_->finished();
-    Follow(follower_.OnStartFailed(s.message(), workers_stopping));
-    // Some workers were spawned and the group is stopping them: the
-    // follower settles as for a failure once they are gone. AfterGroupEvent
-    // arms the SIGKILL deadline, as the static path does.
-    if (workers_stopping) AfterGroupEvent();
-  }
+      a.restart_count, in_place ? " in_place=true" : "");
 }
 
 void Agent::SettleElastic() {

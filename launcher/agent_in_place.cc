@@ -19,8 +19,6 @@
 // a second one: attempt tags are never reused.
 #include <spdlog/spdlog.h>
 
-#include <utility>
-
 #include "launcher/agent.h"
 #include "rendezvous/client/rendezvous_client.h"
 #include "store/store_server.h"
@@ -57,7 +55,7 @@ void Agent::EnableInPlaceRecovery() {
 }
 
 void Agent::OnWorkerControl(uint64_t tag, std::string_view bytes) {
-  if (!options_.recover_in_place) return;
+  if (!RecoversInPlace()) return;
   bool any = false;
   control_lines_[tag].Feed(bytes, [&](std::string_view line) {
     line.remove_suffix(1);  // the '\n'
@@ -112,31 +110,29 @@ void Agent::AdvanceRecovery() {
     }
     return;
   }
+  if (state == WorkerGroup::State::kRecovering) return;
   if (state == WorkerGroup::State::kRunning) {
     spdlog::info("event=in_place_recovered attempt={} paused_ms={:.1f} total_ms={:.1f}",
                  restart_count_, MillisecondsBetween(*recovery_began_, rejoin_sent_.value_or(now)),
                  MillisecondsBetween(*recovery_began_, now));
-    recovery_began_.reset();
-    rejoin_sent_.reset();
-    attempt_begun_early_ = false;
-    EnableInPlaceRecovery();
-  } else if (state != WorkerGroup::State::kRecovering && group_->fallback_reason().empty()) {
-    // Stopped from outside (a signal, the run's end, a fence): no fallback.
-    spdlog::info("event=in_place_abandoned attempt={} why=\"the workers are being stopped\"",
-                 restart_count_);
-    if (std::exchange(attempt_begun_early_, false)) --restart_count_;
-    recovery_began_.reset();
-    rejoin_sent_.reset();
-  } else if (state != WorkerGroup::State::kRecovering) {
+  } else {
     // The attempt begun for the recovery did not happen: the restart takes
     // its number (its early processes are gone before the restart starts:
     // the group settles first, so no tag is met twice).
-    if (std::exchange(attempt_begun_early_, false)) --restart_count_;
-    spdlog::warn("event=in_place_fallback attempt={} why=\"{}\"; restarting every worker",
-                 restart_count_, group_->fallback_reason());
-    recovery_began_.reset();
-    rejoin_sent_.reset();
+    if (attempt_begun_early_) --restart_count_;
+    if (group_->fallback_reason().empty()) {
+      // Stopped from outside (a signal, the run's end, a fence): no fallback.
+      spdlog::info("event=in_place_abandoned attempt={} why=\"the workers are being stopped\"",
+                   restart_count_);
+    } else {
+      spdlog::warn("event=in_place_fallback attempt={} why=\"{}\"; restarting every worker",
+                   restart_count_, group_->fallback_reason());
+    }
   }
+  recovery_began_.reset();
+  rejoin_sent_.reset();
+  attempt_begun_early_ = false;
+  if (state == WorkerGroup::State::kRunning) EnableInPlaceRecovery();
 }
 
 void Agent::StartReplacementsEarly() {
@@ -146,9 +142,8 @@ void Agent::StartReplacementsEarly() {
   ++restart_count_;
   attempt_begun_early_ = true;
   if (store_) store_->Seal();
-  const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(restart_count_);
-  auto specs = MakeWorkerSpecs(attempt_dir, group_->failed_local_ranks());
-  Status status = specs.ok() ? OpenOutputs(*specs, attempt_dir) : specs.status();
+  auto specs = PrepareWorkers(group_->failed_local_ranks());
+  Status status = specs.status();
   const auto now = std::chrono::steady_clock::now();
   if (status.ok()) {
     replacements_started_ += static_cast<int>(specs->size());
@@ -168,28 +163,12 @@ void Agent::RejoinInPlace() {
 }
 
 void Agent::RejoinGeneration(const rdzv::Assignment& a) {
-  client_->SetCurrent(a);
-  node_ = a;
-  restart_count_ = static_cast<int>(a.generation) - 1;
-  // As StartGeneration: the master's store opens empty for the generation.
-  if (a.group_rank == 0) {
-    store_->Open(a.generation);
-  } else {
-    store_->Seal();
-  }
-  spdlog::info(
-      "event=generation gen={} group_rank={} group_world_size={} ranks={}..{} world_size={} "
-      "master={}:{} restart_count={} in_place=true",
-      a.generation, a.group_rank, a.group_world_size, a.global_rank_offset,
-      a.global_rank_offset + a.local_world_size - 1, a.world_size, a.master_addr, a.master_port,
-      a.restart_count);
+  EnterGeneration(a, /*in_place=*/true);
   RejoinSurvivors(a.generation);
 }
 
 void Agent::RejoinSurvivors(uint64_t generation) {
   rejoin_sent_ = std::chrono::steady_clock::now();
-  const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(restart_count_);
-  const std::vector<int> failed = group_->failed_local_ranks();
   std::vector<WorkerGroup::Rejoining> survivors;
   for (const int lr : group_->paused_local_ranks()) {
     control::Join join;
@@ -215,10 +194,10 @@ void Agent::RejoinSurvivors(uint64_t generation) {
     }
     survivors.push_back({.local_rank = lr, .join = std::move(join)});
   }
-  auto specs = MakeWorkerSpecs(attempt_dir, failed);
-  Status status = specs.ok() ? OpenOutputs(*specs, attempt_dir) : specs.status();
+  auto specs = PrepareWorkers(group_->failed_local_ranks());
+  Status status = specs.status();
   if (status.ok()) {
-    replacements_started_ += static_cast<int>(failed.size());
+    replacements_started_ += static_cast<int>(specs->size());
     spdlog::info("event=in_place_join attempt={} survivors={} restarted={}", restart_count_,
                  survivors.size(), replacements_started_);
     status = group_->Rejoin(survivors, std::move(specs).value(), *rejoin_sent_);
