@@ -87,12 +87,7 @@ FollowerActions ElasticFollower::OnWorkersPaused() {
 }
 
 void ElasticFollower::Rejoin(const rdzv::Assignment& assignment, FollowerActions& out) {
-  pending_.reset();
-  current_ = assignment;
-  ran_generation_ = assignment.generation;
-  ran_generation_succeeded_ = false;
-  stop_reason_ = StopReason::kNone;
-  state_ = State::kRunning;
+  RunGeneration(assignment);
   out.emplace_back(RejoinWorkers{assignment});
 }
 
@@ -233,13 +228,17 @@ void ElasticFollower::Stop(StopReason reason, int sig, FollowerActions& out) {
 }
 
 void ElasticFollower::Start(const rdzv::Assignment& assignment, FollowerActions& out) {
+  RunGeneration(assignment);
+  out.emplace_back(StartWorkers{assignment});
+}
+
+void ElasticFollower::RunGeneration(const rdzv::Assignment& assignment) {
   pending_.reset();
   current_ = assignment;
   ran_generation_ = assignment.generation;
   ran_generation_succeeded_ = false;
   stop_reason_ = StopReason::kNone;
   state_ = State::kRunning;
-  out.emplace_back(StartWorkers{assignment});
 }
 
 void ElasticFollower::DropCurrent(FollowerActions& out) {

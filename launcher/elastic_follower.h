@@ -222,6 +222,9 @@ class ElasticFollower {
   // workers when they can be, else stop them. Paused or pausing: nothing.
   void EndCurrent(FollowerActions& out);
   void Rejoin(const rdzv::Assignment& assignment, FollowerActions& out);
+  // What Start and Rejoin share: `assignment` is now the generation its
+  // workers run (they never start twice for one generation).
+  void RunGeneration(const rdzv::Assignment& assignment);
   // Stops the workers for `reason` unless a stronger reason already stands.
   void Stop(StopReason reason, int sig, FollowerActions& out);
   void Start(const rdzv::Assignment& assignment, FollowerActions& out);

@@ -139,8 +139,12 @@ bool WorkerGroup::OnProgress(uint64_t tag, int64_t step, SteadyTime now) {
 void WorkerGroup::KillHung(Worker& worker, SteadyTime now, WallTime wall) {
   WorkerFailure failure = FailureOf(worker, ExitStatus::Killed(SIGKILL), wall);
   failure.hung = true;
-  failure.silent_for =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now - *worker.last_progress);
+  // One that never reported progress is hung only by failing to answer a
+  // pause (in place): its silence is not known.
+  if (worker.last_progress) {
+    failure.silent_for =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - *worker.last_progress);
+  }
   failure.last_step = worker.last_step;
   failures_.push_back(failure);
   worker.killed_as_hung = true;

@@ -88,13 +88,7 @@ void WorkerGroup::OnRecoveryDeadline(SteadyTime now, WallTime wall) {
   // Stuck where no pause reaches it: hung. It is killed and started again;
   // the others go on in place.
   for (Worker* w : silent) {
-    if (w->last_progress) {
-      KillHung(*w, now, hang_suspect_ ? hang_wall_ : wall);
-    } else {
-      failures_.push_back(FailureOf(*w, ExitStatus::Killed(SIGKILL), wall));
-      w->killed_as_hung = true;
-      spawner_.SignalGroup(w->pid, SIGKILL);
-    }
+    KillHung(*w, now, wall);
     failed_local_ranks_.push_back(w->spec.local_rank);
   }
   hang_suspect_.reset();
@@ -236,19 +230,7 @@ Status WorkerGroup::Rejoin(const std::vector<Rejoining>& survivors,
       }
     }
   }
-  for (auto& spec : replacements) {
-    for (auto& w : workers_) {
-      if (w.running || w.spec.local_rank != spec.local_rank) continue;
-      w.spec = std::move(spec);
-      if (Status s = SpawnInto(w); !s.ok()) {
-        FallBack(
-            "cannot start rank " + std::to_string(w.spec.global_rank) + " again: " + s.message(),
-            now);
-        return s;
-      }
-      break;
-    }
-  }
+  if (Status s = StartReplacements(std::move(replacements), now); !s.ok()) return s;
   MaybeRecovered();
   return Status::Ok();
 }
