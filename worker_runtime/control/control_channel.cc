@@ -3,33 +3,17 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "common/decimal.h"
+#include "worker_runtime/progress/inherited_pipe.h"
 
 namespace muster::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A descriptor named by `name` that is a pipe, made non-blocking; -1 when
-// unset, not a number or not a pipe (a stale variable must not make the
-// worker read or write an unrelated file).
-int PipeNamedBy(const EnvLookup& env, const char* name) {
-  const auto text = env(name);
-  if (!text) return -1;
-  const auto fd = ParseDecimal(*text, 1 << 20);
-  if (!fd) return -1;
-  struct stat info {};
-  if (fstat(static_cast<int>(*fd), &info) != 0 || !S_ISFIFO(info.st_mode)) return -1;
-  const int flags = fcntl(static_cast<int>(*fd), F_GETFL);
-  if (flags < 0 || fcntl(static_cast<int>(*fd), F_SETFL, flags | O_NONBLOCK) != 0) return -1;
-  return static_cast<int>(*fd);
-}
 
 int MillisecondsLeft(Clock::time_point deadline) {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
@@ -43,8 +27,8 @@ Status Errno(const char* what) {
 }  // namespace
 
 ControlChannel ControlChannel::FromEnv(const EnvLookup& env) {
-  const int from_agent = PipeNamedBy(env, "MUSTER_CONTROL_FD");
-  const int to_agent = PipeNamedBy(env, "MUSTER_PROGRESS_FD");
+  const int from_agent = InheritedPipe(env, "MUSTER_CONTROL_FD");
+  const int to_agent = InheritedPipe(env, "MUSTER_PROGRESS_FD");
   if (from_agent < 0 || to_agent < 0) return {};
   return ControlChannel(from_agent, to_agent);
 }
@@ -120,7 +104,10 @@ ControlWatch::ControlWatch(const ControlChannel& channel, std::function<void()> 
                      {.fd = stop_fd_, .events = POLLIN, .revents = 0}};
     while (poll(fds, 2, -1) < 0 && errno == EINTR) {
     }
-    if (fds[1].revents == 0 && fds[0].revents != 0) on_message();
+    if (fds[1].revents == 0 && fds[0].revents != 0) {
+      fired_.store(true, std::memory_order_release);
+      on_message();
+    }
   });
 }
 

@@ -20,6 +20,7 @@
 // Thread-safety: one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -73,8 +74,13 @@ class ControlWatch {
   ControlWatch(const ControlWatch&) = delete;
   ControlWatch& operator=(const ControlWatch&) = delete;
 
+  // Whether the agent has written since the watch began (then `on_message`
+  // ran or is running): a cheap test for a hot loop, no system call.
+  bool fired() const { return fired_.load(std::memory_order_acquire); }
+
  private:
   int stop_fd_ = -1;  // an eventfd the destructor signals
+  std::atomic<bool> fired_{false};
   std::thread thread_;
 };
 

@@ -1,26 +1,18 @@
 #include "worker_runtime/progress/progress_reporter.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <string>
 
-#include "common/decimal.h"
+#include "worker_runtime/progress/inherited_pipe.h"
 
 namespace muster::runtime {
 
 ProgressReporter ProgressReporter::FromEnv(const EnvLookup& env) {
-  const auto text = env("MUSTER_PROGRESS_FD");
-  if (!text) return {};
-  const auto fd = ParseDecimal(*text, 1 << 20);
-  if (!fd) return {};
-  struct stat info {};
-  if (fstat(static_cast<int>(*fd), &info) != 0 || !S_ISFIFO(info.st_mode)) return {};
-  const int flags = fcntl(static_cast<int>(*fd), F_GETFL);
-  if (flags < 0 || fcntl(static_cast<int>(*fd), F_SETFL, flags | O_NONBLOCK) != 0) return {};
-  return ProgressReporter(static_cast<int>(*fd));
+  const int fd = InheritedPipe(env, "MUSTER_PROGRESS_FD");
+  if (fd < 0) return {};
+  return ProgressReporter(fd);
 }
 
 ProgressReporter ProgressReporter::FromProcessEnv() { return FromEnv(SystemEnv()); }

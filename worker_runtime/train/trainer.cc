@@ -87,10 +87,11 @@ GenerationEnd Exit(int code) {
 // place carries it into the next one.
 class Trainer {
  public:
-  // `in_place`: this worker told muster it recovers in place.
+  // `watch`: set when this worker told muster it recovers in place; it
+  // says when muster has written on `channel`.
   Trainer(const TrainOptions& o, const Context& ctx, ModelReplica& replica,
           runtime::WorkerFaults& faults, runtime::ControlChannel& channel, TrainState& state,
-          bool in_place)
+          const runtime::ControlWatch* watch)
       : o_(o),
         ctx_(ctx),
         data_(o.seed, o.dataset_size, o.features, o.classes),
@@ -100,7 +101,7 @@ class Trainer {
         faults_(faults),
         channel_(channel),
         state_(state),
-        in_place_(in_place) {}
+        watch_(watch) {}
 
   // `holds_live_state`: `state` holds this process's training state from
   // the generation it left. `joining`: the generation the agent told it to
@@ -130,7 +131,10 @@ class Trainer {
     std::vector<double> step_ms;
     step_ms.reserve(state_.step < total_steps ? total_steps - state_.step : 0);
     for (; state_.step < total_steps;) {
-      if (std::optional<GenerationEnd> end = Listen(std::chrono::milliseconds(0))) return *end;
+      // Between steps: only when muster wrote (no system call per step).
+      if (watch_ != nullptr && watch_->fired()) {
+        if (std::optional<GenerationEnd> end = Listen(std::chrono::milliseconds(0))) return *end;
+      }
       const auto started = std::chrono::steady_clock::now();
       // This rank's share of the step's global positions (sample_order.h).
       order_.StepIndices(state_.step, static_cast<size_t>(o_.global_batch), share_, indices);
@@ -176,7 +180,7 @@ class Trainer {
         // A paused worker must not sleep through its pause: the sleep is a
         // wait for the agent's next message.
         const std::chrono::milliseconds sleep(o_.step_sleep_ms);
-        if (!channel_.enabled()) {
+        if (watch_ == nullptr) {
           std::this_thread::sleep_for(sleep);
         } else if (std::optional<GenerationEnd> end = Listen(sleep)) {
           return *end;
@@ -249,7 +253,7 @@ class Trainer {
   Status Save(double last_loss) {
     replica_.GetState(state_.params, state_.momentum);
     Status s = SaveCheckpoint(o_, ctx_.world_size, state_, last_loss);
-    if (s.ok() || !in_place_) return s;
+    if (s.ok() || watch_ == nullptr) return s;
     std::fprintf(
         stderr,
         "muster-train: %s; training goes on in place, the next checkpoint is due at "
@@ -262,7 +266,6 @@ class Trainer {
   // Reads the agent's messages for up to `wait`: a pause ends the
   // generation; a stop exits; anything else is logged and ignored.
   std::optional<GenerationEnd> Listen(std::chrono::milliseconds wait) {
-    if (!channel_.enabled()) return std::nullopt;
     std::optional<control::AgentMessage> message;
     if (Status s = channel_.Receive(wait, message); !s.ok()) {
       std::fprintf(stderr, "muster-train: %s\n", s.message().c_str());
@@ -289,7 +292,7 @@ class Trainer {
   runtime::WorkerFaults& faults_;
   runtime::ControlChannel& channel_;
   TrainState& state_;
-  const bool in_place_;
+  const runtime::ControlWatch* const watch_;  // null: not in place
   // Each finished step tells muster's hang detection this rank still moves.
   const runtime::ProgressReporter progress_reporter_ = runtime::ProgressReporter::FromProcessEnv();
 };
@@ -372,7 +375,7 @@ GenerationEnd RunGeneration(WorkerLife& life, const Membership& m) {
       life.state.momentum.assign(replica->parameter_count(), 0.0f);
     }
     Trainer trainer(life.options, ctx, *replica, life.faults, life.channel, life.state,
-                    life.in_place);
+                    watch ? &*watch : nullptr);
     GenerationEnd end = trainer.Run(life.holds_live_state, m.joining, state_consistent);
     if (end.kind == GenerationEnd::Kind::kLeave) keep_state();
     return end;
