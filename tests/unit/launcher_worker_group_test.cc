@@ -3,6 +3,7 @@
 
 #include "launcher/worker_group.h"
 #include "tests/unit/launcher_fake_spawner.h"
+#include "tests/unit/launcher_worker_group_test_support.h"
 
 using namespace muster;
 using namespace std::chrono_literals;
@@ -10,21 +11,9 @@ using namespace std::chrono_literals;
 namespace {
 
 using muster::testing::FakeSpawner;
-
-std::vector<WorkerSpec> Specs(int n) {
-  std::vector<WorkerSpec> specs;
-  for (int i = 0; i < n; ++i) {
-    WorkerSpec s;
-    s.local_rank = i;
-    s.global_rank = 10 + i;
-    s.request.executable = "/bin/worker";
-    specs.push_back(s);
-  }
-  return specs;
-}
-
-const SteadyTime t0{};
-const WallTime w0{};
+using muster::testing::Specs;
+using muster::testing::t0;
+using muster::testing::w0;
 
 }  // namespace
 

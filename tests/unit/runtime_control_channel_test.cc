@@ -9,38 +9,15 @@
 #include <string>
 
 #include "tests/unit/launcher_test_support.h"
+#include "tests/unit/runtime_pipe_test_support.h"
 #include "worker_runtime/control/control_channel.h"
 
 namespace muster::runtime {
 namespace {
 
 using muster::testing::EnvOf;
+using muster::testing::Pipe;
 using namespace std::chrono_literals;
-
-struct Pipe {
-  int read_end = -1;
-  int write_end = -1;
-  Pipe() {
-    int fds[2];
-    REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
-    read_end = fds[0];
-    write_end = fds[1];
-  }
-  ~Pipe() {
-    if (read_end >= 0) close(read_end);
-    if (write_end >= 0) close(write_end);
-  }
-  void Write(const std::string& bytes) const {
-    REQUIRE(write(write_end, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
-  }
-  std::string Drain() const {
-    fcntl(read_end, F_SETFL, O_NONBLOCK);
-    std::string out;
-    char buffer[4096];
-    for (ssize_t n; (n = read(read_end, buffer, sizeof buffer)) > 0;) out.append(buffer, n);
-    return out;
-  }
-};
 
 // The agent's side: it writes `from_agent`, reads `to_agent`.
 struct Wired {

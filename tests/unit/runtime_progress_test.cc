@@ -8,34 +8,14 @@
 #include <string>
 
 #include "tests/unit/launcher_test_support.h"
+#include "tests/unit/runtime_pipe_test_support.h"
 #include "worker_runtime/progress/progress_reporter.h"
 
 namespace muster::runtime {
 namespace {
 
 using muster::testing::EnvOf;
-
-struct Pipe {
-  int read_end = -1;
-  int write_end = -1;
-  Pipe() {
-    int fds[2];
-    REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
-    read_end = fds[0];
-    write_end = fds[1];
-  }
-  ~Pipe() {
-    close(read_end);
-    close(write_end);
-  }
-  std::string Drain() const {
-    fcntl(read_end, F_SETFL, O_NONBLOCK);
-    std::string out;
-    char buffer[4096];
-    for (ssize_t n; (n = read(read_end, buffer, sizeof buffer)) > 0;) out.append(buffer, n);
-    return out;
-  }
-};
+using muster::testing::Pipe;
 
 TEST_CASE("reports are one decimal step per line on the named pipe") {
   Pipe pipe;

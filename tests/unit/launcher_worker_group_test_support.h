@@ -1,0 +1,26 @@
+// What the WorkerGroup tests share: `n` workers' specs (local ranks 0..n-1,
+// global ranks 10..), and the fake clocks' zero.
+#pragma once
+
+#include <vector>
+
+#include "launcher/worker_group.h"
+
+namespace muster::testing {
+
+inline const SteadyTime t0{};
+inline const WallTime w0{};
+
+inline std::vector<WorkerSpec> Specs(int n) {
+  std::vector<WorkerSpec> specs;
+  for (int i = 0; i < n; ++i) {
+    WorkerSpec s;
+    s.local_rank = i;
+    s.global_rank = 10 + i;
+    s.request.executable = "/bin/worker";
+    specs.push_back(s);
+  }
+  return specs;
+}
+
+}  // namespace muster::testing
