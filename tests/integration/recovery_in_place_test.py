@@ -19,6 +19,7 @@ node, loopback, Gloo:
   fault-free run's weights byte for byte (the trainer's weights do not
   depend on the world size).
 """
+import functools
 import os
 import signal
 import threading
@@ -27,16 +28,28 @@ import time
 from harness import MUSTER, check, free_port, run, run_tests, start, tempdir, test, wait_for
 from train_harness import MODEL, TRAIN
 
-FLAGS = MODEL + ["--backend", "gloo", "--steps", "60", "--step-sleep-ms", "10"]
+STEPS = 60
+FLAGS = MODEL + ["--backend", "gloo", "--steps", str(STEPS), "--step-sleep-ms", "10"]
 
 
-def fault_free(work):
-    reference = os.path.join(work, "reference.bin")
-    code, out, err = run([MUSTER, "--nproc-per-node", "4", "--no-python", TRAIN] + FLAGS
-                         + ["--out", reference], timeout=240)
+@functools.lru_cache(maxsize=None)
+def fault_free_weights(steps):
+    """The weights of a fault-free run of `steps` steps, run once per step
+    count: muster-train's weights do not depend on the world size or the
+    step sleep, so one run serves every test of that length."""
+    reference = os.path.join(tempdir(), "reference.bin")
+    code, out, err = run([MUSTER, "--nproc-per-node", "2", "--no-python", TRAIN] + MODEL
+                         + ["--backend", "gloo", "--steps", str(steps), "--out", reference],
+                         timeout=240)
     check(code == 0, "the fault-free run failed", out, err)
     with open(reference, "rb") as f:
         return f.read()
+
+
+def check_fault_free_weights(path, steps):
+    with open(path, "rb") as f:
+        check(f.read() == fault_free_weights(steps),
+              "the weights differ from the fault-free run's")
 
 
 def children(pid):
@@ -99,7 +112,6 @@ def run_watching_pids(args, timeout=240):
 @test
 def a_killed_worker_is_started_alone_and_the_job_ends_with_the_fault_free_weights():
     work = tempdir()
-    reference = fault_free(work)
     result = os.path.join(work, "in-place.bin")
     code, out, err, pids = run_watching_pids(
         [MUSTER, "--nproc-per-node", "4", "--max-restarts", "2", "--recovery", "in-place",
@@ -117,14 +129,12 @@ def a_killed_worker_is_started_alone_and_the_job_ends_with_the_fault_free_weight
              for line in out.splitlines() if "recovered in place at step" in line]
     check(len(steps) == 2 and steps[0] in (20, 21) and steps[1] in (41, 42),
           f"the recoveries went on from steps {steps}, not 20 and 41", out)
-    with open(result, "rb") as f:
-        check(f.read() == reference, "the weights differ from the fault-free run's")
+    check_fault_free_weights(result, STEPS)
 
 
 @test
 def a_recovery_past_its_timeout_falls_back_to_restarting_every_worker():
     work = tempdir()
-    reference = fault_free(work)
     result = os.path.join(work, "fallback.bin")
     code, out, err, pids = run_watching_pids(
         [MUSTER, "--nproc-per-node", "4", "--max-restarts", "1", "--recovery", "in-place",
@@ -136,8 +146,7 @@ def a_recovery_past_its_timeout_falls_back_to_restarting_every_worker():
     # The four of the start, the failed rank started again as the pause began
     # (then stopped with the rest), and the four of the restart.
     check(len(pids) == 9, f"{len(pids)} worker processes ran, not 4 + 1 + 4", err)
-    with open(result, "rb") as f:
-        check(f.read() == reference, "the weights differ from the fault-free run's")
+    check_fault_free_weights(result, STEPS)
 
 
 @test
@@ -160,7 +169,6 @@ def a_worker_that_does_not_speak_the_channel_is_restarted_as_before():
 @test
 def under_standalone_a_killed_worker_is_started_alone():
     work = tempdir()
-    reference = fault_free(work)
     result = os.path.join(work, "standalone.bin")
     code, out, err, pids = run_watching_pids(
         [MUSTER, "--standalone", "--nproc-per-node", "4", "--max-restarts", "1", "--recovery",
@@ -170,8 +178,7 @@ def under_standalone_a_killed_worker_is_started_alone():
     check("event=in_place_recovered" in err and "survivors=3 restarted=1" in err,
           "the elastic run did not recover in place", err)
     check(len(pids) == 5, f"{len(pids)} worker processes ran, not 4 + 1", err)
-    with open(result, "rb") as f:
-        check(f.read() == reference, "the weights differ from the fault-free run's")
+    check_fault_free_weights(result, STEPS)
 
 
 def two_node_flags(port, run_id, steps=150):
@@ -181,20 +188,9 @@ def two_node_flags(port, run_id, steps=150):
             "--backend", "gloo", "--steps", str(steps), "--step-sleep-ms", "20", "--log-every", "10"]
 
 
-def fault_free_two_ranks(work, steps=150):
-    reference = os.path.join(work, "reference-two-ranks.bin")
-    code, out, err = run([MUSTER, "--nproc-per-node", "2", "--no-python", TRAIN] + MODEL
-                         + ["--backend", "gloo", "--steps", str(steps), "--out", reference],
-                         timeout=240)
-    check(code == 0, "the fault-free run failed", out, err)
-    with open(reference, "rb") as f:
-        return f.read()
-
-
 @test
 def an_agent_killed_leaves_the_other_nodes_workers_running_under_the_same_pids():
     work = tempdir()
-    reference = fault_free_two_ranks(work)
     result = os.path.join(work, "survivor.bin")
     port = free_port()
     first = Watched([MUSTER] + two_node_flags(port, "kill-agent") + ["--out", result])
@@ -212,8 +208,7 @@ def an_agent_killed_leaves_the_other_nodes_workers_running_under_the_same_pids()
           err)
     check("world size 2)" in out.split("recovered in place", 1)[-1],
           "the survivors did not go on at world size 2", out)
-    with open(result, "rb") as f:
-        check(f.read() == reference, "the weights differ from the fault-free run's")
+    check_fault_free_weights(result, 150)
 
 
 @test
@@ -221,7 +216,6 @@ def a_node_joining_mid_run_takes_the_running_workers_state_and_they_keep_their_p
     work = tempdir()
     # 300 steps of 20 ms or more: the newcomer is admitted (a last call of
     # 2 s after it joins) long before the end.
-    reference = fault_free_two_ranks(work, steps=300)
     result = os.path.join(work, "joined.bin")
     port = free_port()
     first = Watched([MUSTER] + two_node_flags(port, "join", steps=300) + ["--out", result])
@@ -240,8 +234,7 @@ def a_node_joining_mid_run_takes_the_running_workers_state_and_they_keep_their_p
           err)
     check("world size 4)" in out.split("recovered in place", 1)[-1],
           "the job did not go on at world size 4", out)
-    with open(result, "rb") as f:
-        check(f.read() == reference, "the weights differ from the fault-free run's")
+    check_fault_free_weights(result, 300)
 
 
 if __name__ == "__main__":
