@@ -995,12 +995,29 @@ def med_range(values, fmt="{:.0f}", unit=""):
             f"{fmt.format(min(values))}-{fmt.format(max(values))}{unit}")
 
 
+def run_alternated(args, variants, run, describe):
+    """Runs every variant args.runs times, alternated: run(variant, tag) returns
+    a run's result or raises RunFailed; describe(result) is its log line.
+    Returns ({variant: [result]}, [failure message])."""
+    results = {v: [] for v in variants}
+    failures = []
+    for i in range(args.runs):
+        for v in variants:
+            try:
+                r = run(v, f"run{i + 1}-")
+            except RunFailed as e:
+                failures.append(str(e))
+                log(f"run {i + 1} {LABELS[v]}: FAILED: {e}")
+                continue
+            results[v].append(r)
+            log(f"run {i + 1} {LABELS[v]}: {describe(r)}")
+    return results, failures
+
+
 def elastic_main(args):
     """--fault agent-kill, agent-stop or node-join: in-place vs restart, alternated."""
     fault = args.fault
     variants = ["in-place", "restart"]
-    results = {v: [] for v in variants}
-    failures = []
     t0 = time.monotonic()
     try:
         try:
@@ -1011,46 +1028,41 @@ def elastic_main(args):
         step = "-" if ref["step_ms"] is None else f"{ref['step_ms']:.1f} ms"
         log(f"fault-free run (one agent, {args.nproc} workers): {args.steps} steps, step time median "
             f"{step}, {len(ref['weights'])} bytes of weights")
-        for i in range(args.runs):
-            for v in variants:
-                try:
-                    r = elastic_run(v, args, ref["weights"], tag=f"run{i + 1}-")
-                except RunFailed as e:
-                    failures.append(str(e))
-                    log(f"run {i + 1} {LABELS[v]}: FAILED: {e}")
-                    continue
-                results[v].append(r)
-                extra = ""
-                if r["agent_total_ms"] is not None:
-                    extra += f", muster total_ms={r['agent_total_ms']:.0f}"
-                if r["agent_restarted"] is not None:
-                    extra += f", in_place_join restarted={r['agent_restarted']}"
-                src = "" if r["live_source"] is None else f" (state from rank {r['live_source']})"
-                if fault == "node-join":
-                    log(f"run {i + 1} {LABELS[v]}: joiner started -> admitted {r['admitted_after_ms']:.0f} ms; "
-                        f"world size {2 * args.nproc} stepping {r['ms']:.0f} ms after the admission "
-                        f"({r['from_drain_ms']:.0f} ms after the drain began); last step before "
-                        f"{r['last_before_recovery']}, went on from {r['went_on_from']}{src} "
-                        f"(redone {r['redone']}), first step after {r['first_step_after']}; first "
-                        f"node's processes restarted {r['restarted']}, kept pids {r['survivors_kept']}; "
-                        f"generations after the join {r['generations_after']}; second agent exit "
-                        f"{r['second_rc']}{extra}; weights equal {r['weights_equal']}")
-                else:
-                    det = "-" if r["detected_ms"] is None else f"{r['detected_ms']:.0f}"
-                    gen = "-" if r["generation_ms"] is None else f"{r['generation_ms']:.0f}"
-                    gone = ("" if r["second_workers_gone"] is None
-                            else f", its workers gone {r['second_workers_gone']}")
-                    cont = ("" if r["cont_after_ms"] is None
-                            else f", SIGCONT at {r['cont_after_ms']:.0f} ms")
-                    log(f"run {i + 1} {LABELS[v]}: node_dead after {det} ms, new generation after "
-                        f"{gen} ms, stepping again after {r['ms']:.0f} ms; last step before the "
-                        f"fault {r['last_before_fault']}, before the recovery "
-                        f"{r['last_before_recovery']}, went on from {r['went_on_from']}{src} "
-                        f"(redone {r['redone']}), first step after {r['first_step_after']}; "
-                        f"survivors' processes restarted {r['restarted']}, kept pids "
-                        f"{r['survivors_kept']}; generations after the fault "
-                        f"{r['generations_after']}; second agent exit {r['second_rc']}{gone}{cont}"
-                        f"{extra}; weights equal {r['weights_equal']}")
+        def describe(r):
+            extra = ""
+            if r["agent_total_ms"] is not None:
+                extra += f", muster total_ms={r['agent_total_ms']:.0f}"
+            if r["agent_restarted"] is not None:
+                extra += f", in_place_join restarted={r['agent_restarted']}"
+            src = "" if r["live_source"] is None else f" (state from rank {r['live_source']})"
+            if fault == "node-join":
+                return (f"joiner started -> admitted {r['admitted_after_ms']:.0f} ms; "
+                    f"world size {2 * args.nproc} stepping {r['ms']:.0f} ms after the admission "
+                    f"({r['from_drain_ms']:.0f} ms after the drain began); last step before "
+                    f"{r['last_before_recovery']}, went on from {r['went_on_from']}{src} "
+                    f"(redone {r['redone']}), first step after {r['first_step_after']}; first "
+                    f"node's processes restarted {r['restarted']}, kept pids {r['survivors_kept']}; "
+                    f"generations after the join {r['generations_after']}; second agent exit "
+                    f"{r['second_rc']}{extra}; weights equal {r['weights_equal']}")
+            else:
+                det = "-" if r["detected_ms"] is None else f"{r['detected_ms']:.0f}"
+                gen = "-" if r["generation_ms"] is None else f"{r['generation_ms']:.0f}"
+                gone = ("" if r["second_workers_gone"] is None
+                        else f", its workers gone {r['second_workers_gone']}")
+                cont = ("" if r["cont_after_ms"] is None
+                        else f", SIGCONT at {r['cont_after_ms']:.0f} ms")
+                return (f"node_dead after {det} ms, new generation after "
+                    f"{gen} ms, stepping again after {r['ms']:.0f} ms; last step before the "
+                    f"fault {r['last_before_fault']}, before the recovery "
+                    f"{r['last_before_recovery']}, went on from {r['went_on_from']}{src} "
+                    f"(redone {r['redone']}), first step after {r['first_step_after']}; "
+                    f"survivors' processes restarted {r['restarted']}, kept pids "
+                    f"{r['survivors_kept']}; generations after the fault "
+                    f"{r['generations_after']}; second agent exit {r['second_rc']}{gone}{cont}"
+                    f"{extra}; weights equal {r['weights_equal']}")
+
+        results, failures = run_alternated(
+            args, variants, lambda v, tag: elastic_run(v, args, ref["weights"], tag=tag), describe)
     except Interrupted as e:
         log(f"interrupted ({e})")
         return 130
@@ -1181,36 +1193,25 @@ def main():
         args.nproc = 2 if elastic else 4
     if args.steps is None:
         args.steps = {"node-join": 250, "agent-stop": 120}.get(args.fault, 70)
-    if elastic:
-        if args.nproc < 1:
-            parser.error("--nproc must be at least 1")
-        if args.runs < 1:
-            parser.error("--runs must be at least 1")
-        if not 0 < args.kill_step < args.steps - 5:
-            parser.error("--kill-step must lie inside the run, at least 5 steps before its end")
-        if args.checkpoint_every <= 0:
-            parser.error("--checkpoint-every must be positive")
-        for path in (MUSTER, TRAIN):
-            if not os.access(path, os.X_OK):
-                sys.exit(f"recovery_inplace.py: {path} is missing; build first")
-        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(s, _on_signal)
-        return elastic_main(args)
-    if args.nproc < 2:
-        parser.error("--nproc must be at least 2 (rank 1 is killed)")
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     if not 0 < args.kill_step < args.steps - 5:
         parser.error("--kill-step must lie inside the run, at least 5 steps before its end")
-    if args.checkpoint_every <= 0 or args.checkpoint_every > args.kill_step:
-        parser.error("--checkpoint-every must be positive and at most --kill-step")
+    if args.nproc < (1 if elastic else 2):
+        parser.error("--nproc must be at least 1" if elastic
+                     else "--nproc must be at least 2 (rank 1 is killed)")
+    if args.checkpoint_every <= 0 or (not elastic and args.checkpoint_every > args.kill_step):
+        parser.error("--checkpoint-every must be positive" +
+                     ("" if elastic else " and at most --kill-step"))
     for path in (MUSTER, TRAIN):
         if not os.access(path, os.X_OK):
             sys.exit(f"recovery_inplace.py: {path} is missing; build first")
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, _on_signal)
+    if elastic:
+        return elastic_main(args)
 
     variants = ["in-place", "restart"] + (["torchrun"] if args.torchrun != "none" else [])
-    results = {v: [] for v in variants}
-    failures = []
     t0 = time.monotonic()
     try:
         start_ms = startup_ms()
@@ -1221,25 +1222,20 @@ def main():
             return 1
         log(f"fault-free run: {args.steps} steps, step interval median {ref['step_ms']:.1f} ms, "
             f"{len(ref['weights'])} bytes of weights")
-        for i in range(args.runs):
-            for v in variants:
-                try:
-                    r = one_run(v, args, ref["weights"], tag=f"run{i + 1}-")
-                except RunFailed as e:
-                    failures.append(str(e))
-                    log(f"run {i + 1} {LABELS[v]}: FAILED: {e}")
-                    continue
-                results[v].append(r)
-                extra = ""
-                if r["agent_total_ms"] is not None:
-                    extra = f", muster total_ms={r['agent_total_ms']:.0f}"
-                caught = "-" if r["caught_up_ms"] is None else f"{r['caught_up_ms']:.0f}"
-                log(f"run {i + 1} {LABELS[v]}: stepping again after {r['ms']:.0f} ms, past step "
+        def describe(r):
+            extra = ""
+            if r["agent_total_ms"] is not None:
+                extra = f", muster total_ms={r['agent_total_ms']:.0f}"
+            caught = "-" if r["caught_up_ms"] is None else f"{r['caught_up_ms']:.0f}"
+            return (f"stepping again after {r['ms']:.0f} ms, past step "
                     f"{r['last_before_kill']} after {caught} ms; last step "
                     f"before kill {r['last_before_kill']}, went on from {r['went_on_from']} "
                     f"(redone {r['redone']}), first step after {r['first_step_after']}; "
                     f"restarted {r['restarted']}, survivors kept pids {r['survivors_kept']}"
                     f"{extra}; weights equal {r['weights_equal']}")
+
+        results, failures = run_alternated(
+            args, variants, lambda v, tag: one_run(v, args, ref["weights"], tag=tag), describe)
     except Interrupted as e:
         log(f"interrupted ({e})")
         return 130
