@@ -298,7 +298,9 @@ class Trainer {
 };
 
 // What a generation is formed from: this worker's place in it and the store
-// namespace of its keys.
+// namespace of its keys. After a join, ctx's own generation (a restart
+// count) is left as it was: nothing reads it but StoreNamespace(), which
+// `store_prefix` replaces.
 struct Membership {
   Context ctx;
   std::string store_prefix;         // ends with '/'
@@ -444,7 +446,6 @@ std::variant<Membership, int> AwaitJoin(WorkerLife& life, const Membership& left
       next.ctx.local_rank = join->local_rank;
       next.ctx.master_addr = join->master_addr;
       next.ctx.master_port = join->master_port;
-      next.ctx.generation = static_cast<int64_t>(join->generation);
       next.store_prefix = join->store_prefix;
       next.joining = join->generation;
       return next;
