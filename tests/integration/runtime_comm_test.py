@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from harness import Skip, base_env, check, run_tests, start, test
+from harness import Skip, base_env, check, kill_tree, run_tests, start, test
 
 TEST_BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR")
 if not TEST_BIN_DIR:
@@ -137,6 +137,38 @@ def survivors_of_a_stalled_peer_time_out_within_the_deadline():
               "3 s deadline", *errors)
 
 
+def reform(world, backend, extra_env=None):
+    """Runs the reform scenario (runtime_comm_worker.cc) with the last rank as
+    the silent victim; returns {new rank: {"interrupt_ms", "shrink_ms", "create_ms"}}."""
+    port = start_store()
+    victim = world - 1
+    procs = start_ranks(world, [backend, "reform", 30000, victim], port, extra_env)
+    try:
+        results = finish(procs[:victim], 120)
+    finally:
+        kill_tree(procs[victim].pid)
+        procs[victim].communicate()
+    times = {}
+    for rank, (code, out, err) in enumerate(results):
+        check(code == 0 and f"reform rank={rank} " in out, f"survivor {rank} exited {code}",
+              out, err)
+        fields = out.split("reform ", 1)[1].split()
+        times[rank] = dict(f.split("=") for f in fields[1:])
+    return times
+
+
+@test
+def survivors_interrupted_in_place_form_a_world_without_the_silent_peer():
+    # Gloo cannot shrink: the survivors make a new communicator, and every
+    # collective is right on it.
+    for world in (2, 3):
+        times = reform(world, "gloo")
+        for rank, t in times.items():
+            check(t["shrink_ms"] == "none", f"gloo rank {rank} shrank: {t}")
+            check(int(t["interrupt_ms"]) < 1000,
+                  f"rank {rank}: the interrupt took {t['interrupt_ms']} ms to end the allreduce")
+
+
 def visible_gpus():
     out = subprocess.run([WORKER, "nccl", "gpus"], capture_output=True, text=True,
                          timeout=60).stdout
@@ -151,6 +183,18 @@ def nccl_collectives_are_right_on_one_gpu():
     # Ranks sharing one GPU pass NCCL's duplicate-GPU check only as distinct hosts.
     env = {rank: {"NCCL_HOSTID": f"muster-test-{rank}", "NCCL_NET": "Socket"} for rank in range(2)}
     run_values(2, backend="nccl", extra_env=env)
+
+
+@test
+def nccl_survivors_shrink_and_re_create_on_one_gpu():
+    if visible_gpus() == 0:
+        raise Skip("no GPU visible (or this build has no NCCL)")
+    env = {rank: {"NCCL_HOSTID": f"muster-test-{rank}", "NCCL_NET": "Socket"} for rank in range(3)}
+    times = reform(3, "nccl", env)
+    for rank, t in times.items():
+        print(f"  nccl rank {rank}: interrupt {t['interrupt_ms']} ms, shrink {t['shrink_ms']} ms, "
+              f"new communicator {t['create_ms']} ms")
+        check(t["shrink_ms"] != "none", f"rank {rank} did not shrink (NCCL < 2.27?): {t}")
 
 
 @test

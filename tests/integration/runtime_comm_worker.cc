@@ -8,6 +8,13 @@
 //   SCENARIO  values  every collective, values checked against formulas
 //             die     VICTIM_RANK SIGKILLs itself before an allreduce
 //             stall   VICTIM_RANK SIGSTOPs itself before an allreduce
+//             reform  VICTIM_RANK SIGSTOPs itself before an allreduce; the
+//                     others Interrupt() their communicator 300 ms later (as
+//                     a pause in place does), then re-form without it: by
+//                     Shrink() where the backend can, and by a new
+//                     communicator, each checked with every collective.
+//                     Prints "reform rank=R interrupt_ms=T shrink_ms=T|none
+//                     create_ms=T" (the new rank) and exits 0.
 //             gpus    print "gpus=N" (visible CUDA devices) and exit 0
 // Exit: 0 values right ("ok rank=R" on stdout); 75 (kExitCommFailure) a
 // CommError, described on stderr as "comm_error kind=K elapsed_ms=T: ...";
@@ -20,6 +27,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "worker_runtime/bootstrap/context.h"
@@ -274,6 +282,66 @@ void LosePeer(Rank& r, int victim, int signal_number) {
   throw std::runtime_error("the allreduce without a peer returned");
 }
 
+using Clock = std::chrono::steady_clock;
+
+long long MillisecondsSince(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+// The in-place recovery of a communicator, timed: the survivors of a peer
+// that went silent are interrupted, then form a world without it.
+int Reform(std::unique_ptr<Communicator> comm, Buffers& buffers,
+           const muster::runtime::Context& ctx, const muster::runtime::CommOptions& options,
+           int victim) {
+  comm->Barrier();
+  if (ctx.rank == victim) std::raise(SIGSTOP);
+  Clock::time_point interrupted_at;
+  std::thread interrupter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    interrupted_at = Clock::now();
+    comm->Interrupt();
+  });
+  std::vector<float> host(1000, 1.0f);
+  bool failed = false;
+  try {
+    comm->AllReduce(buffers.Upload(host.data(), host.size() * sizeof(float)), host.size(),
+                    DataType::kFloat32, ReduceOp::kSum);
+  } catch (const CommError&) {
+    failed = true;
+  }
+  interrupter.join();
+  if (!failed) throw std::runtime_error("the allreduce without a peer returned");
+  const long long interrupt_ms = MillisecondsSince(interrupted_at);
+
+  muster::runtime::Context next = ctx;
+  next.rank = ctx.rank < victim ? ctx.rank : ctx.rank - 1;
+  next.world_size = ctx.world_size - 1;
+  std::string shrink_ms = "none";
+  if (comm->CanShrink()) {
+    const auto started = Clock::now();
+    auto shrunk = comm->Shrink({victim});
+    if (!shrunk.ok()) throw std::runtime_error("shrink: " + shrunk.status().message());
+    shrink_ms = std::to_string(MillisecondsSince(started));
+    Rank r{**shrunk, buffers, next.rank, next.world_size};
+    CheckValues(r);
+  }
+  comm.reset();
+  auto store = muster::runtime::StoreClient::Connect({.host = ctx.master_addr,
+                                                      .port = ctx.master_port,
+                                                      .prefix = ctx.StoreNamespace() + "reform/",
+                                                      .timeout = options.timeout});
+  if (!store.ok()) throw std::runtime_error("store: " + store.status().message());
+  const auto started = Clock::now();
+  auto created = muster::runtime::CreateCommunicator(next, store->get(), options);
+  if (!created.ok()) throw std::runtime_error("create: " + created.status().message());
+  const long long create_ms = MillisecondsSince(started);
+  Rank r{**created, buffers, next.rank, next.world_size};
+  CheckValues(r);
+  std::cout << "reform rank=" << next.rank << " interrupt_ms=" << interrupt_ms
+            << " shrink_ms=" << shrink_ms << " create_ms=" << create_ms << std::endl;
+  return 0;
+}
+
 int VisibleGpus() {
 #if MUSTER_HAVE_NCCL
   return muster::runtime::VisibleCudaDeviceCount();
@@ -311,13 +379,22 @@ int main(int argc, char** argv) {
     std::cerr << "store: " << store.status().message() << std::endl;
     return 1;
   }
-  auto comm = muster::runtime::CreateCommunicator(*ctx, store->get(),
-                                                  {.backend = *backend, .timeout = timeout});
+  const muster::runtime::CommOptions options{
+      .backend = *backend, .timeout = timeout, .recoverable = scenario == "reform"};
+  auto comm = muster::runtime::CreateCommunicator(*ctx, store->get(), options);
   if (!comm.ok()) {
     std::cerr << "comm: " << comm.status().message() << std::endl;
     return 1;
   }
   Buffers buffers((*comm)->backend() == Backend::kNccl);
+  if (scenario == "reform") {
+    try {
+      return Reform(std::move(comm).value(), buffers, *ctx, options, victim);
+    } catch (const std::exception& e) {
+      std::cerr << "rank " << ctx->rank << ": " << e.what() << std::endl;
+      return 1;
+    }
+  }
   Rank r{**comm, buffers, ctx->rank, ctx->world_size};
   const auto started = std::chrono::steady_clock::now();
   try {

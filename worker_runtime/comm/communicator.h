@@ -28,6 +28,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "worker_runtime/bootstrap/context.h"
@@ -67,6 +68,11 @@ struct CommOptions {
   Backend backend = Backend::kAuto;  // auto: NCCL if built with it and a GPU is visible
   std::chrono::milliseconds timeout{300'000};
   int cuda_device = -1;  // -1: the context's local rank
+  // Kept for a generation formed in place: a failure or Interrupt() stops
+  // the operation in flight without freeing the communicator (NCCL:
+  // ncclCommRevoke instead of ncclCommAbort), so that Shrink() can make the
+  // next generation's from it. Backends that cannot shrink ignore it.
+  bool recoverable = false;
 };
 
 class Communicator {
@@ -95,10 +101,27 @@ class Communicator {
   // generation calls it when a collective may be waiting on a peer that will
   // never answer (a host whose link is down: no connection reset ever
   // comes). Gloo shuts its connections down (and gives up on its
-  // shared-memory barriers); the default does nothing, and a blocked
-  // collective then ends at its timeout (NCCL here, so far).
+  // shared-memory barriers); NCCL's waiting call revokes (recoverable) or
+  // aborts the communicator at its next poll. The default does nothing, and
+  // a blocked collective then ends at its timeout.
   virtual void Interrupt() {}
+
+  // Whether Shrink() can be called: NCCL >= 2.27, built recoverable, and not
+  // aborted (a failure or Interrupt() only revoked it).
+  virtual bool CanShrink() const { return false; }
+  // The communicator of this one's ranks minus `excluded` (ascending ranks of
+  // this communicator, not this rank's), in the same order: old rank r gets
+  // r minus the excluded ranks below it. Collective over the remaining
+  // ranks, bounded by the timeout. Afterwards this communicator is spent:
+  // every call throws, and destroying it frees it at once. Errors:
+  // InvalidArgument when !CanShrink() or `excluded` is bad; IoError when the
+  // backend fails (this communicator is then spent too).
+  virtual Result<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded);
 };
+
+// The backend a request resolves to in this process (backend_choice.h, with
+// this build and the GPUs this process sees).
+Result<Backend> ResolveBackendHere(Backend requested);
 
 // Builds the communicator of this generation: ranks and world size from
 // `ctx`; rendezvous (Gloo addresses, NCCL unique id) through `store`, whose

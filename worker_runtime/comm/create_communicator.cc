@@ -1,4 +1,5 @@
-// CreateCommunicator: resolves the backend (backend_choice.h), then builds it.
+// CreateCommunicator: resolves the backend (backend_choice.h), then builds it;
+// and what every Communicator shares by default.
 #include "worker_runtime/comm/backend_choice.h"
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/comm/gloo/gloo_communicator.h"
@@ -11,19 +12,28 @@
 
 namespace muster::runtime {
 
+Result<Backend> ResolveBackendHere(Backend requested) {
+#if MUSTER_HAVE_NCCL
+  // Only probe the GPUs when the answer matters: probing loads the driver.
+  const int gpus = requested == Backend::kGloo ? 0 : VisibleCudaDeviceCount();
+  return ResolveBackend(requested, true, gpus);
+#else
+  return ResolveBackend(requested, false, 0);
+#endif
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<int>& /*excluded*/) {
+  return Status::InvalidArgument(std::string("comm: the ") + BackendName(backend()) +
+                                 " communicator cannot shrink");
+}
+
 Result<std::unique_ptr<Communicator>> CreateCommunicator(const Context& ctx, StoreClient* store,
                                                          const CommOptions& options) {
   if (options.timeout.count() <= 0) {
     return Status::InvalidArgument("comm: timeout " + std::to_string(options.timeout.count()) +
                                    " ms is not positive");
   }
-#if MUSTER_HAVE_NCCL
-  // Only probe the GPUs when the answer matters: probing loads the driver.
-  const int gpus = options.backend == Backend::kGloo ? 0 : VisibleCudaDeviceCount();
-  Result<Backend> backend = ResolveBackend(options.backend, true, gpus);
-#else
-  Result<Backend> backend = ResolveBackend(options.backend, false, 0);
-#endif
+  Result<Backend> backend = ResolveBackendHere(options.backend);
   // Checked before the world size, so a request this build or machine cannot
   // serve fails alike at one rank and at many.
   if (!backend.ok()) return backend.status();

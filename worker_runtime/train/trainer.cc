@@ -9,12 +9,14 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "worker_runtime/bootstrap/context.h"
 #include "worker_runtime/checkpoint/checkpoint_directory.h"
 #include "worker_runtime/comm/communicator.h"
+#include "worker_runtime/comm/generation_communicator.h"
 #include "worker_runtime/control/control_channel.h"
 #include "worker_runtime/fault/worker_faults.h"
 #include "worker_runtime/progress/progress_reporter.h"
@@ -315,6 +317,10 @@ struct WorkerLife {
   runtime::WorkerFaults& faults;
   runtime::ControlChannel& channel;
   bool in_place = false;  // told the agent it recovers in place
+  // In place with a backend whose communicators shrink (NCCL): every
+  // generation agrees on shrinking the last one's or creating anew.
+  bool shrinks_communicators = false;
+  std::optional<runtime::KeptCommunicator> kept_comm;  // the last generation's
   TrainState state;
   bool holds_live_state = false;
 };
@@ -345,14 +351,23 @@ GenerationEnd RunGeneration(WorkerLife& life, const Membership& m) {
   // The request is resolved there (backend_choice.h): "nccl" in a build
   // without NCCL, or with no GPU visible, is refused as a bad flag with the
   // reason. The replica then follows the backend it got.
-  auto created = runtime::CreateCommunicator(ctx, store.get(),
-                                             {.backend = life.backend, .timeout = life.timeout});
-  if (!created.ok()) {
-    const Status& s = created.status();
+  auto formed = runtime::FormGenerationCommunicator(
+      ctx, store.get(),
+      {.backend = life.backend, .timeout = life.timeout, .recoverable = life.shrinks_communicators},
+      life.shrinks_communicators, std::exchange(life.kept_comm, std::nullopt));
+  if (!formed.ok()) {
+    const Status& s = formed.status();
     if (s.IsInvalidArgument()) return Exit(Fail(s));
     return failed_to_join(s.message());
   }
-  std::unique_ptr<Communicator> comm = std::move(created).value();
+  if (life.shrinks_communicators) {
+    const runtime::CommunicatorPlan& plan = formed->plan;
+    std::fprintf(stderr, "muster-train: rank %d: communicator %s in %lld ms%s%s\n", ctx.rank,
+                 plan.kind == runtime::CommunicatorPlan::Kind::kShrink ? "shrunk" : "created",
+                 static_cast<long long>(formed->took.count()), plan.why.empty() ? "" : " (",
+                 plan.why.empty() ? "" : (plan.why + ")").c_str());
+  }
+  std::unique_ptr<Communicator> comm = std::move(formed->comm);
 
   // A pause that comes while a collective waits on a silent peer (a host
   // whose link is down) interrupts it; the generation then ends as below.
@@ -363,7 +378,13 @@ GenerationEnd RunGeneration(WorkerLife& life, const Membership& m) {
   // On leaving in place, the replica's state is kept for the next
   // generation: it is consistent whenever no step is half applied (an
   // update follows every bucket's sum, so a failed step changed nothing).
+  // So is a communicator that can shrink into the next one (a failed one
+  // was revoked, not freed); the watch, which interrupts it, stops first.
   const auto keep_state = [&] {
+    if (life.shrinks_communicators) {
+      watch.reset();
+      life.kept_comm = runtime::KeepForShrink(comm, m.store_prefix);
+    }
     if (!replica || !state_consistent) return;
     replica->GetState(life.state.params, life.state.momentum);
     life.holds_live_state = true;
@@ -382,13 +403,14 @@ GenerationEnd RunGeneration(WorkerLife& life, const Membership& m) {
     if (end.kind == GenerationEnd::Kind::kLeave) keep_state();
     return end;
   } catch (const CommError& e) {
-    comm->Abort();
     // A bad argument is this program's fault: a restart would repeat it.
     if (e.kind() == CommError::Kind::kInvalidArgument) {
+      comm->Abort();
       return Exit(Fail(kExitFailure, std::string("a collective was called wrongly (rank ") +
                                          std::to_string(ctx.rank) + "): " + e.what()));
     }
     keep_state();
+    if (comm) comm->Abort();
     return LeaveAfter(life,
                       std::string("a collective failed (rank ") + std::to_string(ctx.rank) +
                           "): " + e.what() +
@@ -487,6 +509,8 @@ int RunTraining(const TrainOptions& o) {
                   .faults = *faults,
                   .channel = channel,
                   .in_place = false,
+                  .shrinks_communicators = false,
+                  .kept_comm = std::nullopt,
                   .state = {},
                   .holds_live_state = false};
   // In place only where muster hosts the store it can renew per generation.
@@ -495,6 +519,7 @@ int RunTraining(const TrainOptions& o) {
                         .Say(control::Hello{control::kProtocolVersion,
                                             {std::string(control::kInPlaceCapability)}})
                         .ok();
+    life.shrinks_communicators = life.in_place && runtime::BackendCanShrink(*backend);
   }
   Membership membership{
       .ctx = *ctx, .store_prefix = ctx->StoreNamespace(), .joining = std::nullopt};

@@ -1,6 +1,8 @@
 #include "worker_runtime/comm/nccl/nccl_communicator.h"
 
+#include <atomic>
 #include <thread>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -42,13 +44,15 @@ ncclRedOp_t NcclOp(ReduceOp op) {
 }
 
 // NCCL's asynchronous state once it leaves ncclInProgress, or ncclInProgress
-// when `deadline` passes first. Non-blocking communicators report progress
-// of init and of enqueues only through this call.
-ncclResult_t PollAsyncState(ncclComm_t comm, Clock::time_point deadline) {
+// when `deadline` passes or `stop` is set first. Non-blocking communicators
+// report progress of init and of enqueues only through this call.
+ncclResult_t PollAsyncState(ncclComm_t comm, Clock::time_point deadline,
+                            const std::atomic<bool>* stop = nullptr) {
   while (true) {
     ncclResult_t state = ncclInProgress;
     if (ncclResult_t rc = ncclCommGetAsyncError(comm, &state); rc != ncclSuccess) return rc;
     if (state != ncclInProgress || Clock::now() >= deadline) return state;
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return state;
     std::this_thread::yield();
   }
 }
@@ -116,6 +120,13 @@ Result<std::unique_ptr<Communicator>> NcclCommunicator::Create(const Context& ct
                            ": " + why);
   }
 
+  return Wrap(comm, device, ctx.rank, ctx.world_size, options.timeout, options.recoverable);
+}
+
+Result<std::unique_ptr<Communicator>> NcclCommunicator::Wrap(ncclComm_t comm, int device, int rank,
+                                                             int world_size,
+                                                             std::chrono::milliseconds timeout,
+                                                             bool recoverable) {
   // A blocking stream (cudaStreamDefault, not cudaStreamNonBlocking): its
   // work starts after what the caller queued before it on the legacy default
   // stream, so a collective sees the buffers the caller's kernels wrote there
@@ -128,26 +139,27 @@ Result<std::unique_ptr<Communicator>> NcclCommunicator::Create(const Context& ct
     if (stream != nullptr) cudaStreamDestroy(stream);
     return Status::IoError(std::string("nccl: stream or buffer: ") + cudaGetErrorString(crc));
   }
-  spdlog::info("comm backend=nccl rank={} world={} device={} timeout_ms={}", ctx.rank,
-               ctx.world_size, device, options.timeout.count());
+  spdlog::info("comm backend=nccl rank={} world={} device={} timeout_ms={} recoverable={}", rank,
+               world_size, device, timeout.count(), recoverable);
   return std::unique_ptr<Communicator>(new NcclCommunicator(
-      comm, stream, barrier_word, device, ctx.rank, ctx.world_size, options.timeout));
+      comm, stream, barrier_word, device, rank, world_size, timeout, recoverable));
 }
 
 NcclCommunicator::NcclCommunicator(ncclComm_t comm, cudaStream_t stream, float* barrier_word,
                                    int device, int rank, int world_size,
-                                   std::chrono::milliseconds timeout)
+                                   std::chrono::milliseconds timeout, bool recoverable)
     : comm_(comm),
       stream_(stream),
       barrier_word_(barrier_word),
       device_(device),
       rank_(rank),
       world_size_(world_size),
-      timeout_(timeout) {}
+      timeout_(timeout),
+      recoverable_(recoverable) {}
 
 NcclCommunicator::~NcclCommunicator() {
   cudaSetDevice(device_);
-  if (!latch_.aborted()) {
+  if (comm_ != nullptr && !latch_.aborted()) {
     // Finalize flushes outstanding work; a dead peer can stall it, so it is
     // bounded like a collective and falls back to abort.
     ncclResult_t rc = ncclCommFinalize(comm_);
@@ -156,20 +168,42 @@ NcclCommunicator::~NcclCommunicator() {
     }
     if (rc == ncclSuccess) {
       ncclCommDestroy(comm_);
-    } else {
-      ncclCommAbort(comm_);
+      comm_ = nullptr;
     }
   }
+  // A failed, revoked or shrunk communicator has nothing left to flush.
+  FreeComm();
   cudaFree(barrier_word_);
   cudaStreamDestroy(stream_);
 }
 
-void NcclCommunicator::Fail(const char* op, CommError::Kind kind, const std::string& detail) {
+void NcclCommunicator::FreeComm() {
+  if (comm_ == nullptr) return;
   ncclCommAbort(comm_);
+  comm_ = nullptr;
+}
+
+void NcclCommunicator::Fail(const char* op, CommError::Kind kind, const std::string& detail) {
+  // Recoverable: stop what is in flight but keep the communicator for
+  // Shrink(); the destructor frees it if nobody shrinks it.
+#if MUSTER_NCCL_HAS_REVOKE
+  const ncclResult_t revoked =
+      recoverable_ ? ncclCommRevoke(comm_, NCCL_REVOKE_DEFAULT) : ncclInternalError;
+  if (revoked != ncclSuccess && revoked != ncclInProgress) FreeComm();
+#else
+  FreeComm();
+#endif
   latch_.Latch(kind, std::string(op) + ": " + detail);
   throw CommError(kind, "nccl " + std::string(op) + " on rank " + std::to_string(rank_) + " of " +
                             std::to_string(world_size_) + " (timeout " +
                             std::to_string(timeout_.count()) + " ms): " + detail);
+}
+
+void NcclCommunicator::ThrowIfStopped(const char* op) {
+  latch_.ThrowIfAborted(op);
+  if (interrupted_.load(std::memory_order_relaxed)) {
+    Fail(op, CommError::Kind::kPeerFailed, "interrupted (the generation is ending)");
+  }
 }
 
 void NcclCommunicator::Complete(const char* op, ncclResult_t enqueued) {
@@ -184,7 +218,8 @@ void NcclCommunicator::Complete(const char* op, ncclResult_t enqueued) {
                                                            NcclText(comm_, enqueued));
   }
   const auto deadline = Clock::now() + timeout_;
-  if (enqueued == ncclInProgress) enqueued = PollAsyncState(comm_, deadline);
+  if (enqueued == ncclInProgress) enqueued = PollAsyncState(comm_, deadline, &interrupted_);
+  ThrowIfStopped(op);
   if (enqueued == ncclInProgress) Fail(op, CommError::Kind::kTimeout, "enqueue did not finish");
   if (enqueued != ncclSuccess) Fail(op, CommError::Kind::kPeerFailed, NcclText(comm_, enqueued));
   while (true) {
@@ -201,18 +236,19 @@ void NcclCommunicator::Complete(const char* op, ncclResult_t enqueued) {
     if (Clock::now() >= deadline) {
       Fail(op, CommError::Kind::kTimeout, "not complete when the deadline passed");
     }
+    ThrowIfStopped(op);
     std::this_thread::yield();
   }
 }
 
 void NcclCommunicator::AllReduce(void* data, size_t count, DataType type, ReduceOp op) {
-  latch_.ThrowIfAborted("allreduce");
+  ThrowIfStopped("allreduce");
   Complete("allreduce",
            ncclAllReduce(data, data, count, NcclType(type), NcclOp(op), comm_, stream_));
 }
 
 void NcclCommunicator::Broadcast(void* data, size_t count, DataType type, int root) {
-  latch_.ThrowIfAborted("broadcast");
+  ThrowIfStopped("broadcast");
   if (root < 0 || root >= world_size_) {
     throw CommError(CommError::Kind::kInvalidArgument,
                     "nccl broadcast: root " + std::to_string(root) + " is not a rank of " +
@@ -222,27 +258,88 @@ void NcclCommunicator::Broadcast(void* data, size_t count, DataType type, int ro
 }
 
 void NcclCommunicator::AllGather(const void* send, void* recv, size_t count, DataType type) {
-  latch_.ThrowIfAborted("allgather");
+  ThrowIfStopped("allgather");
   Complete("allgather", ncclAllGather(send, recv, count, NcclType(type), comm_, stream_));
 }
 
 void NcclCommunicator::ReduceScatter(const void* send, void* recv, size_t count, DataType type,
                                      ReduceOp op) {
-  latch_.ThrowIfAborted("reduce_scatter");
+  ThrowIfStopped("reduce_scatter");
   Complete("reduce_scatter",
            ncclReduceScatter(send, recv, count, NcclType(type), NcclOp(op), comm_, stream_));
 }
 
 void NcclCommunicator::Barrier() {
-  latch_.ThrowIfAborted("barrier");
+  ThrowIfStopped("barrier");
   Complete("barrier",
            ncclAllReduce(barrier_word_, barrier_word_, 1, ncclFloat32, ncclSum, comm_, stream_));
 }
 
 void NcclCommunicator::Abort() {
-  if (latch_.aborted()) return;
-  ncclCommAbort(comm_);
+  FreeComm();
   latch_.Latch(CommError::Kind::kInternal, "Abort() was called");
+}
+
+void NcclCommunicator::Interrupt() { interrupted_.store(true, std::memory_order_relaxed); }
+
+bool NcclCommunicator::CanShrink() const {
+#if MUSTER_NCCL_HAS_SHRINK
+  return recoverable_ && comm_ != nullptr;
+#else
+  return false;
+#endif
+}
+
+Result<std::unique_ptr<Communicator>> NcclCommunicator::Shrink(const std::vector<int>& excluded) {
+  if (!CanShrink()) return Communicator::Shrink(excluded);
+  for (size_t i = 0; i < excluded.size(); ++i) {
+    if (excluded[i] < 0 || excluded[i] >= world_size_ || excluded[i] == rank_ ||
+        (i > 0 && excluded[i] <= excluded[i - 1])) {
+      return Status::InvalidArgument(
+          "nccl shrink: bad excluded rank " + std::to_string(excluded[i]) + " of " +
+          std::to_string(world_size_) + " (this is rank " + std::to_string(rank_) + ")");
+    }
+  }
+#if MUSTER_NCCL_HAS_SHRINK
+  cudaSetDevice(device_);
+  const auto deadline = Clock::now() + timeout_;
+  // A revoked communicator reports ncclInProgress until it is quiescent;
+  // only then may it be shrunk (nccl.h). One that failed without a revoke
+  // keeps its error: NCCL_SHRINK_ABORT ends its operations first.
+  const ncclResult_t state = PollAsyncState(comm_, deadline);
+  if (state == ncclInProgress) {
+    FreeComm();
+    latch_.Latch(CommError::Kind::kTimeout, "shrink: not quiescent in time");
+    return Status::IoError("nccl shrink: rank " + std::to_string(rank_) +
+                           " was not quiescent after " + std::to_string(timeout_.count()) + " ms");
+  }
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t child = nullptr;
+  std::vector<int> list = excluded;  // NCCL takes a non-const pointer
+  ncclResult_t rc =
+      ncclCommShrink(comm_, list.data(), static_cast<int>(list.size()), &child, &config,
+                     state == ncclSuccess ? NCCL_SHRINK_DEFAULT : NCCL_SHRINK_ABORT);
+  if ((rc == ncclInProgress || rc == ncclSuccess) && child != nullptr) {
+    rc = PollAsyncState(child, deadline);
+  }
+  const std::string why = rc == ncclInProgress ? "not ready in time" : NcclText(comm_, rc);
+  // The parent is spent either way: its ranks live on in the child.
+  FreeComm();
+  latch_.Latch(CommError::Kind::kInternal, "shrunk into a new communicator");
+  const int new_size = world_size_ - static_cast<int>(excluded.size());
+  if (rc != ncclSuccess || child == nullptr) {
+    if (child != nullptr) ncclCommAbort(child);
+    return Status::IoError("nccl shrink of rank " + std::to_string(rank_) + " of " +
+                           std::to_string(world_size_) + " to " + std::to_string(new_size) +
+                           " ranks: " + why);
+  }
+  int new_rank = -1;
+  ncclCommUserRank(child, &new_rank);
+  return Wrap(child, device_, new_rank, new_size, timeout_, recoverable_);
+#else
+  return Communicator::Shrink(excluded);
+#endif
 }
 
 }  // namespace muster::runtime

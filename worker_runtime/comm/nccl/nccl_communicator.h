@@ -26,18 +26,38 @@
 // (the stream is drained). ReduceOp::kAvg is ncclAvg. Barrier is a
 // one-element allreduce.
 //
-// Thread-safety: one thread at a time (see Communicator).
+// In place (CommOptions::recoverable): a failure, or Interrupt() (from any
+// thread; the waiting call sees it at its next poll), revokes the
+// communicator (ncclCommRevoke, NCCL >= 2.28) instead of aborting it, so
+// Shrink() can make the next generation's communicator from it with
+// ncclCommShrink (NCCL >= 2.27): the parent is polled until quiescent, then
+// shrunk (NCCL_SHRINK_ABORT when it holds an error), and freed.
+//
+// Thread-safety: one thread at a time (see Communicator); Interrupt() from any.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include "worker_runtime/comm/abort_latch.h"
 #include "worker_runtime/comm/communicator.h"
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+#define MUSTER_NCCL_HAS_SHRINK 1
+#else
+#define MUSTER_NCCL_HAS_SHRINK 0
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+#define MUSTER_NCCL_HAS_REVOKE 1
+#else
+#define MUSTER_NCCL_HAS_REVOKE 0
+#endif
 
 namespace muster::runtime {
 
@@ -61,22 +81,36 @@ class NcclCommunicator final : public Communicator {
                      ReduceOp op) override;
   void Barrier() override;
   void Abort() override;
+  void Interrupt() override;
+  bool CanShrink() const override;
+  Result<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded) override;
 
  private:
   NcclCommunicator(ncclComm_t comm, cudaStream_t stream, float* barrier_word, int device, int rank,
-                   int world_size, std::chrono::milliseconds timeout);
+                   int world_size, std::chrono::milliseconds timeout, bool recoverable);
+  // Gives an initialized `comm` its stream and barrier word; aborts it on error.
+  static Result<std::unique_ptr<Communicator>> Wrap(ncclComm_t comm, int device, int rank,
+                                                    int world_size,
+                                                    std::chrono::milliseconds timeout,
+                                                    bool recoverable);
 
   // Checks the enqueue result, then waits for the stream with a deadline.
   void Complete(const char* op, ncclResult_t enqueued);
   [[noreturn]] void Fail(const char* op, CommError::Kind kind, const std::string& detail);
+  // Throws when aborted, or fails the call when Interrupt() was called.
+  void ThrowIfStopped(const char* op);
+  // ncclCommAbort once; comm_ is null afterwards.
+  void FreeComm();
 
-  ncclComm_t comm_;
+  ncclComm_t comm_;  // null once freed
   cudaStream_t stream_;
   float* barrier_word_;  // one float of device memory for Barrier()
   const int device_;
   const int rank_;
   const int world_size_;
   const std::chrono::milliseconds timeout_;
+  const bool recoverable_;
+  std::atomic<bool> interrupted_{false};  // the one member another thread touches
   AbortLatch latch_{"nccl"};
 };
 

@@ -1,0 +1,307 @@
+// How a generation formed in place gets its communicator: the plan (pure),
+// its encodings, the agreement through a real store on loopback with threads
+// as ranks, and FormGenerationCommunicator with a communicator that shrinks
+// like NCCL's (ranks keep their order) on CPU.
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "worker_runtime/comm/communicator_agreement.h"
+#include "worker_runtime/comm/communicator_plan.h"
+#include "worker_runtime/comm/generation_communicator.h"
+#include "worker_runtime/store/hosted_store.h"
+#include "worker_runtime/store/store_client.h"
+
+using muster::Result;
+using muster::Status;
+using muster::runtime::AgreeOnCommunicatorPlan;
+using muster::runtime::Backend;
+using muster::runtime::Communicator;
+using muster::runtime::CommunicatorPlan;
+using muster::runtime::Context;
+using muster::runtime::DataType;
+using muster::runtime::DecodeCommunicatorPlan;
+using muster::runtime::DecodePreviousMembership;
+using muster::runtime::EncodeCommunicatorPlan;
+using muster::runtime::EncodePreviousMembership;
+using muster::runtime::FormGenerationCommunicator;
+using muster::runtime::KeepForShrink;
+using muster::runtime::KeptCommunicator;
+using muster::runtime::PlanCommunicator;
+using muster::runtime::PreviousMembership;
+using muster::runtime::ReduceOp;
+using Kind = CommunicatorPlan::Kind;
+
+namespace {
+
+using Members = std::vector<std::optional<PreviousMembership>>;
+
+PreviousMembership Was(int rank, int world_size, std::string id = "gen/1/") {
+  return {.communicator_id = std::move(id), .rank = rank, .world_size = world_size};
+}
+
+// Shrinks as ncclCommShrink does: the remaining ranks keep their order.
+class ShrinkingCommunicator final : public Communicator {
+ public:
+  ShrinkingCommunicator(int rank, int world_size) : rank_(rank), world_size_(world_size) {}
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  Backend backend() const override { return Backend::kNccl; }
+  void AllReduce(void*, size_t, DataType, ReduceOp) override {}
+  void Broadcast(void*, size_t, DataType, int) override {}
+  void AllGather(const void*, void*, size_t, DataType) override {}
+  void ReduceScatter(const void*, void*, size_t, DataType, ReduceOp) override {}
+  void Barrier() override {}
+  void Abort() override { spent_ = true; }
+  bool CanShrink() const override { return !spent_; }
+  Result<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded) override {
+    spent_ = true;
+    const auto below =
+        std::count_if(excluded.begin(), excluded.end(), [this](int r) { return r < rank_; });
+    return std::unique_ptr<Communicator>(new ShrinkingCommunicator(
+        rank_ - static_cast<int>(below), world_size_ - static_cast<int>(excluded.size())));
+  }
+
+ private:
+  int rank_;
+  int world_size_;
+  bool spent_ = false;
+};
+
+// A loopback port nobody listens on right now.
+uint16_t UnusedPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+struct Store {
+  std::unique_ptr<muster::runtime::HostedStore> server;
+  uint16_t port = 0;
+};
+
+Store StartStore() {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const uint16_t port = UnusedPort();
+    auto started = muster::runtime::HostedStore::Start(port, std::chrono::milliseconds(0));
+    if (started.ok()) return {std::move(started).value(), port};
+  }
+  FAIL("no store could be started on loopback");
+  return {};
+}
+
+std::unique_ptr<muster::runtime::StoreClient> Connect(uint16_t port) {
+  auto client = muster::runtime::StoreClient::Connect(
+      {.host = "127.0.0.1", .port = port, .prefix = "gen/2/", .timeout = std::chrono::seconds(10)});
+  REQUIRE(client.ok());
+  return std::move(client).value();
+}
+
+Context Rank(int rank, int world_size, uint16_t port) {
+  Context ctx;
+  ctx.rank = rank;
+  ctx.world_size = world_size;
+  ctx.local_rank = rank;
+  ctx.local_world_size = world_size;
+  ctx.master_port = port;
+  return ctx;
+}
+
+// Runs `per_rank(rank)` on one thread per rank and returns the results by rank.
+template <typename F>
+auto OnEveryRank(int world_size, F per_rank) {
+  std::vector<std::future<decltype(per_rank(0))>> running;
+  for (int r = 0; r < world_size; ++r)
+    running.push_back(std::async(std::launch::async, per_rank, r));
+  std::vector<decltype(per_rank(0))> results;
+  for (auto& f : running) results.push_back(f.get());
+  return results;
+}
+
+}  // namespace
+
+TEST_CASE("the plan shrinks when the world only lost ranks, in order", "[comm][plan]") {
+  SECTION("the last node's ranks are gone") {
+    CommunicatorPlan plan = PlanCommunicator(Members{Was(0, 4), Was(1, 4)});
+    CHECK(plan.kind == Kind::kShrink);
+    CHECK(plan.excluded == std::vector<int>{2, 3});
+  }
+  SECTION("a rank in the middle is gone") {
+    CommunicatorPlan plan = PlanCommunicator(Members{Was(0, 4), Was(2, 4), Was(3, 4)});
+    CHECK(plan.kind == Kind::kShrink);
+    CHECK(plan.excluded == std::vector<int>{1});
+  }
+  SECTION("the first ranks are gone") {
+    CommunicatorPlan plan = PlanCommunicator(Members{Was(2, 3)});
+    CHECK(plan.kind == Kind::kShrink);
+    CHECK(plan.excluded == std::vector<int>{0, 1});
+  }
+}
+
+TEST_CASE("the plan creates anew otherwise, saying why", "[comm][plan]") {
+  const auto creates = [](const Members& members, const std::string& why_part) {
+    CommunicatorPlan plan = PlanCommunicator(members);
+    CHECK(plan.kind == Kind::kCreate);
+    CHECK(plan.excluded.empty());
+    CHECK_THAT(plan.why, Catch::Contains(why_part));
+  };
+  creates(Members{Was(0, 3), std::nullopt}, "rank 1 is a new process");
+  creates(Members{Was(0, 2), Was(1, 2)}, "does not shrink (2 -> 2");
+  creates(Members{Was(0, 2), Was(1, 2), std::nullopt}, "rank 2 is a new process");
+  creates(Members{Was(1, 3), Was(0, 3)}, "rank 1 was rank 0, out of the old order");
+  creates(Members{Was(0, 4), Was(1, 4, "gen/7/")}, "different communicators");
+  creates(Members{Was(0, 4), Was(1, 3)}, "different communicators");
+  creates(Members{Was(0, 3), Was(5, 3)}, "out of the old order");
+  creates(Members{}, "empty");
+}
+
+TEST_CASE("memberships and plans survive their encodings", "[comm][plan]") {
+  for (const std::optional<PreviousMembership>& m :
+       {std::optional<PreviousMembership>(), std::optional(Was(2, 5, "muster/x 1/gen 3/"))}) {
+    auto decoded = DecodePreviousMembership(EncodePreviousMembership(m));
+    REQUIRE(decoded.ok());
+    CHECK(*decoded == m);
+  }
+  for (const CommunicatorPlan& plan : {PlanCommunicator(Members{Was(0, 8), Was(3, 8), Was(7, 8)}),
+                                       PlanCommunicator(Members{Was(0, 2), std::nullopt})}) {
+    auto decoded = DecodeCommunicatorPlan(EncodeCommunicatorPlan(plan));
+    REQUIRE(decoded.ok());
+    CHECK(*decoded == plan);
+  }
+}
+
+TEST_CASE("a bad encoding is refused, quoting it", "[comm][plan]") {
+  for (const char* text : {"", "x", "1 2", "1 2 ", "3 2 id", "-1 2 id", "1 0 id", "a 2 id"}) {
+    auto decoded = DecodePreviousMembership(text);
+    REQUIRE_FALSE(decoded.ok());
+    CHECK(decoded.status().IsInvalidArgument());
+    CHECK_THAT(decoded.status().message(), Catch::Contains(std::string("'") + text + "'"));
+  }
+  for (const char* text : {"", "shrink", "shrink ", "shrink 2,1", "shrink 1,1", "shrink 1,",
+                           "shrink -1", "grow 1", "create"}) {
+    auto decoded = DecodeCommunicatorPlan(text);
+    REQUIRE_FALSE(decoded.ok());
+    CHECK_THAT(decoded.status().message(), Catch::Contains(std::string("'") + text + "'"));
+  }
+}
+
+TEST_CASE("every rank gets rank 0's plan through the store", "[comm][plan][store]") {
+  Store store = StartStore();
+  SECTION("all kept the same communicator: shrink") {
+    const Members kept{Was(0, 4), Was(1, 4), Was(3, 4)};
+    auto plans = OnEveryRank(3, [&](int rank) {
+      auto client = Connect(store.port);
+      return AgreeOnCommunicatorPlan(*client, rank, 3, kept[rank], std::chrono::seconds(10));
+    });
+    for (auto& plan : plans) {
+      REQUIRE(plan.ok());
+      CHECK(plan->kind == Kind::kShrink);
+      CHECK(plan->excluded == std::vector<int>{2});
+    }
+  }
+  SECTION("one rank is new: create") {
+    const Members kept{Was(0, 3), std::nullopt, Was(2, 3)};
+    auto plans = OnEveryRank(3, [&](int rank) {
+      auto client = Connect(store.port);
+      return AgreeOnCommunicatorPlan(*client, rank, 3, kept[rank], std::chrono::seconds(10));
+    });
+    for (auto& plan : plans) {
+      REQUIRE(plan.ok());
+      CHECK(plan->kind == Kind::kCreate);
+      CHECK_THAT(plan->why, Catch::Contains("rank 1 is a new process"));
+    }
+  }
+}
+
+TEST_CASE("a rank that never publishes times the agreement out", "[comm][plan][store]") {
+  Store store = StartStore();
+  auto client = Connect(store.port);
+  auto plan = AgreeOnCommunicatorPlan(*client, 0, 2, Was(0, 3), std::chrono::milliseconds(200));
+  REQUIRE_FALSE(plan.ok());
+  CHECK(plan.status().IsTimeout());
+  CHECK_THAT(plan.status().message(), Catch::Contains("comm_plan/member/1"));
+}
+
+TEST_CASE("a generation that lost a rank shrinks the kept communicators", "[comm][plan][store]") {
+  Store store = StartStore();
+  // Old world of 3; old rank 1 died; the survivors are new ranks 0 and 1.
+  const int old_rank_of[] = {0, 2};
+  auto formed = OnEveryRank(2, [&](int rank) {
+    auto client = Connect(store.port);
+    std::unique_ptr<Communicator> old(new ShrinkingCommunicator(old_rank_of[rank], 3));
+    std::optional<KeptCommunicator> kept = KeepForShrink(old, "gen/1/");
+    REQUIRE(kept);
+    CHECK(old == nullptr);
+    return FormGenerationCommunicator(Rank(rank, 2, store.port), client.get(),
+                                      {.backend = Backend::kNccl}, true, std::move(kept));
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    REQUIRE(formed[rank].ok());
+    CHECK(formed[rank]->plan.kind == Kind::kShrink);
+    CHECK(formed[rank]->plan.excluded == std::vector<int>{1});
+    CHECK(formed[rank]->comm->rank() == rank);
+    CHECK(formed[rank]->comm->world_size() == 2);
+  }
+}
+
+TEST_CASE("a shrink that gives another rank than the generation's is refused",
+          "[comm][plan][store]") {
+  Store store = StartStore();
+  // Old ranks 1 and 0 as new ranks 0 and 1 would reorder; every rank lies
+  // about its old rank the same way, so the plan shrinks, and the shrunk
+  // ranks then disagree with the generation's.
+  const int claimed_old_rank[] = {0, 2};
+  const int real_old_rank[] = {2, 0};
+  auto formed = OnEveryRank(2, [&](int rank) {
+    auto client = Connect(store.port);
+    KeptCommunicator kept{.comm = std::make_unique<ShrinkingCommunicator>(real_old_rank[rank], 3),
+                          .membership = Was(claimed_old_rank[rank], 3, "gen/1/")};
+    return FormGenerationCommunicator(Rank(rank, 2, store.port), client.get(),
+                                      {.backend = Backend::kNccl}, true, std::move(kept));
+  });
+  for (auto& f : formed) {
+    REQUIRE_FALSE(f.ok());
+    CHECK(f.status().IsIoError());
+    CHECK_THAT(f.status().message(), Catch::Contains("the shrunk communicator made this rank"));
+  }
+}
+
+TEST_CASE("without the agreement a generation creates its communicator", "[comm][plan]") {
+  std::unique_ptr<Communicator> old(new ShrinkingCommunicator(0, 2));
+  auto formed = FormGenerationCommunicator(Rank(0, 1, 0), nullptr, {.backend = Backend::kGloo},
+                                           false, KeepForShrink(old, "gen/1/"));
+  REQUIRE(formed.ok());
+  CHECK(formed->plan.kind == Kind::kCreate);
+  CHECK(formed->comm->backend() == Backend::kGloo);
+  CHECK(formed->comm->world_size() == 1);
+}
+
+TEST_CASE("a communicator that cannot shrink is not kept", "[comm][plan]") {
+  auto solo =
+      muster::runtime::CreateCommunicator(Rank(0, 1, 0), nullptr, {.backend = Backend::kGloo});
+  REQUIRE(solo.ok());
+  std::unique_ptr<Communicator> comm = std::move(solo).value();
+  CHECK_FALSE(comm->CanShrink());
+  CHECK_FALSE(KeepForShrink(comm, "gen/1/"));
+  CHECK(comm != nullptr);
+  auto shrunk = comm->Shrink({});
+  REQUIRE_FALSE(shrunk.ok());
+  CHECK(shrunk.status().IsInvalidArgument());
+  CHECK_THAT(shrunk.status().message(), Catch::Contains("cannot shrink"));
+}
