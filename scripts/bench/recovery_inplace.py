@@ -1,11 +1,11 @@
-"""Worker SIGKILL, agent SIGKILL/SIGSTOP, node joining mid-training: muster --recovery in-place vs a restart from a checkpoint.
+"""Worker SIGKILL, agent SIGKILL/SIGSTOP, node joining, a node's link down mid-training: muster --recovery in-place vs a restart from a checkpoint.
 
-usage: recovery_inplace.py [--fault worker-kill|agent-kill|agent-stop|node-join] [--runs N]
-                           [--nproc P] [--kill-step K] [--checkpoint-every C] [--steps S]
-                           [--step-sleep-ms MS] [--torchrun 1.13|none] [--keep DIR]
+usage: recovery_inplace.py [--fault worker-kill|agent-kill|agent-stop|node-join|link-down]
+                           [--runs N] [--nproc P] [--kill-step K] [--checkpoint-every C]
+                           [--steps S] [--step-sleep-ms MS] [--torchrun 1.13|none] [--keep DIR]
 
 --fault worker-kill (the default) is described first; the elastic faults
-(agent-kill, agent-stop, node-join) after it.
+(agent-kill, agent-stop, node-join, link-down) after it.
 
 One node, P workers (default 4), CPU/Gloo. Three variants, alternated, --runs
 each (default 5):
@@ -50,11 +50,12 @@ fault-free muster-train run with the same flags, run once at the start.
 Target for in-place: every rank stepping again <= 150 ms (p50), steps redone
 <= 1, one process restarted (every run).
 
-Elastic faults (--fault agent-kill|agent-stop|node-join): two muster agents
-on loopback form one job (--nnodes 1:2, P workers each, default 2, c10d
-rendezvous on a free port below the ephemeral range, served by the first
-agent, --max-restarts 3). Two variants, alternated, --runs each: in-place and
-restart (with checkpoints every C steps); torchrun is not measured here (see
+Elastic faults (--fault agent-kill|agent-stop|node-join|link-down): two
+muster agents on loopback (link-down: see below) form one job (--nnodes 1:2,
+P workers each, default 2, c10d rendezvous on a free port below the ephemeral
+range, served by the first agent, --max-restarts 3). Two variants,
+alternated, --runs each: in-place and restart (with checkpoints every C
+steps); torchrun is not measured here (see
 docs/benchmarks.md#detection-and-recovery). Rank 0 runs on the first agent,
 which also writes --out. The reference is a fault-free run of one agent with
 P workers and the same training flags (muster-train's weights do not depend
@@ -70,23 +71,44 @@ on the world size); both variants must end with its weights byte for byte.
               agent's workers may go on stepping); SIGCONT once rank 0 stepped
               after the recovery; the second agent may then exit by itself
               within 30 s after the first, or is killed.
+  link-down   as agent-kill, but the second agent (and so its workers) runs in
+              a network namespace of its own, joined to the root namespace by
+              one veth pair (a private 10.98.x.0/24 no address or route here
+              uses; namespace and interfaces named after the bench's pid); the
+              first agent, its rendezvous and workers stay in the root
+              namespace on the root end's address (both agents get
+              --local-addr). The fault is `ip -n NS link set VETH down` on the
+              second node's end: its processes lose every connection silently
+              (no RST), and the first node's workers hang in an allreduce
+              until the daemon declares the silent node dead (heartbeat_timeout,
+              1.25 s). The time is stamped when `ip` returns. The cut agent
+              cannot learn that the job ended: it is not waited for; once the
+              first agent exited, every process inside the namespace is
+              SIGKILLed by pid, then the veth and the namespace are deleted
+              (also when the run fails; at exit the bench fails if one is
+              still there). Needs root (and ip, nsenter): otherwise it exits
+              saying so.
   node-join   the first agent trains alone; once rank 0 printed step K the
               second agent starts; the daemon admits it after its last call
               (2 s): the first agent's stderr shows event=draining and then
               event=generation ... why="admitting new nodes" (stamped as read).
 
-Measured per run: the time from the fault (the signal; for node-join, the
-admitting generation's line) to rank 0's first step after "recovered in place
-at step S ... world size W)" or "resumed from step S" (or, with no such
-line, the job starting over); for node-join also from the drain's start and
-from the joiner's start to its admission; for agent faults also the daemon's
-event=node_dead line; steps redone (the last step rank 0 printed before that
-line minus S); processes restarted on the first node (its worker pids before
-the fault vs at the first step after); whether they all kept their pids.
+Measured per run: the time from the fault (the signal; for link-down, `ip`
+returning; for node-join, the admitting generation's line) to rank 0's first
+step after "recovered in place at step S ... world size W)" or "resumed from
+step S" (or, with no such line, the job starting over); for node-join also
+from the drain's start and from the joiner's start to its admission; for
+agent faults and link-down also the daemon's event=node_dead line (and, for
+agent-kill and link-down, whether the second node's workers are gone when the
+first agent exits: they die with their agent, or the cut agent fences them);
+steps redone (the last step rank 0 printed before that line minus S);
+processes restarted on the first node (its worker pids before the fault vs at
+the first step after); whether they all kept their pids.
 Targets for in-place: agent SIGKILL every rank stepping again <= 300 ms
-(p50), steps redone <= 1, survivors' processes unchanged; agent SIGSTOP steps
-redone <= 1, survivors' processes unchanged; node joining: joiner stepping
-<= 500 ms after its round closes (p50), first node's processes unchanged.
+(p50), steps redone <= 1, survivors' processes unchanged; agent SIGSTOP and
+link down: steps redone <= 1, survivors' processes unchanged; node joining:
+joiner stepping <= 500 ms after its round closes (p50), first node's
+processes unchanged.
 Each agent runs in its own session with TMPDIR in the run's directory; every
 process whose working directory is that directory is killed at the run's end,
 and the bench fails if one is still running when it exits.
@@ -513,7 +535,7 @@ def one_run(variant, args, reference_weights=None, tag=""):
 
 # ---- elastic faults: two agents on loopback forming one job --------------------------------
 
-ELASTIC_FAULTS = ("agent-kill", "agent-stop", "node-join")
+ELASTIC_FAULTS = ("agent-kill", "agent-stop", "node-join", "link-down")
 ELASTIC_TIMEOUT = 120.0  # seconds for one elastic run, start to the first agent's exit
 SECOND_AGENT_EXIT = 30.0  # seconds the second agent may take to exit after the first did
 ELASTIC_TARGET_MS = {"agent-kill": 300.0, "node-join": 500.0}
@@ -530,7 +552,9 @@ ADMIT_DRAIN_RE = re.compile(r'event=draining .*why="admitting new nodes"')
 ADMIT_GEN_RE = re.compile(r'event=generation gen=(\d+) nodes=\d+ world_size=(\d+).*'
                           r'why="admitting new nodes"')
 FAULT_TEXT = {"agent-kill": "SIGKILL of the second agent", "agent-stop": "SIGSTOP of the second agent",
-              "node-join": "a second agent joining"}
+              "node-join": "a second agent joining",
+              "link-down": "the second node's link set down (its own network namespace)"}
+FAULT_SHORT = {"agent-kill": "SIGKILL", "agent-stop": "SIGSTOP", "link-down": "link down"}
 
 _ports_handed_out = set()
 
@@ -619,12 +643,163 @@ class LineReader:
         return got
 
 
-def elastic_agent_cmd(variant, args, port, run_id, run_dir, out_file):
+# ---- link-down: the second node in a network namespace of its own ------------------------
+
+IP = shutil.which("ip") or "/usr/sbin/ip"  # PATH may lack /usr/sbin outside a login shell
+NSENTER = shutil.which("nsenter") or "/usr/bin/nsenter"
+LINKS = []  # every NodeLink set up: none may be left behind when the bench exits
+
+
+def link_down_unavailable():
+    """Why --fault link-down cannot run here (a namespace and a veth need root), or None."""
+    if os.geteuid() != 0:
+        return "needs root (it creates a network namespace and a veth pair)"
+    for tool in (IP, NSENTER):
+        if not os.access(tool, os.X_OK):
+            return f"needs {os.path.basename(tool)} ({tool} not found)"
+    return None
+
+
+def ip(*args):
+    """Runs `ip ARGS`; RunFailed with its stderr when it fails."""
+    try:
+        res = subprocess.run([IP] + list(args), capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise RunFailed(f"ip {' '.join(args)}: {e}")
+    if res.returncode != 0:
+        raise RunFailed(f"ip {' '.join(args)}: {res.stderr.strip()}")
+    return res.stdout
+
+
+class NodeLink:
+    """The second node's network: namespace NS joined to the root namespace by one veth
+    pair, NS-a (root end, SUBNET.1) and NS-b (inside, SUBNET.2); no bridge, no routing.
+    The first agent, its rendezvous and workers stay in the root namespace and reach
+    SUBNET.1 locally, so cutting the link leaves them their own address. The names carry
+    the bench's pid and a counter, so that concurrent runs never share one; the /24 is one
+    no address or route here uses yet."""
+
+    _made = 0
+
+    def __init__(self):
+        NodeLink._made += 1
+        self.ns = f"mb{os.getpid()}x{NodeLink._made}"  # interface names: at most 15 characters
+        self.outer, self.inner = f"{self.ns}a", f"{self.ns}b"
+        self.created = []  # ("ns"|"link", name), in creation order
+        LINKS.append(self)
+        subnet = self._pick_subnet()
+        self.first_addr, self.second_addr = f"{subnet}.1", f"{subnet}.2"
+
+    @staticmethod
+    def _pick_subnet():
+        used = ip("-4", "-o", "addr") + ip("-4", "route", "show", "table", "all")
+        for i in range(250):
+            subnet = f"10.98.{(os.getpid() + NodeLink._made + i) % 250 + 1}"
+            if f"{subnet}." not in used:
+                return subnet
+        raise RunFailed("no free 10.98.x.0/24 for the second node's link")
+
+    def up(self):
+        """Creates the namespace and the veth pair, sets both ends up and waits until the
+        namespace reaches the root end's address."""
+        ip("netns", "add", self.ns)
+        self.created.append(("ns", self.ns))
+        ip("link", "add", self.outer, "type", "veth", "peer", "name", self.inner, "netns", self.ns)
+        self.created.append(("link", self.outer))
+        ip("addr", "add", f"{self.first_addr}/24", "dev", self.outer)
+        ip("link", "set", self.outer, "up")
+        ip("-n", self.ns, "link", "set", "lo", "up")
+        ip("-n", self.ns, "addr", "add", f"{self.second_addr}/24", "dev", self.inner)
+        ip("-n", self.ns, "link", "set", self.inner, "up")
+        self._wait_reachable()
+
+    def _wait_reachable(self, timeout=10.0):
+        """Until a TCP connect from inside the namespace to the root end's address succeeds."""
+        with socket.socket() as listener:
+            listener.bind((self.first_addr, 0))
+            listener.listen(1)
+            target = (self.first_addr, listener.getsockname()[1])
+            probe = ("import socket, sys, time\n"
+                     f"end = time.monotonic() + {timeout}\n"
+                     "while time.monotonic() < end:\n"
+                     "    try:\n"
+                     f"        socket.create_connection({target!r}, 0.2).close(); sys.exit(0)\n"
+                     "    except OSError: time.sleep(0.02)\n"
+                     "sys.exit(1)\n")
+            try:
+                res = subprocess.run(self.wrap([PYTHON, "-c", probe]), capture_output=True,
+                                     text=True, timeout=timeout + 5)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise RunFailed(f"probing {self.first_addr} from {self.ns}: {e}")
+            if res.returncode != 0:
+                raise RunFailed(f"{self.ns} cannot reach {self.first_addr}: {res.stderr.strip()}")
+
+    def wrap(self, cmd):
+        """cmd run inside the namespace; nsenter execs it, so the pid is cmd's own (and,
+        unlike `ip netns exec`, the mount namespace stays the bench's)."""
+        return [NSENTER, f"--net=/run/netns/{self.ns}", "--"] + list(cmd)
+
+    def cut(self):
+        """The fault: the namespace's end set down. Its processes lose every connection
+        silently (no RST); the root end only loses its carrier, so the first node keeps its
+        address (local traffic does not use the link)."""
+        ip("-n", self.ns, "link", "set", self.inner, "down")
+
+    def pids(self):
+        """Processes inside the namespace."""
+        try:
+            return [int(p) for p in ip("netns", "pids", self.ns).split()]
+        except (RunFailed, ValueError):
+            return []
+
+    def teardown(self):
+        """SIGKILLs, by pid, every process left inside the namespace, then deletes the veth
+        pair and the namespace. Returns what could not be removed (empty when all is gone)."""
+        problems = []
+        if any(kind == "ns" for kind, _ in self.created):
+            deadline = time.monotonic() + 5
+            while True:
+                left = [p for p in self.pids() if alive(p)]
+                if not left:
+                    break
+                if time.monotonic() > deadline:
+                    problems.append(f"processes still inside {self.ns}: {left}")
+                    break
+                for pid in left:
+                    kill_pid_and_group(pid)
+                time.sleep(0.02)
+        # the veth first (deleting one end deletes its peer), then the namespace; what
+        # could not be deleted shows in leftovers()
+        for kind, name in reversed(self.created):
+            try:
+                subprocess.run([IP, "link", "del", name] if kind == "link" else
+                               [IP, "netns", "del", name], capture_output=True, timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.created = []
+        return problems + self.leftovers()
+
+    def leftovers(self):
+        """This link's namespace or interfaces still present."""
+        try:
+            names = ip("netns", "list") + ip("-o", "link")
+        except RunFailed as e:
+            return [str(e)]
+        return [x.strip() for x in names.splitlines() if re.search(rf"\b{self.ns}[ab]?\b", x)]
+
+
+def elastic_agent_cmd(variant, args, port, run_id, run_dir, out_file, host="127.0.0.1",
+                      local_addr=None):
+    """One agent of the elastic job; the rendezvous at host:port (served by the agent that
+    holds host), advertising local_addr when given (link-down: each node its own address)."""
     recovery = "in-place" if variant == "in-place" else "restart"
     cmd = [MUSTER, "--nnodes", "1:2", "--nproc-per-node", str(args.nproc), "--rdzv-backend", "c10d",
-           "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", run_id, "--max-restarts", "3",
-           "--recovery", recovery, "--no-python", TRAIN, "--backend", "gloo", "--steps",
-           str(args.steps), "--step-sleep-ms", str(args.step_sleep_ms), "--log-every", "1"]
+           "--rdzv-endpoint", f"{host}:{port}", "--rdzv-id", run_id, "--max-restarts", "3",
+           "--recovery", recovery]
+    if local_addr:
+        cmd += ["--local-addr", local_addr]
+    cmd += ["--no-python", TRAIN, "--backend", "gloo", "--steps", str(args.steps),
+            "--step-sleep-ms", str(args.step_sleep_ms), "--log-every", "1"]
     if out_file:
         cmd += ["--out", out_file]
     if variant == "restart":
@@ -694,6 +869,7 @@ def elastic_run(variant, args, reference_weights, tag=""):
     a2_files = []
     err_file = None
     known = set()
+    link = None  # link-down: the second node's network
     lines = []  # (t, "out"/"err", rank or None, text): the first agent's output
     zero = None
     fault_t = None
@@ -707,13 +883,23 @@ def elastic_run(variant, args, reference_weights, tag=""):
             except OSError as e:
                 raise RunFailed(f"cannot start {cmd[0]}: {e}")
 
+        if fault == "link-down":
+            link = NodeLink()
+            link.up()
+        # link-down: the rendezvous on the root end's address, the second node behind the link
+        host = link.first_addr if link else "127.0.0.1"
+
         def start_second():
             out = open(os.path.join(run_dir, "agent2.out"), "w")
             err = open(os.path.join(run_dir, "agent2.err"), "w")
             a2_files.extend([out, err])
-            return start(elastic_agent_cmd(variant, args, port, run_id, run_dir, None), out, err)
+            if link is None:
+                return start(elastic_agent_cmd(variant, args, port, run_id, run_dir, None), out, err)
+            return start(link.wrap(elastic_agent_cmd(variant, args, port, run_id, run_dir, None,
+                                                     host, link.second_addr)), out, err)
 
-        a1 = start(elastic_agent_cmd(variant, args, port, run_id, run_dir, out_file),
+        a1 = start(elastic_agent_cmd(variant, args, port, run_id, run_dir, out_file, host,
+                                     link.first_addr if link else None),
                    subprocess.PIPE, subprocess.PIPE)
         reader = LineReader({a1.stdout.fileno(): "out", a1.stderr.fileno(): "err"})
         err_file = open(err_path, "w")
@@ -830,12 +1016,16 @@ def elastic_run(variant, args, reference_weights, tag=""):
                     if len(before) != args.nproc:
                         raise RunFailed(f"found the first node's workers {before}, "
                                         f"expected {args.nproc}")
-                    fault_t = time.monotonic()
-                    if fault == "agent-kill":
-                        os.kill(a2.pid, signal.SIGKILL)
+                    if fault == "link-down":
+                        link.cut()
+                        fault_t = time.monotonic()  # `ip` returns right after the link is down
                     else:
-                        os.kill(a2.pid, signal.SIGSTOP)
-                        stopped = True
+                        fault_t = time.monotonic()
+                        if fault == "agent-kill":
+                            os.kill(a2.pid, signal.SIGKILL)
+                        else:
+                            os.kill(a2.pid, signal.SIGSTOP)
+                            stopped = True
         try:
             rc = a1.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
@@ -846,7 +1036,8 @@ def elastic_run(variant, args, reference_weights, tag=""):
                 os.kill(a2.pid, signal.SIGCONT)
                 stopped = False
             try:
-                a2_rc = a2.wait(timeout=SECOND_AGENT_EXIT)
+                # Cut off, the second agent cannot learn that the job ended: not waited for.
+                a2_rc = a2.wait(timeout=0 if fault == "link-down" else SECOND_AGENT_EXIT)
             except subprocess.TimeoutExpired:
                 a2_rc = "still running (killed)"
         if rc != 0:
@@ -906,7 +1097,9 @@ def elastic_run(variant, args, reference_weights, tag=""):
             result.update({
                 "detected_ms": None if detected is None else (detected - fault_t) * 1000,
                 "generation_ms": None if generation_after is None else (generation_after - fault_t) * 1000,
-                "second_workers_gone": (None if fault != "agent-kill" else
+                # agent-kill: they die with their agent (PR_SET_PDEATHSIG); link-down: the cut
+                # agent fences them by itself; by the first agent's exit here
+                "second_workers_gone": (None if fault == "agent-stop" else
                                         not any(alive(p) for p in second_workers.values())),
                 "cont_after_ms": None if cont_t is None else (cont_t - fault_t) * 1000,
             })
@@ -951,6 +1144,10 @@ def elastic_run(variant, args, reference_weights, tag=""):
             if in_dir(pid, run_dir) or belongs_to(pid, run_dir):
                 kill_pid_and_group(pid)
         sweep(run_dir)
+        if link is not None:
+            # the lost node: whatever still runs inside its namespace, the veth, the namespace
+            for problem in link.teardown():
+                log(f"warning: {fault} cleanup: {problem}")
         for p in (a1,):
             if p is not None:
                 for s in (p.stdout, p.stderr):
@@ -1015,7 +1212,7 @@ def run_alternated(args, variants, run, describe):
 
 
 def elastic_main(args):
-    """--fault agent-kill, agent-stop or node-join: in-place vs restart, alternated."""
+    """--fault agent-kill, agent-stop, node-join or link-down: in-place vs restart, alternated."""
     fault = args.fault
     variants = ["in-place", "restart"]
     t0 = time.monotonic()
@@ -1075,7 +1272,9 @@ def elastic_main(args):
     else:
         what = (f"{FAULT_TEXT[fault]} once rank 0 printed step {args.kill_step} or later at world "
                 f"size {world}")
-    print(f"{what}, {args.steps} steps; two agents on loopback, one job (--nnodes 1:2, {args.nproc} "
+    where = ("two agents, the second in its own network namespace behind a veth pair"
+             if fault == "link-down" else "two agents on loopback")
+    print(f"{what}, {args.steps} steps; {where}, one job (--nnodes 1:2, {args.nproc} "
           f"workers each, c10d rendezvous served by the first agent, --max-restarts 3), CPU/Gloo, step "
           f"sleep {args.step_sleep_ms} ms (fault-free step time, one agent: {step}), checkpoint every "
           f"{args.checkpoint_every} steps (restart variant), {args.runs} alternated runs, "
@@ -1088,7 +1287,7 @@ def elastic_main(args):
               f"fault-free |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     else:
-        print(f"| variant | every rank stepping again ({'SIGKILL' if fault == 'agent-kill' else 'SIGSTOP'} "
+        print(f"| variant | every rank stepping again ({FAULT_SHORT[fault]} "
               f"-> rank 0's first step after the recovery): median | min-max | vs in-place | node "
               f"declared dead (daemon's node_dead line): median (min-max) | steps redone: median "
               f"(min-max) | surviving node's processes restarted: median (min-max) | survivors kept "
@@ -1133,10 +1332,10 @@ def elastic_main(args):
     if fault == "agent-kill":
         print(f"target: agent SIGKILL every rank stepping again <= {target_ms:.0f} ms (p50); steps "
               f"redone <= {TARGET_REDONE}; survivors' processes unchanged")
-    elif fault == "agent-stop":
-        print(f"target: agent SIGSTOP steps redone <= {TARGET_REDONE}; survivors' processes "
-              f"unchanged (no time target: the daemon declares a silent node dead only after its "
-              f"heartbeat_timeout, 1.25 s)")
+    elif fault in ("agent-stop", "link-down"):
+        print(f"target: {'agent SIGSTOP' if fault == 'agent-stop' else 'link down'} steps redone <= "
+              f"{TARGET_REDONE}; survivors' processes unchanged (no time target: the daemon "
+              f"declares a silent node dead only after its heartbeat_timeout, 1.25 s)")
     else:
         print(f"target: node joining: joiner stepping <= {target_ms:.0f} ms after its round closes "
               f"(p50); first node's processes unchanged")
@@ -1165,7 +1364,8 @@ def main():
                                      epilog=__doc__.split("\n\n", 2)[2])
     parser.add_argument("--fault", default="worker-kill", choices=("worker-kill",) + ELASTIC_FAULTS,
                         help="worker-kill (default): SIGKILL rank 1 on one node; agent-kill, "
-                             "agent-stop, node-join: two agents forming one elastic job")
+                             "agent-stop, node-join, link-down: two agents forming one elastic job "
+                             "(link-down: the second in its own network namespace; needs root)")
     parser.add_argument("--runs", type=int, default=5, help="alternated runs per variant (default 5)")
     parser.add_argument("--nproc", type=int, default=None,
                         help="workers on the node (default 4); with an elastic --fault, workers "
@@ -1173,7 +1373,8 @@ def main():
     parser.add_argument("--kill-step", type=int, default=30,
                         help="SIGKILL rank 1 once rank 0 printed this step (default 30); elastic "
                              "faults: the first step at which the second agent is killed/stopped "
-                             "(at world size 2 x --nproc) or started (node-join)")
+                             "or its link set down (at world size 2 x --nproc) or started "
+                             "(node-join)")
     parser.add_argument("--checkpoint-every", type=int, default=20,
                         help="steps between checkpoints of the restart variants (default 20)")
     parser.add_argument("--steps", type=int, default=None,
@@ -1206,6 +1407,8 @@ def main():
     for path in (MUSTER, TRAIN):
         if not os.access(path, os.X_OK):
             sys.exit(f"recovery_inplace.py: {path} is missing; build first")
+    if args.fault == "link-down" and link_down_unavailable():
+        sys.exit(f"recovery_inplace.py: --fault link-down {link_down_unavailable()}")
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, _on_signal)
     if elastic:
@@ -1305,10 +1508,18 @@ def main():
 
 
 def check_leftovers():
-    """0, or 1 (with a line saying which) when a process this bench started still runs."""
+    """0, or 1 (with a line saying which) when a process this bench started still runs, or
+    a namespace or veth of --fault link-down is still there (then removed)."""
     left = leftovers(RUN_DIRS)
+    links = [(link, x) for link in LINKS for x in link.leftovers()]
+    for link, x in links:
+        print(f"LEFT BEHIND: {x}")
+    for link in {id(l): l for l, _ in links}.values():
+        link.created = [("ns", link.ns), ("link", link.outer)]  # whatever is there: removed
+        for problem in link.teardown():
+            print(f"CANNOT REMOVE: {problem}")
     if not left:
-        return 0
+        return 1 if links else 0
     for pid in left:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:

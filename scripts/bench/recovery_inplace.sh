@@ -14,12 +14,19 @@
 # processes unchanged; agent SIGSTOP steps redone <= 1, survivors' processes unchanged; node
 # joining: joiner stepping <= 500 ms after its round closes (p50), first node's processes
 # unchanged.
-# Usage: scripts/bench/recovery_inplace.sh [--fault worker-kill|agent-kill|agent-stop|node-join]
-#        [--runs N] [--nproc P] [--kill-step K] [--checkpoint-every C] [--steps S]
+# --fault link-down (root): as agent-kill, but the second agent and its workers run in a
+# network namespace of their own behind a veth pair, and the fault is that veth set down on
+# the second node's side (silent: no RST; the daemon declares the node dead after 1.25 s);
+# the lost node's processes are killed by pid, the veth and namespace deleted. Target
+# (in-place): steps redone <= 1, survivors' processes unchanged.
+# Usage: scripts/bench/recovery_inplace.sh
+#        [--fault worker-kill|agent-kill|agent-stop|node-join|link-down] [--runs N]
+#        [--nproc P] [--kill-step K] [--checkpoint-every C] [--steps S]
 #        [--step-sleep-ms MS] [--torchrun 1.13|none]
-#   (all options: scripts/bench/recovery_inplace.py --help; MUSTER_SKIP_BUILD=1 skips the build)
+#   (all options: scripts/bench/recovery_inplace.py --help; MUSTER_SKIP_BUILD=1 skips the build,
+#   MUSTER_BIN_DIR=DIR runs the binaries in DIR instead of build/bin)
 # Defaults (5 runs) take about 1.5 minutes; --fault agent-kill or agent-stop about 1 minute,
-# node-join about 2 minutes.
+# node-join about 2 minutes, link-down about 1 minute.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ "${MUSTER_SKIP_BUILD:-0}" != 1 ]]; then
