@@ -19,6 +19,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+from exit_after_teardown import exit_after_teardown
+
 
 def main():
     parser = argparse.ArgumentParser()
@@ -90,6 +92,7 @@ def main():
             "restart_count": int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
         }), flush=True)
     dist.destroy_process_group()
+    exit_after_teardown()
 
 
 if __name__ == "__main__":

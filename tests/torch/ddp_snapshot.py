@@ -23,6 +23,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+from exit_after_teardown import exit_after_teardown
+
 
 def main():
     parser = argparse.ArgumentParser()
@@ -84,6 +86,7 @@ def main():
             "weights_equal": bool(torch.allclose(high, low)),
         }), flush=True)
     dist.destroy_process_group()
+    exit_after_teardown()
 
 
 if __name__ == "__main__":
