@@ -20,6 +20,9 @@
 #               configuration (per-rank batch 64, hidden 512x3, features 256),
 #               overlap on and off, against 1 rank on CPU over Gloo; 2 ranks
 #               with two GPUs. Median of 3 runs of 100 steps each.
+#   reform      in-place re-forming of an NCCL communicator, 3 ranks sharing the GPUs:
+#               scripts/bench/comm_reform.sh --backend nccl --runs 5 --torch none (the
+#               interrupt of a blocked allreduce, ncclCommShrink, a new communicator).
 #   allreduce   NCCL allreduce bandwidth: always SKIP for now, scripts/bench has no
 #               NCCL allreduce benchmark (allreduce.sh times host buffers over
 #               Gloo; allreduce_bench_worker refuses --backend nccl).
@@ -472,7 +475,26 @@ else
   SUMMARY_NOTE="${WEIGHTS_NOTE:+$WEIGHTS_NOTE; }train step ${nccl_on:-?} ms on 1 GPU vs ${gloo_one:-?} ms on 1 CPU rank"
 fi
 
-# --- 7. allreduce over NCCL --------------------------------------------------------
+# --- 7. re-forming an NCCL communicator in place ------------------------------------
+say "== reform (NCCL): interrupt, shrink, new communicator"
+if ((GPU_COUNT == 0)); then
+  row "reform (NCCL)" SKIP "$skip_reason_without_gpu"
+elif ((BUILD_OK == 0)); then
+  row "reform (NCCL)" SKIP "the build failed"
+else
+  log="$LOG_DIR/reform.log"
+  run_logged "$log" 300 "$PYTHON" scripts/bench/comm_reform.py --backend nccl --runs 5 \
+    --torch none --bin-dir "$BUILD_DIR/tests"
+  rc=$?
+  if ((rc == 0)); then
+    figure=$(grep -E '^\| (interrupt|shrink|new)' "$log" | sed 's/^| //; s/ |$//; s/ | /: /' | paste -sd ';' -)
+    row "reform (NCCL)" PASS "3 -> 2 ranks, median of 5: $figure"
+  else
+    row "reform (NCCL)" FAIL "comm_reform.py exited $rc: $(grep -m 1 -E 'comm_reform|Error' "$log" | cut -c 1-200)"
+  fi
+fi
+
+# --- 8. allreduce over NCCL --------------------------------------------------------
 say "== allreduce (NCCL)"
 row "allreduce (NCCL)" SKIP "not measured: scripts/bench has no NCCL allreduce benchmark (allreduce.sh times host buffers over Gloo; allreduce_bench_worker refuses --backend nccl)"
 

@@ -284,8 +284,11 @@ void LosePeer(Rank& r, int victim, int signal_number) {
 
 using Clock = std::chrono::steady_clock;
 
-long long MillisecondsSince(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+// Milliseconds with a tenth of a millisecond, as text.
+std::string MillisecondsSince(Clock::time_point start) {
+  const auto tenths =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count() / 100;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10);
 }
 
 // The in-place recovery of a communicator, timed: the survivors of a peer
@@ -311,7 +314,7 @@ int Reform(std::unique_ptr<Communicator> comm, Buffers& buffers,
   }
   interrupter.join();
   if (!failed) throw std::runtime_error("the allreduce without a peer returned");
-  const long long interrupt_ms = MillisecondsSince(interrupted_at);
+  const std::string interrupt_ms = MillisecondsSince(interrupted_at);
 
   muster::runtime::Context next = ctx;
   next.rank = ctx.rank < victim ? ctx.rank : ctx.rank - 1;
@@ -321,7 +324,7 @@ int Reform(std::unique_ptr<Communicator> comm, Buffers& buffers,
     const auto started = Clock::now();
     auto shrunk = comm->Shrink({victim});
     if (!shrunk.ok()) throw std::runtime_error("shrink: " + shrunk.status().message());
-    shrink_ms = std::to_string(MillisecondsSince(started));
+    shrink_ms = MillisecondsSince(started);
     Rank r{**shrunk, buffers, next.rank, next.world_size};
     CheckValues(r);
   }
@@ -334,7 +337,7 @@ int Reform(std::unique_ptr<Communicator> comm, Buffers& buffers,
   const auto started = Clock::now();
   auto created = muster::runtime::CreateCommunicator(next, store->get(), options);
   if (!created.ok()) throw std::runtime_error("create: " + created.status().message());
-  const long long create_ms = MillisecondsSince(started);
+  const std::string create_ms = MillisecondsSince(started);
   Rank r{**created, buffers, next.rank, next.world_size};
   CheckValues(r);
   std::cout << "reform rank=" << next.rank << " interrupt_ms=" << interrupt_ms
