@@ -134,6 +134,15 @@ auto OnEveryRank(int world_size, F per_rank) {
   return results;
 }
 
+// The agreement with one thread per rank; rank r kept kept[r].
+std::vector<Result<CommunicatorPlan>> AgreeOnEveryRank(const Store& store, const Members& kept) {
+  const int world_size = static_cast<int>(kept.size());
+  return OnEveryRank(world_size, [&](int rank) {
+    auto client = Connect(store.port);
+    return AgreeOnCommunicatorPlan(*client, rank, world_size, kept[rank], std::chrono::seconds(10));
+  });
+}
+
 }  // namespace
 
 TEST_CASE("the plan shrinks when the world only lost ranks, in order", "[comm][plan]") {
@@ -204,11 +213,7 @@ TEST_CASE("a bad encoding is refused, quoting it", "[comm][plan]") {
 TEST_CASE("every rank gets rank 0's plan through the store", "[comm][plan][store]") {
   Store store = StartStore();
   SECTION("all kept the same communicator: shrink") {
-    const Members kept{Was(0, 4), Was(1, 4), Was(3, 4)};
-    auto plans = OnEveryRank(3, [&](int rank) {
-      auto client = Connect(store.port);
-      return AgreeOnCommunicatorPlan(*client, rank, 3, kept[rank], std::chrono::seconds(10));
-    });
+    auto plans = AgreeOnEveryRank(store, Members{Was(0, 4), Was(1, 4), Was(3, 4)});
     for (auto& plan : plans) {
       REQUIRE(plan.ok());
       CHECK(plan->kind == Kind::kShrink);
@@ -216,11 +221,7 @@ TEST_CASE("every rank gets rank 0's plan through the store", "[comm][plan][store
     }
   }
   SECTION("one rank is new: create") {
-    const Members kept{Was(0, 3), std::nullopt, Was(2, 3)};
-    auto plans = OnEveryRank(3, [&](int rank) {
-      auto client = Connect(store.port);
-      return AgreeOnCommunicatorPlan(*client, rank, 3, kept[rank], std::chrono::seconds(10));
-    });
+    auto plans = AgreeOnEveryRank(store, Members{Was(0, 3), std::nullopt, Was(2, 3)});
     for (auto& plan : plans) {
       REQUIRE(plan.ok());
       CHECK(plan->kind == Kind::kCreate);
