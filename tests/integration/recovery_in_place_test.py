@@ -143,9 +143,11 @@ def a_recovery_past_its_timeout_falls_back_to_restarting_every_worker():
     check(code == 0, f"the job did not finish after the fallback (exit {code})", out, err)
     check("event=in_place_fallback" in err and "recovery timeout" in err,
           "no fallback event naming the timeout", err)
-    # The four of the start, the failed rank started again as the pause began
-    # (then stopped with the rest), and the four of the restart.
-    check(len(pids) == 9, f"{len(pids)} worker processes ran, not 4 + 1 + 4", err)
+    # The four of the start and the four of the restart; between them the
+    # failed rank started again as the pause began, then stopped with the
+    # rest, which the watcher sees only when it lived past a poll (a timeout
+    # of 0.1 ms leaves it a few milliseconds).
+    check(len(pids) in (8, 9), f"{len(pids)} worker processes ran, not 4 + 4 (+ 1)", err)
     check_fault_free_weights(result, STEPS)
 
 

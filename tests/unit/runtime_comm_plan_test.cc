@@ -1,16 +1,16 @@
 // How a generation formed in place gets its communicator: the plan (pure),
-// its encodings, the agreement through a real store on loopback with threads
-// as ranks, and FormGenerationCommunicator with a communicator that shrinks
-// like NCCL's (ranks keep their order) on CPU.
+// its encodings, the agreement through an in-memory store with threads as
+// ranks, and FormGenerationCommunicator with a communicator that shrinks
+// like NCCL's (ranks keep their order) on CPU. (Over a real store the
+// agreement runs in the trainer only with NCCL, so only on a GPU.)
 #include <catch2/catch.hpp>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <condition_variable>
 #include <future>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +18,6 @@
 #include "worker_runtime/comm/communicator_agreement.h"
 #include "worker_runtime/comm/communicator_plan.h"
 #include "worker_runtime/comm/generation_communicator.h"
-#include "worker_runtime/store/hosted_store.h"
 #include "worker_runtime/store/store_client.h"
 
 using muster::Result;
@@ -77,49 +76,56 @@ class ShrinkingCommunicator final : public Communicator {
   bool spent_ = false;
 };
 
-// A loopback port nobody listens on right now.
-uint16_t UnusedPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-struct Store {
-  std::unique_ptr<muster::runtime::HostedStore> server;
-  uint16_t port = 0;
+// The keys every rank's client sees.
+struct Keys {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::map<std::string, std::string, std::less<>> values;
 };
 
-Store StartStore() {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    const uint16_t port = UnusedPort();
-    auto started = muster::runtime::HostedStore::Start(port, std::chrono::milliseconds(0));
-    if (started.ok()) return {std::move(started).value(), port};
+// An in-memory StoreClient with the real one's Set and waiting Get (the
+// calls the agreement makes); the others are not needed and fail.
+class MemoryStore final : public muster::runtime::StoreClient {
+ public:
+  explicit MemoryStore(Keys& keys) : keys_(keys) {}
+  Status Set(std::string_view key, std::string_view value) override {
+    {
+      std::lock_guard lock(keys_.mutex);
+      keys_.values[std::string(key)] = std::string(value);
+    }
+    keys_.changed.notify_all();
+    return Status::Ok();
   }
-  FAIL("no store could be started on loopback");
-  return {};
-}
+  Result<std::string> Get(std::string_view key, std::optional<Timeout> timeout) override {
+    std::unique_lock lock(keys_.mutex);
+    const Timeout wait = timeout.value_or(options_.timeout);
+    if (!keys_.changed.wait_for(lock, wait, [&] { return keys_.values.contains(key); })) {
+      return Status::Timeout("store GET key='" + std::string(key) + "': timed out after " +
+                             std::to_string(wait.count()) + " ms");
+    }
+    return keys_.values.find(key)->second;
+  }
+  Result<int64_t> Add(std::string_view, int64_t) override { return Unused(); }
+  Status Wait(const std::vector<std::string>&, std::optional<Timeout>) override { return Unused(); }
+  Result<std::string> CompareSet(std::string_view, std::string_view, std::string_view) override {
+    return Unused();
+  }
+  Result<bool> Check(const std::vector<std::string>&) override { return Unused(); }
+  Result<bool> DeleteKey(std::string_view) override { return Unused(); }
+  const Options& options() const override { return options_; }
 
-std::unique_ptr<muster::runtime::StoreClient> Connect(uint16_t port) {
-  auto client = muster::runtime::StoreClient::Connect(
-      {.host = "127.0.0.1", .port = port, .prefix = "gen/2/", .timeout = std::chrono::seconds(10)});
-  REQUIRE(client.ok());
-  return std::move(client).value();
-}
+ private:
+  static Status Unused() { return Status::IoError("not in the in-memory store"); }
+  Keys& keys_;
+  Options options_;
+};
 
-Context Rank(int rank, int world_size, uint16_t port) {
+Context Rank(int rank, int world_size) {
   Context ctx;
   ctx.rank = rank;
   ctx.world_size = world_size;
   ctx.local_rank = rank;
   ctx.local_world_size = world_size;
-  ctx.master_port = port;
   return ctx;
 }
 
@@ -135,11 +141,12 @@ auto OnEveryRank(int world_size, F per_rank) {
 }
 
 // The agreement with one thread per rank; rank r kept kept[r].
-std::vector<Result<CommunicatorPlan>> AgreeOnEveryRank(const Store& store, const Members& kept) {
+std::vector<Result<CommunicatorPlan>> AgreeOnEveryRank(const Members& kept) {
+  Keys keys;
   const int world_size = static_cast<int>(kept.size());
   return OnEveryRank(world_size, [&](int rank) {
-    auto client = Connect(store.port);
-    return AgreeOnCommunicatorPlan(*client, rank, world_size, kept[rank], std::chrono::seconds(10));
+    MemoryStore client(keys);
+    return AgreeOnCommunicatorPlan(client, rank, world_size, kept[rank], std::chrono::seconds(10));
   });
 }
 
@@ -210,10 +217,9 @@ TEST_CASE("a bad encoding is refused, quoting it", "[comm][plan]") {
   }
 }
 
-TEST_CASE("every rank gets rank 0's plan through the store", "[comm][plan][store]") {
-  Store store = StartStore();
+TEST_CASE("every rank gets rank 0's plan through the store", "[comm][plan]") {
   SECTION("all kept the same communicator: shrink") {
-    auto plans = AgreeOnEveryRank(store, Members{Was(0, 4), Was(1, 4), Was(3, 4)});
+    auto plans = AgreeOnEveryRank(Members{Was(0, 4), Was(1, 4), Was(3, 4)});
     for (auto& plan : plans) {
       REQUIRE(plan.ok());
       CHECK(plan->kind == Kind::kShrink);
@@ -221,7 +227,7 @@ TEST_CASE("every rank gets rank 0's plan through the store", "[comm][plan][store
     }
   }
   SECTION("one rank is new: create") {
-    auto plans = AgreeOnEveryRank(store, Members{Was(0, 3), std::nullopt, Was(2, 3)});
+    auto plans = AgreeOnEveryRank(Members{Was(0, 3), std::nullopt, Was(2, 3)});
     for (auto& plan : plans) {
       REQUIRE(plan.ok());
       CHECK(plan->kind == Kind::kCreate);
@@ -230,27 +236,27 @@ TEST_CASE("every rank gets rank 0's plan through the store", "[comm][plan][store
   }
 }
 
-TEST_CASE("a rank that never publishes times the agreement out", "[comm][plan][store]") {
-  Store store = StartStore();
-  auto client = Connect(store.port);
-  auto plan = AgreeOnCommunicatorPlan(*client, 0, 2, Was(0, 3), std::chrono::milliseconds(200));
+TEST_CASE("a rank that never publishes times the agreement out", "[comm][plan]") {
+  Keys keys;
+  MemoryStore client(keys);
+  auto plan = AgreeOnCommunicatorPlan(client, 0, 2, Was(0, 3), std::chrono::milliseconds(50));
   REQUIRE_FALSE(plan.ok());
   CHECK(plan.status().IsTimeout());
   CHECK_THAT(plan.status().message(), Catch::Contains("comm_plan/member/1"));
 }
 
-TEST_CASE("a generation that lost a rank shrinks the kept communicators", "[comm][plan][store]") {
-  Store store = StartStore();
+TEST_CASE("a generation that lost a rank shrinks the kept communicators", "[comm][plan]") {
+  Keys keys;
   // Old world of 3; old rank 1 died; the survivors are new ranks 0 and 1.
   const int old_rank_of[] = {0, 2};
   auto formed = OnEveryRank(2, [&](int rank) {
-    auto client = Connect(store.port);
+    MemoryStore client(keys);
     std::unique_ptr<Communicator> old(new ShrinkingCommunicator(old_rank_of[rank], 3));
     std::optional<KeptCommunicator> kept = KeepForShrink(old, "gen/1/");
     REQUIRE(kept);
     CHECK(old == nullptr);
-    return FormGenerationCommunicator(Rank(rank, 2, store.port), client.get(),
-                                      {.backend = Backend::kNccl}, true, std::move(kept));
+    return FormGenerationCommunicator(Rank(rank, 2), &client, {.backend = Backend::kNccl}, true,
+                                      std::move(kept));
   });
   for (int rank = 0; rank < 2; ++rank) {
     REQUIRE(formed[rank].ok());
@@ -261,20 +267,19 @@ TEST_CASE("a generation that lost a rank shrinks the kept communicators", "[comm
   }
 }
 
-TEST_CASE("a shrink that gives another rank than the generation's is refused",
-          "[comm][plan][store]") {
-  Store store = StartStore();
+TEST_CASE("a shrink that gives another rank than the generation's is refused", "[comm][plan]") {
+  Keys keys;
   // Old ranks 1 and 0 as new ranks 0 and 1 would reorder; every rank lies
   // about its old rank the same way, so the plan shrinks, and the shrunk
   // ranks then disagree with the generation's.
   const int claimed_old_rank[] = {0, 2};
   const int real_old_rank[] = {2, 0};
   auto formed = OnEveryRank(2, [&](int rank) {
-    auto client = Connect(store.port);
+    MemoryStore client(keys);
     KeptCommunicator kept{.comm = std::make_unique<ShrinkingCommunicator>(real_old_rank[rank], 3),
                           .membership = Was(claimed_old_rank[rank], 3, "gen/1/")};
-    return FormGenerationCommunicator(Rank(rank, 2, store.port), client.get(),
-                                      {.backend = Backend::kNccl}, true, std::move(kept));
+    return FormGenerationCommunicator(Rank(rank, 2), &client, {.backend = Backend::kNccl}, true,
+                                      std::move(kept));
   });
   for (auto& f : formed) {
     REQUIRE_FALSE(f.ok());
@@ -285,8 +290,8 @@ TEST_CASE("a shrink that gives another rank than the generation's is refused",
 
 TEST_CASE("without the agreement a generation creates its communicator", "[comm][plan]") {
   std::unique_ptr<Communicator> old(new ShrinkingCommunicator(0, 2));
-  auto formed = FormGenerationCommunicator(Rank(0, 1, 0), nullptr, {.backend = Backend::kGloo},
-                                           false, KeepForShrink(old, "gen/1/"));
+  auto formed = FormGenerationCommunicator(Rank(0, 1), nullptr, {.backend = Backend::kGloo}, false,
+                                           KeepForShrink(old, "gen/1/"));
   REQUIRE(formed.ok());
   CHECK(formed->plan.kind == Kind::kCreate);
   CHECK(formed->comm->backend() == Backend::kGloo);
@@ -294,8 +299,7 @@ TEST_CASE("without the agreement a generation creates its communicator", "[comm]
 }
 
 TEST_CASE("a communicator that cannot shrink is not kept", "[comm][plan]") {
-  auto solo =
-      muster::runtime::CreateCommunicator(Rank(0, 1, 0), nullptr, {.backend = Backend::kGloo});
+  auto solo = muster::runtime::CreateCommunicator(Rank(0, 1), nullptr, {.backend = Backend::kGloo});
   REQUIRE(solo.ok());
   std::unique_ptr<Communicator> comm = std::move(solo).value();
   CHECK_FALSE(comm->CanShrink());
