@@ -43,11 +43,11 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 struct ElectionSettings {
-  milliseconds lease_ttl{2000};       // asked of etcd; it may grant more
-  milliseconds renew_interval{500};   // KeepAlive period (< lease_ttl - step_down_margin)
+  milliseconds lease_ttl{2000};        // asked of etcd; it may grant more
+  milliseconds renew_interval{500};    // KeepAlive period (< lease_ttl - step_down_margin)
   milliseconds step_down_margin{600};  // stop leading this long before the lease can expire
-  milliseconds poll_interval{100};    // a standby's ReadLeader period
-  milliseconds retry_interval{250};   // after a failed etcd call
+  milliseconds poll_interval{100};     // a standby's ReadLeader period
+  milliseconds retry_interval{250};    // after a failed etcd call
 };
 
 // Why `settings` cannot work, or nullopt: every interval positive, the margin
@@ -60,9 +60,9 @@ const char* RoleName(Role role);  // "starting", "standby", "leader"
 
 // What this replica knows of the leader.
 struct LeaderView {
-  std::string leader;   // its advertised HOST:PORT; empty: none (election in progress)
-  uint64_t epoch = 0;   // its epoch; 0 when there is none
-  bool fresh = false;   // read from etcd within the lease TTL
+  std::string leader;  // its advertised HOST:PORT; empty: none (election in progress)
+  uint64_t epoch = 0;  // its epoch; 0 when there is none
+  bool fresh = false;  // read from etcd within the lease TTL
   bool operator==(const LeaderView&) const = default;
 };
 

@@ -107,7 +107,8 @@ TEST_CASE("a standby campaigns once the key is gone", "[replica][election]") {
   Replica r;
   r.Lose(5, "10.0.0.2:29400", 40);
   r.Tick(110);
-  auto actions = r.election.Handle(LeaderRead{.present = false, .leader = "", .epoch = 0, .sent_at = At(110)});
+  auto actions =
+      r.election.Handle(LeaderRead{.present = false, .leader = "", .epoch = 0, .sent_at = At(110)});
   CHECK(Has<Campaign>(actions));
   const auto* changed = Find<ViewChanged>(actions);
   REQUIRE(changed);
