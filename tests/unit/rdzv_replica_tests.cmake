@@ -1,4 +1,6 @@
-# Replicas of the rendezvous: the leader election's rules (pure, fake time).
+# Replicas of the rendezvous: the leader election's rules (pure, fake time)
+# and etcd's JSON gateway bodies.
 muster_unit_test(rdzv_replica_unit_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_replica_election_test.cc
-  LIBS muster_rdzv_replica)
+          ${CMAKE_CURRENT_LIST_DIR}/rdzv_replica_etcd_json_test.cc
+  LIBS muster_rdzv_replica nlohmann_json::nlohmann_json)
