@@ -12,7 +12,9 @@ BUILD_PACKAGES=(
   catch2 libgloo-dev clang-format
 )
 # clang and libclang-rt-14-dev (libFuzzer, a Recommends only): the fuzz targets.
+# etcd-server: a real etcd cluster for the replicated rendezvous tests.
 TEST_PACKAGES=(git python3 python3-torch procps iproute2 util-linux time slurm-wlm munge nftables
+  etcd-server
   clang libclang-rt-14-dev)
 
 packages=("${BUILD_PACKAGES[@]}")

@@ -51,7 +51,7 @@ if [[ "${MUSTER_SKIP_SANITIZERS:-0}" != "1" ]]; then
 
   echo "== build with TSan (build-tsan/): the daemon, the agent and the rendezvous tests"
   TSAN_TARGETS=(muster musterd rdzv_state_unit_tests rdzv_protocol_unit_tests rdzv_client_unit_tests
-    rdzv_daemon_unit_tests)
+    rdzv_daemon_unit_tests rdzv_replica_unit_tests)
   if [[ ! -f "$ROOT/build-tsan/CMakeCache.txt" ]]; then
     cmake -S "$ROOT" -B "$ROOT/build-tsan" -G Ninja -DMUSTER_WERROR=ON -DMUSTER_SANITIZE=thread -DMUSTER_CUDA=off
   fi

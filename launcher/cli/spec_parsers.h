@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/host_port.h"
 #include "common/status.h"
 #include "launcher/launch_options.h"
 
@@ -32,14 +33,9 @@ Result<std::string> ParseRdzvBackend(std::string_view text);
 // "" (not given), HOST, HOST:PORT, [IPV6] or [IPV6]:PORT; returns it as given.
 Result<std::string> ParseEndpoint(std::string_view text);
 
-// The parts of an endpoint ParseEndpoint accepts: the host (without IPv6
-// brackets) and the port when one is given. Same errors as ParseEndpoint;
-// "" is an error here (there is nothing to split).
-struct HostPort {
-  std::string host;
-  std::optional<int> port;
-};
-Result<HostPort> SplitEndpoint(std::string_view text);
+// The parts of an endpoint ParseEndpoint accepts (common/host_port.h).
+using muster::HostPort;
+using muster::SplitEndpoint;
 
 // torchrun's Std: "0".."3" for every local rank, or "RANK:MASK,..." per local
 // rank (each local rank at most once).

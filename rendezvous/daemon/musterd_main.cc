@@ -2,15 +2,23 @@
 //
 //   musterd --host H --port P [--config FILE] [--token-file F] [--metrics-port M]
 //           [--rdzv-conf k=v,...] [--max-connections N] [--inject crash-daemon,after=T]
+//           [--etcd URL[,URL...] --advertise HOST:PORT [--etcd-prefix P]]
+//
+// With --etcd it is one replica of a replicated rendezvous: the replicas
+// elect a leader through etcd (rendezvous/replica/), only the leader serves
+// agents, and the others refuse them naming the leader (PROTOCOL.md,
+// "Replicas").
 //
 // The config file is JSON with the same keys (`host`, `port`, `token_file`,
-// `metrics_port`, `max_connections`, and `rdzv_conf` as an object); flags win.
+// `metrics_port`, `max_connections`, `etcd`, `advertise`, `etcd_prefix`, and
+// `rdzv_conf` as an object); flags win.
 // It may hold `//` and `/* */` comments, as the packaged
 // /etc/muster/musterd.json does.
 // Values from either source are held to the same ranges, and --rdzv-conf /
 // rdzv_conf keys musterd does not know (a typo) are refused, not ignored.
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 
 #include <sys/resource.h>
 #include <CLI/CLI.hpp>
@@ -30,11 +38,13 @@
 
 #include "common/env_lookup.h"
 #include "common/fault_spec.h"
+#include "common/host_port.h"
 #include "common/log_level.h"
 #include "common/version.h"
 #include "rendezvous/daemon/metrics_http.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "rendezvous/net/token_file.h"
+#include "rendezvous/replica/replica_node.h"
 #include "rendezvous/state/settings.h"
 
 namespace {
@@ -49,7 +59,42 @@ struct DaemonFlags {
   int64_t max_connections = 20000;
   std::vector<std::string> inject;  // fault specs; only crash-daemon is musterd's
   std::optional<uint64_t> inject_seed;
+  std::string etcd;       // empty: not replicated
+  std::string advertise;  // HOST:PORT agents reach this replica at
+  std::string etcd_prefix = "/muster";
 };
+
+// The replica's options from the flags, or nullopt when --etcd is not given;
+// the error names the bad flag.
+muster::Result<std::optional<muster::rdzv::replica::ReplicaOptions>> ReplicaOptionsOf(
+    const DaemonFlags& flags) {
+  using Options = std::optional<muster::rdzv::replica::ReplicaOptions>;
+  if (flags.etcd.empty()) {
+    if (!flags.advertise.empty()) {
+      return muster::Status::InvalidArgument("--advertise '" + flags.advertise +
+                                             "' needs --etcd (it names a replica)");
+    }
+    return Options();
+  }
+  auto endpoints = muster::rdzv::replica::ParseEtcdEndpoints(flags.etcd);
+  if (!endpoints.ok())
+    return muster::Status::InvalidArgument("--etcd: " + endpoints.status().message());
+  auto advertised = muster::SplitEndpoint(flags.advertise);
+  if (flags.advertise.empty() || !advertised.ok() || !advertised->port || *advertised->port == 0) {
+    return muster::Status::InvalidArgument(
+        "--advertise '" + flags.advertise +
+        "' must be the HOST:PORT agents reach this replica at (--etcd needs it)");
+  }
+  if (flags.etcd_prefix.empty() || flags.etcd_prefix.front() != '/') {
+    return muster::Status::InvalidArgument("--etcd-prefix '" + flags.etcd_prefix +
+                                           "' must start with '/'");
+  }
+  muster::rdzv::replica::ReplicaOptions options;
+  options.etcd = *endpoints;
+  options.key = flags.etcd_prefix + (flags.etcd_prefix.back() == '/' ? "" : "/") + "musterd/leader";
+  options.advertise = flags.advertise;
+  return Options(options);
+}
 
 constexpr int64_t kMaxPort = 65535;
 constexpr int64_t kMaxConnections = 1000000;
@@ -134,6 +179,12 @@ int main(int argc, char** argv) {
                  "fault to inject (repeatable; default $MUSTER_INJECT): crash-daemon,after=T");
   app.add_option("--inject-seed", flags.inject_seed,
                  "seed of --inject's random choices (default $MUSTER_INJECT_SEED, else 0)");
+  app.add_option("--etcd", flags.etcd,
+                 "run as a replica: etcd endpoints [http://]HOST:PORT,... (leader election)");
+  app.add_option("--advertise", flags.advertise,
+                 "with --etcd: the HOST:PORT agents reach this replica at");
+  app.add_option("--etcd-prefix", flags.etcd_prefix,
+                 "with --etcd: the prefix of muster's keys in etcd (default /muster)");
   app.set_version_flag("--version", std::string("musterd ") + muster::kVersion);
   try {
     app.parse(argc, argv);
@@ -164,6 +215,12 @@ int main(int argc, char** argv) {
         if (!given("--metrics-port")) flags.metrics_port = *integer;
       } else if (key == "max_connections" && integer) {
         if (!given("--max-connections")) flags.max_connections = *integer;
+      } else if (key == "etcd" && value.is_string()) {
+        if (!given("--etcd")) flags.etcd = value.get<std::string>();
+      } else if (key == "advertise" && value.is_string()) {
+        if (!given("--advertise")) flags.advertise = value.get<std::string>();
+      } else if (key == "etcd_prefix" && value.is_string()) {
+        if (!given("--etcd-prefix")) flags.etcd_prefix = value.get<std::string>();
       } else if (key == "rdzv_conf" && value.is_object()) {
         for (auto& [k, v] : value.items())
           conf[k] = v.is_string() ? v.get<std::string>() : v.dump();
@@ -202,9 +259,11 @@ int main(int argc, char** argv) {
 
   auto crash_after = DaemonCrashTime(flags);
   if (!crash_after.ok()) return Fail(crash_after.status().message());
+  auto replica_options = ReplicaOptionsOf(flags);
+  if (!replica_options.ok()) return Fail(replica_options.status().message());
 
   auto logger = std::make_shared<spdlog::logger>("musterd",
-                                                 std::make_shared<spdlog::sinks::stderr_sink_st>());
+                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e musterd %l: %v");
   muster::SetLogLevelFromEnv(*logger, muster::SystemEnv());
   spdlog::set_default_logger(logger);
@@ -219,6 +278,21 @@ int main(int argc, char** argv) {
   boost::asio::io_context io;
   auto server = muster::rdzv::RendezvousServer::Start(io, options);
   if (!server.ok()) return Fail(server.status().message());
+  // A replica serves nobody until the election says it leads.
+  std::unique_ptr<muster::rdzv::replica::ReplicaNode> replica;
+  if (*replica_options) {
+    muster::rdzv::ReplicaStatus starting;
+    starting.replicated = true;
+    starting.role = "starting";
+    (*server)->SetReplicaStatus(starting);
+    auto* raw = server->get();
+    replica = std::make_unique<muster::rdzv::replica::ReplicaNode>(
+        **replica_options, [&io, raw](muster::rdzv::ReplicaStatus status) {
+          boost::asio::post(io, [raw, status] { raw->SetReplicaStatus(status); });
+        });
+    spdlog::info("event=replica etcd={} key={} advertise={}", flags.etcd, (*replica_options)->key,
+                 flags.advertise);
+  }
   std::unique_ptr<muster::rdzv::MetricsHttpServer> metrics;
   if (flags.metrics_port >= 0) {
     auto* raw = server->get();
@@ -231,6 +305,7 @@ int main(int argc, char** argv) {
   }
   // Tests and scripts read the bound port from this line.
   std::cout << "musterd listening on " << flags.host << ":" << (*server)->port() << std::endl;
+  if (replica) replica->Start();
 
   boost::asio::steady_timer crash_timer(io);
   if (*crash_after) {
@@ -247,6 +322,8 @@ int main(int argc, char** argv) {
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int sig) {
     spdlog::info("event=stopping signal={}", sig);
+    // Gives the lease back first: a standby can lead at once.
+    if (replica) replica->Stop();
     (*server)->Stop();
     if (metrics) metrics->Stop();
     crash_timer.cancel();

@@ -45,7 +45,7 @@ RendezvousServer::RendezvousServer(asio::io_context& io, ServerOptions options)
       acceptor_(io),
       tick_timer_(io),
       sweep_timer_(io),
-      core_(options_.settings),
+      core_(std::make_unique<RendezvousCore>(options_.settings)),
       daemon_id_(NewDaemonId()) {}
 
 RendezvousServer::~RendezvousServer() { Stop(); }
@@ -146,12 +146,15 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
                                               ? "this daemon requires a token (--token-file)"
                                               : "wrong token");
     }
+    if (!replica_.Serves(std::chrono::steady_clock::now())) return Redirect(session);
     session.greeted = true;
     session.channel->Send(Welcome{kProtocolVersion, daemon_id_});
     return;
   }
+  // A leader whose lease ran out acts on nothing more (Tick drops everyone).
+  if (!replica_.Serves(std::chrono::steady_clock::now())) return;
   if (std::holds_alternative<Hello>(message)) return;  // repeated Hello: harmless
-  Apply(core_.Handle(MessageEvent{conn, std::move(message)}, std::chrono::steady_clock::now()));
+  Apply(core_->Handle(MessageEvent{conn, std::move(message)}, std::chrono::steady_clock::now()));
 }
 
 bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {
@@ -161,10 +164,11 @@ bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {
   if (!hb) return false;
   auto it = sessions_.find(conn);
   if (it == sessions_.end() || !it->second.greeted) return false;
+  if (!replica_.Serves(std::chrono::steady_clock::now())) return true;  // dropped by Tick
   // Reused, so a heartbeat allocates nothing. Apply() never comes back here:
   // no read completes inside it.
   heartbeat_actions_.clear();
-  core_.HandleHeartbeat(conn, *hb, std::chrono::steady_clock::now(), heartbeat_actions_);
+  core_->HandleHeartbeat(conn, *hb, std::chrono::steady_clock::now(), heartbeat_actions_);
   // The usual outcome, the run's ack to this connection, goes out on the
   // session already found; anything else through Apply().
   if (heartbeat_actions_.size() == 1) {
@@ -185,7 +189,7 @@ void RendezvousServer::OnClosed(ConnId conn, const std::string& why) {
   sessions_.erase(it);
   spdlog::debug("event=connection_closed conn={} why=\"{}\"", conn, why);
   if (greeted && !stopped_) {
-    Apply(core_.Handle(DisconnectEvent{conn}, std::chrono::steady_clock::now()));
+    Apply(core_->Handle(DisconnectEvent{conn}, std::chrono::steady_clock::now()));
   }
 }
 
@@ -231,13 +235,22 @@ void RendezvousServer::Apply(const Actions& actions) {
 void RendezvousServer::Tick() {
   if (stopped_) return;
   const auto now = std::chrono::steady_clock::now();
+  if (replica_.leading && !replica_.Serves(now)) {
+    // The election thread steps down at the same moment; this does not wait
+    // for it to say so.
+    replica_.leading = false;
+    replica_.role = "standby";
+    replica_.leader.clear();
+    replica_.fresh = false;  // until the election reads etcd again
+    DropEverything("the lease ran out before it was renewed");
+  }
   if (last_tick_ && now - *last_tick_ > options_.settings.keep_alive_interval) {
     spdlog::warn("event=daemon_stalled ms={}",
                  std::chrono::duration_cast<std::chrono::milliseconds>(now - *last_tick_).count());
-    Apply(core_.Handle(StallEvent{}, now));
+    Apply(core_->Handle(StallEvent{}, now));
   }
   last_tick_ = now;
-  Apply(core_.Handle(TickEvent{}, now));
+  Apply(core_->Handle(TickEvent{}, now));
   tick_timer_.expires_after(kTickInterval);
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) Tick();
@@ -262,8 +275,48 @@ void RendezvousServer::Sweep() {
   });
 }
 
+void RendezvousServer::SetReplicaStatus(ReplicaStatus status) {
+  const bool was_leading = replica_.leading;
+  // A lead whose deadline passed on the way here is no lead (Tick would
+  // drop it again at once).
+  if (status.leading && !status.Serves(std::chrono::steady_clock::now())) status.leading = false;
+  replica_ = std::move(status);
+  if (replica_.leading != was_leading) {
+    ++leader_changes_;
+    DropEverything(replica_.leading
+                       ? "this replica took the lead (epoch " + std::to_string(replica_.epoch) + ")"
+                       : "this replica stepped down");
+  }
+}
+
+void RendezvousServer::DropEverything(const std::string& why) {
+  spdlog::info("event=replica_role role={} epoch={} leader={} why=\"{}\" connections={}",
+               replica_.role, replica_.epoch, replica_.leader.empty() ? "-" : replica_.leader, why,
+               sessions_.size());
+  std::vector<std::shared_ptr<MessageChannel>> open;
+  for (auto& [conn, session] : sessions_) open.push_back(session.channel);
+  // Forgotten before the closes come back: they find no run to report to.
+  sessions_.clear();
+  core_ = std::make_unique<RendezvousCore>(options_.settings);
+  for (auto& channel : open) channel->Close(why);
+}
+
+void RendezvousServer::Redirect(Session& session) {
+  const bool known = replica_.fresh && !replica_.leader.empty();
+  const std::string text =
+      known ? "not the leader: the leader is " + replica_.leader + " (epoch " +
+                  std::to_string(replica_.epoch) + ")"
+            : std::string(replica_.fresh ? "no leader is elected yet"
+                                         : "no leader is known (etcd is out of reach)");
+  const ErrorCode code = known ? ErrorCode::kNotLeader : ErrorCode::kNoLeader;
+  spdlog::debug("event=redirected peer={} code={} why=\"{}\"", session.channel->peer(),
+                ErrorCodeName(code), text);
+  session.channel->Send(Error{code, text, false});
+  session.channel->CloseAfterFlush(std::string(ErrorCodeName(code)));
+}
+
 std::string RendezvousServer::MetricsText() const {
-  const auto t = core_.totals();
+  const auto t = core_->totals();
   std::ostringstream out;
   auto metric = [&out](const char* name, const char* type, const char* help, double value) {
     out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n"
@@ -288,6 +341,16 @@ std::string RendezvousServer::MetricsText() const {
          static_cast<double>(bad_hellos_));
   metric("muster_rejected_connections_total", "counter", "Connections over the limit.",
          static_cast<double>(rejected_));
+  out << "# HELP muster_replica_role This daemon's role (1 for the current one).\n"
+      << "# TYPE muster_replica_role gauge\n";
+  for (const char* role : {"standalone", "starting", "standby", "leader"}) {
+    out << "muster_replica_role{role=\"" << role << "\"} " << (replica_.role == role ? 1 : 0)
+        << "\n";
+  }
+  metric("muster_replica_epoch", "gauge", "The epoch of the leader this replica knows (0: none).",
+         static_cast<double>(replica_.epoch));
+  metric("muster_replica_leader_changes_total", "counter",
+         "Times this replica took or lost the lead.", static_cast<double>(leader_changes_));
   return out.str();
 }
 

@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "common/status.h"
+#include "rendezvous/daemon/replica_status.h"
 #include "rendezvous/net/message_channel.h"
 #include "rendezvous/state/rendezvous_core.h"
 
@@ -54,6 +55,12 @@ class RendezvousServer {
   uint16_t port() const { return port_; }
   // Prometheus text exposition of the daemon's counters.
   std::string MetricsText() const;
+
+  // A replica's role changed (replica_status.h). Taking the lead, or losing
+  // it, closes every connection and forgets every run: a new leader rebuilds
+  // the runs from the agents' reports as a restarted daemon does.
+  void SetReplicaStatus(ReplicaStatus status);
+  const ReplicaStatus& replica_status() const { return replica_; }
   void Stop();
 
  private:
@@ -77,13 +84,19 @@ class RendezvousServer {
   void Sweep();
   // A heartbeat frame in its plain form; false sends it down the general path.
   bool OnHeartbeatFrame(ConnId conn, std::string_view payload);
+  // Closes every connection and forgets every run (a change of leader).
+  void DropEverything(const std::string& why);
+  // Refuses a Hello at a replica that does not serve: not_leader or no_leader.
+  void Redirect(Session& session);
 
   boost::asio::io_context& io_;
   ServerOptions options_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer sweep_timer_;
-  RendezvousCore core_;
+  std::unique_ptr<RendezvousCore> core_;
+  ReplicaStatus replica_;
+  uint64_t leader_changes_ = 0;
   // Looked up for every heartbeat; nothing depends on its order.
   std::unordered_map<ConnId, Session> sessions_;
   ConnId next_conn_ = 1;

@@ -8,7 +8,7 @@ namespace {
 
 // The one place a code's wire string is written. kUnknown is not in it, so
 // no string on the wire parses to kUnknown by name.
-constexpr std::array<std::pair<ErrorCode, std::string_view>, 7> kWireNames{{
+constexpr std::array<std::pair<ErrorCode, std::string_view>, 9> kWireNames{{
     {ErrorCode::kBadVersion, "bad_version"},
     {ErrorCode::kBadToken, "bad_token"},
     {ErrorCode::kBadFrame, "bad_frame"},
@@ -16,6 +16,8 @@ constexpr std::array<std::pair<ErrorCode, std::string_view>, 7> kWireNames{{
     {ErrorCode::kStaleGeneration, "stale_generation"},
     {ErrorCode::kUnknownNode, "unknown_node"},
     {ErrorCode::kUnknownRun, "unknown_run"},
+    {ErrorCode::kNotLeader, "not_leader"},
+    {ErrorCode::kNoLeader, "no_leader"},
 }};
 
 // Every known code appears once, with a name of its own: a code left out
@@ -28,9 +30,9 @@ constexpr bool TableIsComplete() {
       if (kWireNames[i].second == kWireNames[j].second) return false;
     }
   }
-  // Holds while kUnknownRun is the last enumerator. Not caught: a code added
+  // Holds while kNoLeader is the last enumerator. Not caught: a code added
   // after it with no row; whoever adds one must name it here instead.
-  return static_cast<size_t>(ErrorCode::kUnknownRun) == kWireNames.size();
+  return static_cast<size_t>(ErrorCode::kNoLeader) == kWireNames.size();
 }
 static_assert(TableIsComplete(), "every ErrorCode but kUnknown needs one wire name of its own");
 

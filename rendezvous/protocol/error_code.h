@@ -25,6 +25,8 @@ enum class ErrorCode {
   kStaleGeneration,  // an outcome report about a generation that is not current
   kUnknownNode,      // the run does not count this node in: join again
   kUnknownRun,       // the daemon does not know this run: join again
+  kNotLeader,        // a standby replica: the message names the leader and its epoch
+  kNoLeader,         // a standby replica, and no leader is elected yet (or known)
 };
 
 // The wire string of `code`: "bad_version", "stale_generation", ...;

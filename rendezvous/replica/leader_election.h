@@ -150,6 +150,8 @@ class LeaderElection {
   // past it does not act on old input.
   bool MayLead(Clock::time_point now) const;
   uint64_t epoch() const { return role_ == Role::kLeader ? view_.epoch : 0; }
+  // Leader: the moment MayLead() turns false (unless a renewal moves it).
+  Clock::time_point lead_until() const { return lease_valid_until_ - settings_.step_down_margin; }
 
  private:
   void OnTick(Clock::time_point now, std::vector<ElectionAction>& out);

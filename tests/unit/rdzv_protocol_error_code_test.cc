@@ -26,6 +26,8 @@ const std::vector<std::pair<ErrorCode, std::string>>& DocumentedCodes() {
       {ErrorCode::kStaleGeneration, "stale_generation"},
       {ErrorCode::kUnknownNode, "unknown_node"},
       {ErrorCode::kUnknownRun, "unknown_run"},
+      {ErrorCode::kNotLeader, "not_leader"},
+      {ErrorCode::kNoLeader, "no_leader"},
   };
   return codes;
 }

@@ -1,0 +1,32 @@
+// ReplicaStatus: what a musterd replica of a replicated rendezvous knows of
+// its own role, as the election (rendezvous/replica/replica_node.h) tells the
+// server. An unreplicated daemon has replicated == false and always serves.
+//
+// A replica serves agents only while it leads and its lease allows it
+// (now < lead_until); otherwise it answers every Hello with `not_leader`
+// (naming the leader it knows and its epoch) or `no_leader`, and closes.
+//
+// Thread-safety: a value.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace muster::rdzv {
+
+struct ReplicaStatus {
+  bool replicated = false;
+  bool leading = false;
+  std::chrono::steady_clock::time_point lead_until{};  // leading: act only before it
+  uint64_t epoch = 0;  // the leader's epoch (this replica's when leading); 0: none known
+  std::string leader;  // the leader's advertised HOST:PORT; empty: none known
+  bool fresh = false;  // the view of the leader was read from etcd within the lease TTL
+  std::string role = "standalone";  // "standalone", "starting", "standby", "leader"
+
+  bool Serves(std::chrono::steady_clock::time_point now) const {
+    return !replicated || (leading && now < lead_until);
+  }
+};
+
+}  // namespace muster::rdzv

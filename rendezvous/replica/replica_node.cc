@@ -1,0 +1,158 @@
+#include "rendezvous/replica/replica_node.h"
+
+#include <spdlog/spdlog.h>
+
+namespace muster::rdzv::replica {
+namespace {
+
+constexpr std::chrono::milliseconds kTick{50};
+
+// etcd grants whole seconds; a TTL below its minimum (2 s at etcd's default
+// election timeout) is raised by etcd, and the grant's answer says so.
+int64_t Seconds(std::chrono::milliseconds ttl) { return (ttl.count() + 999) / 1000; }
+
+}  // namespace
+
+ReplicaNode::ReplicaNode(ReplicaOptions options, std::function<void(ReplicaStatus)> on_status)
+    : options_(std::move(options)),
+      on_status_(std::move(on_status)),
+      etcd_(options_.etcd, options_.etcd_timeout),
+      election_(options_.advertise, options_.election, Clock::now()) {
+  published_.replicated = true;
+  published_.role = RoleName(Role::kStarting);
+}
+
+ReplicaNode::~ReplicaNode() { Stop(); }
+
+void ReplicaNode::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void ReplicaNode::Stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ReplicaNode::Run() {
+  Publish();
+  std::vector<ElectionAction> pending = election_.Start();
+  while (true) {
+    while (!pending.empty()) {
+      std::vector<ElectionAction> next;
+      for (const ElectionAction& action : pending) {
+        std::vector<ElectionAction> more = Do(action);
+        next.insert(next.end(), more.begin(), more.end());
+        // At once: the next action may wait on etcd for a whole deadline.
+        Publish();
+      }
+      pending = std::move(next);
+    }
+    std::unique_lock lock(mutex_);
+    if (wake_.wait_for(lock, kTick, [this] { return stopping_; })) break;
+    lock.unlock();
+    pending = election_.Handle(Tick{Clock::now()});
+  }
+  // Leaving: a lease given back deletes the key, so a standby leads at once
+  // instead of after the TTL.
+  if (lease_id_ != 0) {
+    if (Status s = etcd_.RevokeLease(lease_id_); !s.ok()) {
+      spdlog::warn("event=etcd_failed call=revoke why=\"{}\"", s.message());
+    }
+  }
+  published_.leading = false;
+  published_.role = RoleName(Role::kStandby);
+}
+
+std::vector<ElectionAction> ReplicaNode::Do(const ElectionAction& action) {
+  const auto failed = [&](EtcdCall call, const Status& status) {
+    const auto now = Clock::now();
+    if (now - last_etcd_warning_ >= std::chrono::seconds(1)) {
+      last_etcd_warning_ = now;
+      spdlog::warn("event=etcd_failed call={} why=\"{}\"", EtcdCallName(call), status.message());
+    }
+    return election_.Handle(EtcdFailed{.call = call, .why = status.message(), .at = now});
+  };
+  const auto sent_at = Clock::now();
+  if (std::holds_alternative<GrantLease>(action)) {
+    Result<GrantedLease> lease = etcd_.GrantLease(Seconds(options_.election.lease_ttl));
+    if (!lease.ok()) return failed(EtcdCall::kGrantLease, lease.status());
+    lease_id_ = lease->id;
+    return election_.Handle(LeaseGranted{.lease_id = lease->id,
+                                         .ttl = std::chrono::seconds(lease->ttl_seconds),
+                                         .sent_at = sent_at});
+  }
+  if (const auto* keep = std::get_if<KeepAlive>(&action)) {
+    Result<int64_t> ttl = etcd_.KeepAlive(keep->lease_id);
+    if (!ttl.ok()) return failed(EtcdCall::kKeepAlive, ttl.status());
+    return election_.Handle(KeepAliveDone{
+        .lease_id = keep->lease_id, .ttl = std::chrono::seconds(*ttl), .sent_at = sent_at});
+  }
+  if (const auto* campaign = std::get_if<Campaign>(&action)) {
+    Result<CampaignOutcome> outcome =
+        etcd_.Campaign(options_.key, options_.advertise, campaign->lease_id);
+    if (!outcome.ok()) return failed(EtcdCall::kCampaign, outcome.status());
+    CampaignDone done{.won = outcome->won, .leader = "", .epoch = 0, .sent_at = sent_at};
+    if (outcome->won) {
+      done.leader = options_.advertise;
+      done.epoch = static_cast<uint64_t>(outcome->revision);
+    } else if (outcome->held) {
+      done.leader = outcome->held->value;
+      done.epoch = static_cast<uint64_t>(outcome->held->create_revision);
+    }
+    return election_.Handle(done);
+  }
+  if (std::holds_alternative<ReadLeader>(action)) {
+    Result<std::optional<KeyValue>> key = etcd_.Read(options_.key);
+    if (!key.ok()) return failed(EtcdCall::kReadLeader, key.status());
+    LeaderRead read{.present = key->has_value(), .leader = "", .epoch = 0, .sent_at = sent_at};
+    if (*key) {
+      read.leader = (*key)->value;
+      read.epoch = static_cast<uint64_t>((*key)->create_revision);
+    }
+    return election_.Handle(read);
+  }
+  if (const auto* revoke = std::get_if<RevokeLease>(&action)) {
+    if (revoke->lease_id == lease_id_) lease_id_ = 0;
+    if (Status s = etcd_.RevokeLease(revoke->lease_id); !s.ok()) {
+      spdlog::warn("event=etcd_failed call=revoke why=\"{}\"", s.message());
+    }
+    return {};
+  }
+  if (const auto* became = std::get_if<BecomeLeader>(&action)) {
+    spdlog::info("event=replica_leader epoch={} advertise={} etcd={}", became->epoch,
+                 options_.advertise, etcd_.current_endpoint());
+  } else if (const auto* down = std::get_if<StepDown>(&action)) {
+    spdlog::warn("event=replica_step_down why=\"{}\"", down->why);
+  } else if (const auto* changed = std::get_if<ViewChanged>(&action)) {
+    spdlog::info("event=replica_view leader={} epoch={} fresh={}",
+                 changed->view.leader.empty() ? "-" : changed->view.leader, changed->view.epoch,
+                 changed->view.fresh);
+  }
+  return {};
+}
+
+void ReplicaNode::Publish() {
+  ReplicaStatus status;
+  status.replicated = true;
+  status.leading = election_.role() == Role::kLeader;
+  status.lead_until = status.leading ? election_.lead_until() : Clock::time_point{};
+  status.epoch = election_.view().epoch;
+  status.leader = election_.view().leader;
+  status.fresh = election_.view().fresh;
+  status.role = RoleName(election_.role());
+  // lead_until moves with every renewal: the server needs each one.
+  if (status.leading == published_.leading && status.lead_until == published_.lead_until &&
+      status.epoch == published_.epoch && status.leader == published_.leader &&
+      status.fresh == published_.fresh && status.role == published_.role) {
+    return;
+  }
+  published_ = status;
+  on_status_(status);
+}
+
+}  // namespace muster::rdzv::replica

@@ -1,0 +1,106 @@
+"""A real etcd cluster on loopback for the replica tests: N members of
+Debian's etcd (etcd-server, 3.4), each with its client and peer port and a
+data directory of its own under one temporary directory, started through the
+harness (so the test's end kills them) and removed by close().
+
+    cluster = EtcdCluster(3)        # waits until every member is healthy
+    cluster.endpoints()             # "127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3"
+    cluster.kill(0)                 # SIGKILL of member 0
+    cluster.close()
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+
+from harness import Skip, free_port, kill_tree, start, tempdir, wait_for
+
+ETCD = "/usr/bin/etcd"
+
+
+def require_etcd():
+    if not os.access(ETCD, os.X_OK):
+        raise Skip(f"no etcd at {ETCD} (scripts/install-deps.sh installs etcd-server)")
+
+
+def healthy(port):
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=0.5)
+        conn.request("GET", "/health")
+        body = conn.getresponse().read()
+        conn.close()
+        return json.loads(body).get("health") == "true"
+    except (OSError, ValueError, http.client.HTTPException):
+        return False
+
+
+def post(port, path, body):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    conn.request("POST", path, json.dumps(body))
+    answer = json.loads(conn.getresponse().read())
+    conn.close()
+    return answer
+
+
+class EtcdCluster:
+    def __init__(self, members):
+        require_etcd()
+        self.dir = tempdir()
+        self.client_ports = [free_port() for _ in range(members)]
+        self.peer_ports = [free_port() for _ in range(members)]
+        self.names = [f"m{i}" for i in range(members)]
+        self.initial = ",".join(f"{n}=http://127.0.0.1:{p}"
+                                for n, p in zip(self.names, self.peer_ports))
+        self.procs = [self._start(i) for i in range(members)]
+        ok = wait_for(lambda: all(healthy(p) for p in self.client_ports), 20)
+        if not ok:
+            self.close()
+            raise AssertionError(f"etcd cluster of {members} not healthy within 20 s "
+                                 f"(logs in {self.dir})")
+
+    def _start(self, i):
+        log = open(os.path.join(self.dir, f"{self.names[i]}.log"), "a")
+        client = f"http://127.0.0.1:{self.client_ports[i]}"
+        peer = f"http://127.0.0.1:{self.peer_ports[i]}"
+        return start([ETCD, "--name", self.names[i],
+                      "--data-dir", os.path.join(self.dir, self.names[i]),
+                      "--listen-client-urls", client, "--advertise-client-urls", client,
+                      "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                      "--initial-cluster", self.initial, "--initial-cluster-state", "new",
+                      "--initial-cluster-token", os.path.basename(self.dir),
+                      "--logger", "zap", "--log-outputs", "stderr"],
+                     stdout=log, stderr=log)
+
+    def endpoints(self):
+        return ",".join(f"127.0.0.1:{p}" for p in self.client_ports)
+
+    def raft_leader(self):
+        """The index of the member that leads etcd's own raft, or None."""
+        for i, port in enumerate(self.client_ports):
+            try:
+                status = post(port, "/v3/maintenance/status", {})
+            except (OSError, ValueError, http.client.HTTPException):
+                continue
+            if status.get("leader") and status.get("leader") == status["header"].get("member_id"):
+                return i
+        return None
+
+    def kill(self, i):
+        kill_tree(self.procs[i].pid)
+        self.procs[i].wait()
+
+    def pause(self, i):
+        os.kill(self.procs[i].pid, signal.SIGSTOP)
+
+    def resume(self, i):
+        os.kill(self.procs[i].pid, signal.SIGCONT)
+
+    def close(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+                kill_tree(proc.pid)
+                proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+

@@ -1,0 +1,218 @@
+"""musterd replicas electing a leader through a real etcd (etcd_cluster.py):
+one leader serves, standbys refuse agents naming it, a killed or stopped
+leader is replaced, a leader cut off from etcd steps down before its lease
+can expire, and losing one etcd member of three changes nothing.
+
+Each replica is `musterd --etcd ... --advertise 127.0.0.1:PORT` with its log
+in a file; the tests read its event= lines (replica_leader epoch=N,
+replica_step_down, replica_view) and ask it with `muster status`.
+"""
+import os
+import re
+import shutil
+import signal
+import time
+
+from etcd_cluster import EtcdCluster, require_etcd
+from harness import MUSTER, check, free_port, kill_tree, run, start, tempdir, test, wait_for
+
+MUSTERD = os.path.join(os.path.dirname(MUSTER), "musterd")
+LEADER_RE = re.compile(r"event=replica_leader epoch=(\d+) advertise=(\S+)")
+
+
+class Replica:
+    def __init__(self, etcd, log_dir, prefix="/muster-test"):
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.log_path = os.path.join(log_dir, f"musterd-{self.port}.log")
+        self.log = open(self.log_path, "w")
+        self.proc = start([MUSTERD, "--host", "127.0.0.1", "--port", str(self.port),
+                           "--etcd", etcd, "--advertise", self.address,
+                           "--etcd-prefix", prefix], stdout=self.log, stderr=self.log)
+
+    def text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def epochs_led(self):
+        return [int(m.group(1)) for m in LEADER_RE.finditer(self.text())]
+
+    def status(self):
+        return run([MUSTER, "status", "--rdzv-endpoint", self.address], timeout=20)
+
+
+def leader_among(replicas):
+    """The replica that leads now (the last to log replica_leader without a
+    step-down after it), or None."""
+    best, best_epoch = None, 0
+    for r in replicas:
+        if r.proc.poll() is not None:
+            continue
+        text = r.text()
+        leads = list(LEADER_RE.finditer(text))
+        if not leads:
+            continue
+        last = leads[-1]
+        if "event=replica_step_down" in text[last.end():]:
+            continue
+        if int(last.group(1)) > best_epoch:
+            best, best_epoch = r, int(last.group(1))
+    return best
+
+
+def one_leader(replicas, timeout=10):
+    check(wait_for(lambda: leader_among(replicas) is not None, timeout),
+          f"no replica led within {timeout} s", *[r.text() for r in replicas])
+    return leader_among(replicas)
+
+
+class Setup:
+    def __init__(self, etcd_members=1, replicas=3):
+        require_etcd()
+        self.dir = tempdir()
+        self.etcd = EtcdCluster(etcd_members)
+        self.replicas = [Replica(self.etcd.endpoints(), self.dir) for _ in range(replicas)]
+
+    def close(self):
+        for r in self.replicas:
+            if r.proc.poll() is None:
+                kill_tree(r.proc.pid)
+                r.proc.wait()
+            r.log.close()
+        self.etcd.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@test
+def replicas_elect_one_leader_and_the_standbys_name_it():
+    s = Setup()
+    try:
+        leader = one_leader(s.replicas)
+        epoch = leader.epochs_led()[-1]
+        time.sleep(0.5)  # a second leader would have logged by now
+        check(sum(1 for r in s.replicas if r.epochs_led()) == 1, "more than one replica led",
+              *[r.text() for r in s.replicas])
+        code, out, err = leader.status()
+        check(code == 0 and "no runs" in out + err, f"the leader's status exited {code}", out,
+              err)
+        for r in s.replicas:
+            if r is leader:
+                continue
+            code, out, err = r.status()
+            want = f"not the leader: the leader is {leader.address} (epoch {epoch})"
+            check(want in out + err, f"standby {r.address} did not name the leader", out, err)
+    finally:
+        s.close()
+
+
+@test
+def a_killed_leader_is_replaced_within_its_lease_by_a_higher_epoch():
+    s = Setup()
+    try:
+        old = one_leader(s.replicas)
+        old_epoch = old.epochs_led()[-1]
+        killed_at = time.monotonic()
+        os.kill(old.proc.pid, signal.SIGKILL)
+        old.proc.wait()
+        survivors = [r for r in s.replicas if r is not old]
+        check(wait_for(lambda: leader_among(survivors) is not None, 6),
+              "no standby took the lead within 6 s of the leader's SIGKILL",
+              *[r.text() for r in survivors])
+        took = time.monotonic() - killed_at
+        new = leader_among(survivors)
+        check(new.epochs_led()[-1] > old_epoch,
+              f"the new epoch {new.epochs_led()[-1]} is not above {old_epoch}", new.text())
+        print(f"  a standby led {took:.2f} s after the leader's SIGKILL (lease TTL 2 s)")
+        # etcd's minimum lease is 2 s and it expires leases in steps of 0.5 s.
+        check(took < 4, f"the standby took {took:.2f} s to lead", new.text())
+    finally:
+        s.close()
+
+
+@test
+def a_leader_stopped_by_sigterm_gives_its_lease_back_and_a_standby_leads_at_once():
+    s = Setup(replicas=2)
+    try:
+        old = one_leader(s.replicas)
+        other = next(r for r in s.replicas if r is not old)
+        stopped_at = time.monotonic()
+        os.kill(old.proc.pid, signal.SIGTERM)
+        check(wait_for(lambda: other.epochs_led(), 5), "the standby did not lead", other.text())
+        took = time.monotonic() - stopped_at
+        print(f"  the standby led {took:.2f} s after the leader's SIGTERM")
+        check(took < 1.0, f"{took:.2f} s: the lease was not given back", old.text(), other.text())
+    finally:
+        s.close()
+
+
+@test
+def a_leader_cut_off_from_etcd_steps_down_before_its_lease_can_expire():
+    s = Setup(replicas=1)
+    try:
+        leader = one_leader(s.replicas)
+        s.etcd.pause(0)  # etcd stops answering: nobody can renew or win
+        paused_at = time.monotonic()
+        # The server stops serving at its deadline by itself (the election
+        # thread may still be waiting on etcd then), and says why.
+        stopped = "the lease ran out before it was renewed"
+        check(wait_for(lambda: stopped in leader.text() or
+                       "event=replica_step_down" in leader.text(), 4),
+              "the leader did not step down without etcd", leader.text())
+        took = time.monotonic() - paused_at
+        print(f"  stopped serving {took:.2f} s after etcd stopped answering")
+        # The last renewal was at most renew_interval (0.5 s) before the
+        # pause; the leader must stop before that renewal + TTL 2 s.
+        check(took < 2.0, f"stepped down only after {took:.2f} s", leader.text())
+        code, out, err = leader.status()
+        check("no leader is known" in out + err, "a stepped-down replica still served", out, err)
+        s.etcd.resume(0)
+        # It serves again: by a new lease and campaign, or, when the renewal
+        # it sent before its deadline is answered now, under the same lease
+        # (etcd, stopped too, let no lease expire meanwhile).
+        check(wait_for(lambda: "no runs" in "".join(leader.status()[1:]), 10),
+              "the replica did not serve again once etcd came back", leader.text())
+    finally:
+        s.close()
+
+
+@test
+def losing_one_etcd_member_of_three_changes_no_leader():
+    # A follower of etcd's raft: the others answer at once. (Killing etcd's
+    # raft leader stops every write for its election, about 2 s, as long as
+    # the lease: the musterd leader may then step down and a replica lead
+    # again with a new epoch, a failover like a musterd leader's loss.)
+    s = Setup(etcd_members=3, replicas=2)
+    try:
+        leader = one_leader(s.replicas, timeout=15)
+        epoch = leader.epochs_led()[-1]
+        raft_leader = s.etcd.raft_leader()
+        check(raft_leader is not None, "no etcd member says it leads etcd's raft")
+        s.etcd.kill((raft_leader + 1) % 3)
+        time.sleep(3)  # more than a lease TTL
+        check(leader_among(s.replicas) is leader and leader.epochs_led()[-1] == epoch,
+              "the leader changed when one etcd member of three died",
+              *[r.text() for r in s.replicas])
+        check(all("event=replica_step_down" not in r.text() for r in s.replicas),
+              "a replica stepped down", *[r.text() for r in s.replicas])
+    finally:
+        s.close()
+
+
+@test
+def bad_replica_flags_are_refused_naming_the_value():
+    for args, want in [
+        (["--advertise", "127.0.0.1:1"], "--advertise '127.0.0.1:1' needs --etcd"),
+        (["--etcd", "https://127.0.0.1:2379", "--advertise", "127.0.0.1:1"],
+         "TLS to etcd is not supported"),
+        (["--etcd", "127.0.0.1", "--advertise", "127.0.0.1:1"], "needs a port"),
+        (["--etcd", "127.0.0.1:2379"], "--advertise '' must be the HOST:PORT"),
+        (["--etcd", "127.0.0.1:2379", "--advertise", "127.0.0.1:1", "--etcd-prefix", "x"],
+         "--etcd-prefix 'x' must start with '/'"),
+    ]:
+        code, out, err = run([MUSTERD, "--port", "0"] + args, timeout=10)
+        check(code == 2 and want in err, f"{args}: exit {code}", out, err)
+
+
+if __name__ == "__main__":
+    from harness import run_tests
+    run_tests()
