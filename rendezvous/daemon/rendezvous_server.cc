@@ -279,7 +279,10 @@ void RendezvousServer::SetReplicaStatus(ReplicaStatus status) {
   const bool was_leading = replica_.leading;
   // A lead whose deadline passed on the way here is no lead (Tick would
   // drop it again at once).
-  if (status.leading && !status.Serves(std::chrono::steady_clock::now())) status.leading = false;
+  if (status.leading && !status.Serves(std::chrono::steady_clock::now())) {
+    status.leading = false;
+    status.role = "standby";
+  }
   replica_ = std::move(status);
   if (replica_.leading != was_leading) {
     ++leader_changes_;
@@ -302,7 +305,9 @@ void RendezvousServer::DropEverything(const std::string& why) {
 }
 
 void RendezvousServer::Redirect(Session& session) {
-  const bool known = replica_.fresh && !replica_.leader.empty();
+  // Never itself: a key of its own that outlived its lead (a revoke that
+  // failed), or the moment between its deadline and the next Tick.
+  const bool known = replica_.fresh && !replica_.leader.empty() && replica_.leader != replica_.self;
   const std::string text =
       known ? "not the leader: the leader is " + replica_.leader + " (epoch " +
                   std::to_string(replica_.epoch) + ")"

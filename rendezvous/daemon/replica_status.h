@@ -23,6 +23,7 @@ struct ReplicaStatus {
   std::string leader;  // the leader's advertised HOST:PORT; empty: none known
   bool fresh = false;  // the view of the leader was read from etcd within the lease TTL
   std::string role = "standalone";  // "standalone", "starting", "standby", "leader"
+  std::string self;                 // this replica's advertised HOST:PORT
 
   bool Serves(std::chrono::steady_clock::time_point now) const {
     return !replicated || (leading && now < lead_until);

@@ -80,7 +80,7 @@ std::vector<ElectionAction> LeaderElection::Handle(const ElectionEvent& event) {
     next_renew_ = granted->sent_at + settings_.renew_interval;
     if (role_ == Role::kStarting) role_ = Role::kStandby;
     // Campaigning also reads the leader: a lost campaign returns the key.
-    CampaignNow(out);
+    CampaignNow(granted->sent_at, out);
   } else if (const auto* renewed = std::get_if<KeepAliveDone>(&event)) {
     OnKeepAlive(*renewed, out);
   } else if (const auto* campaign = std::get_if<CampaignDone>(&event)) {
@@ -111,10 +111,8 @@ void LeaderElection::OnKeepAlive(const KeepAliveDone& done, std::vector<Election
 void LeaderElection::OnCampaign(const CampaignDone& done, std::vector<ElectionAction>& out) {
   campaigning_ = false;
   if (lease_id_ == 0) return;  // the lease was given up meanwhile: campaign again with a new one
-  if (done.won) {
-    role_ = Role::kLeader;
-    out.emplace_back(BecomeLeader{done.epoch});
-    SetView({.leader = advertise_, .epoch = done.epoch, .fresh = true}, done.sent_at, out);
+  if (done.won || HoldsKey(done.lease)) {
+    Lead(done.epoch, done.sent_at, out);
     return;
   }
   SetView({.leader = done.leader, .epoch = done.epoch, .fresh = true}, done.sent_at, out);
@@ -125,13 +123,24 @@ void LeaderElection::OnRead(const LeaderRead& read, std::vector<ElectionAction>&
   reading_ = false;
   if (role_ == Role::kLeader) return;
   next_read_ = read.sent_at + settings_.poll_interval;
+  if (read.present && HoldsKey(read.lease)) {
+    Lead(read.epoch, read.sent_at, out);
+    return;
+  }
   if (read.present) {
     SetView({.leader = read.leader, .epoch = read.epoch, .fresh = true}, read.sent_at, out);
     return;
   }
   // No leader: the election is open; whoever creates the key first wins.
   SetView({.leader = "", .epoch = 0, .fresh = true}, read.sent_at, out);
-  CampaignNow(out);
+  CampaignNow(read.sent_at, out);
+}
+
+void LeaderElection::Lead(uint64_t epoch, Clock::time_point read_at,
+                          std::vector<ElectionAction>& out) {
+  role_ = Role::kLeader;
+  out.emplace_back(BecomeLeader{epoch});
+  SetView({.leader = advertise_, .epoch = epoch, .fresh = true}, read_at, out);
 }
 
 void LeaderElection::OnFailed(const EtcdFailed& failed, std::vector<ElectionAction>& /*out*/) {
@@ -198,8 +207,9 @@ void LeaderElection::DropLease(Clock::time_point now, const std::string& why,
   if (given_up != 0) out.emplace_back(RevokeLease{given_up});
 }
 
-void LeaderElection::CampaignNow(std::vector<ElectionAction>& out) {
+void LeaderElection::CampaignNow(Clock::time_point now, std::vector<ElectionAction>& out) {
   if (campaigning_ || lease_id_ == 0) return;
+  if (now >= lease_valid_until_ - settings_.step_down_margin) return;
   campaigning_ = true;
   out.emplace_back(Campaign{lease_id_});
 }

@@ -12,7 +12,8 @@
 //     key is absent (Campaign: a transaction on create_revision == 0); the
 //     replica whose create succeeded leads, and the key's create_revision is
 //     its epoch: etcd's revision only grows, so a later leadership always has
-//     a higher epoch;
+//     a higher epoch; a key bound to the replica's own live lease is its win
+//     too (a create that committed though its answer was lost);
 //   - standbys read the key (ReadLeader) every `poll_interval`: it names the
 //     leader and its epoch; when it is gone (the leader's lease expired or
 //     was revoked) they campaign at once.
@@ -82,12 +83,14 @@ struct CampaignDone {
   bool won = false;
   std::string leader;  // the key's value: the winner's advertised address
   uint64_t epoch = 0;  // the key's create_revision
+  int64_t lease = 0;   // the lease the key is bound to
   Clock::time_point sent_at;
 };
 struct LeaderRead {
   bool present = false;
   std::string leader;
   uint64_t epoch = 0;
+  int64_t lease = 0;
   Clock::time_point sent_at;
 };
 // An etcd call failed (unreachable, timed out, an error reply).
@@ -161,7 +164,14 @@ class LeaderElection {
   void OnFailed(const EtcdFailed& failed, std::vector<ElectionAction>& out);
   // The lease is gone or can no longer be trusted: a leader steps down.
   void DropLease(Clock::time_point now, const std::string& why, std::vector<ElectionAction>& out);
-  void CampaignNow(std::vector<ElectionAction>& out);
+  // Campaigns unless one is under way, or the lease is too close to its end
+  // for a win to be of use (it lapses and a new one is granted instead).
+  void CampaignNow(Clock::time_point now, std::vector<ElectionAction>& out);
+  // The key names this replica's own live lease: a campaign etcd committed
+  // though its answer was lost (a timeout, a retry on another member) is
+  // a win all the same.
+  bool HoldsKey(int64_t key_lease) const { return key_lease != 0 && key_lease == lease_id_; }
+  void Lead(uint64_t epoch, Clock::time_point read_at, std::vector<ElectionAction>& out);
   void SetView(LeaderView view, Clock::time_point read_at, std::vector<ElectionAction>& out);
 
   const std::string advertise_;

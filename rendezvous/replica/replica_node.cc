@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 namespace muster::rdzv::replica {
 namespace {
 
@@ -20,6 +22,7 @@ ReplicaNode::ReplicaNode(ReplicaOptions options, std::function<void(ReplicaStatu
       election_(options_.advertise, options_.election, Clock::now()) {
   published_.replicated = true;
   published_.role = RoleName(Role::kStarting);
+  published_.self = options_.advertise;
 }
 
 ReplicaNode::~ReplicaNode() { Stop(); }
@@ -38,6 +41,11 @@ void ReplicaNode::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool ReplicaNode::Stopping() {
+  std::lock_guard lock(mutex_);
+  return stopping_;
+}
+
 void ReplicaNode::Run() {
   Publish();
   std::vector<ElectionAction> pending = election_.Start();
@@ -45,12 +53,13 @@ void ReplicaNode::Run() {
     while (!pending.empty()) {
       std::vector<ElectionAction> next;
       for (const ElectionAction& action : pending) {
+        if (Stopping()) break;
         std::vector<ElectionAction> more = Do(action);
         next.insert(next.end(), more.begin(), more.end());
         // At once: the next action may wait on etcd for a whole deadline.
         Publish();
       }
-      pending = std::move(next);
+      pending = Stopping() ? std::vector<ElectionAction>() : std::move(next);
     }
     std::unique_lock lock(mutex_);
     if (wake_.wait_for(lock, kTick, [this] { return stopping_; })) break;
@@ -69,6 +78,23 @@ void ReplicaNode::Run() {
 }
 
 std::vector<ElectionAction> ReplicaNode::Do(const ElectionAction& action) {
+  // A body etcd sends with a field of an unexpected type throws in the JSON
+  // library: that is a failed call, not the end of the process.
+  try {
+    return DoOrThrow(action);
+  } catch (const std::exception& e) {
+    std::optional<EtcdCall> call;
+    if (std::holds_alternative<GrantLease>(action)) call = EtcdCall::kGrantLease;
+    if (std::holds_alternative<KeepAlive>(action)) call = EtcdCall::kKeepAlive;
+    if (std::holds_alternative<Campaign>(action)) call = EtcdCall::kCampaign;
+    if (std::holds_alternative<ReadLeader>(action)) call = EtcdCall::kReadLeader;
+    spdlog::warn("event=etcd_failed why=\"{}\"", e.what());
+    if (!call) return {};
+    return election_.Handle(EtcdFailed{.call = *call, .why = e.what(), .at = Clock::now()});
+  }
+}
+
+std::vector<ElectionAction> ReplicaNode::DoOrThrow(const ElectionAction& action) {
   const auto failed = [&](EtcdCall call, const Status& status) {
     const auto now = Clock::now();
     if (now - last_etcd_warning_ >= std::chrono::seconds(1)) {
@@ -96,23 +122,28 @@ std::vector<ElectionAction> ReplicaNode::Do(const ElectionAction& action) {
     Result<CampaignOutcome> outcome =
         etcd_.Campaign(options_.key, options_.advertise, campaign->lease_id);
     if (!outcome.ok()) return failed(EtcdCall::kCampaign, outcome.status());
-    CampaignDone done{.won = outcome->won, .leader = "", .epoch = 0, .sent_at = sent_at};
+    CampaignDone done{
+        .won = outcome->won, .leader = "", .epoch = 0, .lease = 0, .sent_at = sent_at};
     if (outcome->won) {
       done.leader = options_.advertise;
       done.epoch = static_cast<uint64_t>(outcome->revision);
+      done.lease = campaign->lease_id;
     } else if (outcome->held) {
       done.leader = outcome->held->value;
       done.epoch = static_cast<uint64_t>(outcome->held->create_revision);
+      done.lease = outcome->held->lease;
     }
     return election_.Handle(done);
   }
   if (std::holds_alternative<ReadLeader>(action)) {
     Result<std::optional<KeyValue>> key = etcd_.Read(options_.key);
     if (!key.ok()) return failed(EtcdCall::kReadLeader, key.status());
-    LeaderRead read{.present = key->has_value(), .leader = "", .epoch = 0, .sent_at = sent_at};
+    LeaderRead read{
+        .present = key->has_value(), .leader = "", .epoch = 0, .lease = 0, .sent_at = sent_at};
     if (*key) {
       read.leader = (*key)->value;
       read.epoch = static_cast<uint64_t>((*key)->create_revision);
+      read.lease = (*key)->lease;
     }
     return election_.Handle(read);
   }
@@ -145,6 +176,7 @@ void ReplicaNode::Publish() {
   status.leader = election_.view().leader;
   status.fresh = election_.view().fresh;
   status.role = RoleName(election_.role());
+  status.self = options_.advertise;
   // lead_until moves with every renewal: the server needs each one.
   if (status.leading == published_.leading && status.lead_until == published_.lead_until &&
       status.epoch == published_.epoch && status.leader == published_.leader &&

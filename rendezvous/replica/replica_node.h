@@ -59,6 +59,8 @@ class ReplicaNode {
   void Run();
   // Carries `action` out; the election's answer to its result, if any.
   std::vector<ElectionAction> Do(const ElectionAction& action);
+  std::vector<ElectionAction> DoOrThrow(const ElectionAction& action);
+  bool Stopping();
   void Publish();
 
   ReplicaOptions options_;

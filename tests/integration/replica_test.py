@@ -140,7 +140,8 @@ def a_leader_stopped_by_sigterm_gives_its_lease_back_and_a_standby_leads_at_once
         check(wait_for(lambda: other.epochs_led(), 5), "the standby did not lead", other.text())
         took = time.monotonic() - stopped_at
         print(f"  the standby led {took:.2f} s after the leader's SIGTERM")
-        check(took < 1.0, f"{took:.2f} s: the lease was not given back", old.text(), other.text())
+        # Under the lease's 2 s: it was given back, not left to expire.
+        check(took < 1.8, f"{took:.2f} s: the lease was not given back", old.text(), other.text())
     finally:
         s.close()
 
@@ -166,9 +167,9 @@ def a_leader_cut_off_from_etcd_steps_down_before_its_lease_can_expire():
         code, out, err = leader.status()
         check("no leader is known" in out + err, "a stepped-down replica still served", out, err)
         s.etcd.resume(0)
-        # It serves again: by a new lease and campaign, or, when the renewal
-        # it sent before its deadline is answered now, under the same lease
-        # (etcd, stopped too, let no lease expire meanwhile).
+        # It serves again: by a new lease and campaign, or under the same
+        # lease when the renewal it sent before its deadline is answered as
+        # etcd resumes.
         check(wait_for(lambda: "no runs" in "".join(leader.status()[1:]), 10),
               "the replica did not serve again once etcd came back", leader.text())
     finally:

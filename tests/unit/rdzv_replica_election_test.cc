@@ -41,12 +41,12 @@ struct Replica {
   }
   std::vector<ElectionAction> Tick(int ms) { return last = election.Handle(::Tick{At(ms)}); }
   void Win(int ms, uint64_t epoch) {
-    last = election.Handle(
-        CampaignDone{.won = true, .leader = "10.0.0.1:29400", .epoch = epoch, .sent_at = At(ms)});
+    last = election.Handle(CampaignDone{
+        .won = true, .leader = "10.0.0.1:29400", .epoch = epoch, .lease = 7, .sent_at = At(ms)});
   }
   void Lose(int ms, const std::string& leader, uint64_t epoch) {
-    last = election.Handle(
-        CampaignDone{.won = false, .leader = leader, .epoch = epoch, .sent_at = At(ms)});
+    last = election.Handle(CampaignDone{
+        .won = false, .leader = leader, .epoch = epoch, .lease = 99, .sent_at = At(ms)});
   }
   void Renewed(int ms, int ttl_ms = 2000) {
     last = election.Handle(
@@ -107,8 +107,8 @@ TEST_CASE("a standby campaigns once the key is gone", "[replica][election]") {
   Replica r;
   r.Lose(5, "10.0.0.2:29400", 40);
   r.Tick(110);
-  auto actions =
-      r.election.Handle(LeaderRead{.present = false, .leader = "", .epoch = 0, .sent_at = At(110)});
+  auto actions = r.election.Handle(
+      LeaderRead{.present = false, .leader = "", .epoch = 0, .lease = 0, .sent_at = At(110)});
   CHECK(Has<Campaign>(actions));
   const auto* changed = Find<ViewChanged>(actions);
   REQUIRE(changed);
@@ -119,8 +119,8 @@ TEST_CASE("a new leader's epoch is seen by the standbys' next read", "[replica][
   Replica r;
   r.Lose(5, "10.0.0.2:29400", 40);
   r.Tick(110);
-  auto actions = r.election.Handle(
-      LeaderRead{.present = true, .leader = "10.0.0.3:29400", .epoch = 57, .sent_at = At(110)});
+  auto actions = r.election.Handle(LeaderRead{
+      .present = true, .leader = "10.0.0.3:29400", .epoch = 57, .lease = 98, .sent_at = At(110)});
   const auto* changed = Find<ViewChanged>(actions);
   REQUIRE(changed);
   CHECK(changed->view == LeaderView{"10.0.0.3:29400", 57, true});
@@ -226,4 +226,44 @@ TEST_CASE("the names of roles and calls", "[replica][election]") {
   CHECK(std::string(RoleName(Role::kLeader)) == "leader");
   CHECK(std::string(RoleName(Role::kStandby)) == "standby");
   CHECK(std::string(EtcdCallName(EtcdCall::kCampaign)) == "campaign");
+}
+
+TEST_CASE("a key bound to the replica's own lease is its win, though the answer said lost",
+          "[replica][election]") {
+  // The create committed, but its answer was lost and the retry found the key.
+  Replica r;
+  r.last = r.election.Handle(CampaignDone{
+      .won = false, .leader = "10.0.0.1:29400", .epoch = 9, .lease = 7, .sent_at = At(5)});
+  const auto* became = Find<BecomeLeader>(r.last);
+  REQUIRE(became);
+  CHECK(became->epoch == 9);
+  CHECK(r.election.role() == Role::kLeader);
+}
+
+TEST_CASE("a read that finds the key on the replica's own lease makes it lead",
+          "[replica][election]") {
+  Replica r;
+  r.election.Handle(EtcdFailed{.call = EtcdCall::kCampaign, .why = "timeout", .at = At(400)});
+  r.Tick(650);  // ReadLeader
+  auto actions = r.election.Handle(LeaderRead{
+      .present = true, .leader = "10.0.0.1:29400", .epoch = 9, .lease = 7, .sent_at = At(650)});
+  CHECK(Has<BecomeLeader>(actions));
+  // Another lease, even with this replica's address (an old lead), is not.
+  Replica other;
+  other.Lose(5, "10.0.0.1:29400", 3);
+  CHECK(other.election.role() == Role::kStandby);
+}
+
+TEST_CASE("no campaign on a lease too close to its end to lead on", "[replica][election]") {
+  Replica r;
+  r.Lose(5, "10.0.0.2:29400", 40);
+  r.Tick(1400);  // ReadLeader; the lease (granted at 0) ends at 2000, leading only until 1400
+  auto actions = r.election.Handle(
+      LeaderRead{.present = false, .leader = "", .epoch = 0, .lease = 0, .sent_at = At(1400)});
+  CHECK_FALSE(Has<Campaign>(actions));
+  r.Renewed(1450);
+  r.Tick(1500);  // read again, now on a renewed lease
+  actions = r.election.Handle(
+      LeaderRead{.present = false, .leader = "", .epoch = 0, .lease = 0, .sent_at = At(1500)});
+  CHECK(Has<Campaign>(actions));
 }
