@@ -125,6 +125,7 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
   auto it = sessions_.find(conn);
   if (it == sessions_.end()) return;
   Session& session = it->second;
+  const auto now = std::chrono::steady_clock::now();
   if (!session.greeted) {
     const Hello* hello = std::get_if<Hello>(&message);
     auto refuse = [&](ErrorCode code, const std::string& text) {
@@ -146,15 +147,15 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
                                               ? "this daemon requires a token (--token-file)"
                                               : "wrong token");
     }
-    if (!replica_.Serves(std::chrono::steady_clock::now())) return Redirect(session);
+    if (!replica_.Serves(now)) return Redirect(session);
     session.greeted = true;
     session.channel->Send(Welcome{kProtocolVersion, daemon_id_});
     return;
   }
   // A leader whose lease ran out acts on nothing more (Tick drops everyone).
-  if (!replica_.Serves(std::chrono::steady_clock::now())) return;
+  if (!replica_.Serves(now)) return;
   if (std::holds_alternative<Hello>(message)) return;  // repeated Hello: harmless
-  Apply(core_->Handle(MessageEvent{conn, std::move(message)}, std::chrono::steady_clock::now()));
+  Apply(core_->Handle(MessageEvent{conn, std::move(message)}, now));
 }
 
 bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {
@@ -164,11 +165,12 @@ bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {
   if (!hb) return false;
   auto it = sessions_.find(conn);
   if (it == sessions_.end() || !it->second.greeted) return false;
-  if (!replica_.Serves(std::chrono::steady_clock::now())) return true;  // dropped by Tick
+  const auto now = std::chrono::steady_clock::now();
+  if (!replica_.Serves(now)) return true;  // dropped by Tick
   // Reused, so a heartbeat allocates nothing. Apply() never comes back here:
   // no read completes inside it.
   heartbeat_actions_.clear();
-  core_->HandleHeartbeat(conn, *hb, std::chrono::steady_clock::now(), heartbeat_actions_);
+  core_->HandleHeartbeat(conn, *hb, now, heartbeat_actions_);
   // The usual outcome, the run's ack to this connection, goes out on the
   // session already found; anything else through Apply().
   if (heartbeat_actions_.size() == 1) {
@@ -237,12 +239,11 @@ void RendezvousServer::Tick() {
   const auto now = std::chrono::steady_clock::now();
   if (replica_.leading && !replica_.Serves(now)) {
     // The election thread steps down at the same moment; this does not wait
-    // for it to say so.
-    replica_.leading = false;
-    replica_.role = "standby";
-    replica_.leader.clear();
-    replica_.fresh = false;  // until the election reads etcd again
-    DropEverything("the lease ran out before it was renewed");
+    // for it to say so. Nobody is known to lead until it reads etcd again.
+    ReplicaStatus lapsed = replica_;
+    lapsed.leader.clear();
+    lapsed.fresh = false;
+    ApplyReplicaStatus(std::move(lapsed), now, "the lease ran out before it was renewed");
   }
   if (last_tick_ && now - *last_tick_ > options_.settings.keep_alive_interval) {
     spdlog::warn("event=daemon_stalled ms={}",
@@ -276,10 +277,17 @@ void RendezvousServer::Sweep() {
 }
 
 void RendezvousServer::SetReplicaStatus(ReplicaStatus status) {
+  ApplyReplicaStatus(std::move(status), std::chrono::steady_clock::now(),
+                     "this replica stepped down");
+}
+
+void RendezvousServer::ApplyReplicaStatus(ReplicaStatus status,
+                                          std::chrono::steady_clock::time_point now,
+                                          const std::string& why_not_leading) {
   const bool was_leading = replica_.leading;
-  // A lead whose deadline passed on the way here is no lead (Tick would
-  // drop it again at once).
-  if (status.leading && !status.Serves(std::chrono::steady_clock::now())) {
+  // A lead whose deadline has passed is no lead: one that arrives late from
+  // the election thread, or one that ran out here (Tick).
+  if (status.leading && !status.Serves(now)) {
     status.leading = false;
     status.role = "standby";
   }
@@ -288,7 +296,7 @@ void RendezvousServer::SetReplicaStatus(ReplicaStatus status) {
     ++leader_changes_;
     DropEverything(replica_.leading
                        ? "this replica took the lead (epoch " + std::to_string(replica_.epoch) + ")"
-                       : "this replica stepped down");
+                       : why_not_leading);
   }
 }
 

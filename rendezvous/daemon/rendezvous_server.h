@@ -84,6 +84,10 @@ class RendezvousServer {
   void Sweep();
   // A heartbeat frame in its plain form; false sends it down the general path.
   bool OnHeartbeatFrame(ConnId conn, std::string_view payload);
+  // Takes `status` (demoted when its lead has passed at `now`); a change of
+  // lead drops everything, logged with `why_not_leading` when it is lost.
+  void ApplyReplicaStatus(ReplicaStatus status, std::chrono::steady_clock::time_point now,
+                          const std::string& why_not_leading);
   // Closes every connection and forgets every run (a change of leader).
   void DropEverything(const std::string& why);
   // Refuses a Hello at a replica that does not serve: not_leader or no_leader.

@@ -28,6 +28,7 @@ struct ReplicaStatus {
   bool Serves(std::chrono::steady_clock::time_point now) const {
     return !replicated || (leading && now < lead_until);
   }
+  bool operator==(const ReplicaStatus&) const = default;
 };
 
 }  // namespace muster::rdzv

@@ -73,8 +73,6 @@ void ReplicaNode::Run() {
       spdlog::warn("event=etcd_failed call=revoke why=\"{}\"", s.message());
     }
   }
-  published_.leading = false;
-  published_.role = RoleName(Role::kStandby);
 }
 
 std::vector<ElectionAction> ReplicaNode::Do(const ElectionAction& action) {
@@ -178,11 +176,7 @@ void ReplicaNode::Publish() {
   status.role = RoleName(election_.role());
   status.self = options_.advertise;
   // lead_until moves with every renewal: the server needs each one.
-  if (status.leading == published_.leading && status.lead_until == published_.lead_until &&
-      status.epoch == published_.epoch && status.leader == published_.leader &&
-      status.fresh == published_.fresh && status.role == published_.role) {
-    return;
-  }
+  if (status == published_) return;
   published_ = status;
   on_status_(status);
 }
