@@ -71,4 +71,19 @@ Result<HostPort> SplitEndpoint(std::string_view text) {
   return parts;
 }
 
+Result<std::vector<HostPort>> SplitEndpointList(std::string_view text) {
+  std::vector<HostPort> out;
+  std::string_view rest = text;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (item.empty()) return Status::InvalidArgument(Quote(text) + " has an empty item");
+    auto parts = SplitEndpoint(item);
+    if (!parts.ok()) return parts.status();
+    out.push_back(std::move(*parts));
+    if (comma == std::string_view::npos) return out;
+    rest = rest.substr(comma + 1);
+  }
+}
+
 }  // namespace muster

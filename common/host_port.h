@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -23,5 +24,9 @@ struct HostPort {
 };
 
 Result<HostPort> SplitEndpoint(std::string_view text);
+
+// "A,B,C": each item as SplitEndpoint reads it, in order. An empty item is
+// an error quoting the whole text ("'a,,b' has an empty item").
+Result<std::vector<HostPort>> SplitEndpointList(std::string_view text);
 
 }  // namespace muster

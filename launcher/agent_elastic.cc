@@ -96,8 +96,11 @@ int Agent::RunElastic() {
   }
 
   rdzv::ClientOptions client;
-  client.host = elastic_->host;
-  client.port = elastic_->port;
+  client.endpoints = elastic_->replicas;
+  if (client.endpoints.empty() || elastic_->is_host) {
+    // This agent's own daemon (its port known only now), or the one endpoint.
+    client.endpoints = {{elastic_->host, elastic_->port}};
+  }
   client.token = elastic_->token;
   client.settings = elastic_->settings;
   client.join.run_id = plan_.run_id;
@@ -109,9 +112,12 @@ int Agent::RunElastic() {
   client.join.max_restarts = options_.max_restarts;
   client.join.store_addr = elastic_->loopback_only ? "127.0.0.1" : options_.local_addr;
   client.join.store_port = store_->port();
-  spdlog::info("event=elastic run_id={} node={} rendezvous={}:{} is_host={} store_port={}",
-               plan_.run_id, client.join.node_id, client.host, client.port, elastic_->is_host,
-               store_->port());
+  std::string rendezvous;
+  for (const rdzv::Endpoint& e : client.endpoints) {
+    rendezvous += (rendezvous.empty() ? "" : ",") + e.Text();
+  }
+  spdlog::info("event=elastic run_id={} node={} rendezvous={} is_host={} store_port={}",
+               plan_.run_id, client.join.node_id, rendezvous, elastic_->is_host, store_->port());
 
   // The client's news become the follower's events; logging them is the
   // agent's part, deciding what they mean the follower's.

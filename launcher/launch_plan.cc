@@ -213,13 +213,21 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
     return Status::InvalidArgument("--rdzv-endpoint: required with --rdzv-backend " +
                                    options.rdzv_backend + " across nodes (HOST:PORT of musterd)");
   }
-  // The CLI has validated the endpoint; only its parts are needed here.
-  auto endpoint = cli::SplitEndpoint(options.rdzv_endpoint);
-  if (!endpoint.ok())
-    return Status::InvalidArgument("--rdzv-endpoint: " + endpoint.status().message());
+  // The CLI has validated the endpoints; only their parts are needed here.
+  auto endpoints = cli::SplitEndpointList(options.rdzv_endpoint);
+  if (!endpoints.ok())
+    return Status::InvalidArgument("--rdzv-endpoint: " + endpoints.status().message());
   ElasticConfig config;
-  config.host = endpoint->host;
-  config.port = static_cast<uint16_t>(endpoint->port.value_or(kDefaultRendezvousPort));
+  for (const HostPort& endpoint : *endpoints) {
+    const int port = endpoint.port.value_or(kDefaultRendezvousPort);
+    if (endpoints->size() > 1 && port == 0) {
+      return Status::InvalidArgument("--rdzv-endpoint: '" + options.rdzv_endpoint +
+                                     "' names a replica without a fixed port");
+    }
+    config.replicas.push_back({endpoint.host, static_cast<uint16_t>(port)});
+  }
+  config.host = config.replicas.front().host;
+  config.port = config.replicas.front().port;
   auto settings = rdzv::Settings::FromConf(options.rdzv_conf);
   if (!settings.ok()) return settings.status();
   config.settings = *settings;
@@ -227,6 +235,15 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
   // serves (an explicit is_host below wins). --rdzv-backend muster always
   // means a musterd.
   config.host_if_local = options.rdzv_backend == "c10d" && !options.rdzv_conf.contains("is_host");
+  if (config.replicas.size() > 1) {
+    // Replicas are musterd daemons (musterd --etcd); no agent serves one.
+    config.host_if_local = false;
+    if (options.rdzv_conf.contains("is_host")) {
+      return Status::InvalidArgument("--rdzv-conf: is_host='" + options.rdzv_conf.at("is_host") +
+                                     "' cannot go with several --rdzv-endpoint replicas '" +
+                                     options.rdzv_endpoint + "': replicas are musterd daemons");
+    }
+  }
   for (const auto& [key, value] : options.rdzv_conf) {
     if (key == "is_host") {
       if (value != "0" && value != "1" && value != "true" && value != "false") {
@@ -258,6 +275,11 @@ Result<rdzv::Assignment> StaticAssignment(const LaunchOptions& options, int loca
   int port = options.master_port.value_or(num_nodes == 1 ? 0 : 29500);
   // torchrun's static backend takes the master from --rdzv-endpoint when given.
   if (!options.rdzv_endpoint.empty() && options.rdzv_backend == "static") {
+    if (options.rdzv_endpoint.find(',') != std::string::npos) {
+      return Status::InvalidArgument("--rdzv-endpoint: '" + options.rdzv_endpoint +
+                                     "' lists several endpoints, which only the elastic "
+                                     "rendezvous takes (--rdzv-backend muster)");
+    }
     auto endpoint = cli::SplitEndpoint(options.rdzv_endpoint);
     if (!endpoint.ok()) {
       return Status::InvalidArgument("--rdzv-endpoint: " + endpoint.status().message());

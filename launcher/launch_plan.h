@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "launcher/gpu_ids.h"
 #include "launcher/launch_options.h"
+#include "rendezvous/client/endpoint_walk.h"
 #include "rendezvous/protocol/messages.h"
 #include "rendezvous/state/settings.h"
 
@@ -81,9 +82,12 @@ using rdzv::kDefaultRendezvousPort;
 // host_rules.h).
 
 struct ElasticConfig {
-  std::string host;                        // the daemon's address (--rdzv-endpoint)
+  std::string host;                        // the daemon's address (--rdzv-endpoint's first)
   uint16_t port = kDefaultRendezvousPort;  // 0 (with is_host): the embedded daemon picks one
-  bool is_host = false;                    // this agent runs the daemon itself
+  // Every endpoint of --rdzv-endpoint in order, host:port first; more than
+  // one: the replicas of a replicated musterd. Empty: host:port alone.
+  std::vector<rdzv::Endpoint> replicas;
+  bool is_host = false;  // this agent runs the daemon itself
   // --rdzv-backend c10d without is_host: an agent on the endpoint's host
   // serves the rendezvous unless another agent or a daemon already does.
   bool host_if_local = false;

@@ -65,8 +65,9 @@ constexpr FlagSpec
                  "static: fixed node ranks; c10d or muster (a musterd daemon): elastic membership.",
                  [](V v, P& o) { return Assign(ParseRdzvBackend(v), o.options.rdzv_backend); }},
                 {"rdzv-endpoint", 0, ValueKind::kValue, kFromAll, kJsonString,
-                 FlagGroup::kRendezvous, "HOST[:PORT]", "",
-                 "Where the rendezvous runs (e.g. a musterd at node0:29400).",
+                 FlagGroup::kRendezvous, "HOST[:PORT][,...]", "",
+                 "Where the rendezvous runs (e.g. a musterd at node0:29400); several: the "
+                 "replicas of a replicated musterd, tried in order.",
                  [](V v, P& o) { return Assign(ParseEndpoint(v), o.options.rdzv_endpoint); }},
                 {"rdzv-id", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kRendezvous,
                  "ID", "none", "Job id shared by all nodes of one job.",

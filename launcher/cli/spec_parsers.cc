@@ -53,7 +53,7 @@ Result<std::string> ParseRdzvBackend(std::string_view text) {
 
 Result<std::string> ParseEndpoint(std::string_view text) {
   if (text.empty()) return std::string();
-  auto parts = SplitEndpoint(text);
+  auto parts = SplitEndpointList(text);
   if (!parts.ok()) return parts.status();
   return std::string(text);
 }

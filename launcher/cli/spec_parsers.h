@@ -30,12 +30,14 @@ Result<ProcsPerNode> ParseProcsPerNode(std::string_view text);
 // saying muster does not have them.
 Result<std::string> ParseRdzvBackend(std::string_view text);
 
-// "" (not given), HOST, HOST:PORT, [IPV6] or [IPV6]:PORT; returns it as given.
+// "" (not given), HOST, HOST:PORT, [IPV6] or [IPV6]:PORT, or a comma-separated
+// list of them (replicas of a replicated musterd); returns it as given.
 Result<std::string> ParseEndpoint(std::string_view text);
 
 // The parts of an endpoint ParseEndpoint accepts (common/host_port.h).
 using muster::HostPort;
 using muster::SplitEndpoint;
+using muster::SplitEndpointList;
 
 // torchrun's Std: "0".."3" for every local rank, or "RANK:MASK,..." per local
 // rank (each local rank at most once).

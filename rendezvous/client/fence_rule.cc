@@ -1,5 +1,7 @@
 #include "rendezvous/client/fence_rule.h"
 
+#include <algorithm>
+
 namespace muster::rdzv {
 
 FenceDecision DecideFence(std::chrono::steady_clock::time_point last_contact, ContactFailure latest,
@@ -15,6 +17,37 @@ FenceDecision DecideFence(std::chrono::steady_clock::time_point last_contact, Co
     d.kind = FenceDecision::Kind::kFence;
     d.why = "no word from the rendezvous for " + std::to_string(d.silent.count()) + " ms";
   }
+  return d;
+}
+
+FenceDecision DecideReplicatedFence(
+    std::chrono::steady_clock::time_point last_contact,
+    std::optional<std::chrono::steady_clock::time_point> last_answer,
+    std::chrono::steady_clock::time_point now, const Settings& settings) {
+  FenceDecision d;
+  d.silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_contact);
+  const auto plain_deadline = last_contact + settings.fence_timeout;
+  const auto failover_deadline = last_contact + settings.failover_timeout;
+  if (now < plain_deadline) {
+    d.next_check = plain_deadline;
+    return d;
+  }
+  if (now >= failover_deadline) {
+    d.kind = FenceDecision::Kind::kFence;
+    d.why = "no leader of the rendezvous took this agent back within failover_timeout (" +
+            std::to_string(d.silent.count()) + " ms)";
+    return d;
+  }
+  if (last_answer && now < *last_answer + settings.fence_timeout) {
+    d.next_check = std::min(*last_answer + settings.fence_timeout, failover_deadline);
+    return d;
+  }
+  const auto heard_any = last_answer ? std::max(*last_answer, last_contact) : last_contact;
+  d.kind = FenceDecision::Kind::kFence;
+  d.why = "no word from any replica of the rendezvous for " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - heard_any).count()) +
+          " ms";
   return d;
 }
 

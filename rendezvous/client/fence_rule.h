@@ -16,9 +16,22 @@
 //      host, a failed name lookup, traffic cut: this agent may be the one cut
 //      off while the others go on, so it fences now, before the daemon's
 //      heartbeat_timeout (longer than fence_timeout) gives its ranks away.
+//
+// A replicated rendezvous (DecideReplicatedFence) has several daemons, and
+// one refusing says nothing of the others; what buys time is a replica that
+// answers. After rule 1:
+//   R1. silent failover_timeout since the last leader -> fence: no leader took
+//       this agent back in time, and a new leader may now form a generation
+//       without it (it waits that long, less its lead margin, after it leads);
+//   R2. a replica answered within fence_timeout (a standby naming a leader or
+//       saying no leader is elected, or a connection refused on a live host)
+//       -> wait until that answer is fence_timeout old or the failover bound,
+//       whichever comes first;
+//   R3. no replica answered for fence_timeout -> fence: cut off from all.
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "rendezvous/state/settings.h"
@@ -48,5 +61,12 @@ struct FenceDecision {
 
 FenceDecision DecideFence(std::chrono::steady_clock::time_point last_contact, ContactFailure latest,
                           std::chrono::steady_clock::time_point now, const Settings& settings);
+
+// The replicated rule: `last_answer` is when a replica last answered without
+// serving this agent (nullopt: none has since last_contact).
+FenceDecision DecideReplicatedFence(
+    std::chrono::steady_clock::time_point last_contact,
+    std::optional<std::chrono::steady_clock::time_point> last_answer,
+    std::chrono::steady_clock::time_point now, const Settings& settings);
 
 }  // namespace muster::rdzv

@@ -2,18 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
-
-#include "common/backoff.h"
+#include <utility>
 
 namespace muster::rdzv {
 namespace asio = boost::asio;
 using asio::ip::tcp;
-
-namespace {
-constexpr std::chrono::milliseconds kBackoffBase{50};
-constexpr std::chrono::milliseconds kBackoffCap{500};
-}  // namespace
 
 RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, Callbacks callbacks)
     : io_(io),
@@ -23,12 +18,20 @@ RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, 
       reconnect_timer_(io),
       connect_deadline_(io),
       fence_timer_(io),
+      quiet_timer_(io),
       last_contact_(std::chrono::steady_clock::now()),
+      walk_(options_.endpoints),
+      replicated_(walk_.replicated()),
       random_(std::random_device{}()) {}
 
 RendezvousClient::~RendezvousClient() { Stop(); }
 
 void RendezvousClient::Start() {
+  if (options_.endpoints.empty()) {
+    stopped_ = true;
+    if (callbacks_.on_fatal) callbacks_.on_fatal("no rendezvous endpoint given");
+    return;
+  }
   last_contact_ = std::chrono::steady_clock::now();
   Connect();
   Heartbeat();
@@ -42,6 +45,7 @@ void RendezvousClient::Stop() {
   reconnect_timer_.cancel();
   connect_deadline_.cancel();
   fence_timer_.cancel();
+  quiet_timer_.cancel();
   for (auto& timer : delayed_heartbeats_) timer->cancel();
   if (channel_) channel_->Close("client stopping");
   channel_.reset();
@@ -98,14 +102,19 @@ void RendezvousClient::Connect() {
   if (Suspended()) {
     // Cut off: an attempt would go unanswered, which is silence, not refusal.
     latest_failure_ = ContactFailure::kSilent;
-    ScheduleReconnect();
+    ScheduleReconnect(walk_.AfterFailure(false, UnitRandom()));
     return;
   }
   auto socket = std::make_shared<tcp::socket>(io_);
   auto resolver = std::make_shared<tcp::resolver>(io_);
+  const Endpoint target = walk_.Current();
   // A host whose link is down never answers: give up on the attempt in time
   // to try again (and so that silence, not refusal, is what we remember).
-  connect_deadline_.expires_after(options_.settings.connect_timeout);
+  // With replicas, another one may answer: do not wait on a dead host long.
+  const auto deadline = replicated_ ? std::min(options_.settings.connect_timeout,
+                                               options_.settings.keep_alive_interval)
+                                    : options_.settings.connect_timeout;
+  connect_deadline_.expires_after(deadline);
   connect_deadline_.async_wait([socket](const boost::system::error_code& ec) {
     if (!ec) {
       boost::system::error_code ignored;
@@ -113,15 +122,15 @@ void RendezvousClient::Connect() {
     }
   });
   resolver->async_resolve(
-      options_.host, std::to_string(options_.port),
-      [this, socket, resolver](const boost::system::error_code& ec,
-                               tcp::resolver::results_type results) {
+      target.host, std::to_string(target.port),
+      [this, socket, resolver, target](const boost::system::error_code& ec,
+                                       tcp::resolver::results_type results) {
         if (stopped_) return;
         if (ec) {
           latest_failure_ = ContactFailure::kSilent;
-          spdlog::debug("event=rdzv_resolve_failed host={} error=\"{}\"", options_.host,
+          spdlog::debug("event=rdzv_resolve_failed host={} error=\"{}\"", target.host,
                         ec.message());
-          ScheduleReconnect();
+          ScheduleReconnect(walk_.AfterFailure(false, UnitRandom()));
           return;
         }
         asio::async_connect(
@@ -130,8 +139,11 @@ void RendezvousClient::Connect() {
               if (stopped_) return;
               connect_deadline_.cancel();
               if (connect_ec) {
-                latest_failure_ = FailureOf(connect_ec == asio::error::connection_refused);
-                ScheduleReconnect();
+                const bool refused = connect_ec == asio::error::connection_refused;
+                latest_failure_ = FailureOf(refused);
+                // A live host with no replica on the port: an answer.
+                if (refused) last_answer_ = std::chrono::steady_clock::now();
+                ScheduleReconnect(walk_.AfterFailure(false, UnitRandom()));
                 return;
               }
               OnConnected(std::move(*socket));
@@ -168,13 +180,36 @@ Join RendezvousClient::MakeJoin() const {
 
 void RendezvousClient::OnMessage(const Message& message) {
   if (Suspended()) return;
+  if (const auto* error = std::get_if<Error>(&message);
+      error != nullptr &&
+      (error->code == ErrorCode::kNotLeader || error->code == ErrorCode::kNoLeader)) {
+    // A standby: an answer, never contact (it serves nobody).
+    return OnStandbyAnswer(*error);
+  }
+  if (const auto* welcome = std::get_if<Welcome>(&message)) {
+    if (welcome->epoch != 0) replicated_ = true;
+    if (welcome->epoch < epoch_seen_) {
+      // A deposed leader that has not noticed yet: not contact either.
+      spdlog::warn("event=rdzv_stale_leader endpoint={} epoch={} seen={}", walk_.Current().Text(),
+                   welcome->epoch, epoch_seen_);
+      last_answer_ = std::chrono::steady_clock::now();
+      if (channel_) channel_->Close("a leader of an older epoch");
+      return;
+    }
+    epoch_seen_ = welcome->epoch;
+  }
   last_contact_ = std::chrono::steady_clock::now();
   latest_failure_ = ContactFailure::kNone;
   ArmFenceTimer(last_contact_ + options_.settings.fence_timeout);
+  if (replicated_) ArmQuietTimer();
   if (std::holds_alternative<Welcome>(message)) {
     welcomed_ = true;
-    attempt_ = 0;
+    walk_.AfterWelcome();
+    last_answer_.reset();
     if (fenced_) spdlog::info("event=rdzv_reconnected");
+    if (replicated_) {
+      spdlog::info("event=rdzv_leader endpoint={} epoch={}", walk_.Current().Text(), epoch_seen_);
+    }
     fenced_ = false;
     return;
   }
@@ -203,6 +238,11 @@ void RendezvousClient::OnMessage(const Message& message) {
     return;
   }
   if (const auto* assignment = std::get_if<AssignmentMessage>(&message)) {
+    if (assignment->epoch < epoch_seen_) {
+      spdlog::warn("event=rdzv_stale_assignment gen={} epoch={} seen={}",
+                   assignment->assignment.generation, assignment->epoch, epoch_seen_);
+      return;
+    }
     last_report_.ForgetBefore(assignment->assignment.generation);
     if (callbacks_.on_assignment) callbacks_.on_assignment(assignment->assignment);
     return;
@@ -213,23 +253,70 @@ void RendezvousClient::OnMessage(const Message& message) {
   }
 }
 
-void RendezvousClient::OnClosed(const std::string& why, bool daemon_gone) {
-  if (stopped_) return;
-  spdlog::warn("event=rdzv_connection_lost why=\"{}\"", why);
-  welcomed_ = false;
-  latest_failure_ = FailureOf(daemon_gone);
-  channel_.reset();
-  ScheduleReconnect();
+void RendezvousClient::OnStandbyAnswer(const Error& error) {
+  replicated_ = true;
+  last_answer_ = std::chrono::steady_clock::now();
+  epoch_seen_ = std::max(epoch_seen_, error.epoch);
+  spdlog::debug("event=rdzv_standby endpoint={} code={} message=\"{}\"", walk_.Current().Text(),
+                error.code_name(), error.message);
+  standby_answer_ = error;
+  if (channel_) channel_->Close("answered by a standby");
 }
 
-void RendezvousClient::ScheduleReconnect() {
+void RendezvousClient::OnClosed(const std::string& why, bool daemon_gone) {
   if (stopped_) return;
+  const std::optional<Error> standby = std::exchange(standby_answer_, std::nullopt);
+  const bool was_welcomed = welcomed_;
+  welcomed_ = false;
+  channel_.reset();
+  if (standby) {
+    if (!standby->leader.empty()) {
+      if (auto leader = ParseLeader(standby->leader); leader.ok()) {
+        return ScheduleReconnect(walk_.AfterRedirect(*leader, UnitRandom()));
+      }
+      spdlog::warn("event=rdzv_bad_leader leader=\"{}\"", standby->leader);
+    }
+    return ScheduleReconnect(walk_.AfterFailure(true, UnitRandom()));
+  }
+  if (was_welcomed) {
+    spdlog::warn("event=rdzv_connection_lost endpoint={} why=\"{}\"", walk_.Current().Text(), why);
+  } else {
+    spdlog::debug("event=rdzv_connection_lost endpoint={} why=\"{}\"", walk_.Current().Text(), why);
+  }
+  latest_failure_ = FailureOf(daemon_gone);
+  if (daemon_gone) last_answer_ = std::chrono::steady_clock::now();
+  ScheduleReconnect(walk_.AfterFailure(false, UnitRandom()));
+}
+
+double RendezvousClient::UnitRandom() {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  const auto delay = NextBackoff(attempt_++, kBackoffBase, kBackoffCap, unit(random_));
+  return unit(random_);
+}
+
+void RendezvousClient::ScheduleReconnect(std::chrono::milliseconds delay) {
+  if (stopped_) return;
   reconnect_timer_.expires_after(delay);
   reconnect_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) Connect();
   });
+}
+
+void RendezvousClient::ArmQuietTimer() {
+  // Acks come every keep_alive_interval: one and a half without one is a
+  // missed ack, and the fence rule needs a replica's answer before
+  // fence_timeout to keep the workers.
+  quiet_timer_.expires_at(last_contact_ + options_.settings.keep_alive_interval * 3 / 2);
+  quiet_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) LeaveQuietLeader();
+  });
+}
+
+void RendezvousClient::LeaveQuietLeader() {
+  if (stopped_ || !channel_ || !welcomed_ || Suspended()) return;
+  const auto quiet = std::chrono::steady_clock::now() - last_contact_;
+  spdlog::warn("event=rdzv_leader_quiet endpoint={} ms={}", walk_.Current().Text(),
+               std::chrono::duration_cast<std::chrono::milliseconds>(quiet).count());
+  channel_->Close("the leader went quiet");
 }
 
 void RendezvousClient::Heartbeat() {
@@ -261,8 +348,10 @@ void RendezvousClient::ArmFenceTimer(std::chrono::steady_clock::time_point when)
   fence_timer_.expires_at(when);
   fence_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_ || fenced_) return;
-    const FenceDecision decision = DecideFence(last_contact_, latest_failure_,
-                                               std::chrono::steady_clock::now(), options_.settings);
+    const auto now = std::chrono::steady_clock::now();
+    const FenceDecision decision =
+        replicated_ ? DecideReplicatedFence(last_contact_, last_answer_, now, options_.settings)
+                    : DecideFence(last_contact_, latest_failure_, now, options_.settings);
     if (decision.kind == FenceDecision::Kind::kWait) {
       ArmFenceTimer(decision.next_check);
       return;

@@ -11,6 +11,14 @@
 // is reachable and no daemon runs there, so no new generation can be formed
 // behind this agent's back.
 //
+// Replicas (PROTOCOL.md, "Replicas"): with several endpoints, the client
+// walks them (endpoint_walk.h), follows a standby's not_leader to the leader,
+// leaves a served connection that has gone quiet to look for a new leader,
+// and fences by the replicated rule (fence_rule.h): a standby's answer keeps
+// the workers up to failover_timeout but is never contact. It remembers the
+// highest leader epoch it has seen and refuses a Welcome or an assignment
+// from an older one: a deposed leader that has not noticed yet.
+//
 // Runs on the caller's io_context; not thread-safe.
 #pragma once
 
@@ -24,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/client/endpoint_walk.h"
 #include "rendezvous/client/fence_rule.h"
 #include "rendezvous/client/outcome_report.h"
 #include "rendezvous/net/message_channel.h"
@@ -32,8 +41,7 @@
 namespace muster::rdzv {
 
 struct ClientOptions {
-  std::string host;
-  uint16_t port = 0;
+  std::vector<Endpoint> endpoints;  // --rdzv-endpoint, in order; at least one
   std::string token;
   Join join;  // run_id, node_id, host, sizes, store port; store_addr "" = local address of the
               // connection
@@ -57,6 +65,8 @@ class RendezvousClient {
 
   void Start();
   void Stop();
+  // The highest leader epoch heard of (0: not replicated, or none yet).
+  uint64_t epoch() const { return epoch_seen_; }
   // The assignment the workers run under now (nullopt: none running). When
   // workers that ran stop, a heartbeat tells the daemon at once (draining).
   void SetCurrent(std::optional<Assignment> current);
@@ -79,7 +89,16 @@ class RendezvousClient {
   void OnConnected(boost::asio::ip::tcp::socket socket);
   void OnMessage(const Message& message);
   void OnClosed(const std::string& why, bool daemon_gone);
-  void ScheduleReconnect();
+  // A standby refused this agent: remember its answer for the walk and the
+  // fence rule, and leave the connection (OnClosed follows at once).
+  void OnStandbyAnswer(const Error& error);
+  // The next attempt, `delay` from now.
+  void ScheduleReconnect(std::chrono::milliseconds delay);
+  double UnitRandom();
+  // Replicated: a served connection silent past a missed ack is given up, so
+  // the walk can find a new leader before the fence decides.
+  void ArmQuietTimer();
+  void LeaveQuietLeader();
   bool Suspended() const { return std::chrono::steady_clock::now() < suspended_until_; }
   void Heartbeat();
   // What this agent heartbeats: the generation its workers run, 0 for none.
@@ -100,6 +119,7 @@ class RendezvousClient {
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer connect_deadline_;
   boost::asio::steady_timer fence_timer_;
+  boost::asio::steady_timer quiet_timer_;
   std::optional<Assignment> current_;
   OutcomeReport last_report_;
   std::string local_addr_;
@@ -108,7 +128,14 @@ class RendezvousClient {
   ContactFailure latest_failure_ = ContactFailure::kNone;  // since the last message
   bool fenced_ = false;
   bool stopped_ = false;
-  int attempt_ = 0;
+  EndpointWalk walk_;
+  bool replicated_ = false;  // several endpoints, or a replica said so
+  // When a replica last answered without serving (a standby's refusal, a
+  // refused connect, a leader's own close); reset by a Welcome.
+  std::optional<std::chrono::steady_clock::time_point> last_answer_;
+  uint64_t epoch_seen_ = 0;
+  // The standby's answer on the connection now closing, read by OnClosed.
+  std::optional<Error> standby_answer_;
   std::mt19937_64 random_;
   std::chrono::steady_clock::time_point suspended_until_{};
   std::chrono::steady_clock::time_point delayed_until_{};

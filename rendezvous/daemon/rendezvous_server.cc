@@ -149,7 +149,7 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
     }
     if (!replica_.Serves(now)) return Redirect(session);
     session.greeted = true;
-    session.channel->Send(Welcome{kProtocolVersion, daemon_id_});
+    session.channel->Send(Welcome{kProtocolVersion, daemon_id_, ServingEpoch()});
     return;
   }
   // A leader whose lease ran out acts on nothing more (Tick drops everyone).
@@ -208,6 +208,7 @@ void RendezvousServer::Apply(const Actions& actions) {
         AssignmentMessage adjusted = *assigned;
         adjusted.assignment.master_addr =
             MasterAddrFor(assigned->assignment.master_addr, session.peer_addr, session.local_addr);
+        adjusted.epoch = ServingEpoch();
         session.channel->Send(adjusted);
       } else {
         session.channel->Send(send->message);
@@ -294,13 +295,22 @@ void RendezvousServer::ApplyReplicaStatus(ReplicaStatus status,
   replica_ = std::move(status);
   if (replica_.leading != was_leading) {
     ++leader_changes_;
+    // Every agent last heard the old leader at least lead_margin before now:
+    // one that has not come back within failover_timeout of that has fenced.
+    std::optional<std::chrono::steady_clock::time_point> hold;
+    if (replica_.leading) {
+      hold = now + options_.settings.failover_timeout - replica_.lead_margin;
+    }
     DropEverything(replica_.leading
                        ? "this replica took the lead (epoch " + std::to_string(replica_.epoch) + ")"
-                       : why_not_leading);
+                       : why_not_leading,
+                   hold);
   }
 }
 
-void RendezvousServer::DropEverything(const std::string& why) {
+void RendezvousServer::DropEverything(
+    const std::string& why,
+    std::optional<std::chrono::steady_clock::time_point> rebuild_hold_until) {
   spdlog::info("event=replica_role role={} epoch={} leader={} why=\"{}\" connections={}",
                replica_.role, replica_.epoch, replica_.leader.empty() ? "-" : replica_.leader, why,
                sessions_.size());
@@ -308,7 +318,7 @@ void RendezvousServer::DropEverything(const std::string& why) {
   for (auto& [conn, session] : sessions_) open.push_back(session.channel);
   // Forgotten before the closes come back: they find no run to report to.
   sessions_.clear();
-  core_ = std::make_unique<RendezvousCore>(options_.settings);
+  core_ = std::make_unique<RendezvousCore>(options_.settings, rebuild_hold_until);
   for (auto& channel : open) channel->Close(why);
 }
 
@@ -324,7 +334,12 @@ void RendezvousServer::Redirect(Session& session) {
   const ErrorCode code = known ? ErrorCode::kNotLeader : ErrorCode::kNoLeader;
   spdlog::debug("event=redirected peer={} code={} why=\"{}\"", session.channel->peer(),
                 ErrorCodeName(code), text);
-  session.channel->Send(Error{code, text, false});
+  Error refusal{code, text, false};
+  if (known) {
+    refusal.leader = replica_.leader;
+    refusal.epoch = replica_.epoch;
+  }
+  session.channel->Send(refusal);
   session.channel->CloseAfterFlush(std::string(ErrorCodeName(code)));
 }
 

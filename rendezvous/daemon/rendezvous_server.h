@@ -88,8 +88,13 @@ class RendezvousServer {
   // lead drops everything, logged with `why_not_leading` when it is lost.
   void ApplyReplicaStatus(ReplicaStatus status, std::chrono::steady_clock::time_point now,
                           const std::string& why_not_leading);
-  // Closes every connection and forgets every run (a change of leader).
-  void DropEverything(const std::string& why);
+  // Closes every connection and forgets every run (a change of leader); a
+  // replica taking the lead holds rebuilds until `rebuild_hold_until`.
+  void DropEverything(const std::string& why,
+                      std::optional<std::chrono::steady_clock::time_point> rebuild_hold_until);
+  // The epoch stamped on Welcome and assignments: this replica's while it
+  // leads, 0 when not replicated.
+  uint64_t ServingEpoch() const { return replica_.leading ? replica_.epoch : 0; }
   // Refuses a Hello at a replica that does not serve: not_leader or no_leader.
   void Redirect(Session& session);
 

@@ -24,6 +24,9 @@ struct ReplicaStatus {
   bool fresh = false;  // the view of the leader was read from etcd within the lease TTL
   std::string role = "standalone";  // "standalone", "starting", "standby", "leader"
   std::string self;                 // this replica's advertised HOST:PORT
+  // How long before its lease can expire a leader stops serving: a new
+  // leader knows every agent last heard the old one at least this long ago.
+  std::chrono::milliseconds lead_margin{0};
 
   bool Serves(std::chrono::steady_clock::time_point now) const {
     return !replicated || (leading && now < lead_until);

@@ -24,6 +24,8 @@ enum class Bound {
   kLongText,  // strings bounded only by the frame
   kSigned,    // integers of either sign
   kPort,      // integers in [0, 65535]
+  kOptional,  // a short string or an unsigned integer that may be absent: left out
+              // when empty or 0, and read as that when missing (older peers)
 };
 
 // Wire<T>: each message's type byte, name and field list. Both directions read
@@ -148,6 +150,7 @@ struct Wire<Welcome> {
   static void Fields(V& v, M& m) {
     v("protocol_version", m.protocol_version);
     v("daemon_id", m.daemon_id);
+    v("epoch", m.epoch, Bound::kOptional);
   }
 };
 
@@ -161,6 +164,8 @@ struct Wire<Error> {
     v("code", m.code, m.unknown_code);
     v("message", m.message, Bound::kLongText);
     v("fatal", m.fatal);
+    v("leader", m.leader, Bound::kOptional);
+    v("epoch", m.epoch, Bound::kOptional);
   }
 };
 
@@ -182,6 +187,7 @@ struct Wire<AssignmentMessage> {
   template <typename V, typename M>
   static void Fields(V& v, M& m) {
     v("assignment", m.assignment);
+    v("epoch", m.epoch, Bound::kOptional);
   }
 };
 
@@ -257,7 +263,8 @@ class JsonWriter {
   explicit JsonWriter(json& object) : object_(object) {}
 
   template <typename T>
-  void operator()(const char* name, const T& value, Bound = Bound::kDefault) {
+  void operator()(const char* name, const T& value, Bound bound = Bound::kDefault) {
+    if (bound == Bound::kOptional && value == T{}) return;
     object_[name] = value;
   }
   void operator()(const char* name, const Assignment& value, Bound = Bound::kDefault) {
@@ -287,6 +294,7 @@ class JsonReader {
   JsonReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {}
 
   void operator()(const char* name, std::string& out, Bound bound = Bound::kDefault) {
+    if (Absent(name, bound)) return;
     const json* value = Find(name);
     if (value == nullptr) return;
     if (!value->is_string()) return Fail(name, "expected a string", *value);
@@ -308,7 +316,8 @@ class JsonReader {
       out = static_cast<uint32_t>(*v);
     }
   }
-  void operator()(const char* name, uint64_t& out, Bound = Bound::kDefault) {
+  void operator()(const char* name, uint64_t& out, Bound bound = Bound::kDefault) {
+    if (Absent(name, bound)) return;
     if (auto v = ReadInteger(name, 0, std::numeric_limits<uint64_t>::max())) {
       out = static_cast<uint64_t>(*v);
     }
@@ -343,6 +352,13 @@ class JsonReader {
   const Status& status() const { return status_; }
 
  private:
+  // An optional field that is missing (or null): the default stands.
+  bool Absent(const char* name, Bound bound) const {
+    if (bound != Bound::kOptional) return false;
+    const auto it = object_.find(name);
+    return it == object_.end() || it->is_null();
+  }
+
   // The field's value, or null (and the error recorded) when it is missing or
   // an earlier field already failed.
   const json* Find(const char* name) {

@@ -122,6 +122,9 @@ struct StatusRequest {
 struct Welcome {
   uint32_t protocol_version = kProtocolVersion;
   std::string daemon_id;  // changes when the daemon restarts
+  // A replica that leads: its epoch (PROTOCOL.md, "Replicas"). 0: not
+  // replicated. Absent on the wire when 0.
+  uint64_t epoch = 0;
   bool operator==(const Welcome&) const = default;
 };
 
@@ -135,6 +138,10 @@ struct Error {
   // kUnknown), so logs show it and encoding writes it back; empty otherwise.
   // (Its `{}` lets Error{code, message, fatal} leave it out.)
   std::string unknown_code{};
+  // not_leader: the leader's HOST:PORT and epoch, for the agent to follow
+  // and fence on; empty and 0 otherwise (and absent on the wire).
+  std::string leader{};
+  uint64_t epoch = 0;
   // The code as the wire spells it.
   std::string_view code_name() const { return WireCodeName(code, unknown_code); }
   bool operator==(const Error&) const = default;
@@ -150,6 +157,9 @@ struct Waiting {
 // A round closed: this node's place in the new generation.
 struct AssignmentMessage {
   Assignment assignment;
+  // The epoch of the replica that sent it (0: not replicated; absent on the
+  // wire when 0). An agent refuses one older than an epoch it has seen.
+  uint64_t epoch = 0;
   bool operator==(const AssignmentMessage&) const = default;
 };
 

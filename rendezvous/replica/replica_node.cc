@@ -175,6 +175,7 @@ void ReplicaNode::Publish() {
   status.fresh = election_.view().fresh;
   status.role = RoleName(election_.role());
   status.self = options_.advertise;
+  status.lead_margin = options_.election.step_down_margin;
   // lead_until moves with every renewal: the server needs each one.
   if (status == published_) return;
   published_ = status;

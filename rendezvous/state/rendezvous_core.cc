@@ -85,10 +85,11 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
               run = nullptr;
             }
             if (run == nullptr) {
-              run = runs_
-                        .emplace(join.run_id,
-                                 std::make_unique<RunState>(join.run_id, join, settings_, now))
-                        .first->second.get();
+              run =
+                  runs_
+                      .emplace(join.run_id, std::make_unique<RunState>(join.run_id, join, settings_,
+                                                                       now, rebuild_hold_until_))
+                      .first->second.get();
             }
             conn_run_[conn] = join.run_id;
             return run->OnJoin(conn, join, now);

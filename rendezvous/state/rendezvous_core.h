@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,7 +16,10 @@ namespace muster::rdzv {
 
 class RendezvousCore {
  public:
-  explicit RendezvousCore(Settings settings) : settings_(settings) {}
+  // `rebuild_hold_until`: a replica that has just taken the lead waits for
+  // the agents of every run until then (RunState's rebuild).
+  explicit RendezvousCore(Settings settings, std::optional<Time> rebuild_hold_until = std::nullopt)
+      : settings_(settings), rebuild_hold_until_(rebuild_hold_until) {}
 
   Actions Handle(const Event& event, Time now);
   // The hot path of Handle(MessageEvent{conn, Heartbeat}): the same outcome,
@@ -43,6 +47,7 @@ class RendezvousCore {
   RunState* RunOf(ConnId conn);
 
   Settings settings_;
+  std::optional<Time> rebuild_hold_until_;
   std::map<std::string, std::unique_ptr<RunState>, std::less<>> runs_;
   std::map<ConnId, std::string> conn_run_;
   // Counters of forgotten runs, so totals never go down.

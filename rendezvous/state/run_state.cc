@@ -25,9 +25,11 @@ double SecondsOf(D d) {
 
 }  // namespace
 
-RunState::RunState(std::string run_id, const Join& first, const Settings& settings, Time now)
+RunState::RunState(std::string run_id, const Join& first, const Settings& settings, Time now,
+                   std::optional<Time> rebuild_hold_until)
     : run_id_(std::move(run_id)),
       settings_(settings),
+      rebuild_hold_until_(rebuild_hold_until),
       min_nodes_(first.min_nodes),
       max_nodes_(first.max_nodes),
       max_restarts_(first.max_restarts),

@@ -54,7 +54,11 @@ class RunState {
  public:
   using Phase = RunPhase;
 
-  RunState(std::string run_id, const Join& first, const Settings& settings, Time now);
+  // `rebuild_hold_until`: after a replica took the lead, how long a rebuild
+  // waits for the last generation's members (instead of close_timeout): until
+  // every agent that has not come back has fenced itself (failover_timeout).
+  RunState(std::string run_id, const Join& first, const Settings& settings, Time now,
+           std::optional<Time> rebuild_hold_until = std::nullopt);
 
   // Requests from a node of this run. REQUIRES: the message's run_id is this run's.
   Actions OnJoin(ConnId conn, const Join& join, Time now);
@@ -126,7 +130,8 @@ class RunState {
   void SummarizeGeneration();
 
   // Rebuilding after a daemon restart (run_state_rebuild.cc).
-  // Enters kRebuilding: agents report what they run until close_timeout.
+  // Enters kRebuilding: agents report what they run until close_timeout, or
+  // the takeover hold while it lasts.
   void StartRebuild(Time now);
   // Carries on with the reported generation once all its members are back;
   // once `deadline_passed`, starts a new one without the missing ones.
@@ -134,6 +139,7 @@ class RunState {
 
   std::string run_id_;
   Settings settings_;
+  std::optional<Time> rebuild_hold_until_;
   int min_nodes_;
   int max_nodes_;
   int max_restarts_;

@@ -30,8 +30,12 @@ bool IsWholeGeneration(const std::vector<RunNode*>& reporters) {
 
 void RunState::StartRebuild(Time now) {
   phase_ = Phase::kRebuilding;
-  // Until close_timeout, a missing member may still come back.
-  round_deadline_ = now + settings_.close_timeout;
+  // Until close_timeout, a missing member may still come back. After a
+  // takeover, until the hold: an agent that has not come back by then has
+  // fenced itself, and one that has not fenced may still come back.
+  round_deadline_ = rebuild_hold_until_ && *rebuild_hold_until_ > now
+                        ? *rebuild_hold_until_
+                        : now + settings_.close_timeout;
 }
 
 void RunState::TryFinishRebuild(Time now, bool deadline_passed, Actions& out) {

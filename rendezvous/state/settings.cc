@@ -29,6 +29,9 @@ Result<Duration> ParseSeconds(const std::string& key, const std::string& value) 
 
 // "--rdzv-conf: A=Xs must be longer than B=Ys": two settings in the wrong
 // order, each shown with its value.
+// etcd's shortest lease at its defaults, the leader's (rendezvous/replica/).
+constexpr Duration kLeaseAllowance{2'000};
+
 Status OrderRefusal(std::string_view a, Duration a_value, std::string_view relation,
                     std::string_view b, Duration b_value) {
   std::string message = "--rdzv-conf: ";
@@ -79,6 +82,7 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
   bool heartbeat_given = false;
   bool fence_given = false;
   bool connect_given = false;
+  bool failover_given = false;
   for (const auto& [key, value] : conf) {
     Duration* target = nullptr;
     if (key == "join_timeout") target = &s.join_timeout;
@@ -92,6 +96,7 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
     if (key == "hello_timeout") target = &s.hello_timeout;
     if (key == "idle_timeout") target = &s.idle_timeout;
     if (key == "connect_timeout") target = &s.connect_timeout, connect_given = true;
+    if (key == "failover_timeout") target = &s.failover_timeout, failover_given = true;
     if (target) {
       auto parsed = ParseSeconds(key, value);
       if (!parsed.ok()) return parsed.status();
@@ -110,6 +115,7 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
   }
   if (!fence_given) s.fence_timeout = s.heartbeat_timeout * 4 / 5;
   if (!connect_given) s.connect_timeout = s.keep_alive_interval * 4;
+  if (!failover_given) s.failover_timeout = s.fence_timeout + kLeaseAllowance;
   // A member's heartbeats are its connection's only traffic: an idle bound
   // inside heartbeat_timeout would close live agents.
   if (s.idle_timeout <= s.heartbeat_timeout) {
@@ -125,6 +131,11 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
   if (s.fence_timeout >= s.heartbeat_timeout) {
     return OrderRefusal("fence_timeout", s.fence_timeout, "shorter", "heartbeat_timeout",
                         s.heartbeat_timeout);
+  }
+  // Replicas answering buys time beyond the plain fence, never less.
+  if (s.failover_timeout <= s.fence_timeout) {
+    return OrderRefusal("failover_timeout", s.failover_timeout, "longer", "fence_timeout",
+                        s.fence_timeout);
   }
   return s;
 }

@@ -21,6 +21,10 @@
 //                          longer than heartbeat_timeout
 //   connect_timeout        an agent gives up one connection attempt after this (4 x
 //                          keep_alive_interval): a host whose link is down never answers
+//   failover_timeout       replicated rendezvous: how long an agent keeps its workers
+//                          while replicas answer but none serves it (fence_timeout +
+//                          2 s, etcd's lease); a new leader waits as long, less the
+//                          margin it leads by, for every member to come back
 #pragma once
 
 #include <array>
@@ -54,12 +58,17 @@ struct Settings {
   Duration hello_timeout{5'000};
   Duration idle_timeout{60'000};
   Duration connect_timeout{2'000};
+  // fence_timeout plus the leader's lease: an agent that last heard the old
+  // leader just before it died reaches the new one inside it (PROTOCOL.md,
+  // "Replicas").
+  Duration failover_timeout{3'000};
 
   // The keys FromConf() reads.
-  static constexpr std::array<std::string_view, 12> kKeys = {
+  static constexpr std::array<std::string_view, 13> kKeys = {
       "join_timeout",           "last_call_timeout", "close_timeout",    "keep_alive_interval",
       "keep_alive_max_attempt", "heartbeat_timeout", "disconnect_grace", "fence_timeout",
       "drain_timeout",          "hello_timeout",     "idle_timeout",     "connect_timeout",
+      "failover_timeout",
   };
   static bool IsKey(std::string_view key);
 

@@ -80,5 +80,79 @@ TEST_CASE("fence_timeout and keep_alive_interval come from the settings", "[rdzv
             .next_check == heard + milliseconds(3'500));
 }
 
+TEST_CASE("a replicated rendezvous keeps workers while replicas answer, up to failover_timeout",
+          "[rdzv][client][fence]") {
+  Settings settings;  // fence_timeout 1 s, failover_timeout 3 s
+  const Clock::time_point heard{milliseconds(10'000)};
+  struct Row {
+    const char* situation;
+    std::optional<milliseconds> answered_after_heard;  // nullopt: no replica answered
+    milliseconds since_heard;
+    Kind want;
+    milliseconds want_next_check_after_heard;  // kWait rows only
+    const char* want_why_start;                // kFence rows only
+  };
+  const Row rows[] = {
+      {"rule 1: heard the leader a moment ago", std::nullopt, milliseconds(300), Kind::kWait,
+       milliseconds(1'000), ""},
+      {"R2: the old leader's lease still runs, a standby names it", milliseconds(900),
+       milliseconds(1'000), Kind::kWait, milliseconds(1'900), ""},
+      {"R2: election in progress, the bound comes first", milliseconds(2'500), milliseconds(2'600),
+       Kind::kWait, milliseconds(3'000), ""},
+      {"R2: every replica refused just now (all down, hosts up)", milliseconds(1'400),
+       milliseconds(1'500), Kind::kWait, milliseconds(2'400), ""},
+      {"R1: replicas answer but none took this agent back in time",
+       milliseconds(2'990),
+       milliseconds(3'000),
+       Kind::kFence,
+       {},
+       "no leader of the rendezvous took this agent back"},
+      {"R1: all replicas down longer than the bound",
+       milliseconds(9'900),
+       milliseconds(10'000),
+       Kind::kFence,
+       {},
+       "no leader of the rendezvous took this agent back"},
+      {"R3: cut off from every replica",
+       std::nullopt,
+       milliseconds(1'000),
+       Kind::kFence,
+       {},
+       "no word from any replica of the rendezvous for 1000 ms"},
+      {"R3: a standby answered, then the link went down",
+       milliseconds(500),
+       milliseconds(1'600),
+       Kind::kFence,
+       {},
+       "no word from any replica of the rendezvous for 1100 ms"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.situation);
+    std::optional<Clock::time_point> answered;
+    if (row.answered_after_heard) answered = heard + *row.answered_after_heard;
+    const FenceDecision d =
+        DecideReplicatedFence(heard, answered, heard + row.since_heard, settings);
+    CHECK(d.kind == row.want);
+    CHECK(d.silent == row.since_heard);
+    if (row.want == Kind::kWait) {
+      CHECK(d.next_check == heard + row.want_next_check_after_heard);
+      CHECK(d.why.empty());
+    } else {
+      CHECK_THAT(d.why, Catch::StartsWith(row.want_why_start));
+    }
+  }
+}
+
+TEST_CASE("the failover bound is a setting", "[rdzv][client][fence]") {
+  auto settings = Settings::FromConf({{"failover_timeout", "5"}});
+  REQUIRE(settings.ok());
+  const Clock::time_point heard{milliseconds(0)};
+  const auto answered = heard + milliseconds(4'500);
+  CHECK(DecideReplicatedFence(heard, answered, heard + milliseconds(4'999), *settings).kind ==
+        Kind::kWait);
+  CHECK(DecideReplicatedFence(heard, answered, heard + milliseconds(5'000), *settings).kind ==
+        Kind::kFence);
+}
+
 }  // namespace
 }  // namespace muster::rdzv

@@ -70,6 +70,13 @@ std::vector<Message> SampleMessages() {
       HeartbeatAck{.run_id = "run-7", .generation = 12},
       RunEnded{.run_id = "run-7", .succeeded = true, .message = "all workers exited 0"},
       StatusReply{.json = R"({"runs":[{"run_id":"run-7","nodes":["é","\u0000"]}]})"},
+      // A replicated rendezvous's epochs and leader.
+      Welcome{.protocol_version = 1, .daemon_id = "musterd-2", .epoch = 1ull << 40},
+      Error{.code = ErrorCode::kNotLeader,
+            .message = "not the leader: the leader is 10.0.0.2:29400 (epoch 7)",
+            .leader = "10.0.0.2:29400",
+            .epoch = 7},
+      AssignmentMessage{.assignment = SampleAssignment(), .epoch = 7},
   };
 }
 
@@ -159,6 +166,32 @@ TEST_CASE("an assignment is a nested object and an empty optional is left out") 
   join.current = SampleAssignment();
   CHECK(Encode(join).find(R"("current":{"generation":12,"global_rank_offset":16,)") !=
         std::string::npos);
+}
+
+TEST_CASE("epochs and the leader are left out when unset and read as unset when missing") {
+  // What an older daemon sends, and what an unreplicated one still does.
+  CHECK(Encode(Welcome{.protocol_version = 1, .daemon_id = "d"}) ==
+        EncodeFrame(0x81, R"({"daemon_id":"d","protocol_version":1})"));
+  Result<Message> welcome = Decode(0x81, R"({"daemon_id":"d","protocol_version":1})");
+  REQUIRE(welcome.ok());
+  CHECK(std::get<Welcome>(*welcome).epoch == 0);
+  Result<Message> error = Decode(0x82, R"({"code":"no_leader","message":"m","fatal":false,
+                                           "leader":null})");
+  REQUIRE(error.ok());
+  CHECK(std::get<Error>(*error).leader.empty());
+  CHECK(std::get<Error>(*error).epoch == 0);
+  CHECK(Encode(AssignmentMessage{.assignment = SampleAssignment()}).find("epoch") ==
+        std::string::npos);
+}
+
+TEST_CASE("a bad epoch or leader is refused, naming the field") {
+  Result<Message> negative = Decode(0x81, R"({"daemon_id":"d","protocol_version":1,"epoch":-3})");
+  REQUIRE_FALSE(negative.ok());
+  CHECK(negative.status().message().find("Welcome.epoch") != std::string::npos);
+  Result<Message> leader = Decode(0x82, R"({"code":"not_leader","message":"m","fatal":false,
+                                            "leader":7})");
+  REQUIRE_FALSE(leader.ok());
+  CHECK(leader.status().message().find("Error.leader: expected a string") != std::string::npos);
 }
 
 TEST_CASE("a hand-written join from another language decodes, extra fields ignored") {

@@ -36,7 +36,8 @@ TEST_CASE("settings without keys are the documented defaults", "[rdzv][settings]
   CHECK(s->drain_timeout == Duration(45'000));
   CHECK(s->hello_timeout == Duration(5'000));
   CHECK(s->idle_timeout == Duration(60'000));
-  CHECK(s->connect_timeout == Duration(2'000));  // 4 x keep_alive_interval
+  CHECK(s->connect_timeout == Duration(2'000));   // 4 x keep_alive_interval
+  CHECK(s->failover_timeout == Duration(3'000));  // fence_timeout + the 2 s lease
   // The daemon acks at most every fence_timeout / 3: at the default interval,
   // every heartbeat, so an agent hears from it twice within its fence timeout.
   CHECK(s->keep_alive_interval >= s->fence_timeout / 3);
@@ -124,6 +125,22 @@ TEST_CASE("fence_timeout at or above heartbeat_timeout is refused", "[rdzv][sett
   auto ok = Settings::FromConf({{"heartbeat_timeout", "1"}, {"fence_timeout", "0.9"}});
   REQUIRE(ok.ok());
   CHECK(ok->fence_timeout == Duration(900));
+}
+
+TEST_CASE("failover_timeout follows fence_timeout and must exceed it", "[rdzv][settings]") {
+  auto derived = Settings::FromConf({{"heartbeat_timeout", "4"}});
+  REQUIRE(derived.ok());
+  CHECK(derived->failover_timeout == Duration(5'200));  // fence 3.2 s + 2 s
+  auto given = Settings::FromConf({{"failover_timeout", "2.5"}});
+  REQUIRE(given.ok());
+  CHECK(given->failover_timeout == Duration(2'500));
+  for (const char* failover : {"1", "0.5"}) {
+    INFO("failover_timeout=" << failover);
+    auto s = Settings::FromConf({{"failover_timeout", failover}});
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.status().message(),
+               Catch::Contains("failover_timeout") && Catch::Contains("fence_timeout"));
+  }
 }
 
 TEST_CASE("every listed key is one that settings read", "[rdzv][settings]") {

@@ -1,0 +1,79 @@
+#include "rendezvous/client/endpoint_walk.h"
+
+#include <algorithm>
+
+#include "common/backoff.h"
+#include "common/host_port.h"
+
+namespace muster::rdzv {
+
+std::string Endpoint::Text() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<Endpoint> ParseLeader(std::string_view text) {
+  auto parts = SplitEndpoint(text);
+  if (!parts.ok()) return parts.status();
+  if (!parts->port || *parts->port == 0) {
+    return Status::InvalidArgument("leader '" + std::string(text) + "' names no port");
+  }
+  return Endpoint{parts->host, static_cast<uint16_t>(*parts->port)};
+}
+
+EndpointWalk::EndpointWalk(std::vector<Endpoint> endpoints) : endpoints_(std::move(endpoints)) {}
+
+std::chrono::milliseconds EndpointWalk::AfterFailure(bool replica_answered, double unit_random) {
+  failed_texts_.insert(Current().Text());
+  answered_in_sweep_ = answered_in_sweep_ || replica_answered;
+  if (redirect_) {
+    // The listed endpoint that named this leader was counted already.
+    redirect_.reset();
+  } else {
+    ++failed_in_sweep_;
+    index_ = (index_ + 1) % endpoints_.size();
+  }
+  if (failed_in_sweep_ < endpoints_.size()) return std::chrono::milliseconds(0);
+  // A whole sweep failed: pause before the next one.
+  std::chrono::milliseconds delay;
+  if (answered_in_sweep_) {
+    // An election is under way (or the leader's lease still runs): look
+    // again as often as the standbys read etcd.
+    quiet_sweeps_ = 0;
+    delay = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(
+        static_cast<double>(kElectionPoll.count()) * (0.5 + 0.5 * unit_random)));
+  } else {
+    delay = NextBackoff(quiet_sweeps_++, kBackoffBase, kBackoffCap, unit_random);
+  }
+  failed_in_sweep_ = 0;
+  failed_texts_.clear();
+  answered_in_sweep_ = false;
+  return delay;
+}
+
+std::chrono::milliseconds EndpointWalk::AfterRedirect(const Endpoint& leader, double unit_random) {
+  const std::string answered_by = Current().Text();
+  const auto delay = AfterFailure(/*replica_answered=*/true, unit_random);
+  // Not a leader that failed in this sweep, nor the standby that named it
+  // (a replica never names itself, but a confused one must not loop here).
+  if (failed_texts_.contains(leader.Text()) || leader.Text() == answered_by) return delay;
+  // A listed leader is tried in its place in the list, so a sweep does not
+  // try it twice; another one out of turn. At the end of a sweep, it comes
+  // first after the pause.
+  const auto listed = std::find(endpoints_.begin(), endpoints_.end(), leader);
+  if (listed != endpoints_.end()) {
+    index_ = static_cast<size_t>(listed - endpoints_.begin());
+  } else {
+    redirect_ = leader;
+  }
+  return delay;
+}
+
+void EndpointWalk::AfterWelcome() {
+  failed_in_sweep_ = 0;
+  failed_texts_.clear();
+  answered_in_sweep_ = false;
+  quiet_sweeps_ = 0;
+}
+
+}  // namespace muster::rdzv

@@ -1,0 +1,80 @@
+// EndpointWalk: which rendezvous endpoint an agent tries next, and after how
+// long, when --rdzv-endpoint lists replicas (PROTOCOL.md, "Replicas"). Pure:
+// the client reports each attempt's outcome and waits the delay it is given.
+//
+// The walk:
+//   - endpoints are tried in the order given; a failed attempt moves on to the
+//     next one at once;
+//   - a standby that names the leader (not_leader) sends the next attempt to
+//     that leader, unless the leader already failed in this sweep (its lease
+//     outlives it: following it again would only wait again);
+//   - once every endpoint has failed (one sweep), the next sweep starts after
+//     a pause: 100 ms, a standby's poll period, when some replica answered in
+//     the sweep (an election is under way), otherwise the usual jittered
+//     backoff (common/backoff.h, 50 ms doubling to 500 ms);
+//   - a Welcome ends the walk: the next failure starts a sweep from the
+//     endpoint that served.
+//
+// Thread-safety: a value; not shared.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace muster::rdzv {
+
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+  // HOST:PORT, with brackets around an IPv6 address.
+  std::string Text() const;
+  bool operator==(const Endpoint&) const = default;
+};
+
+// "HOST:PORT" as a standby names the leader (its --advertise). The error
+// quotes the text.
+Result<Endpoint> ParseLeader(std::string_view text);
+
+class EndpointWalk {
+ public:
+  explicit EndpointWalk(std::vector<Endpoint> endpoints);
+
+  // More than one endpoint: the agent talks to replicas.
+  bool replicated() const { return endpoints_.size() > 1; }
+  const std::vector<Endpoint>& endpoints() const { return endpoints_; }
+  // Where the next attempt goes.
+  const Endpoint& Current() const { return redirect_ ? *redirect_ : endpoints_[index_]; }
+
+  // The attempt at Current() failed: refused, silent, or a standby that knows
+  // no leader (`replica_answered`). Returns the delay before the next one.
+  // `unit_random` in [0, 1) jitters the backoff.
+  std::chrono::milliseconds AfterFailure(bool replica_answered, double unit_random);
+  // A standby named `leader`: the next attempt goes there unless it failed in
+  // this sweep. The delay is AfterFailure's with an answer: none within a
+  // sweep, the poll pause at its end.
+  std::chrono::milliseconds AfterRedirect(const Endpoint& leader, double unit_random);
+  // Current() served this agent.
+  void AfterWelcome();
+
+  static constexpr std::chrono::milliseconds kElectionPoll{100};
+  static constexpr std::chrono::milliseconds kBackoffBase{50};
+  static constexpr std::chrono::milliseconds kBackoffCap{500};
+
+ private:
+  std::vector<Endpoint> endpoints_;
+  size_t index_ = 0;                    // the listed endpoint this sweep is at
+  std::optional<Endpoint> redirect_;    // a leader named by a standby, tried next
+  size_t failed_in_sweep_ = 0;          // listed endpoints failed in this sweep
+  std::set<std::string> failed_texts_;  // every endpoint failed in this sweep
+  bool answered_in_sweep_ = false;
+  int quiet_sweeps_ = 0;  // sweeps in a row with no replica answering
+};
+
+}  // namespace muster::rdzv
