@@ -3,85 +3,15 @@ one leader serves, standbys refuse agents naming it, a killed or stopped
 leader is replaced, a leader cut off from etcd steps down before its lease
 can expire, and losing one etcd member of three changes nothing.
 
-Each replica is `musterd --etcd ... --advertise 127.0.0.1:PORT` with its log
-in a file; the tests read its event= lines (replica_leader epoch=N,
-replica_step_down, replica_view) and ask it with `muster status`.
+Replicas are replica_harness.py's: the tests read their event= lines and ask
+them with `muster status`.
 """
 import os
-import re
-import shutil
 import signal
 import time
 
-from etcd_cluster import EtcdCluster, require_etcd
-from harness import MUSTER, check, free_port, kill_tree, run, start, tempdir, test, wait_for
-
-MUSTERD = os.path.join(os.path.dirname(MUSTER), "musterd")
-LEADER_RE = re.compile(r"event=replica_leader epoch=(\d+) advertise=(\S+)")
-
-
-class Replica:
-    def __init__(self, etcd, log_dir, prefix="/muster-test"):
-        self.port = free_port()
-        self.address = f"127.0.0.1:{self.port}"
-        self.log_path = os.path.join(log_dir, f"musterd-{self.port}.log")
-        self.log = open(self.log_path, "w")
-        self.proc = start([MUSTERD, "--host", "127.0.0.1", "--port", str(self.port),
-                           "--etcd", etcd, "--advertise", self.address,
-                           "--etcd-prefix", prefix], stdout=self.log, stderr=self.log)
-
-    def text(self):
-        with open(self.log_path) as f:
-            return f.read()
-
-    def epochs_led(self):
-        return [int(m.group(1)) for m in LEADER_RE.finditer(self.text())]
-
-    def status(self):
-        return run([MUSTER, "status", "--rdzv-endpoint", self.address], timeout=20)
-
-
-def leader_among(replicas):
-    """The replica that leads now (the last to log replica_leader without a
-    step-down after it), or None."""
-    best, best_epoch = None, 0
-    for r in replicas:
-        if r.proc.poll() is not None:
-            continue
-        text = r.text()
-        leads = list(LEADER_RE.finditer(text))
-        if not leads:
-            continue
-        last = leads[-1]
-        if "event=replica_step_down" in text[last.end():]:
-            continue
-        if int(last.group(1)) > best_epoch:
-            best, best_epoch = r, int(last.group(1))
-    return best
-
-
-def one_leader(replicas, timeout=10):
-    check(wait_for(lambda: leader_among(replicas) is not None, timeout),
-          f"no replica led within {timeout} s", *[r.text() for r in replicas])
-    return leader_among(replicas)
-
-
-class Setup:
-    def __init__(self, etcd_members=1, replicas=3):
-        require_etcd()
-        self.dir = tempdir()
-        self.etcd = EtcdCluster(etcd_members)
-        self.replicas = [Replica(self.etcd.endpoints(), self.dir) for _ in range(replicas)]
-
-    def close(self):
-        for r in self.replicas:
-            if r.proc.poll() is None:
-                kill_tree(r.proc.pid)
-                r.proc.wait()
-            r.log.close()
-        self.etcd.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
+from harness import MUSTER, check, run, test, wait_for
+from replica_harness import MUSTERD, Setup, leader_among, one_leader
 
 @test
 def replicas_elect_one_leader_and_the_standbys_name_it():

@@ -1,3 +1,4 @@
 # musterd replicas and their leader election, against a real etcd cluster on
 # loopback (Debian's etcd-server; skipped with the reason when absent).
 muster_integration_test(replica replica_test.py TIMEOUT 240 LABELS elastic replica)
+muster_integration_test(replica_agents replica_agents_test.py TIMEOUT 240 LABELS elastic replica)
