@@ -10,7 +10,7 @@ import os
 import signal
 import time
 
-from harness import MUSTER, check, run, test, wait_for
+from harness import check, run, test, wait_for
 from replica_harness import MUSTERD, Setup, leader_among, one_leader
 
 @test
