@@ -39,12 +39,73 @@ int Usage(const std::string& error) {
   return 2;
 }
 
+// One StatusRequest to HOST:PORT: the document, the daemon's refusal, or why
+// neither came.
+struct Answer {
+  std::optional<std::string> reply;
+  std::optional<rdzv::Error> refusal;
+  std::optional<std::string> failure;
+};
+
+Answer Ask(const std::string& host, const std::string& port, const std::string& token,
+           const std::string& run_id) {
+  asio::io_context io;
+  Answer answer;
+  std::shared_ptr<rdzv::MessageChannel> channel;
+  asio::ip::tcp::resolver resolver(io);
+  auto socket = std::make_shared<asio::ip::tcp::socket>(io);
+  resolver.async_resolve(host, port, [&](const boost::system::error_code& ec, auto results) {
+    if (ec) {
+      answer.failure = "cannot resolve '" + host + "': " + ec.message();
+      return;
+    }
+    asio::async_connect(*socket, results, [&](const boost::system::error_code& cec, const auto&) {
+      if (cec) {
+        answer.failure = "cannot connect to " + host + ":" + port + ": " + cec.message();
+        return;
+      }
+      channel = std::make_shared<rdzv::MessageChannel>(
+          std::move(*socket),
+          rdzv::MessageChannel::Limits{rdzv::kMaxStatusReplyFrameBytes, 1u << 20}, false);
+      channel->Start({[&](rdzv::Message m) {
+                        if (auto* s = std::get_if<rdzv::StatusReply>(&m)) {
+                          answer.reply = s->json;
+                          channel->Close("done");
+                        } else if (auto* e = std::get_if<rdzv::Error>(&m)) {
+                          answer.refusal = *e;
+                          channel->Close("refused");
+                        }
+                      },
+                      [&](const std::string& why, bool) {
+                        if (!answer.reply && !answer.refusal && !answer.failure) {
+                          answer.failure = why;
+                        }
+                        io.stop();
+                      },
+                      {}});
+      channel->Send(rdzv::Hello{rdzv::kProtocolVersion, token, "muster-status"});
+      channel->Send(rdzv::StatusRequest{run_id});
+    });
+  });
+  io.run_for(kStatusTimeout);
+  return answer;
+}
+
 }  // namespace
 
 std::string FormatStatusTable(const std::string& status_json) {
   const auto doc = nlohmann::json::parse(status_json, nullptr, false);
   if (doc.is_discarded() || !doc.contains("runs")) return "unreadable status document\n";
   std::ostringstream out;
+  if (doc.contains("replica") && doc["replica"].is_object()) {
+    const auto& replica = doc["replica"];
+    std::string standbys;
+    for (const auto& standby : replica.value("standbys", nlohmann::json::array())) {
+      standbys += (standbys.empty() ? "" : ", ") + standby.get<std::string>();
+    }
+    out << "leader " << replica.value("leader", "?") << " (epoch " << replica.value("epoch", 0)
+        << "), standbys: " << (standbys.empty() ? "none" : standbys) << "\n";
+  }
   if (doc["runs"].empty()) out << "no runs\n";
   for (const auto& run : doc["runs"]) {
     out << "run " << run.value("run_id", "?") << ": " << run.value("state", "?") << ", generation "
@@ -117,51 +178,30 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   }
   if (a.host.empty()) return Usage("--rdzv-endpoint is required");
 
-  asio::io_context io;
-  std::optional<std::string> reply;
-  std::optional<std::string> failure;  // why no reply came, once known
-  std::shared_ptr<rdzv::MessageChannel> channel;
-  asio::ip::tcp::resolver resolver(io);
-  auto socket = std::make_shared<asio::ip::tcp::socket>(io);
-  resolver.async_resolve(a.host, a.port, [&](const boost::system::error_code& ec, auto results) {
-    if (ec) {
-      failure = "cannot resolve '" + a.host + "': " + ec.message();
-      return;
+  Answer answer = Ask(a.host, a.port, a.token, a.run_id);
+  if (answer.refusal && answer.refusal->code == rdzv::ErrorCode::kNotLeader &&
+      !answer.refusal->leader.empty()) {
+    // A standby of a replicated rendezvous: the runs are the leader's.
+    std::cerr << "muster status: " << a.host << ":" << a.port << " is a standby; asking the leader "
+              << answer.refusal->leader << " (epoch " << answer.refusal->epoch << ")\n";
+    auto leader = cli::SplitEndpoint(answer.refusal->leader);
+    if (!leader.ok() || !leader->port) {
+      std::cerr << "muster status: the standby named an unusable leader '" << answer.refusal->leader
+                << "'\n";
+      return 1;
     }
-    asio::async_connect(*socket, results, [&](const boost::system::error_code& cec, const auto&) {
-      if (cec) {
-        failure = "cannot connect to " + a.host + ":" + a.port + ": " + cec.message();
-        return;
-      }
-      channel = std::make_shared<rdzv::MessageChannel>(
-          std::move(*socket),
-          rdzv::MessageChannel::Limits{rdzv::kMaxStatusReplyFrameBytes, 1u << 20}, false);
-      channel->Start({[&](rdzv::Message m) {
-                        if (auto* s = std::get_if<rdzv::StatusReply>(&m)) {
-                          reply = s->json;
-                          channel->Close("done");
-                        } else if (auto* e = std::get_if<rdzv::Error>(&m)) {
-                          failure = "refused: " + e->message;
-                          channel->Close("refused");
-                        }
-                      },
-                      [&](const std::string& why, bool) {
-                        if (!reply && !failure) failure = why;
-                        io.stop();
-                      },
-                      {}});
-      channel->Send(rdzv::Hello{rdzv::kProtocolVersion, a.token, "muster-status"});
-      channel->Send(rdzv::StatusRequest{a.run_id});
-    });
-  });
-  io.run_for(kStatusTimeout);
-  if (!reply) {
+    answer = Ask(leader->host, std::to_string(*leader->port), a.token, a.run_id);
+  }
+  if (!answer.reply) {
     std::cerr << "muster status: "
-              << failure.value_or("no answer within " + std::to_string(kStatusTimeout.count()) +
-                                  " s")
+              << (answer.refusal
+                      ? "refused: " + answer.refusal->message
+                      : answer.failure.value_or("no answer within " +
+                                                std::to_string(kStatusTimeout.count()) + " s"))
               << "\n";
     return 1;
   }
+  const std::optional<std::string>& reply = answer.reply;
   std::cout << (a.json ? *reply + "\n" : FormatStatusTable(*reply));
   return 0;
 }

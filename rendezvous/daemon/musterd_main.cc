@@ -91,7 +91,8 @@ muster::Result<std::optional<muster::rdzv::replica::ReplicaOptions>> ReplicaOpti
   }
   muster::rdzv::replica::ReplicaOptions options;
   options.etcd = *endpoints;
-  options.key = flags.etcd_prefix + (flags.etcd_prefix.back() == '/' ? "" : "/") + "musterd/leader";
+  options.prefix = flags.etcd_prefix + (flags.etcd_prefix.back() == '/' ? "" : "/");
+  options.key = options.prefix + "musterd/leader";
   options.advertise = flags.advertise;
   return Options(options);
 }
@@ -290,6 +291,10 @@ int main(int argc, char** argv) {
         **replica_options, [&io, raw](muster::rdzv::ReplicaStatus status) {
           boost::asio::post(io, [raw, status] { raw->SetReplicaStatus(status); });
         });
+    // Budgets and settings outlive this leader: its successor reads them.
+    raw->SetRunRecordSink([node = replica.get()](std::vector<muster::rdzv::RunRecord> records) {
+      node->WriteRunRecords(std::move(records));
+    });
     spdlog::info("event=replica etcd={} key={} advertise={}", flags.etcd, (*replica_options)->key,
                  flags.advertise);
   }

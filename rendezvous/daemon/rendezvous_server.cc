@@ -156,6 +156,7 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
   if (!replica_.Serves(now)) return;
   if (std::holds_alternative<Hello>(message)) return;  // repeated Hello: harmless
   Apply(core_->Handle(MessageEvent{conn, std::move(message)}, now));
+  PublishRunRecords();
 }
 
 bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {
@@ -219,7 +220,14 @@ void RendezvousServer::Apply(const Actions& actions) {
       }
     } else if (const auto* status = std::get_if<StatusReplyAction>(&action)) {
       if (auto it = sessions_.find(status->conn); it != sessions_.end()) {
-        it->second.channel->SendFrame(StatusReplyFrame(status->snapshot));
+        if (!replica_.replicated) {
+          it->second.channel->SendFrame(StatusReplyFrame(status->snapshot));
+          continue;
+        }
+        StatusSnapshot snapshot = status->snapshot;
+        snapshot.replica = ReplicaSummary{replica_.self, replica_.role, replica_.epoch,
+                                          replica_.leader, replica_.replicas};
+        it->second.channel->SendFrame(StatusReplyFrame(snapshot));
       }
     } else if (const auto* close = std::get_if<CloseAction>(&action)) {
       if (auto it = sessions_.find(close->conn); it != sessions_.end()) {
@@ -253,6 +261,7 @@ void RendezvousServer::Tick() {
   }
   last_tick_ = now;
   Apply(core_->Handle(TickEvent{}, now));
+  PublishRunRecords();
   tick_timer_.expires_after(kTickInterval);
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) Tick();
@@ -295,22 +304,23 @@ void RendezvousServer::ApplyReplicaStatus(ReplicaStatus status,
   replica_ = std::move(status);
   if (replica_.leading != was_leading) {
     ++leader_changes_;
-    // Every agent last heard the old leader at least lead_margin before now:
-    // one that has not come back within failover_timeout of that has fenced.
-    std::optional<std::chrono::steady_clock::time_point> hold;
+    Takeover takeover;
     if (replica_.leading) {
-      hold = now + options_.settings.failover_timeout - replica_.lead_margin;
+      // Every agent last heard the old leader at least lead_margin before
+      // now: one that has not come back within failover_timeout of that has
+      // fenced itself.
+      takeover.rebuild_hold_until = now + options_.settings.failover_timeout - replica_.lead_margin;
+      takeover.records = replica_.run_records;
     }
+    recorded_ = takeover.records;
     DropEverything(replica_.leading
                        ? "this replica took the lead (epoch " + std::to_string(replica_.epoch) + ")"
                        : why_not_leading,
-                   hold);
+                   std::move(takeover));
   }
 }
 
-void RendezvousServer::DropEverything(
-    const std::string& why,
-    std::optional<std::chrono::steady_clock::time_point> rebuild_hold_until) {
+void RendezvousServer::DropEverything(const std::string& why, Takeover takeover) {
   spdlog::info("event=replica_role role={} epoch={} leader={} why=\"{}\" connections={}",
                replica_.role, replica_.epoch, replica_.leader.empty() ? "-" : replica_.leader, why,
                sessions_.size());
@@ -318,8 +328,20 @@ void RendezvousServer::DropEverything(
   for (auto& [conn, session] : sessions_) open.push_back(session.channel);
   // Forgotten before the closes come back: they find no run to report to.
   sessions_.clear();
-  core_ = std::make_unique<RendezvousCore>(options_.settings, rebuild_hold_until);
+  core_ = std::make_unique<RendezvousCore>(options_.settings, std::move(takeover));
   for (auto& channel : open) channel->Close(why);
+}
+
+void RendezvousServer::PublishRunRecords() {
+  if (!replica_.leading || !run_record_sink_) return;
+  std::vector<RunRecord> changed;
+  for (RunRecord& record : core_->Records()) {
+    auto it = recorded_.find(record.run_id);
+    if (it != recorded_.end() && it->second == record) continue;
+    recorded_[record.run_id] = record;
+    changed.push_back(std::move(record));
+  }
+  if (!changed.empty()) run_record_sink_(std::move(changed));
 }
 
 void RendezvousServer::Redirect(Session& session) {

@@ -61,6 +61,11 @@ class RendezvousServer {
   // the runs from the agents' reports as a restarted daemon does.
   void SetReplicaStatus(ReplicaStatus status);
   const ReplicaStatus& replica_status() const { return replica_; }
+  // A replica's leader hands every changed run record here (RunRecord), from
+  // the io_context's thread; the replica writes them to etcd.
+  void SetRunRecordSink(std::function<void(std::vector<RunRecord>)> sink) {
+    run_record_sink_ = std::move(sink);
+  }
   void Stop();
 
  private:
@@ -89,9 +94,10 @@ class RendezvousServer {
   void ApplyReplicaStatus(ReplicaStatus status, std::chrono::steady_clock::time_point now,
                           const std::string& why_not_leading);
   // Closes every connection and forgets every run (a change of leader); a
-  // replica taking the lead holds rebuilds until `rebuild_hold_until`.
-  void DropEverything(const std::string& why,
-                      std::optional<std::chrono::steady_clock::time_point> rebuild_hold_until);
+  // replica taking the lead starts its runs from `takeover`.
+  void DropEverything(const std::string& why, Takeover takeover);
+  // Leading: hands the runs' records that changed to the sink.
+  void PublishRunRecords();
   // The epoch stamped on Welcome and assignments: this replica's while it
   // leads, 0 when not replicated.
   uint64_t ServingEpoch() const { return replica_.leading ? replica_.epoch : 0; }
@@ -105,6 +111,8 @@ class RendezvousServer {
   boost::asio::steady_timer sweep_timer_;
   std::unique_ptr<RendezvousCore> core_;
   ReplicaStatus replica_;
+  std::function<void(std::vector<RunRecord>)> run_record_sink_;
+  std::map<std::string, RunRecord, std::less<>> recorded_;  // as last handed to the sink
   uint64_t leader_changes_ = 0;
   // Looked up for every heartbeat; nothing depends on its order.
   std::unordered_map<ConnId, Session> sessions_;

@@ -11,7 +11,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <vector>
+
+#include "rendezvous/state/run_record.h"
 
 namespace muster::rdzv {
 
@@ -27,6 +32,10 @@ struct ReplicaStatus {
   // How long before its lease can expire a leader stops serving: a new
   // leader knows every agent last heard the old one at least this long ago.
   std::chrono::milliseconds lead_margin{0};
+  // Every replica registered in etcd (its advertised HOST:PORT), sorted.
+  std::vector<std::string> replicas;
+  // Leading: the runs' records as etcd held them when it took the lead.
+  std::map<std::string, RunRecord, std::less<>> run_records;
 
   bool Serves(std::chrono::steady_clock::time_point now) const {
     return !replicated || (leading && now < lead_until);

@@ -53,7 +53,19 @@ std::string StatusJson(const StatusSnapshot& snapshot) {
   for (const RunStatus& run : snapshot.runs) runs.push_back(RunJson(run));
   // Ids and hosts reach here checked as UTF-8 by the message codec; were one
   // not, a U+FFFD in the document beats an exception in the daemon.
-  return json{{"runs", std::move(runs)}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  json doc{{"runs", std::move(runs)}};
+  if (const auto& r = snapshot.replica) {
+    json standbys = json::array();
+    for (const std::string& replica : r->replicas) {
+      if (replica != r->leader) standbys.push_back(replica);
+    }
+    doc["replica"] = json{{"self", r->self},
+                          {"role", r->role},
+                          {"epoch", r->epoch},
+                          {"leader", r->leader},
+                          {"standbys", standbys}};
+  }
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace muster::rdzv

@@ -182,4 +182,24 @@ Result<std::optional<KeyValue>> EtcdClient::Read(std::string_view key) {
   return ParseRange(*body);
 }
 
+Result<std::vector<KeyValue>> EtcdClient::ReadPrefix(std::string_view prefix) {
+  Result<std::string> body = Post("range", "/v3/kv/range", RangePrefixBody(prefix));
+  if (!body.ok()) return body.status();
+  return ParseRangePrefix(*body);
+}
+
+Status EtcdClient::Put(std::string_view key, std::string_view value, int64_t lease_id) {
+  Result<std::string> body = Post("put", "/v3/kv/put", PutBody(key, value, lease_id));
+  if (!body.ok()) return body.status();
+  return ParsePut(*body);
+}
+
+Result<bool> EtcdClient::GuardedPut(std::string_view guard_key, int64_t guard_revision,
+                                    std::string_view key, std::string_view value) {
+  Result<std::string> body =
+      Post("guarded put", "/v3/kv/txn", GuardedPutBody(guard_key, guard_revision, key, value));
+  if (!body.ok()) return body.status();
+  return ParseGuardedPut(*body);
+}
+
 }  // namespace muster::rdzv::replica

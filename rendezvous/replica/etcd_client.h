@@ -56,6 +56,12 @@ class EtcdClient {
   Status RevokeLease(int64_t lease_id);
   Result<CampaignOutcome> Campaign(std::string_view key, std::string_view value, int64_t lease_id);
   Result<std::optional<KeyValue>> Read(std::string_view key);
+  Result<std::vector<KeyValue>> ReadPrefix(std::string_view prefix);
+  Status Put(std::string_view key, std::string_view value, int64_t lease_id);
+  // Whether the put committed: false when `guard_key` is no longer the one
+  // created at `guard_revision` (etcd_json.h, GuardedPutBody).
+  Result<bool> GuardedPut(std::string_view guard_key, int64_t guard_revision, std::string_view key,
+                          std::string_view value);
 
   // The endpoint the last answer came from ("HOST:PORT"), for logs.
   std::string current_endpoint() const;

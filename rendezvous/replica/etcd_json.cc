@@ -58,6 +58,12 @@ Result<KeyValue> ParseKeyValue(const char* call, std::string_view body, const js
   std::optional<int64_t> created = Int64Field(kv, "create_revision");
   std::optional<int64_t> lease = Int64Field(kv, "lease");
   if (!created || !lease) return Unreadable(call, body, "a revision or lease that is no integer");
+  if (kv.contains("key")) {
+    if (!kv.at("key").is_string()) return Unreadable(call, body, "a key that is no string");
+    std::optional<std::string> key = Base64Decode(kv.at("key").get_ref<const std::string&>());
+    if (!key) return Unreadable(call, body, "a key that is not base64");
+    out.key = std::move(*key);
+  }
   out.create_revision = *created;
   out.lease = *lease;
   return out;
@@ -219,6 +225,67 @@ Result<std::optional<KeyValue>> ParseRange(std::string_view body) {
   Result<json> parsed = Parse("range", body);
   if (!parsed.ok()) return parsed.status();
   return FirstKey("range", body, *parsed);
+}
+
+std::string RangePrefixBody(std::string_view prefix) {
+  // Every key that starts with `prefix` sorts below the prefix with its last
+  // byte incremented (a 0xff byte carries into the one before it).
+  std::string end(prefix);
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+  if (end.empty()) {
+    end = std::string(1, '\0');  // etcd's "every key from `key` on"
+  } else {
+    end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+  }
+  return json{{"key", Base64Encode(prefix)}, {"range_end", Base64Encode(end)}}.dump();
+}
+
+Result<std::vector<KeyValue>> ParseRangePrefix(std::string_view body) {
+  constexpr const char* kCall = "range";
+  Result<json> parsed = Parse(kCall, body);
+  if (!parsed.ok()) return parsed.status();
+  std::vector<KeyValue> out;
+  if (!parsed->contains("kvs")) return out;
+  const json& kvs = parsed->at("kvs");
+  if (!kvs.is_array()) return Unreadable(kCall, body, "kvs that is no array");
+  for (const json& kv : kvs) {
+    Result<KeyValue> one = ParseKeyValue(kCall, body, kv);
+    if (!one.ok()) return one.status();
+    out.push_back(std::move(one).value());
+  }
+  return out;
+}
+
+std::string PutBody(std::string_view key, std::string_view value, int64_t lease_id) {
+  json body{{"key", Base64Encode(key)}, {"value", Base64Encode(value)}};
+  if (lease_id != 0) body["lease"] = std::to_string(lease_id);
+  return body.dump();
+}
+
+Status ParsePut(std::string_view body) {
+  Result<json> parsed = Parse("put", body);
+  return parsed.ok() ? Status::Ok() : parsed.status();
+}
+
+std::string GuardedPutBody(std::string_view guard_key, int64_t guard_revision, std::string_view key,
+                           std::string_view value) {
+  json body{
+      {"compare", json::array({{{"key", Base64Encode(guard_key)},
+                                {"target", "CREATE"},
+                                {"result", "EQUAL"},
+                                {"create_revision", std::to_string(guard_revision)}}})},
+      {"success", json::array({{{"request_put",
+                                 {{"key", Base64Encode(key)}, {"value", Base64Encode(value)}}}}})},
+  };
+  return body.dump();
+}
+
+Result<bool> ParseGuardedPut(std::string_view body) {
+  Result<json> parsed = Parse("guarded put", body);
+  if (!parsed.ok()) return parsed.status();
+  const json& succeeded = parsed->value("succeeded", json(false));
+  if (!succeeded.is_boolean()) return Unreadable("guarded put", body, "succeeded that is no bool");
+  return succeeded.get<bool>();
 }
 
 }  // namespace muster::rdzv::replica

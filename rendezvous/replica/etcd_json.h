@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -55,6 +56,7 @@ std::string LeaseRevokeBody(int64_t lease_id);
 
 // A key as etcd holds it.
 struct KeyValue {
+  std::string key;  // from a range of a prefix; empty when etcd left it out
   std::string value;
   int64_t create_revision = 0;
   int64_t lease = 0;
@@ -74,6 +76,22 @@ Result<CampaignOutcome> ParseCampaign(std::string_view body);
 // POST /v3/kv/range of one key.
 std::string RangeBody(std::string_view key);
 Result<std::optional<KeyValue>> ParseRange(std::string_view body);
+
+// POST /v3/kv/range of every key under `prefix` (etcd's range_end: the
+// prefix with its last byte incremented), in key order.
+std::string RangePrefixBody(std::string_view prefix);
+Result<std::vector<KeyValue>> ParseRangePrefix(std::string_view body);
+
+// POST /v3/kv/put of `key` = `value`, bound to `lease_id` (0: none).
+std::string PutBody(std::string_view key, std::string_view value, int64_t lease_id);
+Status ParsePut(std::string_view body);
+
+// POST /v3/kv/txn: put `key` = `value` only while `guard_key` was created at
+// `guard_revision` (a leader writes only while its election key is its
+// own); whether the put committed.
+std::string GuardedPutBody(std::string_view guard_key, int64_t guard_revision, std::string_view key,
+                           std::string_view value);
+Result<bool> ParseGuardedPut(std::string_view body);
 
 // The message of an error body etcd sent ("etcdserver: requested lease not
 // found (code 5)"), or nullopt when `body` is not one.

@@ -2,12 +2,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <optional>
+
+#include "rendezvous/replica/run_record_json.h"
 
 namespace muster::rdzv::replica {
 namespace {
 
 constexpr std::chrono::milliseconds kTick{50};
+// How often the registry of replicas is read back (for status only).
+constexpr std::chrono::milliseconds kRegistryPeriod{1000};
 
 // etcd grants whole seconds; a TTL below its minimum (2 s at etcd's default
 // election timeout) is raised by etcd, and the grant's answer says so.
@@ -64,6 +69,7 @@ void ReplicaNode::Run() {
     std::unique_lock lock(mutex_);
     if (wake_.wait_for(lock, kTick, [this] { return stopping_; })) break;
     lock.unlock();
+    KeepRecords();
     pending = election_.Handle(Tick{Clock::now()});
   }
   // Leaving: a lease given back deletes the key, so a standby leads at once
@@ -153,8 +159,9 @@ std::vector<ElectionAction> ReplicaNode::DoOrThrow(const ElectionAction& action)
     return {};
   }
   if (const auto* became = std::get_if<BecomeLeader>(&action)) {
-    spdlog::info("event=replica_leader epoch={} advertise={} etcd={}", became->epoch,
-                 options_.advertise, etcd_.current_endpoint());
+    ReadRunRecords();
+    spdlog::info("event=replica_leader epoch={} advertise={} etcd={} runs={}", became->epoch,
+                 options_.advertise, etcd_.current_endpoint(), leader_records_.size());
   } else if (const auto* down = std::get_if<StepDown>(&action)) {
     spdlog::warn("event=replica_step_down why=\"{}\"", down->why);
   } else if (const auto* changed = std::get_if<ViewChanged>(&action)) {
@@ -176,10 +183,87 @@ void ReplicaNode::Publish() {
   status.role = RoleName(election_.role());
   status.self = options_.advertise;
   status.lead_margin = options_.election.step_down_margin;
+  status.replicas = replicas_;
+  if (status.leading) status.run_records = leader_records_;
   // lead_until moves with every renewal: the server needs each one.
   if (status == published_) return;
   published_ = status;
   on_status_(status);
+}
+
+void ReplicaNode::WriteRunRecords(std::vector<RunRecord> records) {
+  std::lock_guard lock(mutex_);
+  for (RunRecord& record : records) pending_records_[record.run_id] = std::move(record);
+}
+
+void ReplicaNode::ReadRunRecords() {
+  leader_records_.clear();
+  Result<std::vector<KeyValue>> keys = etcd_.ReadPrefix(options_.prefix + "runs/");
+  if (!keys.ok()) {
+    // The runs are rebuilt from the agents' reports alone, as after a restart.
+    spdlog::warn("event=etcd_failed call=read_runs why=\"{}\"", keys.status().message());
+    return;
+  }
+  for (const KeyValue& key : *keys) {
+    Result<RunRecord> record = DecodeRunRecord(key.value);
+    if (!record.ok()) {
+      spdlog::warn("event=run_record_unreadable key={} why=\"{}\"", key.key,
+                   record.status().message());
+      continue;
+    }
+    leader_records_[record->run_id] = std::move(record).value();
+  }
+}
+
+void ReplicaNode::KeepRecords() {
+  const auto now = Clock::now();
+  if (lease_id_ != 0 && registered_lease_ != lease_id_) {
+    Status put = etcd_.Put(options_.prefix + "musterd/replicas/" + options_.advertise,
+                           options_.advertise, lease_id_);
+    if (put.ok()) {
+      registered_lease_ = lease_id_;
+    } else {
+      spdlog::debug("event=etcd_failed call=register why=\"{}\"", put.message());
+    }
+  }
+  if (now >= next_registry_read_) {
+    next_registry_read_ = now + kRegistryPeriod;
+    Result<std::vector<KeyValue>> keys = etcd_.ReadPrefix(options_.prefix + "musterd/replicas/");
+    if (keys.ok()) {
+      std::vector<std::string> replicas;
+      for (const KeyValue& key : *keys) replicas.push_back(key.value);
+      std::sort(replicas.begin(), replicas.end());
+      if (replicas != replicas_) {
+        replicas_ = std::move(replicas);
+        Publish();
+      }
+    }
+  }
+  std::map<std::string, RunRecord, std::less<>> pending;
+  {
+    std::lock_guard lock(mutex_);
+    pending.swap(pending_records_);
+  }
+  if (pending.empty() || !election_.MayLead(now)) return;  // a lost lead's records go
+  const auto epoch = static_cast<int64_t>(election_.epoch());
+  for (auto it = pending.begin(); it != pending.end(); ++it) {
+    Result<bool> written = etcd_.GuardedPut(
+        options_.key, epoch, options_.prefix + "runs/" + it->first, EncodeRunRecord(it->second));
+    if (!written.ok()) {
+      // Kept for the next tick, unless the server has a newer one by then.
+      spdlog::debug("event=etcd_failed call=write_run why=\"{}\"", written.status().message());
+      std::lock_guard lock(mutex_);
+      for (auto rest = it; rest != pending.end(); ++rest) pending_records_.insert(*rest);
+      return;
+    }
+    if (!*written) {
+      spdlog::warn(
+          "event=run_record_refused run_id={} why=\"the election key is no longer this "
+          "leader's (epoch {})\"",
+          it->first, epoch);
+      return;
+    }
+  }
 }
 
 }  // namespace muster::rdzv::replica

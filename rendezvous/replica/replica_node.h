@@ -13,6 +13,16 @@
 //   ...
 //   node.Stop();  // revokes the lease: another replica can lead at once
 //
+// Beside the election it keeps, under `prefix`:
+//   - musterd/replicas/ADVERTISE, bound to its lease: the replicas alive,
+//     read back every second for status (ReplicaStatus::replicas);
+//   - runs/RUN_ID, the run records (run_record_json.h): the leader writes
+//     those the server hands it (WriteRunRecords) in a transaction that
+//     commits only while the election key is still the one it created, so a
+//     deposed leader cannot overwrite its successor's; a replica that takes
+//     the lead reads them all before it says it leads
+//     (ReplicaStatus::run_records).
+//
 // Logs (spdlog): event=replica_leader epoch=N, event=replica_step_down
 // why="...", event=replica_view leader=... epoch=N fresh=..., event=etcd_failed
 // call=... why="..." (at most once a second per call kind).
@@ -25,6 +35,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -38,8 +49,9 @@ namespace muster::rdzv::replica {
 
 struct ReplicaOptions {
   std::vector<EtcdEndpoint> etcd;
-  std::string key = "/muster/musterd";  // the election key
-  std::string advertise;                // this replica's HOST:PORT, as agents reach it
+  std::string key = "/muster/musterd/leader";  // the election key
+  std::string prefix = "/muster/";             // the registry and run records live under it
+  std::string advertise;                       // this replica's HOST:PORT, as agents reach it
   ElectionSettings election;
   std::chrono::milliseconds etcd_timeout{400};  // per etcd call and endpoint
 };
@@ -54,6 +66,9 @@ class ReplicaNode {
   void Start();
   // Ends the thread; a held lease is revoked (best effort, one deadline).
   void Stop();
+  // Thread-safe: records to write while this replica leads (the latest of
+  // each run wins); dropped when it does not.
+  void WriteRunRecords(std::vector<RunRecord> records);
 
  private:
   void Run();
@@ -62,6 +77,10 @@ class ReplicaNode {
   std::vector<ElectionAction> DoOrThrow(const ElectionAction& action);
   bool Stopping();
   void Publish();
+  // The registry and the run records, once per tick.
+  void KeepRecords();
+  // Taking the lead: the run records etcd holds, or none when it cannot say.
+  void ReadRunRecords();
 
   ReplicaOptions options_;
   std::function<void(ReplicaStatus)> on_status_;
@@ -73,6 +92,11 @@ class ReplicaNode {
   std::condition_variable wake_;
   bool stopping_ = false;
   ReplicaStatus published_;
+  std::map<std::string, RunRecord, std::less<>> pending_records_;  // under mutex_
+  std::map<std::string, RunRecord, std::less<>> leader_records_;
+  std::vector<std::string> replicas_;
+  int64_t registered_lease_ = 0;  // the lease the registry key was put with
+  Clock::time_point next_registry_read_{};
   Clock::time_point last_etcd_warning_{};
 };
 

@@ -85,11 +85,10 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
               run = nullptr;
             }
             if (run == nullptr) {
-              run =
-                  runs_
-                      .emplace(join.run_id, std::make_unique<RunState>(join.run_id, join, settings_,
-                                                                       now, rebuild_hold_until_))
-                      .first->second.get();
+              run = runs_
+                        .emplace(join.run_id, std::make_unique<RunState>(join.run_id, join,
+                                                                         settings_, now, takeover_))
+                        .first->second.get();
             }
             conn_run_[conn] = join.run_id;
             return run->OnJoin(conn, join, now);
@@ -151,6 +150,13 @@ RendezvousCore::Totals RendezvousCore::totals() const {
     t += run->counters();
   }
   return t;
+}
+
+std::vector<RunRecord> RendezvousCore::Records() const {
+  std::vector<RunRecord> out;
+  out.reserve(runs_.size());
+  for (const auto& [id, run] : runs_) out.push_back(run->Record());
+  return out;
 }
 
 }  // namespace muster::rdzv

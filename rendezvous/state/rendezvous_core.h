@@ -16,10 +16,13 @@ namespace muster::rdzv {
 
 class RendezvousCore {
  public:
-  // `rebuild_hold_until`: a replica that has just taken the lead waits for
-  // the agents of every run until then (RunState's rebuild).
-  explicit RendezvousCore(Settings settings, std::optional<Time> rebuild_hold_until = std::nullopt)
-      : settings_(settings), rebuild_hold_until_(rebuild_hold_until) {}
+  // `takeover`: what a replica that has just taken the lead starts its runs
+  // from (run_record.h); empty for a daemon that starts or restarts.
+  explicit RendezvousCore(Settings settings, Takeover takeover = {})
+      : settings_(settings), takeover_(std::move(takeover)) {}
+
+  // Every run's record, ended ones included (until they are forgotten).
+  std::vector<RunRecord> Records() const;
 
   Actions Handle(const Event& event, Time now);
   // The hot path of Handle(MessageEvent{conn, Heartbeat}): the same outcome,
@@ -47,7 +50,7 @@ class RendezvousCore {
   RunState* RunOf(ConnId conn);
 
   Settings settings_;
-  std::optional<Time> rebuild_hold_until_;
+  Takeover takeover_;
   std::map<std::string, std::unique_ptr<RunState>, std::less<>> runs_;
   std::map<ConnId, std::string> conn_run_;
   // Counters of forgotten runs, so totals never go down.

@@ -26,19 +26,38 @@ double SecondsOf(D d) {
 }  // namespace
 
 RunState::RunState(std::string run_id, const Join& first, const Settings& settings, Time now,
-                   std::optional<Time> rebuild_hold_until)
+                   const Takeover& takeover)
     : run_id_(std::move(run_id)),
       settings_(settings),
-      rebuild_hold_until_(rebuild_hold_until),
+      rebuild_hold_until_(takeover.rebuild_hold_until),
       min_nodes_(first.min_nodes),
       max_nodes_(first.max_nodes),
       max_restarts_(first.max_restarts),
       nodes_(settings),
       gathering_since_(now),
       round_opened_(now) {
+  if (const auto it = takeover.records.find(run_id_);
+      it != takeover.records.end() && !it->second.ended) {
+    const RunRecord& record = it->second;
+    min_nodes_ = record.min_nodes;
+    max_nodes_ = record.max_nodes;
+    max_restarts_ = record.max_restarts;
+    generation_floor_ = record.generation;
+    if (!first.current) restart_count_ = record.restart_count;
+  }
   // The first node to reach a fresh daemon already runs workers: the daemon
   // was restarted, so rebuild the run from the agents' reports.
   if (first.current) StartRebuild(now);
+}
+
+RunRecord RunState::Record() const {
+  return RunRecord{.run_id = run_id_,
+                   .generation = std::max(generation_, generation_floor_),
+                   .restart_count = restart_count_,
+                   .max_restarts = max_restarts_,
+                   .min_nodes = min_nodes_,
+                   .max_nodes = max_nodes_,
+                   .ended = ended()};
 }
 
 const std::shared_ptr<const std::string>& RunState::AckFrame() {
@@ -420,6 +439,7 @@ void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
   for (const Node* node : candidates) {
     if (node->reported) generation_ = std::max(generation_, node->reported->generation);
   }
+  generation_ = std::max(generation_, generation_floor_);
   ++generation_;
   ++counters_.generations;
   counters_.round_seconds_total += SecondsOf(now - round_opened_);

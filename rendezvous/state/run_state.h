@@ -45,6 +45,7 @@
 #include "rendezvous/state/events.h"
 #include "rendezvous/state/node_table.h"
 #include "rendezvous/state/run_phase.h"
+#include "rendezvous/state/run_record.h"
 #include "rendezvous/state/settings.h"
 #include "rendezvous/state/status_snapshot.h"
 
@@ -54,11 +55,18 @@ class RunState {
  public:
   using Phase = RunPhase;
 
-  // `rebuild_hold_until`: after a replica took the lead, how long a rebuild
-  // waits for the last generation's members (instead of close_timeout): until
-  // every agent that has not come back has fenced itself (failover_timeout).
+  // After a replica took the lead (`takeover`, run_record.h): a rebuild waits
+  // for the last generation's members until its rebuild_hold_until (instead
+  // of close_timeout), when every agent that has not come back has fenced
+  // itself; and this run's record, unless it ended, seeds its settings, its
+  // generation numbers (every new one above the record's) and, when the run
+  // does not start by a rebuild (whose reports carry the count, and whose
+  // failures are reported again), its restarts used.
   RunState(std::string run_id, const Join& first, const Settings& settings, Time now,
-           std::optional<Time> rebuild_hold_until = std::nullopt);
+           const Takeover& takeover = {});
+
+  // What a replicated rendezvous keeps of this run in etcd.
+  RunRecord Record() const;
 
   // Requests from a node of this run. REQUIRES: the message's run_id is this run's.
   Actions OnJoin(ConnId conn, const Join& join, Time now);
@@ -146,6 +154,8 @@ class RunState {
   Phase phase_ = Phase::kGathering;
   uint64_t generation_ = 0;
   int restart_count_ = 0;
+  // No generation at or below this is handed out (a new leader's record).
+  uint64_t generation_floor_ = 0;
   uint64_t next_join_seq_ = 0;
   // Dead nodes are erased.
   NodeTable nodes_;

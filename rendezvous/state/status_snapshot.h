@@ -48,8 +48,18 @@ struct RunStatus {
   std::optional<Outcome> outcome;
 };
 
+// A replica of a replicated rendezvous: who answered, and who leads.
+struct ReplicaSummary {
+  std::string self;                   // the answering replica's advertised HOST:PORT
+  std::string role;                   // "leader", "standby", "starting"
+  uint64_t epoch = 0;                 // the leader's
+  std::string leader;                 // its HOST:PORT; empty: none known
+  std::vector<std::string> replicas;  // every replica registered in etcd, sorted
+};
+
 struct StatusSnapshot {
-  std::vector<RunStatus> runs;  // by run id
+  std::vector<RunStatus> runs;            // by run id
+  std::optional<ReplicaSummary> replica;  // replicated only; the daemon fills it in
 };
 
 }  // namespace muster::rdzv

@@ -8,6 +8,7 @@ harness (so the test's end kills them) and removed by close().
     cluster.kill(0)                 # SIGKILL of member 0
     cluster.close()
 """
+import base64
 import http.client
 import json
 import os
@@ -74,6 +75,17 @@ class EtcdCluster:
 
     def endpoints(self):
         return ",".join(f"127.0.0.1:{p}" for p in self.client_ports)
+
+    def get(self, key):
+        """The value of `key` (str), or None; asked of the first member alive."""
+        for i, port in enumerate(self.client_ports):
+            if self.procs[i].poll() is not None:
+                continue
+            answer = post(port, "/v3/kv/range",
+                          {"key": base64.b64encode(key.encode()).decode()})
+            kvs = answer.get("kvs", [])
+            return base64.b64decode(kvs[0]["value"]).decode() if kvs else None
+        return None
 
     def raft_leader(self):
         """The index of the member that leads etcd's own raft, or None."""

@@ -6,7 +6,9 @@ replicas on a 3-member etcd, agents given every replica in --rdzv-endpoint.
   their reports), and a node death afterwards is handled by the new leader.
 - Every replica down for longer than failover_timeout: the agents fence.
 """
+import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -75,7 +77,12 @@ def a_killed_leader_restarts_no_worker_and_its_successor_handles_a_node_death():
         check(all("event=fence" not in text for text in job.logs()), "an agent fenced",
               *job.logs())
 
-        # A node dies: the new leader forms the next generation without it.
+        # It started from the run's record in etcd, written by the old leader.
+        check(re.search(r"event=replica_leader epoch=\d+ .* runs=1\b", new.text()),
+              "the new leader did not read the run's record", new.text())
+
+        # A node dies: the new leader forms the next generation without it,
+        # and its record in etcd says so.
         victim = agent_of_rank(job.agents, job.out, gen, 4)
         victim.proc.send_signal(signal.SIGKILL)
         new_gen = wait_generation(job.out, 4, after=gen, timeout=15)
@@ -83,6 +90,18 @@ def a_killed_leader_restarts_no_worker_and_its_successor_handles_a_node_death():
         check(sorted(gens[new_gen]) == [0, 1, 2, 3], "survivors hold ranks 0..3")
         check(f"gen={new_gen}" in new.text(), f"generation {new_gen} is not the new leader's",
               new.text())
+
+        def record():
+            value = s.etcd.get("/muster-test/runs/job")
+            return json.loads(value) if value else {}
+
+        # Generations count from 1 at the daemon; the workers' from 0.
+        check(wait_for(lambda: record().get("generation") == new_gen + 1, 3),
+              f"the run's record in etcd is {record()}", new.text())
+        check(record() | {"generation": 0} == {"run_id": "job", "generation": 0,
+                                                "restart_count": 0, "max_restarts": 0,
+                                                "min_nodes": 2, "max_nodes": 3, "ended": False},
+              f"the run's record in etcd is {record()}")
     finally:
         if job:
             job.close()

@@ -22,15 +22,23 @@ def replicas_elect_one_leader_and_the_standbys_name_it():
         time.sleep(0.5)  # a second leader would have logged by now
         check(sum(1 for r in s.replicas if r.epochs_led()) == 1, "more than one replica led",
               *[r.text() for r in s.replicas])
+        standbys = ", ".join(sorted(r.address for r in s.replicas if r is not leader))
+        summary = f"leader {leader.address} (epoch {epoch}), standbys: {standbys}\n"
+        # The registry of replicas is read back every second.
+        check(wait_for(lambda: summary in leader.status()[1], 5),
+              "the leader's status does not name the leader, its epoch and the standbys",
+              *leader.status())
         code, out, err = leader.status()
-        check(code == 0 and "no runs" in out + err, f"the leader's status exited {code}", out,
-              err)
+        check(code == 0 and "no runs" in out, f"the leader's status exited {code}", out, err)
         for r in s.replicas:
             if r is leader:
                 continue
+            # Any replica answers: a standby names the leader, and muster
+            # status asks it.
             code, out, err = r.status()
-            want = f"not the leader: the leader is {leader.address} (epoch {epoch})"
-            check(want in out + err, f"standby {r.address} did not name the leader", out, err)
+            check(code == 0 and summary in out, f"status against standby {r.address}", out, err)
+            want = f"{r.address} is a standby; asking the leader {leader.address} (epoch {epoch})"
+            check(want in err, f"standby {r.address} did not name the leader", out, err)
     finally:
         s.close()
 

@@ -124,6 +124,58 @@ TEST_CASE("a range reads a key or its absence", "[replica][etcd]") {
   CHECK_FALSE(*absent);
 }
 
+TEST_CASE("a range of a prefix reads every key under it, with its name", "[replica][etcd]") {
+  // "/m/runs/" up to "/m/runs0": the last byte incremented.
+  CHECK(json::parse(RangePrefixBody("/m/runs/")) ==
+        json{{"key", "L20vcnVucy8="}, {"range_end", "L20vcnVuczA="}});
+  // A trailing 0xff byte carries into the one before it.
+  CHECK(json::parse(RangePrefixBody("a\xff")) == json{{"key", "Yf8="}, {"range_end", "Yg=="}});
+  auto two = ParseRangePrefix(
+      "{" + kHeader +
+      R"(,"kvs":[{"key":"L20vcnVucy9qb2I=","create_revision":"2","mod_revision":"2","version":"1","value":"eyJnIjoxfQ=="},{"key":"L20vcnVucy9qb2Iy","create_revision":"3","mod_revision":"3","version":"1","value":"eA=="}],"count":"2"})");
+  REQUIRE(two.ok());
+  REQUIRE(two->size() == 2);
+  CHECK((*two)[0].key == "/m/runs/job");
+  CHECK((*two)[0].value == R"({"g":1})");
+  CHECK((*two)[1].key == "/m/runs/job2");
+  CHECK((*two)[1].value == "x");
+  auto none = ParseRangePrefix("{" + kHeader + "}");
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+  CHECK_FALSE(ParseRangePrefix("{" + kHeader + R"(,"kvs":[{"key":"***"}]})").ok());
+}
+
+TEST_CASE("a put binds the key to a lease when given one", "[replica][etcd]") {
+  CHECK(json::parse(PutBody("/r", "v", 0)) == json{{"key", "L3I="}, {"value", "dg=="}});
+  CHECK(json::parse(PutBody("/r", "v", 7587888183838396966)) ==
+        json{{"key", "L3I="}, {"value", "dg=="}, {"lease", "7587888183838396966"}});
+  CHECK(ParsePut("{" + kHeader + "}").ok());
+  const muster::Status lost = ParsePut(
+      R"({"error":"etcdserver: requested lease not found","message":"etcdserver: requested lease not found","code":5})");
+  REQUIRE_FALSE(lost.ok());
+  CHECK_THAT(lost.message(), Catch::Contains("requested lease not found"));
+}
+
+TEST_CASE("a guarded put commits only while the guard key is the one created then",
+          "[replica][etcd]") {
+  CHECK(json::parse(GuardedPutBody("/m/musterd/leader", 12, "/m/runs/job", "{}")) ==
+        json{{"compare", json::array({{{"key", "L20vbXVzdGVyZC9sZWFkZXI="},
+                                       {"target", "CREATE"},
+                                       {"result", "EQUAL"},
+                                       {"create_revision", "12"}}})},
+             {"success",
+              json::array({{{"request_put", {{"key", "L20vcnVucy9qb2I="}, {"value", "e30="}}}}})}});
+  auto committed = ParseGuardedPut(
+      "{" + kHeader +
+      R"(,"succeeded":true,"responses":[{"response_put":{"header":{"revision":"4"}}}]})");
+  REQUIRE(committed.ok());
+  CHECK(*committed);
+  auto refused = ParseGuardedPut("{" + kHeader + "}");  // etcd leaves a false out
+  REQUIRE(refused.ok());
+  CHECK_FALSE(*refused);
+  CHECK_FALSE(ParseGuardedPut("{" + kHeader + R"(,"succeeded":"yes"})").ok());
+}
+
 TEST_CASE("bodies that are not etcd's are refused, quoted", "[replica][etcd]") {
   for (const char* body :
        {"", "[]", "not json", R"({"kvs":{}})", R"({"kvs":[{"value":"not base64!"}]})",

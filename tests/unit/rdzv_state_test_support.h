@@ -277,10 +277,18 @@ class FakeCluster {
 
   // The daemon restarts: a fresh core, every connection gone; agents keep
   // their assignments (to report them with Rejoin).
-  void RestartDaemon() {
-    core_ = RendezvousCore(settings_);
+  void RestartDaemon() { TakeOver({}); }
+  // Another replica takes the lead, starting from `takeover`.
+  void TakeOver(Takeover takeover) {
+    core_ = RendezvousCore(settings_, std::move(takeover));
     conn_agent_.clear();
     for (Agent& a : agents_) a.conn = 0;
+  }
+  // What a leader would keep in etcd now, by run id.
+  std::map<std::string, RunRecord, std::less<>> Records() const {
+    std::map<std::string, RunRecord, std::less<>> out;
+    for (const RunRecord& r : core_.Records()) out[r.run_id] = r;
+    return out;
   }
 
   // The latest assignment received on each connection still open.
