@@ -327,9 +327,10 @@ int main(int argc, char** argv) {
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int sig) {
     spdlog::info("event=stopping signal={}", sig);
-    // Gives the lease back first: a standby can lead at once.
-    if (replica) replica->Stop();
+    // Stops serving, then gives the lease back (a lead_margin later): a
+    // standby leads then instead of when the lease expires.
     (*server)->Stop();
+    if (replica) replica->Stop();
     if (metrics) metrics->Stop();
     crash_timer.cancel();
     io.stop();

@@ -124,7 +124,8 @@ struct StepDown {
   std::string why;
 };
 // Best effort, after a step-down: a lease given up lets another replica win
-// at once instead of when it expires.
+// before it would expire. The shell gives it back no sooner than
+// step_down_margin after it stopped serving (replica_node.h).
 struct RevokeLease {
   int64_t lease_id = 0;
 };

@@ -72,9 +72,12 @@ void ReplicaNode::Run() {
     KeepRecords();
     pending = election_.Handle(Tick{Clock::now()});
   }
-  // Leaving: a lease given back deletes the key, so a standby leads at once
-  // instead of after the TTL.
+  // Leaving: a lease given back deletes the key, so a standby leads
+  // lead_margin after this replica stopped serving (the server stopped
+  // first) instead of after the TTL.
   if (lease_id_ != 0) {
+    if (published_.leading) stopped_leading_at_ = Clock::now();
+    WaitOutLeadMargin();
     if (Status s = etcd_.RevokeLease(lease_id_); !s.ok()) {
       spdlog::warn("event=etcd_failed call=revoke why=\"{}\"", s.message());
     }
@@ -153,6 +156,7 @@ std::vector<ElectionAction> ReplicaNode::DoOrThrow(const ElectionAction& action)
   }
   if (const auto* revoke = std::get_if<RevokeLease>(&action)) {
     if (revoke->lease_id == lease_id_) lease_id_ = 0;
+    WaitOutLeadMargin();
     if (Status s = etcd_.RevokeLease(revoke->lease_id); !s.ok()) {
       spdlog::warn("event=etcd_failed call=revoke why=\"{}\"", s.message());
     }
@@ -187,8 +191,18 @@ void ReplicaNode::Publish() {
   if (status.leading) status.run_records = leader_records_;
   // lead_until moves with every renewal: the server needs each one.
   if (status == published_) return;
+  if (published_.leading && !status.leading) stopped_leading_at_ = Clock::now();
   published_ = status;
   on_status_(status);
+}
+
+void ReplicaNode::WaitOutLeadMargin() {
+  // Agents heard this replica up to the moment it stopped serving; the
+  // next leader must not lead sooner than lead_margin after that, or it
+  // could form a generation before an agent cut off from it has fenced
+  // (PROTOCOL.md, "Why no generation forms behind a kept worker").
+  const auto until = stopped_leading_at_ + options_.election.step_down_margin;
+  if (Clock::now() < until) std::this_thread::sleep_until(until);
 }
 
 void ReplicaNode::WriteRunRecords(std::vector<RunRecord> records) {

@@ -11,7 +11,7 @@
 //                    }); });
 //   node.Start();
 //   ...
-//   node.Stop();  // revokes the lease: another replica can lead at once
+//   node.Stop();  // the server stopped first: revokes the lease lead_margin later
 //
 // Beside the election it keeps, under `prefix`:
 //   - musterd/replicas/ADVERTISE, bound to its lease: the replicas alive,
@@ -77,6 +77,9 @@ class ReplicaNode {
   std::vector<ElectionAction> DoOrThrow(const ElectionAction& action);
   bool Stopping();
   void Publish();
+  // A lease given back after leading waits until lead_margin after this
+  // replica stopped serving.
+  void WaitOutLeadMargin();
   // The registry and the run records, once per tick.
   void KeepRecords();
   // Taking the lead: the run records etcd holds, or none when it cannot say.
@@ -95,7 +98,8 @@ class ReplicaNode {
   std::map<std::string, RunRecord, std::less<>> pending_records_;  // under mutex_
   std::map<std::string, RunRecord, std::less<>> leader_records_;
   std::vector<std::string> replicas_;
-  int64_t registered_lease_ = 0;  // the lease the registry key was put with
+  int64_t registered_lease_ = 0;
+  Clock::time_point stopped_leading_at_{};  // when it last published that it stopped leading  // the lease the registry key was put with
   Clock::time_point next_registry_read_{};
   Clock::time_point last_etcd_warning_{};
 };
