@@ -1,8 +1,8 @@
 """The chaos suite: a real elastic muster-train job under a seeded schedule of faults.
 
-usage: chaos.py [--seed S] [--duration T] [--hosts N] [--loopback] [--png PATH]
-                [--out-dir DIR] [--faults KIND,...] [--nproc P] [--step-sleep-ms MS]
-                [--checkpoint-every K] [--recovery restart|in-place]
+usage: chaos.py [--seed S] [--duration T] [--hosts N] [--replicas R] [--loopback]
+                [--png PATH] [--out-dir DIR] [--faults KIND,...] [--nproc P]
+                [--step-sleep-ms MS] [--checkpoint-every K] [--recovery restart|in-place]
 
 One musterd and one muster agent per host run `muster-train` (Gloo, a small MLP)
 with --nnodes MIN:N (MIN = max(1, N-1)), --max-restarts 1000,
@@ -10,7 +10,10 @@ with --nnodes MIN:N (MIN = max(1, N-1)), --max-restarts 1000,
 rejoin, their generation records come from the agents' in_place_rejoin lines). As root the hosts are network namespaces on a bridge
 (tests/fixtures/netns_hosts.sh); otherwise, or with --loopback, every agent runs on
 127.0.0.1 and the faults that need namespaces or root are skipped with the
-reason printed. Each worker starts through chaos_worker.py, which records its
+reason printed. With --replicas R (R >= 2) the rendezvous is replicated
+(chaos_replicas.py): one etcd member and R musterd replicas electing a leader,
+each replica in a host namespace of its own as root (loopback: distinct
+ports), and every agent is given all of them in --rdzv-endpoint. Each worker starts through chaos_worker.py, which records its
 generation, rank, pid and start, and which workers of earlier generations were
 still alive, then execs muster-train.
 
@@ -24,11 +27,19 @@ One fault at a time until --duration seconds of the job have passed:
   ckpt_kill     SIGKILL rank 0 when a checkpoint temp file appears (mid-save)
   disk_full     fill the tmpfs holding the checkpoint directory, then free it
   flood         garbage, oversized frames and 10k connections at musterd
+  leader_kill   SIGKILL the leading replica, restart it on its address (a standby)
+  leader_cut    the leading replica's host link down (its bridge port), then up
+leader_kill and leader_cut need --replicas 2 or more (leader_cut namespaces too).
+With replicas, daemon_kill SIGKILLs a standby (and restarts it), partition drops
+a host's traffic to every replica, and flood aims at the leader.
 After each fault the driver waits for recovery (a new generation complete and
 stepping; for daemon_kill and flood: the daemon knows every node again and the
 job steps), checks the invariants, undoes the fault (a replacement agent, the
-daemon restarted, link up, nft rule removed, space freed) and waits until every
-host is back in a stepping generation.
+daemon restarted, link up, nft rule removed, space freed; for the replica
+faults: the replica back and naming the new leader) and waits until every
+host is back in a stepping generation. For leader_kill and leader_cut,
+recovery is every agent on the new leader (`event=rdzv_leader`) and the job
+stepping after that.
 
 The job's length is left open during the fault window (chaos_worker.py takes
 --steps from a file); at its end the driver fixes it at the furthest step plus two
@@ -47,7 +58,11 @@ stack is taken with gdb and saved in OUT_DIR); the job
 recovers within a bound; a full disk fails the save with a clear error and
 checkpoints resume once space is freed; the final weights equal a fault-free
 one-host run's within 1e-5 relative; every process, namespace and mount is gone
-at the end (checked by PID and `ip netns list`).
+at the end (checked by PID and `ip netns list`). With replicas, also: never
+two replicas serving at once, and after leader_kill, leader_cut and a
+standby's daemon_kill (no membership changed) no worker restarted: no new
+generation and every worker of the one before still running, checked once the
+new leader has rebuilt the run and failover_timeout has passed.
 
 Prints a table per fault kind (count, detection p50/p99: fault -> first agent
 log line reacting; recovery p50/p99: fault -> workers of the next generation
@@ -78,6 +93,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chaos_checks  # noqa: E402
 import chaos_cluster as cluster  # noqa: E402
 import chaos_png  # noqa: E402
+import chaos_replicas  # noqa: E402
 from chaos_checks import InvariantError  # noqa: E402
 
 MUSTER = os.path.join(cluster.BIN_DIR, "muster")
@@ -92,7 +108,10 @@ OPEN_ENDED_STEPS = 1000000  # --steps until the wind-down fixes the real length
 RDZV_CONF = "last_call_timeout=0.5"
 
 ALL_KINDS = ["worker_kill", "worker_hang", "agent_kill", "master_kill", "daemon_kill",
-             "link_down", "partition", "ckpt_kill", "disk_full", "flood"]
+             "link_down", "partition", "ckpt_kill", "disk_full", "flood", "leader_kill",
+             "leader_cut"]
+# Faults after which no membership changed (with --replicas): no worker may restart.
+REPLICA_KINDS = ("leader_kill", "leader_cut")
 
 STEP_RE = re.compile(r"^\[rank0\]:\s*step=(\d+) ")
 RESUMED_RE = re.compile(r"^\[rank0\]:\s*(?:resumed from|recovered in place at) step (\d+) ")
@@ -106,6 +125,9 @@ GEN_RE = re.compile(r"event=generation gen=(\d+) group_rank=(\d+) .*world_size=(
 HANG_TIMEOUT = 3.0
 RECOVERY_TIMEOUT = 25.0
 RESTORE_TIMEOUT = 30.0
+# musterd's default failover_timeout (rendezvous/state/settings.h): a new leader
+# rebuilds the run by then, and an agent left without one fences after it.
+FAILOVER_TIMEOUT = 3.0
 
 
 def percentile(values, q):
@@ -119,6 +141,7 @@ class Fault:
         self.kind = kind
         self.target = target  # words: which host/rank/pid
         self.host = None  # the host a link_down/partition cut off
+        self.replica = None  # the replica process (its log name) a replica fault hit
         self.t = None  # injected (wall clock)
         self.detected = None
         self.detect_line = ""
@@ -189,6 +212,7 @@ class Chaos:
         self.daemon = None
         self.daemons = []
         self.port = None
+        self.replicas = None  # chaos_replicas.Replicas with --replicas >= 2
         self.agents = {}  # host -> Proc (the current agent of that host)
         self.all_agents = []
         self.incarnation = {}
@@ -202,7 +226,7 @@ class Chaos:
         self.agent_lines = []  # (t, source, text): the agents' own stderr lines
         self.gen_events = []  # (t, source, gen, group_rank, world)
         self.job_done = False
-        self.silent_deaths = []  # (t, agent pid, daemon line): node_dead why=silent
+        self.silent_deaths = []  # (t, agent pid, daemon line, daemon): node_dead why=silent
         self.agent_err = []  # (t, source, text): every stderr line of every agent
         self.diagnosed = set()
         self.notes = []
@@ -225,10 +249,15 @@ class Chaos:
             removed = cluster.remove_stale_namespaces()
             if removed:
                 self.say(f"removed namespaces of dead earlier runs: {removed}")
-            self.hosts = cluster.NetnsHosts(self.n)
+            # Replica j runs on host n + j (a link of its own for leader_cut).
+            self.hosts = cluster.NetnsHosts(self.n + (self.args.replicas
+                                                      if self.args.replicas > 1 else 0))
             self.hosts.up(self.registry)
+            where = (f"etcd at {self.hosts.daemon_addr}, replicas on hosts "
+                     f"{self.n + 1}..{self.n + self.args.replicas}" if self.args.replicas > 1
+                     else f"daemon at {self.hosts.daemon_addr}")
             self.say(f"network namespaces {self.hosts.namespaces()} on bridge "
-                     f"{self.hosts.prefix}-br, daemon at {self.hosts.daemon_addr}")
+                     f"{self.hosts.prefix}-br, {where}")
         kinds = [k for k in (self.args.faults.split(",") if self.args.faults else ALL_KINDS) if k]
         for k in kinds:
             if k not in ALL_KINDS:
@@ -244,6 +273,14 @@ class Chaos:
             why_not["disk_full"] = f"needs root to mount a tmpfs (uid {os.geteuid()})"
         if self.n < 2:
             why_not["agent_kill"] = "needs 2 or more hosts (the only agent is the master)"
+        if self.args.replicas < 2:
+            why_not["leader_kill"] = why_not["leader_cut"] = (
+                f"needs --replicas 2 or more (a replicated rendezvous; --replicas "
+                f"{self.args.replicas})")
+        elif not self.hosts.netns:
+            why_not["leader_cut"] = ("needs network namespaces (root, not --loopback)" if self.root
+                                     else f"needs root for network namespaces "
+                                     f"(uid {os.geteuid()})")
         self.kinds = [k for k in kinds if k not in why_not]
         for k in kinds:
             if k in why_not:
@@ -325,12 +362,42 @@ class Chaos:
         raise InvariantError("musterd starts", f"no 'listening on' line (exit {proc.popen.poll()}):"
                              f"\n{self.log.tail(proc.name)}")
 
+    def start_replicas(self):
+        """etcd and --replicas musterd replicas; returns once one leads (chaos_replicas.py)."""
+        self.replicas = chaos_replicas.Replicas(self.args.replicas, self.hosts, self.n + 1,
+                                                self.out_dir, self.log, self.registry,
+                                                self.env, RDZV_CONF)
+        self.replicas.start()
+        lead = self.replicas.leader()
+        self.say(f"{self.args.replicas} musterd replicas at {self.replicas.endpoints()} on etcd "
+                 f"{self.replicas.etcd_addr}:{self.replicas.etcd_ports[0]}; {lead.address} leads")
+
+    def rdzv_endpoint(self):
+        """The agents' --rdzv-endpoint: the daemon, or every replica."""
+        if self.replicas:
+            return self.replicas.endpoints()
+        return f"{self.hosts.daemon_addr}:{self.port}"
+
+    def leader_endpoint(self):
+        """(address, port) of the daemon that serves now (with replicas: the leader's)."""
+        if self.replicas:
+            lead = self.replicas.leader()
+            if lead:
+                return lead.addr, lead.port
+        return self.hosts.daemon_addr, self.port
+
+    def rendezvous_procs(self):
+        """The rendezvous' processes that must stay up: musterd, or etcd and the replicas."""
+        if self.replicas:
+            return self.replicas.procs()
+        return [self.daemon] if self.daemon else []
+
     def start_agent(self, i):
         k = self.incarnation.get(i, 0)
         self.incarnation[i] = k + 1
         args = [MUSTER, "--nnodes", f"{self.min_nodes}:{self.max_nodes}",
                 "--nproc-per-node", str(self.nproc), "--rdzv-backend", "c10d",
-                "--rdzv-endpoint", f"{self.hosts.daemon_addr}:{self.port}", "--rdzv-id", RUN_ID,
+                "--rdzv-endpoint", self.rdzv_endpoint(), "--rdzv-id", RUN_ID,
                 "--rdzv-conf", RDZV_CONF, "--max-restarts", "1000",
                 "--local-addr", self.hosts.host_addr(i), "--hang-timeout", str(HANG_TIMEOUT),
                 "--shutdown-timeout", "3", "--recovery", self.args.recovery,
@@ -371,7 +438,7 @@ class Chaos:
             if source.startswith("musterd-"):
                 m = SILENT_RE.search(text)
                 if m:
-                    self.silent_deaths.append((t, int(m.group(1)), text))
+                    self.silent_deaths.append((t, int(m.group(1)), text, source))
                 continue
             if not source.startswith("agent-"):
                 continue
@@ -445,7 +512,7 @@ class Chaos:
         """Agents and the daemon never exit on their own while the job runs."""
         if self.job_done:
             return
-        for proc in list(self.agents.values()) + ([self.daemon] if self.daemon else []):
+        for proc in list(self.agents.values()) + self.rendezvous_procs():
             if proc.pid in self.expected_dead or proc.alive():
                 continue
             self.parse()
@@ -457,9 +524,9 @@ class Chaos:
 
     def status(self):
         """The daemon's status document of the run (muster status --json), or None."""
-        args = self.hosts.wrap("daemon", [MUSTER, "status", "--rdzv-endpoint",
-                                          f"{self.hosts.daemon_addr}:{self.port}", "--run-id",
-                                          RUN_ID, "--json"])
+        addr, port = self.leader_endpoint()
+        args = self.hosts.wrap("daemon", [MUSTER, "status", "--rdzv-endpoint", f"{addr}:{port}",
+                                          "--run-id", RUN_ID, "--json"])
         try:
             res = subprocess.run(args, capture_output=True, text=True, timeout=5)
             runs = json.loads(res.stdout).get("runs", [])
@@ -503,6 +570,14 @@ class Chaos:
                                                         self.nproc):
             self.violation(error, when, self.overlap_evidence(error, gens))
         self.check_heartbeats(when)
+        if self.replicas:
+            for a, b in self.replicas.overlaps():
+                self.violation(InvariantError(
+                    "never two replicas serving at once",
+                    f"{a[0]} led (epoch {a[1]}) from {a[2] - self.t0:.3f}s to "
+                    + (f"{a[3] - self.t0:.3f}s" if a[3] else "now")
+                    + f", and {b[0]} took the lead (epoch {b[1]}) at {b[2] - self.t0:.3f}s"),
+                    when, self.replicas.tails())
         try:
             if checkpoints_behind_ok:
                 furthest = 0
@@ -515,11 +590,13 @@ class Chaos:
         """A running agent we neither cut off (link_down, partition) nor killed is never
         declared silent by the daemon: its heartbeats must go on whatever its workers do."""
         self.parse()
-        for t, pid, line in self.silent_deaths:
+        for t, pid, line, source in self.silent_deaths:
             agent = next((a for a in self.all_agents if a.pid == pid), None)
             if agent is None or pid in self.expected_dead:
                 continue
-            excused = any(f.kind in ("link_down", "partition") and f.host == agent.host and
+            # A replica whose own link is cut hears nobody until it steps down.
+            excused = any(((f.kind in ("link_down", "partition") and f.host == agent.host) or
+                           (f.kind == "leader_cut" and f.replica == source)) and
                           f.t <= t <= (f.restored or time.time()) + 3 for f in self.faults)
             if excused:
                 continue
@@ -638,6 +715,8 @@ class Chaos:
             fault.t = time.time()
             agent.kill()
             restore = lambda: self.restore_agent(host)  # noqa: E731
+        elif kind == "daemon_kill" and self.replicas or kind in REPLICA_KINDS:
+            return self.inject_replica_fault(fault)
         elif kind == "daemon_kill":
             fault.target = f"musterd pid {self.daemon.pid} port {self.port}"
             self.expected_dead.add(self.daemon.pid)
@@ -653,11 +732,16 @@ class Chaos:
             restore = lambda: self.hosts.link(host, "up")  # noqa: E731
         elif kind == "partition":
             host = self.rng.randrange(1, self.n + 1)
-            fault.target = f"host {host} <-/-> {self.hosts.daemon_addr}:{self.port}"
+            # With replicas: from every one of them (from the leader alone, the
+            # standbys would keep the agent's workers up to failover_timeout).
+            port, addrs = ((chaos_replicas.RDZV_PORT, [r.addr for r in self.replicas.replicas])
+                           if self.replicas else (self.port, None))
+            fault.target = (f"host {host} <-/-> {','.join(addrs or [self.hosts.daemon_addr])}"
+                            f":{port}")
             fault.host = host
             fault.t = time.time()
-            self.hosts.partition(host, self.port, True)
-            restore = lambda: self.hosts.partition(host, self.port, False)  # noqa: E731
+            self.hosts.partition(host, port, True, addrs)
+            restore = lambda: self.hosts.partition(host, port, False)  # noqa: E731
         elif kind == "ckpt_kill":
             self.inject_ckpt_kill(fault, master_rec)
         elif kind == "disk_full":
@@ -712,6 +796,130 @@ class Chaos:
         if gen_now != gen_before or gen_seen != gen_before:
             fault.notes.append(f"workers restarted: generation {gen_before} -> {gen_now} "
                                "(the daemon restart promises none)")
+
+    def inject_replica_fault(self, fault):
+        """leader_kill, leader_cut, and daemon_kill with replicas (a standby's SIGKILL).
+
+        No agent and no worker is touched, so no membership changes: every agent must
+        end up on the leader (a new one unless a standby died) and the job keep stepping
+        in the same generation. Recovery is the first step after the last agent's
+        `event=rdzv_leader` naming the new leader. Once the new leader has rebuilt the
+        run and failover_timeout has passed, no worker may have restarted. Undo: the
+        replica started again on its address, or its link up; done when it names the
+        leader (a standby)."""
+        kind = fault.kind
+        gen, ranks = self.current()
+        lead = self.replicas.leader()
+        if lead is None:
+            raise InvariantError("one replica leads", f"before {kind}: no replica serves\n"
+                                 + self.replicas.tails())
+        victim = lead if kind in REPLICA_KINDS else self.rng.choice(
+            [r for r in self.replicas.replicas if r is not lead])
+        fault.replica = victim.proc.name
+        fault.target = (f"{'leader' if victim is lead else 'standby'} {victim.address} "
+                        f"({victim.proc.name} pid {victim.proc.pid})")
+        if kind == "leader_cut":
+            fault.target += f", link {self.hosts.prefix}-h{victim.host} down"
+        self.faults.append(fault)
+        self.say(f"FAULT {kind}: {fault.target}")
+        fault.t = time.time()
+        if kind == "leader_cut":
+            self.hosts.link(victim.host, "down")
+        else:
+            self.expected_dead.add(victim.proc.pid)
+            self.replicas.kill(victim)
+
+        new = lead
+        followed = fault.t
+        if victim is lead:
+            new = self.wait(lambda: (self.replicas.leader() not in (None, victim)
+                                     and self.replicas.leader()), RECOVERY_TIMEOUT)
+            if not new:
+                raise InvariantError("the job recovers",
+                                     f"{kind}: no other replica took the lead within "
+                                     f"{RECOVERY_TIMEOUT:.0f}s\n" + self.replicas.tails())
+            led = self.replicas.led_since(new, fault.t)
+            fault.notes.append(f"{new.address} led at +{led - fault.t:.2f}s")
+            want = f"event=rdzv_leader endpoint={new.address} "
+
+            def all_on_new_leader():
+                self.parse()
+                seen = [next((t for t, source, text in self.agent_lines if t > fault.t and
+                              source == a.name and want in text), None)
+                        for a in self.agents.values()]
+                return max(seen) if seen and None not in seen else None
+            followed = self.wait(all_on_new_leader, RECOVERY_TIMEOUT)
+            if not followed:
+                raise InvariantError("the job recovers",
+                                     f"{kind}: not every agent followed the new leader "
+                                     f"{new.address} within {RECOVERY_TIMEOUT:.0f}s\n"
+                                     + self.agent_tails() + "\n" + self.replicas.tails())
+        stepped = self.wait(lambda: self.first_step_after(followed), RECOVERY_TIMEOUT)
+        if not stepped:
+            raise InvariantError("the job recovers", f"{kind}: no step within "
+                                 f"{RECOVERY_TIMEOUT:.0f}s after every agent was on the leader "
+                                 f"{new.address}\n" + self.agent_tails() + f"\n--- {new.proc.name}:"
+                                 f"\n{self.log.tail(new.proc.name)}")
+        fault.recovered = stepped
+        settle = fault.t + FAILOVER_TIMEOUT + 1.0
+        if victim is lead:
+            # Until the rebuild, or a new generation that shows there will be none.
+            self.wait(lambda: self.replicas.rebuilt(new, fault.t) or max(self.gens()) > gen,
+                      RECOVERY_TIMEOUT)
+            rebuilt = self.replicas.rebuilt(new, fault.t)
+            if rebuilt:
+                fault.notes.append(f"rebuilt gen {rebuilt[1]} ({rebuilt[2]} nodes) at "
+                                   f"+{rebuilt[0] - fault.t:.2f}s")
+                # A round the rebuild would have opened shows within last_call_timeout.
+                settle = max(settle, rebuilt[0] + 1.5)
+            else:
+                fault.notes.append("the new leader logged no event=rebuilt")
+        self.wait(lambda: time.time() >= settle, settle - time.time() + 1, interval=0.05)
+        self.parse()
+        fenced = sorted({source for t, source, text in self.agent_lines
+                         if t > fault.t and "event=fence " in text})
+        if fenced:
+            fault.notes.append(f"fenced: {', '.join(fenced)}")
+        try:
+            chaos_checks.check_workers_kept(gen, ranks, self.gens(), cluster.pid_alive)
+            if victim is lead and not self.replicas.rebuilt(new, fault.t):
+                raise InvariantError("a new leader rebuilds the run from the agents' reports",
+                                     f"{kind}: {new.proc.name} logged no event=rebuilt\n"
+                                     + self.log.tail(new.proc.name))
+        except InvariantError as error:
+            self.violation(error, kind, self.replica_evidence(fault, new))
+
+        if kind == "leader_cut":
+            self.hosts.link(victim.host, "up")
+        else:
+            time.sleep(0.3)  # a moment without it, as daemon_kill
+            self.replicas.start_replica(victim)
+        fault.restored = time.time()
+        back = self.wait(lambda: self.replicas.views(victim, self.replicas.leader() or new,
+                                                     fault.restored), RESTORE_TIMEOUT)
+        if not back:
+            raise InvariantError("a restored replica rejoins as a standby",
+                                 f"{kind}: {victim.proc.name} did not name the leader "
+                                 f"{(self.replicas.leader() or new).address} within "
+                                 f"{RESTORE_TIMEOUT:.0f}s of being restored\n"
+                                 + self.log.tail(victim.proc.name))
+        found = self.detect(fault)
+        if found:
+            fault.detected, fault.detect_line = found
+        self.check_invariants(kind)
+        self.wait_steady(f"after undoing {kind}")
+        return fault
+
+    def replica_evidence(self, fault, leader):
+        """The agents' lines and the new leader's since the fault, for a violation."""
+        self.parse()
+        out = [f"  agent lines since the fault ({fault.t - self.t0:.3f}s):"]
+        out += [f"    {t - self.t0:8.3f}s {source}: {text[:200]}"
+                for t, source, text in self.agent_lines if t >= fault.t][:40]
+        out.append(f"  {leader.proc.name} since the fault:")
+        out += [f"    {t - self.t0:8.3f}s {text[:200]}" for t, source, _, text in self.log.since()
+                if source == leader.proc.name and t >= fault.t][:30]
+        return "\n".join(out)
 
     def inject_ckpt_kill(self, fault, master_rec):
         watch = Inotify(self.ckpt_dir)
@@ -807,12 +1015,14 @@ class Chaos:
         """Garbage, oversized frames and 10k connections at musterd; it must survive and the
         job go on (ideally without a new generation)."""
         gen_before, _ = self.current()
-        fault.target = f"musterd {self.hosts.daemon_addr}:{self.port}"
+        addr, port = self.leader_endpoint()  # with replicas, the leader: it serves
+        daemon = (self.replicas.leader().proc if self.replicas else self.daemon)
+        fault.target = f"musterd {addr}:{port}"
         self.faults.append(fault)
         self.say(f"FAULT flood: {fault.target}")
         fault.t = time.time()
         # From host 1's namespace (any host reaches the daemon; loopback: no namespace).
-        args = self.hosts.wrap(1, [cluster.PYTHON, FLOOD, self.hosts.daemon_addr, str(self.port),
+        args = self.hosts.wrap(1, [cluster.PYTHON, FLOOD, addr, str(port),
                                    str(self.rng.randrange(1 << 30)), "--connections", "10000",
                                    "--hold", "2"])
         proc = cluster.Proc(args, f"flood-{len(self.faults)}", self.log, self.registry,
@@ -838,10 +1048,10 @@ class Chaos:
                            f"{c['established']}/{c['asked']} connections in {c['open_seconds']}s"
                            f" (failed {c['failed']}); Hello after: "
                            f"{'Welcome' if report['welcomed_after'] else 'NO WELCOME'}")
-        if not self.daemon.alive():
+        if not daemon.alive():
             raise InvariantError("the daemon survives garbage and 10k connections",
-                                 f"musterd exited {self.daemon.popen.poll()}:\n"
-                                 f"{self.log.tail(self.daemon.name)}")
+                                 f"musterd exited {daemon.popen.poll()}:\n"
+                                 f"{self.log.tail(daemon.name)}")
         if not report["welcomed_after"]:
             raise InvariantError("the daemon survives garbage and 10k connections",
                                  f"a Hello after the flood was not welcomed: {report}")
@@ -884,7 +1094,10 @@ class Chaos:
                  f"{self.min_nodes}:{self.max_nodes}, checkpoint every {self.interval} steps, "
                  f"{self.args.duration:.0f}s of faults: {', '.join(self.kinds) or 'none'}")
         self.t0 = time.time()
-        self.start_daemon()
+        if self.args.replicas > 1:
+            self.start_replicas()
+        else:
+            self.start_daemon()
         for i in range(1, self.n + 1):
             self.start_agent(i)
         gen, t = self.wait_steady("start-up", timeout=60)
@@ -950,9 +1163,10 @@ class Chaos:
                  f"({self.t_end - self.wind_down_t:.1f}s after the wind-down); agents exited "
                  f"{sorted(set(codes.values()))}")
         self.check_invariants("the end")
-        if not self.daemon.alive():
-            self.violation(InvariantError("agents and the daemon stay up",
-                                          f"musterd exited {self.daemon.popen.poll()}"), "the end")
+        for proc in self.rendezvous_procs():
+            if not proc.alive():
+                self.violation(InvariantError("agents and the daemon stay up",
+                                              f"{proc.name} exited {proc.popen.poll()}"), "the end")
         reference = self.run_reference()
         if not os.path.exists(self.final_out):
             raise InvariantError("the final weights equal the fault-free run's",
@@ -1017,6 +1231,13 @@ class Chaos:
                 lines.append("  ".join("-" * w for w in widths))
         return "\n".join(lines)
 
+    def write_lines(self, path):
+        """Every line of every process with the time it arrived (seconds since the start):
+        the per-process files in logs/ have no time of their own for the agents' lines."""
+        with open(path, "w") as f:
+            for t, source, stream, text in self.log.since():
+                f.write(f"{t - self.t0:9.3f} {source}.{stream}: {text}\n")
+
     def timeline(self, path):
         self.parse()
         t0 = self.t0
@@ -1044,6 +1265,10 @@ def main():
                         help="seconds of the job during which faults are injected")
     parser.add_argument("--hosts", type=int, default=3)
     parser.add_argument("--nproc", type=int, default=2, help="workers per host")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="musterd replicas (1: one musterd; 2 or more: a replicated "
+                             "rendezvous on one etcd member, needed by leader_kill and "
+                             "leader_cut)")
     parser.add_argument("--loopback", action="store_true",
                         help="run every agent on 127.0.0.1 even as root")
     parser.add_argument("--png", help="timeline image (default OUT_DIR/timeline.png)")
@@ -1059,6 +1284,8 @@ def main():
         # One host gives --nnodes 1:1, which muster runs without the daemon (a local
         # restart loop, not an elastic job): nothing here would be exercised.
         parser.error("--hosts must be 2..8 (an elastic job needs at least two nodes)")
+    if not 1 <= args.replicas <= 5:
+        parser.error(f"--replicas must be 1..5, not {args.replicas}")
     for path in (MUSTER, MUSTERD, TRAIN):
         if not os.access(path, os.X_OK):
             sys.exit(f"chaos: {path} is not built (scripts/build.sh, or set MUSTER_BIN_DIR)")
@@ -1106,7 +1333,9 @@ def teardown(chaos):
     except Exception:  # noqa: BLE001
         pass
     left = list(problems)
-    procs = [p for p in chaos.daemons + chaos.all_agents]
+    procs = chaos.daemons + chaos.all_agents
+    if chaos.replicas:
+        procs += chaos.replicas.all_procs()
     alive = [p.name for p in procs if p.ticks is not None and cluster.pid_alive(p.pid, p.ticks)]
     if alive:
         left.append(f"processes still alive: {alive}")
@@ -1139,6 +1368,7 @@ def report(chaos):
                       f"{chaos.fmt(f.recovered, f.t)}; redone {f.redone}"
                       + "".join(f"; {n}" for n in f.notes), flush=True)
     if chaos.t0:
+        chaos.write_lines(os.path.join(chaos.out_dir, "lines.log"))
         png = chaos.args.png or os.path.join(chaos.out_dir, "timeline.png")
         try:
             legend = chaos.timeline(png)

@@ -10,6 +10,9 @@
   (magic, version, length field = file size, CRC-32C, lengths inside the file,
   the step in the file = the step in its name) and the newest is not older than
   the furthest step the job reached minus one checkpoint interval;
+- check_workers_kept(): after a fault that changed no membership (the
+  rendezvous moved to another replica), no newer generation and every worker
+  of the generation before still the same process;
 - read_floats()/max_relative_difference(): muster-train's --out weights.
 
 The checkpoint format is worker_runtime/checkpoint/checkpoint.h's (version 1).
@@ -234,6 +237,26 @@ def _check_generation(gen, ranks, min_nodes, max_nodes, nproc):
     if not (min_nodes <= len(agents) <= max_nodes):
         raise InvariantError("node count within [MIN, MAX]",
                              f"gen {gen}: {len(agents)} agents, allowed {min_nodes}..{max_nodes}")
+
+
+def check_workers_kept(gen, ranks, gens_now, alive):
+    """Raises unless generation `gen` ({rank: record}) is still the newest in gens_now
+    and every one of its workers still runs; alive(pid, ticks) says whether one does."""
+    newer = sorted(g for g in gens_now if g > gen)
+    gone = [rec for _, rec in sorted(ranks.items()) if not alive(rec["pid"], rec["ticks"])]
+    if not newer and not gone:
+        return
+    evidence = []
+    if newer:
+        evidence.append("generation(s) " + ", ".join(
+            f"{g} ({len(gens_now[g])} of {next(iter(gens_now[g].values()))['world_size']} "
+            f"workers started, the first at {min(r['start'] for r in gens_now[g].values()):.3f})"
+            for g in newer) + f" started after generation {gen}")
+    if gone:
+        evidence.append(f"workers of generation {gen} gone: " + ", ".join(
+            f"rank {rec['rank']} pid {rec['pid']} host {rec['host']}" for rec in gone))
+    raise InvariantError("no worker restarted when membership did not change",
+                         "; ".join(evidence))
 
 
 read_floats = train_harness.read_floats

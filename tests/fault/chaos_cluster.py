@@ -1,14 +1,15 @@
 """The hosts, processes and logs of a chaos run.
 
-- Registry + reaper: every process, namespace prefix and mount the run creates
-  is appended to a registry file; a reaper process (this module run with
+- Registry + reaper: every process, namespace prefix, mount and scratch
+  directory (etcd's data) the run creates is appended to a registry file; a reaper process (this module run with
   --reap) waits for the driver to go away (EOF on a pipe, so even after a
   SIGKILL of the driver) and then kills and removes everything registered.
   cleanup() is the same code, run by the driver itself at the end.
 - Hosts: NetnsHosts puts each host (and musterd) in its own network namespace on
   a bridge with tests/fixtures/netns_hosts.sh (addresses SUBNET.1 for the daemon,
   SUBNET.(10+i) for host i), cuts links, and partitions a host from the daemon
-  with nftables; LoopbackHosts runs everything on 127.0.0.1.
+  (or from every replica) with nftables; LoopbackHosts runs everything on
+  127.0.0.1.
 - Proc: a started process whose stdout/stderr lines are read by threads,
   stamped with the wall-clock time they arrived and kept in a shared Log (and
   written to files in the run's log directory).
@@ -97,7 +98,7 @@ def kill_namespace_processes(namespaces):
 
 class Registry:
     """Append-only list of what to clean up: 'proc PID TICKS', 'netns PREFIX', 'mount PATH',
-    'records DIR'. Each line is flushed at once so a reaper can act on it."""
+    'records DIR', 'rmtree DIR' (removed once the processes are gone). Each line is flushed at once so a reaper can act on it."""
 
     def __init__(self, path):
         self.path = path
@@ -112,9 +113,10 @@ class Registry:
 
 def cleanup(registry_path):
     """Kills every registered process (group), every worker a record names, every
-    process left in a registered namespace; removes namespaces and unmounts.
-    Idempotent. Returns a list of problems (what could not be removed)."""
-    procs, prefixes, mounts, record_dirs = [], [], [], []
+    process left in a registered namespace; removes namespaces, unmounts and
+    removes the 'rmtree' directories. Idempotent. Returns a list of problems (what
+    could not be removed)."""
+    procs, prefixes, mounts, record_dirs, trees = [], [], [], [], []
     try:
         with open(registry_path) as f:
             for line in f:
@@ -129,6 +131,8 @@ def cleanup(registry_path):
                     mounts.append(parts[1])
                 elif parts[0] == "records":
                     record_dirs.append(parts[1])
+                elif parts[0] == "rmtree":
+                    trees.append(parts[1])
     except FileNotFoundError:
         return []
     for pid, ticks in procs:
@@ -170,6 +174,10 @@ def cleanup(registry_path):
         if not alive:
             break
         time.sleep(0.05)
+    for path in trees:
+        shutil.rmtree(path, ignore_errors=True)
+        if os.path.exists(path):
+            problems.append(f"could not remove {path}")
     return problems
 
 
@@ -299,7 +307,9 @@ class LoopbackHosts:
 
 
 class NetnsHosts:
-    """Hosts in network namespaces PREFIX-h1..hN, musterd in PREFIX-d, on a bridge."""
+    """Hosts in network namespaces PREFIX-h1..hN, musterd in PREFIX-d, on a bridge. With
+    replicas (chaos_replicas.py) N counts the replicas' hosts too, after the agents';
+    PREFIX-d then holds etcd."""
 
     netns = True
 
@@ -332,14 +342,15 @@ class NetnsHosts:
         """Sets the root-namespace end of host i's veth (its bridge port) up or down."""
         subprocess.run(["ip", "link", "set", f"{self.prefix}-h{i}", state], check=True, timeout=10)
 
-    def partition(self, i, port, on):
-        """Drops, inside host i's namespace, all traffic to and from the daemon's address:port."""
+    def partition(self, i, port, on, addrs=None):
+        """Drops, inside host i's namespace, all traffic to and from port on the daemon's
+        address, or on each of `addrs` (the replicas of a replicated rendezvous)."""
         ns = self.ns(i)
         if not on:
             subprocess.run(["ip", "netns", "exec", ns, nft_path(), "delete", "table", "inet", "chaos"],
                            capture_output=True, timeout=10)
             return
-        d = self.daemon_addr
+        d = "{ " + ", ".join(addrs or [self.daemon_addr]) + " }"
         ruleset = (f"table inet chaos {{\n"
                    f"  chain out {{ type filter hook output priority 0; "
                    f"ip daddr {d} tcp dport {port} drop; }}\n"

@@ -12,16 +12,7 @@ namespace {
 
 // Three agents that reached generation 2 with one restart, then lost the daemon.
 FakeCluster RestartedAtGeneration2(int min_nodes) {
-  FakeCluster c(min_nodes, 3, /*max_restarts=*/3);
-  c.AddAgent(2);
-  c.AddAgent(1);
-  c.AddAgent(4);
-  c.JoinAll();
-  c.ExpectNewGeneration();
-  c.Fail(1);
-  auto gen = c.ExpectNewGeneration();
-  REQUIRE(gen.front().generation == 2);
-  REQUIRE(gen.front().restart_count == 1);
+  FakeCluster c = AtGeneration2AfterOneRestart(min_nodes);
   c.RestartDaemon();
   return c;
 }

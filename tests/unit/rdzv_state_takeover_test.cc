@@ -9,25 +9,9 @@ using namespace muster::rdzv;
 using namespace muster::rdzv::testing;
 using namespace std::chrono_literals;
 
-namespace {
-
-// Three agents at generation 2 after one restart (of 3 allowed).
-FakeCluster AtGeneration2() {
-  FakeCluster c(2, 3, /*max_restarts=*/3);
-  c.AddAgents(3);
-  c.JoinAll();
-  c.ExpectNewGeneration();
-  c.Fail(1);
-  auto gen = c.ExpectNewGeneration();
-  REQUIRE(gen.front().generation == 2);
-  REQUIRE(gen.front().restart_count == 1);
-  return c;
-}
-
-}  // namespace
 
 TEST_CASE("a run's record is what a leader keeps of it", "[rdzv][takeover]") {
-  FakeCluster c = AtGeneration2();
+  FakeCluster c = AtGeneration2AfterOneRestart(2);
   const RunRecord record = c.Records().at(FakeCluster::kRunId);
   CHECK(record == RunRecord{.run_id = "job",
                             .generation = 2,
@@ -40,7 +24,7 @@ TEST_CASE("a run's record is what a leader keeps of it", "[rdzv][takeover]") {
 
 TEST_CASE("agents without workers keep their restarts and never see a generation again",
           "[rdzv][takeover]") {
-  FakeCluster c = AtGeneration2();
+  FakeCluster c = AtGeneration2AfterOneRestart(2);
   auto records = c.Records();
   // Every agent lost its workers, and the leader: they join the new one
   // without an assignment. (The cluster checks that no agent is handed a
@@ -55,7 +39,7 @@ TEST_CASE("agents without workers keep their restarts and never see a generation
 }
 
 TEST_CASE("agents that run workers are the truth: the record adds no restart", "[rdzv][takeover]") {
-  FakeCluster c = AtGeneration2();
+  FakeCluster c = AtGeneration2AfterOneRestart(2);
   auto records = c.Records();
   // The old leader counted a failure it never formed a generation for: its
   // record is one ahead of what the agents run. The failure is reported
@@ -90,7 +74,7 @@ TEST_CASE("an ended run's record is no budget for a new run of the same id", "[r
 }
 
 TEST_CASE("a new leader holds the rebuild until the hold, not close_timeout", "[rdzv][takeover]") {
-  FakeCluster c = AtGeneration2();
+  FakeCluster c = AtGeneration2AfterOneRestart(2);
   const auto hold = c.now() + 2'400ms;
   c.TakeOver({.rebuild_hold_until = hold, .records = c.Records()});
   c.Rejoin(0);
@@ -105,7 +89,7 @@ TEST_CASE("a new leader holds the rebuild until the hold, not close_timeout", "[
 }
 
 TEST_CASE("a hold already past leaves close_timeout", "[rdzv][takeover]") {
-  FakeCluster c = AtGeneration2();
+  FakeCluster c = AtGeneration2AfterOneRestart(2);
   const auto hold = c.now() + 100ms;
   c.TakeOver({.rebuild_hold_until = hold, .records = {}});
   c.Advance(200ms);

@@ -449,4 +449,20 @@ inline FakeCluster RunningCluster(int min_nodes, int max_nodes, int max_restarts
   return c;
 }
 
+// Three agents (2, 1 and 4 workers; at most 3 restarts) that reached
+// generation 2 after one worker failure.
+inline FakeCluster AtGeneration2AfterOneRestart(int min_nodes) {
+  FakeCluster c(min_nodes, 3, /*max_restarts=*/3);
+  c.AddAgent(2);
+  c.AddAgent(1);
+  c.AddAgent(4);
+  c.JoinAll();
+  c.ExpectNewGeneration();
+  c.Fail(1);
+  auto gen = c.ExpectNewGeneration();
+  REQUIRE(gen.front().generation == 2);
+  REQUIRE(gen.front().restart_count == 1);
+  return c;
+}
+
 }  // namespace muster::rdzv::testing
