@@ -175,6 +175,7 @@ Join RendezvousClient::MakeJoin() const {
   Join join = options_.join;
   if (join.store_addr.empty()) join.store_addr = local_addr_;
   join.current = current_;
+  join.last_generation = highest_assigned_;
   return join;
 }
 
@@ -244,6 +245,7 @@ void RendezvousClient::OnMessage(const Message& message) {
       return;
     }
     last_report_.ForgetBefore(assignment->assignment.generation);
+    highest_assigned_ = std::max(highest_assigned_, assignment->assignment.generation);
     if (callbacks_.on_assignment) callbacks_.on_assignment(assignment->assignment);
     return;
   }

@@ -134,6 +134,7 @@ class RendezvousClient {
   // refused connect, a leader's own close); reset by a Welcome.
   std::optional<std::chrono::steady_clock::time_point> last_answer_;
   uint64_t epoch_seen_ = 0;
+  uint64_t highest_assigned_ = 0;  // Join.last_generation
   // The standby's answer on the connection now closing, read by OnClosed.
   std::optional<Error> standby_answer_;
   std::mt19937_64 random_;

@@ -80,6 +80,7 @@ struct Wire<Join> {
     v("store_addr", m.store_addr);
     v("store_port", m.store_port, Bound::kPort);
     v("current", m.current);
+    v("last_generation", m.last_generation, Bound::kOptional);
   }
 };
 

@@ -64,6 +64,10 @@ struct Join {
   // The assignment this agent's workers run under right now, if any: lets a
   // restarted daemon rebuild the run without restarting workers.
   std::optional<Assignment> current;
+  // The highest generation this agent was ever assigned (0: none; absent on
+  // the wire then): a daemon that lost the run numbers new generations
+  // above it, since an agent ignores a generation it has seen before.
+  uint64_t last_generation = 0;
   bool operator==(const Join&) const = default;
 };
 

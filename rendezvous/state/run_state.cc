@@ -177,6 +177,9 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
   node.store_port = join.store_port;
   node.join_seq = next_join_seq_++;
   node.reported = join.current;
+  // Never a generation number this node was handed before (the daemon
+  // restarted or another replica leads, and no record says how far it got).
+  generation_floor_ = std::max(generation_floor_, join.last_generation);
   nodes_.Connected(node, conn, now);
   Log(out, false,
       "event=join node=" + join.node_id + " host=" + join.host + " local_world_size=" +

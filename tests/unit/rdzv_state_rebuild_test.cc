@@ -63,6 +63,17 @@ TEST_CASE("a member that never reports back is left out after close_timeout in a
   CHECK(gen[1].world_size == 6);
 }
 
+TEST_CASE("agents without workers tell a restarted daemon which generations they were handed",
+          "[rdzv][rebuild]") {
+  FakeCluster c = RestartedAtGeneration2(3);
+  // Their workers stopped (no report): only Join.last_generation says how
+  // far the run got, and an agent ignores a generation it has seen.
+  auto actions = c.JoinAll();
+  CHECK(CountSent<AssignmentMessage>(actions) == 3);
+  auto gen = c.ExpectNewGeneration();
+  CHECK(gen.front().generation == 3);
+}
+
 TEST_CASE("mixed generations reported after a daemon restart take the highest", "[rdzv][rebuild]") {
   FakeCluster c(3, 3, /*max_restarts=*/3);
   c.AddAgents(3);

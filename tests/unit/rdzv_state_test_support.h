@@ -194,6 +194,7 @@ class FakeCluster {
     j.max_restarts = max_restarts_;
     j.store_addr = a.store_addr;
     j.store_port = a.store_port;
+    j.last_generation = a.assignment ? a.assignment->generation : 0;
     return j;
   }
 
