@@ -3,7 +3,8 @@
 # network namespaces as hosts when root, else loopback) under a seeded schedule of
 # faults; checks the invariants after each, prints a table per fault kind and
 # writes a PNG timeline. Exits 0 when every invariant held, 1 otherwise.
-# Usage: scripts/chaos.sh --seed S --duration T --hosts N [--loopback] [--png PATH] ...
+# Usage: scripts/chaos.sh --seed S --duration T --hosts N [--replicas R] [--loopback]
+#        [--png PATH] ...   (--replicas 2+: etcd and R musterd replicas; leader_kill, leader_cut)
 #   (all options: tests/fault/chaos.py --help; MUSTER_SKIP_BUILD=1 skips deps and build)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -13,9 +13,10 @@ rejoin, their generation records come from the agents' in_place_rejoin lines). A
 reason printed. With --replicas R (R >= 2) the rendezvous is replicated
 (chaos_replicas.py): one etcd member and R musterd replicas electing a leader,
 each replica in a host namespace of its own as root (loopback: distinct
-ports), and every agent is given all of them in --rdzv-endpoint. Each worker starts through chaos_worker.py, which records its
-generation, rank, pid and start, and which workers of earlier generations were
-still alive, then execs muster-train.
+ports), and every agent is given all of them in --rdzv-endpoint. Each worker
+starts through chaos_worker.py, which records its generation, rank, pid and
+start, and which workers of earlier generations were still alive, then execs
+muster-train.
 
 Faults are drawn with random.Random(seed): the schedule is a sequence of seeded
 permutations of the available kinds, so every kind comes up once per round.
@@ -110,7 +111,8 @@ RDZV_CONF = "last_call_timeout=0.5"
 ALL_KINDS = ["worker_kill", "worker_hang", "agent_kill", "master_kill", "daemon_kill",
              "link_down", "partition", "ckpt_kill", "disk_full", "flood", "leader_kill",
              "leader_cut"]
-# Faults after which no membership changed (with --replicas): no worker may restart.
+# The leader's own faults (--replicas 2+); after them, as after a standby's
+# daemon_kill, no membership changed and no worker may restart.
 REPLICA_KINDS = ("leader_kill", "leader_cut")
 
 STEP_RE = re.compile(r"^\[rank0\]:\s*step=(\d+) ")
@@ -275,8 +277,7 @@ class Chaos:
             why_not["agent_kill"] = "needs 2 or more hosts (the only agent is the master)"
         if self.args.replicas < 2:
             why_not["leader_kill"] = why_not["leader_cut"] = (
-                f"needs --replicas 2 or more (a replicated rendezvous; --replicas "
-                f"{self.args.replicas})")
+                f"needs --replicas 2 or more (--replicas {self.args.replicas})")
         elif not self.hosts.netns:
             why_not["leader_cut"] = ("needs network namespaces (root, not --loopback)" if self.root
                                      else f"needs root for network namespaces "
@@ -858,8 +859,8 @@ class Chaos:
         if not stepped:
             raise InvariantError("the job recovers", f"{kind}: no step within "
                                  f"{RECOVERY_TIMEOUT:.0f}s after every agent was on the leader "
-                                 f"{new.address}\n" + self.agent_tails() + f"\n--- {new.proc.name}:"
-                                 f"\n{self.log.tail(new.proc.name)}")
+                                 f"{new.address}\n" + self.agent_tails()
+                                 + f"\n--- {new.proc.name}:\n{self.log.tail(new.proc.name)}")
         fault.recovered = stepped
         settle = fault.t + FAILOVER_TIMEOUT + 1.0
         if victim is lead:
@@ -878,6 +879,15 @@ class Chaos:
         self.parse()
         fenced = sorted({source for t, source, text in self.agent_lines
                          if t > fault.t and "event=fence " in text})
+        # The agents' own bound: failover_timeout after their last word from the leader
+        # (the quiet line's ms says how long before it that was).
+        quiet = [t - int(m.group(1)) / 1000.0 for t, _, text in self.agent_lines
+                 if t > fault.t and (m := re.search(
+                     rf"event=rdzv_leader_quiet endpoint={re.escape(victim.address)} ms=(\d+)",
+                     text))]
+        if quiet:
+            fault.notes.append(f"agents' failover deadline +"
+                               f"{min(quiet) + FAILOVER_TIMEOUT - fault.t:.2f}s")
         if fenced:
             fault.notes.append(f"fenced: {', '.join(fenced)}")
         try:
@@ -1015,8 +1025,14 @@ class Chaos:
         """Garbage, oversized frames and 10k connections at musterd; it must survive and the
         job go on (ideally without a new generation)."""
         gen_before, _ = self.current()
-        addr, port = self.leader_endpoint()  # with replicas, the leader: it serves
-        daemon = (self.replicas.leader().proc if self.replicas else self.daemon)
+        daemon = self.daemon
+        if self.replicas:  # the leader: it serves
+            lead = self.replicas.leader()
+            if lead is None:
+                raise InvariantError("one replica leads", "before flood: no replica serves\n"
+                                     + self.replicas.tails())
+            daemon = lead.proc
+        addr, port = self.leader_endpoint()
         fault.target = f"musterd {addr}:{port}"
         self.faults.append(fault)
         self.say(f"FAULT flood: {fault.target}")
@@ -1286,6 +1302,11 @@ def main():
         parser.error("--hosts must be 2..8 (an elastic job needs at least two nodes)")
     if not 1 <= args.replicas <= 5:
         parser.error(f"--replicas must be 1..5, not {args.replicas}")
+    if args.replicas > 1 and not os.access(chaos_replicas.ETCD, os.X_OK):
+        # ctest's SKIP_RETURN_CODE: reported as Skipped, with the reason.
+        print(f"chaos: SKIP: --replicas {args.replicas} needs etcd at {chaos_replicas.ETCD} "
+              "(scripts/install-deps.sh installs etcd-server)", flush=True)
+        sys.exit(77)
     for path in (MUSTER, MUSTERD, TRAIN):
         if not os.access(path, os.X_OK):
             sys.exit(f"chaos: {path} is not built (scripts/build.sh, or set MUSTER_BIN_DIR)")

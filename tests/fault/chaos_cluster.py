@@ -1,9 +1,10 @@
 """The hosts, processes and logs of a chaos run.
 
 - Registry + reaper: every process, namespace prefix, mount and scratch
-  directory (etcd's data) the run creates is appended to a registry file; a reaper process (this module run with
-  --reap) waits for the driver to go away (EOF on a pipe, so even after a
-  SIGKILL of the driver) and then kills and removes everything registered.
+  directory (etcd's data) the run creates is appended to a registry file; a
+  reaper process (this module run with --reap) waits for the driver to go away
+  (EOF on a pipe, so even after a SIGKILL of the driver) and then kills and
+  removes everything registered.
   cleanup() is the same code, run by the driver itself at the end.
 - Hosts: NetnsHosts puts each host (and musterd) in its own network namespace on
   a bridge with tests/fixtures/netns_hosts.sh (addresses SUBNET.1 for the daemon,
@@ -98,7 +99,8 @@ def kill_namespace_processes(namespaces):
 
 class Registry:
     """Append-only list of what to clean up: 'proc PID TICKS', 'netns PREFIX', 'mount PATH',
-    'records DIR', 'rmtree DIR' (removed once the processes are gone). Each line is flushed at once so a reaper can act on it."""
+    'records DIR', 'rmtree DIR' (removed once the processes are gone). Each line is
+    flushed at once so a reaper can act on it."""
 
     def __init__(self, path):
         self.path = path
