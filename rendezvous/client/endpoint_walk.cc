@@ -30,10 +30,14 @@ std::chrono::milliseconds EndpointWalk::AfterFailure(bool replica_answered, doub
     // The listed endpoint that named this leader was counted already.
     redirect_.reset();
   } else {
-    ++failed_in_sweep_;
+    // A suspect tried anyway (it served, or was named) is no step of a sweep.
+    if (!Skipped(index_)) ++failed_in_sweep_;
     index_ = (index_ + 1) % endpoints_.size();
+    for (size_t hop = 0; hop < endpoints_.size() && Skipped(index_); ++hop) {
+      index_ = (index_ + 1) % endpoints_.size();
+    }
   }
-  if (failed_in_sweep_ < endpoints_.size()) return std::chrono::milliseconds(0);
+  if (failed_in_sweep_ < Candidates()) return std::chrono::milliseconds(0);
   // A whole sweep failed: pause before the next one.
   std::chrono::milliseconds delay;
   if (answered_in_sweep_) {
@@ -67,6 +71,26 @@ std::chrono::milliseconds EndpointWalk::AfterRedirect(const Endpoint& leader, do
     redirect_ = leader;
   }
   return delay;
+}
+
+void EndpointWalk::Suspect(const Endpoint& endpoint, std::chrono::steady_clock::time_point now) {
+  suspect_until_[endpoint.Text()] = now + kSuspectFor;
+}
+
+bool EndpointWalk::IsSuspect(const Endpoint& endpoint,
+                             std::chrono::steady_clock::time_point now) const {
+  const auto it = suspect_until_.find(endpoint.Text());
+  return it != suspect_until_.end() && now < it->second;
+}
+
+size_t EndpointWalk::Candidates() const {
+  size_t clear = 0;
+  for (const Endpoint& e : endpoints_) clear += IsSuspect(e, now_) ? 0 : 1;
+  return clear == 0 ? endpoints_.size() : clear;
+}
+
+bool EndpointWalk::Skipped(size_t index) const {
+  return Candidates() != endpoints_.size() && IsSuspect(endpoints_[index], now_);
 }
 
 void EndpointWalk::AfterWelcome() {

@@ -13,13 +13,18 @@
 //     the sweep (an election is under way), otherwise the usual jittered
 //     backoff (common/backoff.h, 50 ms doubling to 500 ms);
 //   - a Welcome ends the walk: the next failure starts a sweep from the
-//     endpoint that served.
+//     endpoint that served;
+//   - an endpoint that gave no answer (a connect or a Hello that timed out,
+//     a leader gone quiet) is suspect for kSuspectFor: sweeps pass it by,
+//     unless every listed endpoint is suspect, and a standby naming it is
+//     not followed, so a dead host costs one timeout, not one per sweep.
 //
 // Thread-safety: a value; not shared.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -63,6 +68,16 @@ class EndpointWalk {
   // Current() served this agent.
   void AfterWelcome();
 
+  // The time the decisions below are made at (suspicions run out); returns
+  // the walk, for chaining.
+  EndpointWalk& At(std::chrono::steady_clock::time_point now) {
+    now_ = now;
+    return *this;
+  }
+  void Suspect(const Endpoint& endpoint, std::chrono::steady_clock::time_point now);
+  bool IsSuspect(const Endpoint& endpoint, std::chrono::steady_clock::time_point now) const;
+
+  static constexpr std::chrono::milliseconds kSuspectFor{3000};
   static constexpr std::chrono::milliseconds kElectionPoll{100};
   static constexpr std::chrono::milliseconds kBackoffBase{50};
   static constexpr std::chrono::milliseconds kBackoffCap{500};
@@ -75,6 +90,11 @@ class EndpointWalk {
   std::set<std::string> failed_texts_;  // every endpoint failed in this sweep
   bool answered_in_sweep_ = false;
   int quiet_sweeps_ = 0;  // sweeps in a row with no replica answering
+  std::map<std::string, std::chrono::steady_clock::time_point> suspect_until_;  // by Text()
+  std::chrono::steady_clock::time_point now_{};
+  // Listed endpoints a sweep tries: those not suspect, or all when every one is.
+  size_t Candidates() const;
+  bool Skipped(size_t index) const;
 };
 
 }  // namespace muster::rdzv

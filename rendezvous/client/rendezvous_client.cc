@@ -19,6 +19,7 @@ RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, 
       connect_deadline_(io),
       fence_timer_(io),
       quiet_timer_(io),
+      greet_deadline_(io),
       last_contact_(std::chrono::steady_clock::now()),
       walk_(options_.endpoints),
       replicated_(walk_.replicated()),
@@ -47,6 +48,9 @@ void RendezvousClient::Stop() {
   fence_timer_.cancel();
   quiet_timer_.cancel();
   for (auto& timer : delayed_heartbeats_) timer->cancel();
+  greet_deadline_.cancel();
+  if (attempt_) attempt_->Close("client stopping");
+  attempt_.reset();
   if (channel_) channel_->Close("client stopping");
   channel_.reset();
 }
@@ -98,23 +102,23 @@ void RendezvousClient::ReportSucceeded(uint64_t generation) {
 void RendezvousClient::Leave() { Send(rdzv::Leave{options_.join.run_id, options_.join.node_id}); }
 
 void RendezvousClient::Connect() {
-  if (stopped_) return;
+  // One attempt at a time: its outcome moves the walk on.
+  if (stopped_ || connecting_ || attempt_) return;
+  // Probing stops once the leader is heard again or the attempt was adopted.
+  if (channel_ && !probing_) return;
   if (Suspended()) {
     // Cut off: an attempt would go unanswered, which is silence, not refusal.
     latest_failure_ = ContactFailure::kSilent;
-    ScheduleReconnect(walk_.AfterFailure(false, UnitRandom()));
+    ScheduleReconnect(walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom()));
     return;
   }
   auto socket = std::make_shared<tcp::socket>(io_);
   auto resolver = std::make_shared<tcp::resolver>(io_);
   const Endpoint target = walk_.Current();
+  connecting_ = true;
   // A host whose link is down never answers: give up on the attempt in time
   // to try again (and so that silence, not refusal, is what we remember).
-  // With replicas, another one may answer: do not wait on a dead host long.
-  const auto deadline = replicated_ ? std::min(options_.settings.connect_timeout,
-                                               options_.settings.keep_alive_interval)
-                                    : options_.settings.connect_timeout;
-  connect_deadline_.expires_after(deadline);
+  connect_deadline_.expires_after(AttemptDeadline());
   connect_deadline_.async_wait([socket](const boost::system::error_code& ec) {
     if (!ec) {
       boost::system::error_code ignored;
@@ -127,23 +131,28 @@ void RendezvousClient::Connect() {
                                        tcp::resolver::results_type results) {
         if (stopped_) return;
         if (ec) {
+          connecting_ = false;
           latest_failure_ = ContactFailure::kSilent;
           spdlog::debug("event=rdzv_resolve_failed host={} error=\"{}\"", target.host,
                         ec.message());
-          ScheduleReconnect(walk_.AfterFailure(false, UnitRandom()));
+          ScheduleReconnect(
+              walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom()));
           return;
         }
         asio::async_connect(
             *socket, results,
             [this, socket](const boost::system::error_code& connect_ec, const tcp::endpoint&) {
               if (stopped_) return;
+              connecting_ = false;
               connect_deadline_.cancel();
               if (connect_ec) {
                 const bool refused = connect_ec == asio::error::connection_refused;
                 latest_failure_ = FailureOf(refused);
                 // A live host with no replica on the port: an answer.
                 if (refused) last_answer_ = std::chrono::steady_clock::now();
-                ScheduleReconnect(walk_.AfterFailure(false, UnitRandom()));
+                if (!refused) walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
+                ScheduleReconnect(
+                    walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom()));
                 return;
               }
               OnConnected(std::move(*socket));
@@ -153,22 +162,89 @@ void RendezvousClient::Connect() {
 
 void RendezvousClient::OnConnected(tcp::socket socket) {
   boost::system::error_code ec;
-  // The address this host reached the daemon from is one the other nodes
-  // can reach too: advertise it for the worker store unless told otherwise.
-  local_addr_ = socket.local_endpoint(ec).address().to_string();
-  channel_ = std::make_shared<MessageChannel>(std::move(socket), MessageChannel::Limits{}, false);
-  welcomed_ = false;
-  // The daemon's side closing (or resetting) the connection means its host
-  // answered: the daemon process is gone or dropped us.
-  channel_->Start({[this](Message m) { OnMessage(m); },
-                   [this](const std::string& why, bool peer_gone) { OnClosed(why, peer_gone); },
+  attempt_local_addr_ = socket.local_endpoint(ec).address().to_string();
+  attempt_ = std::make_shared<MessageChannel>(std::move(socket), MessageChannel::Limits{}, false);
+  // Each handler knows its channel: the attempt, once adopted, is the one
+  // served, and a replaced one is ignored.
+  const MessageChannel* raw = attempt_.get();
+  attempt_->Start({[this, raw](Message m) { OnChannelMessage(raw, m); },
+                   [this, raw](const std::string& why, bool peer_gone) {
+                     OnChannelClosed(raw, why, peer_gone);
+                   },
                    {}});
-  channel_->Send(Hello{kProtocolVersion, options_.token, options_.join.node_id});
-  channel_->Send(MakeJoin());
+  attempt_->Send(Hello{kProtocolVersion, options_.token, options_.join.node_id});
+  // The Join goes with the Hello (a standby ignores it): a leader answers
+  // both at once. A probe's Join reaching the leader that served us moves
+  // this node to the new connection, which is harmless.
+  Join join = MakeJoin();
+  if (join.store_addr.empty()) join.store_addr = attempt_local_addr_;
+  attempt_->Send(join);
   // A report sent while disconnected was dropped, and a restarted daemon
   // never saw one: repeat the last outcome after the Join. (A stale one is
   // refused as a stale generation, which is harmless.)
-  if (const Message* report = last_report_.pending()) channel_->Send(*report);
+  if (const Message* report = last_report_.pending()) attempt_->Send(*report);
+  // A process that accepts but never answers (stopped, hung) is no leader:
+  // give up on it as on a connect that times out.
+  greet_deadline_.expires_after(AttemptDeadline());
+  greet_deadline_.async_wait([this, raw](const boost::system::error_code& wait_ec) {
+    if (wait_ec || attempt_.get() != raw) return;
+    walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
+    attempt_->Close("no answer to Hello");
+  });
+}
+
+std::chrono::milliseconds RendezvousClient::AttemptDeadline() const {
+  // With replicas, another one may answer: do not wait on a dead host long.
+  return replicated_
+             ? std::min(options_.settings.connect_timeout, options_.settings.keep_alive_interval)
+             : options_.settings.connect_timeout;
+}
+
+void RendezvousClient::OnChannelMessage(const MessageChannel* from, const Message& message) {
+  if (Suspended()) return;
+  if (attempt_ && from == attempt_.get()) return OnAttemptMessage(message);
+  if (channel_ && from == channel_.get()) return OnMessage(message);
+}
+
+void RendezvousClient::OnAttemptMessage(const Message& message) {
+  if (const auto* error = std::get_if<Error>(&message)) {
+    if (error->code == ErrorCode::kNotLeader || error->code == ErrorCode::kNoLeader) {
+      // A standby: an answer, never contact (it serves nobody).
+      return OnStandbyAnswer(*error);
+    }
+    if (error->fatal || error->code == ErrorCode::kBadToken ||
+        error->code == ErrorCode::kBadVersion) {
+      spdlog::error("rendezvous refused this agent: {} ({})", error->message, error->code_name());
+      Stop();
+      if (callbacks_.on_fatal) callbacks_.on_fatal(error->message);
+      return;
+    }
+    spdlog::debug("event=rdzv_error code={} message=\"{}\"", error->code_name(), error->message);
+    return;
+  }
+  const auto* welcome = std::get_if<Welcome>(&message);
+  if (welcome == nullptr) return;  // nothing comes before the Welcome
+  if (welcome->epoch != 0) replicated_ = true;
+  if (welcome->epoch < epoch_seen_) {
+    // A deposed leader that has not noticed yet: not contact either.
+    spdlog::warn("event=rdzv_stale_leader endpoint={} epoch={} seen={}", walk_.Current().Text(),
+                 welcome->epoch, epoch_seen_);
+    last_answer_ = std::chrono::steady_clock::now();
+    attempt_->Close("a leader of an older epoch");
+    return;
+  }
+  epoch_seen_ = welcome->epoch;
+  // Adopted: the attempt is the connection served from now on; one it
+  // replaces (a leader gone quiet) is closed, and its close ignored.
+  greet_deadline_.cancel();
+  std::shared_ptr<MessageChannel> replaced = std::exchange(channel_, std::move(attempt_));
+  local_addr_ = attempt_local_addr_;
+  probing_ = false;
+  welcomed_ = true;
+  if (replaced) replaced->Close("replaced by a connection to the leader");
+  walk_.AfterWelcome();
+  last_answer_.reset();
+  OnMessage(message);  // contact
 }
 
 Join RendezvousClient::MakeJoin() const {
@@ -180,33 +256,16 @@ Join RendezvousClient::MakeJoin() const {
 }
 
 void RendezvousClient::OnMessage(const Message& message) {
-  if (Suspended()) return;
-  if (const auto* error = std::get_if<Error>(&message);
-      error != nullptr &&
-      (error->code == ErrorCode::kNotLeader || error->code == ErrorCode::kNoLeader)) {
-    // A standby: an answer, never contact (it serves nobody).
-    return OnStandbyAnswer(*error);
-  }
-  if (const auto* welcome = std::get_if<Welcome>(&message)) {
-    if (welcome->epoch != 0) replicated_ = true;
-    if (welcome->epoch < epoch_seen_) {
-      // A deposed leader that has not noticed yet: not contact either.
-      spdlog::warn("event=rdzv_stale_leader endpoint={} epoch={} seen={}", walk_.Current().Text(),
-                   welcome->epoch, epoch_seen_);
-      last_answer_ = std::chrono::steady_clock::now();
-      if (channel_) channel_->Close("a leader of an older epoch");
-      return;
-    }
-    epoch_seen_ = welcome->epoch;
+  if (probing_) {
+    // The leader is heard again: no need to look further.
+    probing_ = false;
+    if (attempt_) attempt_->Close("the leader answered again");
   }
   last_contact_ = std::chrono::steady_clock::now();
   latest_failure_ = ContactFailure::kNone;
   ArmFenceTimer(last_contact_ + options_.settings.fence_timeout);
   if (replicated_) ArmQuietTimer();
   if (std::holds_alternative<Welcome>(message)) {
-    welcomed_ = true;
-    walk_.AfterWelcome();
-    last_answer_.reset();
     if (fenced_) spdlog::info("event=rdzv_reconnected");
     if (replicated_) {
       spdlog::info("event=rdzv_leader endpoint={} epoch={}", walk_.Current().Text(), epoch_seen_);
@@ -262,32 +321,56 @@ void RendezvousClient::OnStandbyAnswer(const Error& error) {
   spdlog::debug("event=rdzv_standby endpoint={} code={} message=\"{}\"", walk_.Current().Text(),
                 error.code_name(), error.message);
   standby_answer_ = error;
-  if (channel_) channel_->Close("answered by a standby");
+  attempt_->Close("answered by a standby");
 }
 
-void RendezvousClient::OnClosed(const std::string& why, bool daemon_gone) {
+void RendezvousClient::OnChannelClosed(const MessageChannel* which, const std::string& why,
+                                       bool daemon_gone) {
   if (stopped_) return;
-  const std::optional<Error> standby = std::exchange(standby_answer_, std::nullopt);
-  const bool was_welcomed = welcomed_;
-  welcomed_ = false;
-  channel_.reset();
-  if (standby) {
-    if (!standby->leader.empty()) {
-      if (auto leader = ParseLeader(standby->leader); leader.ok()) {
-        return ScheduleReconnect(walk_.AfterRedirect(*leader, UnitRandom()));
+  const auto now = std::chrono::steady_clock::now();
+  if (attempt_ && which == attempt_.get()) {
+    attempt_.reset();
+    greet_deadline_.cancel();
+    const std::optional<Error> standby = std::exchange(standby_answer_, std::nullopt);
+    std::chrono::milliseconds delay;
+    if (standby) {
+      std::optional<Endpoint> leader;
+      if (!standby->leader.empty()) {
+        if (auto parsed = ParseLeader(standby->leader); parsed.ok()) {
+          leader = *parsed;
+        } else {
+          spdlog::warn("event=rdzv_bad_leader leader=\"{}\"", standby->leader);
+        }
       }
-      spdlog::warn("event=rdzv_bad_leader leader=\"{}\"", standby->leader);
+      // During an election the walk keeps the standbys' pace; once this
+      // agent has fenced, nothing is urgent and it backs off.
+      const bool pace = !fenced_;
+      delay = leader && !walk_.IsSuspect(*leader, now)
+                  ? walk_.At(std::chrono::steady_clock::now()).AfterRedirect(*leader, UnitRandom())
+                  : walk_.At(std::chrono::steady_clock::now()).AfterFailure(pace, UnitRandom());
+    } else {
+      spdlog::debug("event=rdzv_attempt_failed endpoint={} why=\"{}\"", walk_.Current().Text(),
+                    why);
+      if (!channel_) latest_failure_ = FailureOf(daemon_gone);
+      if (daemon_gone) last_answer_ = now;
+      delay = walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom());
     }
-    return ScheduleReconnect(walk_.AfterFailure(true, UnitRandom()));
+    // A leader still served (a probe that found nothing better, or the
+    // leader heard again) needs no more attempts.
+    if (channel_ && !probing_) return;
+    return ScheduleReconnect(delay);
   }
-  if (was_welcomed) {
-    spdlog::warn("event=rdzv_connection_lost endpoint={} why=\"{}\"", walk_.Current().Text(), why);
-  } else {
-    spdlog::debug("event=rdzv_connection_lost endpoint={} why=\"{}\"", walk_.Current().Text(), why);
-  }
+  if (!channel_ || which != channel_.get()) return;  // one replaced since
+  spdlog::warn("event=rdzv_connection_lost endpoint={} why=\"{}\"", walk_.Current().Text(), why);
+  channel_.reset();
+  welcomed_ = false;
+  quiet_timer_.cancel();
   latest_failure_ = FailureOf(daemon_gone);
-  if (daemon_gone) last_answer_ = std::chrono::steady_clock::now();
-  ScheduleReconnect(walk_.AfterFailure(false, UnitRandom()));
+  if (daemon_gone) last_answer_ = now;
+  const bool was_probing = std::exchange(probing_, false);
+  // A probe under way carries the walk on.
+  if (was_probing && (attempt_ || connecting_)) return;
+  ScheduleReconnect(walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom()));
 }
 
 double RendezvousClient::UnitRandom() {
@@ -304,21 +387,32 @@ void RendezvousClient::ScheduleReconnect(std::chrono::milliseconds delay) {
 }
 
 void RendezvousClient::ArmQuietTimer() {
-  // Acks come every keep_alive_interval: one and a half without one is a
-  // missed ack, and the fence rule needs a replica's answer before
-  // fence_timeout to keep the workers.
-  quiet_timer_.expires_at(last_contact_ + options_.settings.keep_alive_interval * 3 / 2);
+  quiet_timer_.expires_at(last_contact_ + QuietAfter());
   quiet_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) LeaveQuietLeader();
+    if (!ec) StartProbing();
   });
 }
 
-void RendezvousClient::LeaveQuietLeader() {
-  if (stopped_ || !channel_ || !welcomed_ || Suspended()) return;
-  const auto quiet = std::chrono::steady_clock::now() - last_contact_;
+std::chrono::milliseconds RendezvousClient::QuietAfter() const {
+  // The leader acks every heartbeat, at most every fence_timeout / 3: past
+  // one such gap and a heartbeat more, an ack is missing.
+  const auto& s = options_.settings;
+  return std::max(s.keep_alive_interval * 3 / 2, s.fence_timeout / 3 + s.keep_alive_interval);
+}
+
+void RendezvousClient::StartProbing() {
+  if (stopped_ || !channel_ || !welcomed_ || probing_ || Suspended()) return;
+  const auto now = std::chrono::steady_clock::now();
+  // A handler that had expired before a message re-armed the timer.
+  if (now - last_contact_ < QuietAfter()) return;
   spdlog::warn("event=rdzv_leader_quiet endpoint={} ms={}", walk_.Current().Text(),
-               std::chrono::duration_cast<std::chrono::milliseconds>(quiet).count());
-  channel_->Close("the leader went quiet");
+               std::chrono::duration_cast<std::chrono::milliseconds>(now - last_contact_).count());
+  // The connection stays: the leader may only be slow, and hears our
+  // heartbeats meanwhile. The walk looks for whoever leads now, and the
+  // replicas' answers keep the workers (fence_rule.h).
+  probing_ = true;
+  walk_.Suspect(walk_.Current(), now);
+  ScheduleReconnect(walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom()));
 }
 
 void RendezvousClient::Heartbeat() {
@@ -359,6 +453,9 @@ void RendezvousClient::ArmFenceTimer(std::chrono::steady_clock::time_point when)
       return;
     }
     fenced_ = true;
+    // Nothing runs to protect any more: a rendezvous rebuilt from an older
+    // etcd (lower epochs) may be followed again.
+    epoch_seen_ = 0;
     spdlog::warn("event=fence why=\"{}\"", decision.why);
     if (callbacks_.on_fence) callbacks_.on_fence(decision.why);
   });

@@ -13,8 +13,9 @@
 //
 // Replicas (PROTOCOL.md, "Replicas"): with several endpoints, the client
 // walks them (endpoint_walk.h), follows a standby's not_leader to the leader,
-// leaves a served connection that has gone quiet to look for a new leader,
-// and fences by the replicated rule (fence_rule.h): a standby's answer keeps
+// probes the other replicas while a served connection has gone quiet (never
+// closing it itself: the leader would count that as this node's death), and
+// fences by the replicated rule (fence_rule.h): a standby's answer keeps
 // the workers up to failover_timeout but is never contact. It remembers the
 // highest leader epoch it has seen and refuses a Welcome or an assignment
 // from an older one: a deposed leader that has not noticed yet.
@@ -85,20 +86,35 @@ class RendezvousClient {
   void DelayHeartbeats(std::chrono::milliseconds delay, std::chrono::milliseconds window);
 
  private:
+  // One attempt at the walk's current endpoint (none while one is under way).
   void Connect();
+  // The attempt's connection: Hello, Join and the kept report go at once.
   void OnConnected(boost::asio::ip::tcp::socket socket);
+  // How long a connect, or a Hello, may go unanswered.
+  std::chrono::milliseconds AttemptDeadline() const;
+  // Routes a message to the attempt's handler or the served one's; a
+  // connection replaced since is ignored.
+  void OnChannelMessage(const MessageChannel* from, const Message& message);
+  // Before a Welcome: a standby's answer, a stale leader, or a leader whose
+  // Welcome makes the attempt the connection served (adopted).
+  void OnAttemptMessage(const Message& message);
+  // The connection served: contact.
   void OnMessage(const Message& message);
-  void OnClosed(const std::string& why, bool daemon_gone);
+  void OnChannelClosed(const MessageChannel* which, const std::string& why, bool daemon_gone);
   // A standby refused this agent: remember its answer for the walk and the
-  // fence rule, and leave the connection (OnClosed follows at once).
+  // fence rule, and leave the attempt (OnChannelClosed follows at once).
   void OnStandbyAnswer(const Error& error);
   // The next attempt, `delay` from now.
   void ScheduleReconnect(std::chrono::milliseconds delay);
   double UnitRandom();
-  // Replicated: a served connection silent past a missed ack is given up, so
-  // the walk can find a new leader before the fence decides.
+  // Replicated: a served connection silent past a missed ack (QuietAfter)
+  // starts probing: attempts at the other replicas while it stays open, so a
+  // new leader is found, and the replicas' answers keep the workers, before
+  // the fence decides; a Welcome adopts the attempt, a word from the leader
+  // stops the probe.
   void ArmQuietTimer();
-  void LeaveQuietLeader();
+  std::chrono::milliseconds QuietAfter() const;
+  void StartProbing();
   bool Suspended() const { return std::chrono::steady_clock::now() < suspended_until_; }
   void Heartbeat();
   // What this agent heartbeats: the generation its workers run, 0 for none.
@@ -114,12 +130,17 @@ class RendezvousClient {
   boost::asio::io_context& io_;
   ClientOptions options_;
   Callbacks callbacks_;
-  std::shared_ptr<MessageChannel> channel_;
+  std::shared_ptr<MessageChannel> channel_;  // the connection served (after a Welcome)
+  std::shared_ptr<MessageChannel> attempt_;  // one being greeted, or a probe
+  std::string attempt_local_addr_;
+  bool connecting_ = false;  // a resolve or connect is under way
+  bool probing_ = false;     // attempts while the served connection is quiet
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer connect_deadline_;
   boost::asio::steady_timer fence_timer_;
   boost::asio::steady_timer quiet_timer_;
+  boost::asio::steady_timer greet_deadline_;
   std::optional<Assignment> current_;
   OutcomeReport last_report_;
   std::string local_addr_;
@@ -135,7 +156,7 @@ class RendezvousClient {
   std::optional<std::chrono::steady_clock::time_point> last_answer_;
   uint64_t epoch_seen_ = 0;
   uint64_t highest_assigned_ = 0;  // Join.last_generation
-  // The standby's answer on the connection now closing, read by OnClosed.
+  // The standby's answer on the attempt now closing, read by OnChannelClosed.
   std::optional<Error> standby_answer_;
   std::mt19937_64 random_;
   std::chrono::steady_clock::time_point suspended_until_{};

@@ -328,7 +328,16 @@ void RendezvousServer::DropEverything(const std::string& why, Takeover takeover)
   for (auto& [conn, session] : sessions_) open.push_back(session.channel);
   // Forgotten before the closes come back: they find no run to report to.
   sessions_.clear();
-  core_ = std::make_unique<RendezvousCore>(options_.settings, std::move(takeover));
+  Settings settings = options_.settings;
+  if (replica_.leading) {
+    // An agent that hears a standby keeps its workers up to failover_timeout
+    // after it last heard this leader (fence_rule.h), which may be up to a
+    // heartbeat later than this leader last heard it: a silent member's
+    // ranks are given away only after both.
+    settings.heartbeat_timeout = std::max(settings.heartbeat_timeout,
+                                          settings.failover_timeout + settings.keep_alive_interval);
+  }
+  core_ = std::make_unique<RendezvousCore>(settings, std::move(takeover));
   for (auto& channel : open) channel->Close(why);
 }
 

@@ -165,7 +165,9 @@ std::vector<ElectionAction> ReplicaNode::DoOrThrow(const ElectionAction& action)
   if (const auto* became = std::get_if<BecomeLeader>(&action)) {
     ReadRunRecords();
     spdlog::info("event=replica_leader epoch={} advertise={} etcd={} runs={}", became->epoch,
-                 options_.advertise, etcd_.current_endpoint(), leader_records_.size());
+                 options_.advertise, etcd_.current_endpoint(),
+                 records_epoch_ == became->epoch ? std::to_string(leader_records_.size())
+                                                 : std::string("unread"));
   } else if (const auto* down = std::get_if<StepDown>(&action)) {
     spdlog::warn("event=replica_step_down why=\"{}\"", down->why);
   } else if (const auto* changed = std::get_if<ViewChanged>(&action)) {
@@ -179,7 +181,8 @@ std::vector<ElectionAction> ReplicaNode::DoOrThrow(const ElectionAction& action)
 void ReplicaNode::Publish() {
   ReplicaStatus status;
   status.replicated = true;
-  status.leading = election_.role() == Role::kLeader;
+  // A new leader serves once it has read the run records of its epoch.
+  status.leading = election_.role() == Role::kLeader && records_epoch_ == election_.epoch();
   status.lead_until = status.leading ? election_.lead_until() : Clock::time_point{};
   status.epoch = election_.view().epoch;
   status.leader = election_.view().leader;
@@ -214,10 +217,12 @@ void ReplicaNode::ReadRunRecords() {
   leader_records_.clear();
   Result<std::vector<KeyValue>> keys = etcd_.ReadPrefix(options_.prefix + "runs/");
   if (!keys.ok()) {
-    // The runs are rebuilt from the agents' reports alone, as after a restart.
+    // Not serving without them (KeepRecords tries again each tick): a
+    // leader that starts its runs afresh would overwrite their budgets.
     spdlog::warn("event=etcd_failed call=read_runs why=\"{}\"", keys.status().message());
     return;
   }
+  records_epoch_ = election_.epoch();
   for (const KeyValue& key : *keys) {
     Result<RunRecord> record = DecodeRunRecord(key.value);
     if (!record.ok()) {
@@ -231,6 +236,10 @@ void ReplicaNode::ReadRunRecords() {
 
 void ReplicaNode::KeepRecords() {
   const auto now = Clock::now();
+  if (election_.role() == Role::kLeader && records_epoch_ != election_.epoch()) {
+    ReadRunRecords();
+    Publish();
+  }
   if (lease_id_ != 0 && registered_lease_ != lease_id_) {
     Status put = etcd_.Put(options_.prefix + "musterd/replicas/" + options_.advertise,
                            options_.advertise, lease_id_);

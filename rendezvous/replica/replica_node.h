@@ -21,7 +21,7 @@
 //     commits only while the election key is still the one it created, so a
 //     deposed leader cannot overwrite its successor's; a replica that takes
 //     the lead reads them all before it says it leads
-//     (ReplicaStatus::run_records).
+//     (ReplicaStatus::run_records), and serves nobody until it has.
 //
 // Logs (spdlog): event=replica_leader epoch=N, event=replica_step_down
 // why="...", event=replica_view leader=... epoch=N fresh=..., event=etcd_failed
@@ -99,7 +99,9 @@ class ReplicaNode {
   std::map<std::string, RunRecord, std::less<>> leader_records_;
   std::vector<std::string> replicas_;
   int64_t registered_lease_ = 0;
-  Clock::time_point stopped_leading_at_{};  // when it last published that it stopped leading  // the lease the registry key was put with
+  uint64_t records_epoch_ = 0;              // the epoch leader_records_ were read for
+  Clock::time_point stopped_leading_at_{};  // when it last published that it stopped leading  //
+                                            // the lease the registry key was put with
   Clock::time_point next_registry_read_{};
   Clock::time_point last_etcd_warning_{};
 };

@@ -89,6 +89,8 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
                         .emplace(join.run_id, std::make_unique<RunState>(join.run_id, join,
                                                                          settings_, now, takeover_))
                         .first->second.get();
+              // A record seeds the run it was kept for, not a later one of the same id.
+              takeover_.records.erase(join.run_id);
             }
             conn_run_[conn] = join.run_id;
             return run->OnJoin(conn, join, now);

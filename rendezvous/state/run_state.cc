@@ -46,8 +46,10 @@ RunState::RunState(std::string run_id, const Join& first, const Settings& settin
     if (!first.current) restart_count_ = record.restart_count;
   }
   // The first node to reach a fresh daemon already runs workers: the daemon
-  // was restarted, so rebuild the run from the agents' reports.
-  if (first.current) StartRebuild(now);
+  // was restarted, so rebuild the run from the agents' reports. A new
+  // leader rebuilds every run it meets before its hold is over, whoever
+  // comes first: members cut off from it may still run workers until then.
+  if (first.current || (rebuild_hold_until_ && now < *rebuild_hold_until_)) StartRebuild(now);
 }
 
 RunRecord RunState::Record() const {

@@ -55,9 +55,10 @@ class RunState {
  public:
   using Phase = RunPhase;
 
-  // After a replica took the lead (`takeover`, run_record.h): a rebuild waits
-  // for the last generation's members until its rebuild_hold_until (instead
-  // of close_timeout), when every agent that has not come back has fenced
+  // After a replica took the lead (`takeover`, run_record.h): a run it meets
+  // before rebuild_hold_until is rebuilt, whoever comes first, and the
+  // rebuild waits for the last generation's members until then (instead of
+  // close_timeout), when every agent that has not come back has fenced
   // itself; and this run's record, unless it ended, seeds its settings, its
   // generation numbers (every new one above the record's) and, when the run
   // does not start by a rebuild (whose reports carry the count, and whose

@@ -23,8 +23,10 @@
 //                          keep_alive_interval): a host whose link is down never answers
 //   failover_timeout       replicated rendezvous: how long an agent keeps its workers
 //                          while replicas answer but none serves it (fence_timeout +
-//                          2 s, etcd's lease); a new leader waits as long, less the
-//                          margin it leads by, for every member to come back
+//                          2.5 s: etcd's lease and its expiry); a replicated leader
+//                          waits as long, less its lead margin, for every member to
+//                          come back after it takes the lead, and gives a silent
+//                          member's ranks away only after it plus keep_alive_interval
 #pragma once
 
 #include <array>
@@ -58,10 +60,10 @@ struct Settings {
   Duration hello_timeout{5'000};
   Duration idle_timeout{60'000};
   Duration connect_timeout{2'000};
-  // fence_timeout plus the leader's lease: an agent that last heard the old
-  // leader just before it died reaches the new one inside it (PROTOCOL.md,
-  // "Replicas").
-  Duration failover_timeout{3'000};
+  // fence_timeout plus the leader's lease and etcd's time to expire it: an
+  // agent that last heard the old leader just before it died reaches the
+  // new one inside it (PROTOCOL.md, "Replicas").
+  Duration failover_timeout{3'500};
 
   // The keys FromConf() reads.
   static constexpr std::array<std::string_view, 13> kKeys = {

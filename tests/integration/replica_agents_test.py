@@ -68,8 +68,8 @@ def a_killed_leader_restarts_no_worker_and_its_successor_handles_a_node_death():
               f"not every agent followed the new leader {new.address}", new.text(), *job.logs())
         followed = time.monotonic() - killed_at
         print(f"  every agent was on the new leader {followed:.2f} s after the leader's SIGKILL")
-        # Beyond failover_timeout (3 s) after the kill: no agent fenced.
-        time.sleep(max(0.0, killed_at + 3.5 - time.monotonic()))
+        # Beyond failover_timeout (3.5 s) after the kill: no agent fenced.
+        time.sleep(max(0.0, killed_at + 4.0 - time.monotonic()))
         check(sorted(dumps(job.out)) == [gen], f"new generations: {sorted(dumps(job.out))}",
               new.text(), *job.logs())
         check(all(pid_alive(p) for p in pids), "a worker was restarted or killed", *job.logs())
@@ -123,12 +123,12 @@ def agents_fence_when_every_replica_is_down_longer_than_failover_timeout():
         time.sleep(1.8)
         check(all(pid_alive(p) for p in job.pids),
               "workers were stopped inside failover_timeout", *job.logs())
-        # ...and not beyond it (3 s after the last word from the leader).
+        # ...and not beyond it (3.5 s after the last word from the leader).
         check(wait_for(lambda: not any(pid_alive(p) for p in job.pids), 5),
               "workers outlived failover_timeout with every replica down", *job.logs())
         took = time.monotonic() - killed_at
         print(f"  workers fenced {took:.2f} s after every replica died")
-        check(took < 4.0, f"fenced only after {took:.2f} s", *job.logs())
+        check(took < 4.5, f"fenced only after {took:.2f} s", *job.logs())
         check(all("no leader of the rendezvous took this agent back" in text
                   for text in job.logs()), "the fence did not say why", *job.logs())
     finally:

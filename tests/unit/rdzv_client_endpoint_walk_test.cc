@@ -91,6 +91,44 @@ TEST_CASE("a standby naming itself is not followed", "[rdzv][client][walk]") {
   CHECK(walk.Current() == kB);
 }
 
+TEST_CASE("a suspect endpoint is passed by until its suspicion runs out", "[rdzv][client][walk]") {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0{std::chrono::seconds(100)};
+  EndpointWalk walk({kA, kB, kC});
+  // A, the leader, went quiet: the probe starts after it.
+  walk.Suspect(kA, t0);
+  CHECK(walk.IsSuspect(kA, t0));
+  CHECK(walk.At(t0).AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.Current() == kB);
+  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(0));
+  CHECK(walk.Current() == kC);
+  // B and C answered: the sweep is over without A's timeout.
+  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(99));
+  CHECK(walk.Current() == kB);
+  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(0));
+  CHECK(walk.Current() == kC);
+  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(99));
+  // Later A is tried again.
+  const auto later = t0 + EndpointWalk::kSuspectFor;
+  CHECK_FALSE(walk.IsSuspect(kA, later));
+  CHECK(walk.At(later).AfterFailure(true, 0.5) == milliseconds(0));
+  CHECK(walk.Current() == kC);
+  CHECK(walk.At(later).AfterFailure(true, 0.5) == milliseconds(0));
+  CHECK(walk.Current() == kA);
+}
+
+TEST_CASE("when every endpoint is suspect, every one is tried", "[rdzv][client][walk]") {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0{std::chrono::seconds(100)};
+  EndpointWalk walk({kA, kB});
+  walk.Suspect(kA, t0);
+  walk.Suspect(kB, t0);
+  CHECK(walk.At(t0).AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.Current() == kB);
+  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(49));
+  CHECK(walk.Current() == kA);
+}
+
 TEST_CASE("the leader's text is HOST:PORT, IPv6 in brackets", "[rdzv][client][walk]") {
   auto v4 = ParseLeader("10.0.0.2:29400");
   REQUIRE(v4.ok());

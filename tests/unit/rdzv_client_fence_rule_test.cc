@@ -82,7 +82,7 @@ TEST_CASE("fence_timeout and keep_alive_interval come from the settings", "[rdzv
 
 TEST_CASE("a replicated rendezvous keeps workers while replicas answer, up to failover_timeout",
           "[rdzv][client][fence]") {
-  Settings settings;  // fence_timeout 1 s, failover_timeout 3 s
+  Settings settings;  // fence_timeout 1 s, failover_timeout 3.5 s
   const Clock::time_point heard{milliseconds(10'000)};
   struct Row {
     const char* situation;
@@ -97,13 +97,13 @@ TEST_CASE("a replicated rendezvous keeps workers while replicas answer, up to fa
        milliseconds(1'000), ""},
       {"R2: the old leader's lease still runs, a standby names it", milliseconds(900),
        milliseconds(1'000), Kind::kWait, milliseconds(1'900), ""},
-      {"R2: election in progress, the bound comes first", milliseconds(2'500), milliseconds(2'600),
-       Kind::kWait, milliseconds(3'000), ""},
+      {"R2: election in progress, the bound comes first", milliseconds(3'000), milliseconds(3'100),
+       Kind::kWait, milliseconds(3'500), ""},
       {"R2: every replica refused just now (all down, hosts up)", milliseconds(1'400),
        milliseconds(1'500), Kind::kWait, milliseconds(2'400), ""},
       {"R1: replicas answer but none took this agent back in time",
-       milliseconds(2'990),
-       milliseconds(3'000),
+       milliseconds(3'490),
+       milliseconds(3'500),
        Kind::kFence,
        {},
        "no leader of the rendezvous took this agent back"},

@@ -37,7 +37,7 @@ TEST_CASE("settings without keys are the documented defaults", "[rdzv][settings]
   CHECK(s->hello_timeout == Duration(5'000));
   CHECK(s->idle_timeout == Duration(60'000));
   CHECK(s->connect_timeout == Duration(2'000));   // 4 x keep_alive_interval
-  CHECK(s->failover_timeout == Duration(3'000));  // fence_timeout + the 2 s lease
+  CHECK(s->failover_timeout == Duration(3'500));  // fence_timeout + lease 2 s + expiry 0.5 s
   // The daemon acks at most every fence_timeout / 3: at the default interval,
   // every heartbeat, so an agent hears from it twice within its fence timeout.
   CHECK(s->keep_alive_interval >= s->fence_timeout / 3);
@@ -130,7 +130,7 @@ TEST_CASE("fence_timeout at or above heartbeat_timeout is refused", "[rdzv][sett
 TEST_CASE("failover_timeout follows fence_timeout and must exceed it", "[rdzv][settings]") {
   auto derived = Settings::FromConf({{"heartbeat_timeout", "4"}});
   REQUIRE(derived.ok());
-  CHECK(derived->failover_timeout == Duration(5'200));  // fence 3.2 s + 2 s
+  CHECK(derived->failover_timeout == Duration(5'700));  // fence 3.2 s + 2.5 s
   auto given = Settings::FromConf({{"failover_timeout", "2.5"}});
   REQUIRE(given.ok());
   CHECK(given->failover_timeout == Duration(2'500));
