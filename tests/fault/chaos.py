@@ -129,7 +129,7 @@ RECOVERY_TIMEOUT = 25.0
 RESTORE_TIMEOUT = 30.0
 # musterd's default failover_timeout (rendezvous/state/settings.h): a new leader
 # rebuilds the run by then, and an agent left without one fences after it.
-FAILOVER_TIMEOUT = 3.0
+FAILOVER_TIMEOUT = 3.5
 
 
 def percentile(values, q):
