@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "common/version.h"
 #include "launcher/cli/spec_parsers.h"
@@ -24,15 +26,15 @@ namespace {
 constexpr auto kStatusTimeout = std::chrono::seconds(5);
 
 struct StatusArgs {
-  std::string host;
-  std::string port;
+  std::vector<std::pair<std::string, std::string>> endpoints;  // host, port; in order
   std::string run_id;
   std::string token;
   bool json = false;
 };
 
 constexpr const char* kUsage =
-    "usage: muster status --rdzv-endpoint HOST:PORT [--run-id ID] [--json] [--token-file FILE]\n";
+    "usage: muster status --rdzv-endpoint HOST:PORT[,...] [--run-id ID] [--json] [--token-file "
+    "FILE]\n";
 
 int Usage(const std::string& error) {
   std::cerr << "muster status: error: " << error << "\n" << kUsage;
@@ -147,11 +149,13 @@ int RunStatusCommand(const std::vector<std::string>& args) {
     const std::string& arg = args[i];
     if (arg == "--rdzv-endpoint" || arg == "--rdzv_endpoint") {
       auto v = value();
-      if (!v) return Usage(arg + " needs HOST:PORT");
-      auto endpoint = cli::SplitEndpoint(*v);
-      if (!endpoint.ok()) return Usage("--rdzv-endpoint: " + endpoint.status().message());
-      a.host = endpoint->host;
-      a.port = std::to_string(endpoint->port.value_or(kDefaultRendezvousPort));
+      if (!v) return Usage(arg + " needs HOST:PORT[,HOST:PORT...]");
+      auto endpoints = cli::SplitEndpointList(*v);
+      if (!endpoints.ok()) return Usage("--rdzv-endpoint: " + endpoints.status().message());
+      a.endpoints.clear();
+      for (const HostPort& e : *endpoints) {
+        a.endpoints.emplace_back(e.host, std::to_string(e.port.value_or(kDefaultRendezvousPort)));
+      }
     } else if (arg == "--run-id" || arg == "--run_id" || arg == "--rdzv-id" || arg == "--rdzv_id") {
       auto v = value();
       if (!v) return Usage(arg + " needs a value");
@@ -176,13 +180,24 @@ int RunStatusCommand(const std::vector<std::string>& args) {
       return Usage("unknown argument '" + arg + "'");
     }
   }
-  if (a.host.empty()) return Usage("--rdzv-endpoint is required");
+  if (a.endpoints.empty()) return Usage("--rdzv-endpoint is required");
 
-  Answer answer = Ask(a.host, a.port, a.token, a.run_id);
+  // Replicas are asked in order until one answers, as agents walk them.
+  Answer answer;
+  std::string asked;
+  for (size_t i = 0; i < a.endpoints.size(); ++i) {
+    const auto& [host, port] = a.endpoints[i];
+    answer = Ask(host, port, a.token, a.run_id);
+    asked = host + ":" + port;
+    if (answer.reply || answer.refusal) break;
+    if (i + 1 < a.endpoints.size()) {  // the last one's failure is the verdict below
+      std::cerr << "muster status: " << answer.failure.value_or("no answer from " + asked) << "\n";
+    }
+  }
   if (answer.refusal && answer.refusal->code == rdzv::ErrorCode::kNotLeader &&
       !answer.refusal->leader.empty()) {
     // A standby of a replicated rendezvous: the runs are the leader's.
-    std::cerr << "muster status: " << a.host << ":" << a.port << " is a standby; asking the leader "
+    std::cerr << "muster status: " << asked << " is a standby; asking the leader "
               << answer.refusal->leader << " (epoch " << answer.refusal->epoch << ")\n";
     auto leader = cli::SplitEndpoint(answer.refusal->leader);
     if (!leader.ok() || !leader->port) {

@@ -61,7 +61,7 @@ std::string HelpText(CommandMode mode) {
             "and SCRIPT_ARGS, unless --use-env is given; SCRIPT_ARGS are passed untouched.\n"
           : "usage: muster [options] SCRIPT [SCRIPT_ARGS...]\n"
             "       muster launch [options] [--use-env] SCRIPT [SCRIPT_ARGS...]\n"
-            "       muster status --rdzv-endpoint HOST:PORT [--run-id ID] [--json]\n"
+            "       muster status --rdzv-endpoint HOST:PORT[,...] [--run-id ID] [--json]\n"
             "                     [--token-file FILE]\n"
             "\n"
             "Runs SCRIPT as worker processes on every node of a job; a drop-in torchrun.\n"

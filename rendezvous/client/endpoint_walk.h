@@ -9,7 +9,7 @@
 //     that leader, unless the leader already failed in this sweep (its lease
 //     outlives it: following it again would only wait again);
 //   - once every endpoint has failed (one sweep), the next sweep starts after
-//     a pause: 100 ms, a standby's poll period, when some replica answered in
+//     a pause: 50-100 ms (jittered), about a standby's poll period, when some replica answered in
 //     the sweep (an election is under way), otherwise the usual jittered
 //     backoff (common/backoff.h, 50 ms doubling to 500 ms);
 //   - a Welcome ends the walk: the next failure starts a sweep from the

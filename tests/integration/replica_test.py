@@ -12,7 +12,7 @@ import signal
 import time
 
 from harness import check, free_port, kill_tree, run, start, test, wait_for
-from replica_harness import MUSTERD, Setup, leader_among, one_leader
+from replica_harness import MUSTER, MUSTERD, Setup, leader_among, one_leader
 
 @test
 def replicas_elect_one_leader_and_the_standbys_name_it():
@@ -40,6 +40,12 @@ def replicas_elect_one_leader_and_the_standbys_name_it():
             check(code == 0 and summary in out, f"status against standby {r.address}", out, err)
             want = f"{r.address} is a standby; asking the leader {leader.address} (epoch {epoch})"
             check(want in err, f"standby {r.address} did not name the leader", out, err)
+        # Every replica given, as agents give them, the first one down.
+        dead = f"127.0.0.1:{free_port()}"
+        code, out, err = run([MUSTER, "status", "--rdzv-endpoint",
+                              ",".join([dead] + [r.address for r in s.replicas])], timeout=20)
+        check(code == 0 and summary in out, "status with a list of replicas", out, err)
+        check(f"cannot connect to {dead}" in err, "the replica that is down went unmentioned", err)
     finally:
         s.close()
 
