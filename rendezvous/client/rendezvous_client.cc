@@ -212,13 +212,7 @@ void RendezvousClient::OnAttemptMessage(const Message& message) {
       // A standby: an answer, never contact (it serves nobody).
       return OnStandbyAnswer(*error);
     }
-    if (error->fatal || error->code == ErrorCode::kBadToken ||
-        error->code == ErrorCode::kBadVersion) {
-      spdlog::error("rendezvous refused this agent: {} ({})", error->message, error->code_name());
-      Stop();
-      if (callbacks_.on_fatal) callbacks_.on_fatal(error->message);
-      return;
-    }
+    if (RefusedForGood(*error)) return;
     spdlog::debug("event=rdzv_error code={} message=\"{}\"", error->code_name(), error->message);
     return;
   }
@@ -274,13 +268,7 @@ void RendezvousClient::OnMessage(const Message& message) {
     return;
   }
   if (const auto* error = std::get_if<Error>(&message)) {
-    if (error->fatal || error->code == ErrorCode::kBadToken ||
-        error->code == ErrorCode::kBadVersion) {
-      spdlog::error("rendezvous refused this agent: {} ({})", error->message, error->code_name());
-      Stop();
-      if (callbacks_.on_fatal) callbacks_.on_fatal(error->message);
-      return;
-    }
+    if (RefusedForGood(*error)) return;
     if (error->code == ErrorCode::kUnknownNode || error->code == ErrorCode::kUnknownRun) {
       // The daemon no longer counts us in (it restarted, or declared us dead):
       // join again; the answer says whether our workers may go on.
@@ -312,6 +300,16 @@ void RendezvousClient::OnMessage(const Message& message) {
     if (callbacks_.on_run_ended) callbacks_.on_run_ended(ended->succeeded, ended->message);
     return;
   }
+}
+
+bool RendezvousClient::RefusedForGood(const Error& error) {
+  if (!error.fatal && error.code != ErrorCode::kBadToken && error.code != ErrorCode::kBadVersion) {
+    return false;
+  }
+  spdlog::error("rendezvous refused this agent: {} ({})", error.message, error.code_name());
+  Stop();
+  if (callbacks_.on_fatal) callbacks_.on_fatal(error.message);
+  return true;
 }
 
 void RendezvousClient::OnStandbyAnswer(const Error& error) {

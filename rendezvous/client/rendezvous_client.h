@@ -101,6 +101,9 @@ class RendezvousClient {
   // The connection served: contact.
   void OnMessage(const Message& message);
   void OnChannelClosed(const MessageChannel* which, const std::string& why, bool daemon_gone);
+  // A refusal for good (a bad token or version, or fatal): stops the client
+  // and says so through on_fatal; false for any other error.
+  bool RefusedForGood(const Error& error);
   // A standby refused this agent: remember its answer for the walk and the
   // fence rule, and leave the attempt (OnChannelClosed follows at once).
   void OnStandbyAnswer(const Error& error);
