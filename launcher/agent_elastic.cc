@@ -114,7 +114,8 @@ int Agent::RunElastic() {
   client.join.store_port = store_->port();
   std::string rendezvous;
   for (const rdzv::Endpoint& e : client.endpoints) {
-    rendezvous += (rendezvous.empty() ? "" : ",") + e.Text();
+    if (!rendezvous.empty()) rendezvous += ',';
+    rendezvous += e.Text();
   }
   spdlog::info("event=elastic run_id={} node={} rendezvous={} is_host={} store_port={}",
                plan_.run_id, client.join.node_id, rendezvous, elastic_->is_host, store_->port());

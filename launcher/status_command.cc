@@ -103,7 +103,8 @@ std::string FormatStatusTable(const std::string& status_json) {
     const auto& replica = doc["replica"];
     std::string standbys;
     for (const auto& standby : replica.value("standbys", nlohmann::json::array())) {
-      standbys += (standbys.empty() ? "" : ", ") + standby.get<std::string>();
+      if (!standbys.empty()) standbys += ", ";
+      standbys += standby.get<std::string>();
     }
     out << "leader " << replica.value("leader", "?") << " (epoch " << replica.value("epoch", 0)
         << "), standbys: " << (standbys.empty() ? "none" : standbys) << "\n";

@@ -8,8 +8,14 @@
 namespace muster::rdzv {
 
 std::string Endpoint::Text() const {
+  std::string text;
   const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  if (v6) text += '[';
+  text += host;
+  if (v6) text += ']';
+  text += ':';
+  text += std::to_string(port);
+  return text;
 }
 
 Result<Endpoint> ParseLeader(std::string_view text) {
