@@ -69,11 +69,11 @@ rdzv::Heartbeat RendezvousClient::MakeHeartbeat() const {
 }
 
 void RendezvousClient::SendHeartbeat() {
-  if (welcomed_) Send(MakeHeartbeat());
+  if (channel_) Send(MakeHeartbeat());
 }
 
 void RendezvousClient::Send(const Message& message) {
-  if (channel_ && channel_->is_open() && welcomed_ && !Suspended()) channel_->Send(message);
+  if (channel_ && channel_->is_open() && !Suspended()) channel_->Send(message);
 }
 
 void RendezvousClient::SuspendTraffic(std::chrono::milliseconds duration) {
@@ -109,7 +109,7 @@ void RendezvousClient::Connect() {
   if (Suspended()) {
     // Cut off: an attempt would go unanswered, which is silence, not refusal.
     latest_failure_ = ContactFailure::kSilent;
-    ScheduleReconnect(walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom()));
+    ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
     return;
   }
   auto socket = std::make_shared<tcp::socket>(io_);
@@ -135,8 +135,7 @@ void RendezvousClient::Connect() {
           latest_failure_ = ContactFailure::kSilent;
           spdlog::debug("event=rdzv_resolve_failed host={} error=\"{}\"", target.host,
                         ec.message());
-          ScheduleReconnect(
-              walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom()));
+          ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
           return;
         }
         asio::async_connect(
@@ -151,8 +150,7 @@ void RendezvousClient::Connect() {
                 // A live host with no replica on the port: an answer.
                 if (refused) last_answer_ = std::chrono::steady_clock::now();
                 if (!refused) walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
-                ScheduleReconnect(
-                    walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom()));
+                ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
                 return;
               }
               OnConnected(std::move(*socket));
@@ -234,7 +232,6 @@ void RendezvousClient::OnAttemptMessage(const Message& message) {
   std::shared_ptr<MessageChannel> replaced = std::exchange(channel_, std::move(attempt_));
   local_addr_ = attempt_local_addr_;
   probing_ = false;
-  welcomed_ = true;
   if (replaced) replaced->Close("replaced by a connection to the leader");
   walk_.AfterWelcome();
   last_answer_.reset();
@@ -344,14 +341,14 @@ void RendezvousClient::OnChannelClosed(const MessageChannel* which, const std::s
       // agent has fenced, nothing is urgent and it backs off.
       const bool pace = !fenced_;
       delay = leader && !walk_.IsSuspect(*leader, now)
-                  ? walk_.At(std::chrono::steady_clock::now()).AfterRedirect(*leader, UnitRandom())
-                  : walk_.At(std::chrono::steady_clock::now()).AfterFailure(pace, UnitRandom());
+                  ? WalkNow().AfterRedirect(*leader, UnitRandom())
+                  : WalkNow().AfterFailure(pace, UnitRandom());
     } else {
       spdlog::debug("event=rdzv_attempt_failed endpoint={} why=\"{}\"", walk_.Current().Text(),
                     why);
       if (!channel_) latest_failure_ = FailureOf(daemon_gone);
       if (daemon_gone) last_answer_ = now;
-      delay = walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom());
+      delay = WalkNow().AfterFailure(false, UnitRandom());
     }
     // A leader still served (a probe that found nothing better, or the
     // leader heard again) needs no more attempts.
@@ -361,14 +358,13 @@ void RendezvousClient::OnChannelClosed(const MessageChannel* which, const std::s
   if (!channel_ || which != channel_.get()) return;  // one replaced since
   spdlog::warn("event=rdzv_connection_lost endpoint={} why=\"{}\"", walk_.Current().Text(), why);
   channel_.reset();
-  welcomed_ = false;
   quiet_timer_.cancel();
   latest_failure_ = FailureOf(daemon_gone);
   if (daemon_gone) last_answer_ = now;
   const bool was_probing = std::exchange(probing_, false);
   // A probe under way carries the walk on.
   if (was_probing && (attempt_ || connecting_)) return;
-  ScheduleReconnect(walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom()));
+  ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
 }
 
 double RendezvousClient::UnitRandom() {
@@ -399,7 +395,7 @@ std::chrono::milliseconds RendezvousClient::QuietAfter() const {
 }
 
 void RendezvousClient::StartProbing() {
-  if (stopped_ || !channel_ || !welcomed_ || probing_ || Suspended()) return;
+  if (stopped_ || !channel_ || probing_ || Suspended()) return;
   const auto now = std::chrono::steady_clock::now();
   // A handler that had expired before a message re-armed the timer.
   if (now - last_contact_ < QuietAfter()) return;
@@ -410,12 +406,12 @@ void RendezvousClient::StartProbing() {
   // replicas' answers keep the workers (fence_rule.h).
   probing_ = true;
   walk_.Suspect(walk_.Current(), now);
-  ScheduleReconnect(walk_.At(std::chrono::steady_clock::now()).AfterFailure(false, UnitRandom()));
+  ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
 }
 
 void RendezvousClient::Heartbeat() {
   if (stopped_) return;
-  if (welcomed_) {
+  if (channel_) {
     const rdzv::Heartbeat beat = MakeHeartbeat();
     if (std::chrono::steady_clock::now() < delayed_until_) {
       std::erase_if(delayed_heartbeats_,

@@ -110,6 +110,8 @@ class RendezvousClient {
   // The next attempt, `delay` from now.
   void ScheduleReconnect(std::chrono::milliseconds delay);
   double UnitRandom();
+  // The walk, its decisions made at the present time.
+  EndpointWalk& WalkNow() { return walk_.At(std::chrono::steady_clock::now()); }
   // Replicated: a served connection silent past a missed ack (QuietAfter)
   // starts probing: attempts at the other replicas while it stays open, so a
   // new leader is found, and the replicas' answers keep the workers, before
@@ -148,7 +150,6 @@ class RendezvousClient {
   OutcomeReport last_report_;
   std::string local_addr_;
   std::chrono::steady_clock::time_point last_contact_;
-  bool welcomed_ = false;
   ContactFailure latest_failure_ = ContactFailure::kNone;  // since the last message
   bool fenced_ = false;
   bool stopped_ = false;

@@ -156,7 +156,6 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
   if (!replica_.Serves(now)) return;
   if (std::holds_alternative<Hello>(message)) return;  // repeated Hello: harmless
   Apply(core_->Handle(MessageEvent{conn, std::move(message)}, now));
-  PublishRunRecords();
 }
 
 bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {

@@ -96,7 +96,8 @@ class RendezvousServer {
   // Closes every connection and forgets every run (a change of leader); a
   // replica taking the lead starts its runs from `takeover`.
   void DropEverything(const std::string& why, Takeover takeover);
-  // Leading: hands the runs' records that changed to the sink.
+  // Leading: hands the runs' records that changed to the sink; once a tick
+  // (50 ms), not per message.
   void PublishRunRecords();
   // The epoch stamped on Welcome and assignments: this replica's while it
   // leads, 0 when not replicated.
