@@ -61,12 +61,21 @@ std::chrono::milliseconds EndpointWalk::AfterFailure(bool replica_answered, doub
   return delay;
 }
 
-std::chrono::milliseconds EndpointWalk::AfterRedirect(const Endpoint& leader, double unit_random) {
+std::chrono::milliseconds EndpointWalk::AfterRedirect(const Endpoint& leader, double unit_random,
+                                                      bool newly_elected) {
   const std::string answered_by = Current().Text();
+  // A replica elected since it failed has renewed a lease with etcd: it is
+  // up and reachable from etcd, whatever it did before. Cleared before the
+  // sweep is counted, so it counts among the candidates again.
+  if (newly_elected) suspect_until_.erase(leader.Text());
   const auto delay = AfterFailure(/*replica_answered=*/true, unit_random);
-  // Not a leader that failed in this sweep, nor the standby that named it
-  // (a replica never names itself, but a confused one must not loop here).
-  if (failed_texts_.contains(leader.Text()) || leader.Text() == answered_by) return delay;
+  // Not the standby that named it (a replica never names itself, but a
+  // confused one must not loop here), nor a leader that failed in this
+  // sweep or is suspect, unless it was elected since.
+  if (leader.Text() == answered_by) return delay;
+  if (!newly_elected && (failed_texts_.contains(leader.Text()) || IsSuspect(leader, now_))) {
+    return delay;
+  }
   // A listed leader is tried in its place in the list, so a sweep does not
   // try it twice; another one out of turn. At the end of a sweep, it comes
   // first after the pause.

@@ -7,7 +7,9 @@
 //     next one at once;
 //   - a standby that names the leader (not_leader) sends the next attempt to
 //     that leader, unless the leader already failed in this sweep (its lease
-//     outlives it: following it again would only wait again);
+//     outlives it: following it again would only wait again), or it names a
+//     leader elected since (a higher epoch), which is followed whatever
+//     failed before;
 //   - once every endpoint has failed (one sweep), the next sweep starts after
 //     a pause: 50-100 ms (jittered), about a standby's poll period, when some replica answered in
 //     the sweep (an election is under way), otherwise the usual jittered
@@ -62,9 +64,14 @@ class EndpointWalk {
   // `unit_random` in [0, 1) jitters the backoff.
   std::chrono::milliseconds AfterFailure(bool replica_answered, double unit_random);
   // A standby named `leader`: the next attempt goes there unless it failed in
-  // this sweep. The delay is AfterFailure's with an answer: none within a
-  // sweep, the poll pause at its end.
-  std::chrono::milliseconds AfterRedirect(const Endpoint& leader, double unit_random);
+  // this sweep or is suspect. The delay is AfterFailure's with an answer:
+  // none within a sweep, the poll pause at its end. `newly_elected`: the
+  // standby named a higher epoch than the agent had heard of, so `leader`
+  // won an election after whatever failure is held against it (it timed out
+  // while cut off, or answered as a standby a moment ago): it is cleared of
+  // suspicion and followed.
+  std::chrono::milliseconds AfterRedirect(const Endpoint& leader, double unit_random,
+                                          bool newly_elected = false);
   // Current() served this agent.
   void AfterWelcome();
 

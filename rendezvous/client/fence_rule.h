@@ -18,16 +18,18 @@
 //      heartbeat_timeout (longer than fence_timeout) gives its ranks away.
 //
 // A replicated rendezvous (DecideReplicatedFence) has several daemons, and
-// one refusing says nothing of the others; what buys time is a replica that
-// answers. After rule 1:
+// one refusing says nothing of the others; what buys time is an answer that
+// shows no new leader has taken over yet. After rule 1:
 //   R1. silent failover_timeout since the last leader -> fence: no leader took
-//       this agent back in time, and a new leader may now form a generation
-//       without it (it waits that long, less its lead margin, after it leads);
-//   R2. a replica answered within fence_timeout (a standby naming a leader or
-//       saying no leader is elected, or a connection refused on a live host)
-//       -> wait until that answer is fence_timeout old or the failover bound,
-//       whichever comes first;
-//   R3. no replica answered for fence_timeout -> fence: cut off from all.
+//       this agent back in time;
+//   R2. such an answer within fence_timeout (a *current* standby answer naming
+//       no leader or the leader that served this agent, or that leader
+//       closing the connection; not a refused connect, nor a standby naming a
+//       newer leader, which this agent must reach) -> wait until that answer
+//       is fence_timeout old or the failover bound, whichever comes first;
+//   R3. no such answer for fence_timeout -> fence.
+// A new leader holds its rebuild until every agent kept by these rules has
+// fenced (rendezvous/state/takeover_hold.h).
 #pragma once
 
 #include <chrono>
@@ -63,7 +65,8 @@ FenceDecision DecideFence(std::chrono::steady_clock::time_point last_contact, Co
                           std::chrono::steady_clock::time_point now, const Settings& settings);
 
 // The replicated rule: `last_answer` is when a replica last answered without
-// serving this agent (nullopt: none has since last_contact).
+// serving this agent, in a way R2 counts (nullopt: none has since
+// last_contact).
 FenceDecision DecideReplicatedFence(
     std::chrono::steady_clock::time_point last_contact,
     std::optional<std::chrono::steady_clock::time_point> last_answer,

@@ -147,8 +147,8 @@ void RendezvousClient::Connect() {
               if (connect_ec) {
                 const bool refused = connect_ec == asio::error::connection_refused;
                 latest_failure_ = FailureOf(refused);
-                // A live host with no replica on the port: an answer.
-                if (refused) last_answer_ = std::chrono::steady_clock::now();
+                // A live host with no replica on its port proves nothing of the
+                // other replicas: no answer for the replicated fence rule.
                 if (!refused) walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
                 ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
                 return;
@@ -221,11 +221,11 @@ void RendezvousClient::OnAttemptMessage(const Message& message) {
     // A deposed leader that has not noticed yet: not contact either.
     spdlog::warn("event=rdzv_stale_leader endpoint={} epoch={} seen={}", walk_.Current().Text(),
                  welcome->epoch, epoch_seen_);
-    last_answer_ = std::chrono::steady_clock::now();
     attempt_->Close("a leader of an older epoch");
     return;
   }
   epoch_seen_ = welcome->epoch;
+  served_epoch_ = welcome->epoch;
   // Adopted: the attempt is the connection served from now on; one it
   // replaces (a leader gone quiet) is closed, and its close ignored.
   greet_deadline_.cancel();
@@ -311,7 +311,13 @@ bool RendezvousClient::RefusedForGood(const Error& error) {
 
 void RendezvousClient::OnStandbyAnswer(const Error& error) {
   replicated_ = true;
-  last_answer_ = std::chrono::steady_clock::now();
+  // Evidence that no leader has taken over since this agent was served: a
+  // current view naming none, or the leader that served it (takeover_hold.h).
+  // A standby naming a newer leader buys no time: this agent must reach it.
+  const bool predates_takeover =
+      error.current && (error.code == ErrorCode::kNoLeader || error.epoch <= served_epoch_);
+  if (predates_takeover) last_answer_ = std::chrono::steady_clock::now();
+  standby_named_newer_ = error.epoch > epoch_seen_ && !error.leader.empty();
   epoch_seen_ = std::max(epoch_seen_, error.epoch);
   spdlog::debug("event=rdzv_standby endpoint={} code={} message=\"{}\"", walk_.Current().Text(),
                 error.code_name(), error.message);
@@ -340,14 +346,14 @@ void RendezvousClient::OnChannelClosed(const MessageChannel* which, const std::s
       // During an election the walk keeps the standbys' pace; once this
       // agent has fenced, nothing is urgent and it backs off.
       const bool pace = !fenced_;
-      delay = leader && !walk_.IsSuspect(*leader, now)
-                  ? WalkNow().AfterRedirect(*leader, UnitRandom())
+      const bool newly_elected = std::exchange(standby_named_newer_, false);
+      delay = leader && (newly_elected || !walk_.IsSuspect(*leader, now))
+                  ? WalkNow().AfterRedirect(*leader, UnitRandom(), newly_elected)
                   : WalkNow().AfterFailure(pace, UnitRandom());
     } else {
       spdlog::debug("event=rdzv_attempt_failed endpoint={} why=\"{}\"", walk_.Current().Text(),
                     why);
       if (!channel_) latest_failure_ = FailureOf(daemon_gone);
-      if (daemon_gone) last_answer_ = now;
       delay = WalkNow().AfterFailure(false, UnitRandom());
     }
     // A leader still served (a probe that found nothing better, or the

@@ -15,8 +15,9 @@
 // walks them (endpoint_walk.h), follows a standby's not_leader to the leader,
 // probes the other replicas while a served connection has gone quiet (never
 // closing it itself: the leader would count that as this node's death), and
-// fences by the replicated rule (fence_rule.h): a standby's answer keeps
-// the workers up to failover_timeout but is never contact. It remembers the
+// fences by the replicated rule (fence_rule.h): a current standby answer that
+// names no newer leader keeps the workers up to failover_timeout but is never
+// contact. It remembers the
 // highest leader epoch it has seen and refuses a Welcome or an assignment
 // from an older one: a deposed leader that has not noticed yet.
 //
@@ -155,13 +156,19 @@ class RendezvousClient {
   bool stopped_ = false;
   EndpointWalk walk_;
   bool replicated_ = false;  // several endpoints, or a replica said so
-  // When a replica last answered without serving (a standby's refusal, a
-  // refused connect, a leader's own close); reset by a Welcome.
+  // When a replica last answered without serving, with evidence that no
+  // leader took over since (a current standby answer naming no leader or the
+  // one that served, the leader closing the connection served); reset by a
+  // Welcome.
   std::optional<std::chrono::steady_clock::time_point> last_answer_;
   uint64_t epoch_seen_ = 0;
+  uint64_t served_epoch_ = 0;      // the epoch of the leader whose Welcome was adopted last
   uint64_t highest_assigned_ = 0;  // Join.last_generation
   // The standby's answer on the attempt now closing, read by OnChannelClosed.
   std::optional<Error> standby_answer_;
+  // That answer named a leader of a higher epoch than any heard before: one
+  // elected since, followed even if it failed earlier (endpoint_walk.h).
+  bool standby_named_newer_ = false;
   std::mt19937_64 random_;
   std::chrono::steady_clock::time_point suspended_until_{};
   std::chrono::steady_clock::time_point delayed_until_{};

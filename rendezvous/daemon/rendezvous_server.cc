@@ -10,6 +10,7 @@
 #include "rendezvous/daemon/status_reply.h"
 #include "rendezvous/protocol/heartbeat_fast_path.h"
 #include "rendezvous/protocol/message_codec.h"
+#include "rendezvous/state/takeover_hold.h"
 
 namespace muster::rdzv {
 namespace asio = boost::asio;
@@ -147,7 +148,7 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
                                               ? "this daemon requires a token (--token-file)"
                                               : "wrong token");
     }
-    if (!replica_.Serves(now)) return Redirect(session);
+    if (!replica_.Serves(now)) return Redirect(session, now);
     session.greeted = true;
     session.channel->Send(Welcome{kProtocolVersion, daemon_id_, ServingEpoch()});
     return;
@@ -305,10 +306,9 @@ void RendezvousServer::ApplyReplicaStatus(ReplicaStatus status,
     ++leader_changes_;
     Takeover takeover;
     if (replica_.leading) {
-      // Every agent last heard the old leader at least lead_margin before
-      // now: one that has not come back within failover_timeout of that has
-      // fenced itself.
-      takeover.rebuild_hold_until = now + options_.settings.failover_timeout - replica_.lead_margin;
+      // By then an agent that has not come back has fenced itself
+      // (takeover_hold.h).
+      takeover.rebuild_hold_until = now + TakeoverHold(options_.settings, replica_.lead_margin);
       takeover.records = replica_.run_records;
     }
     recorded_ = takeover.records;
@@ -352,7 +352,7 @@ void RendezvousServer::PublishRunRecords() {
   if (!changed.empty()) run_record_sink_(std::move(changed));
 }
 
-void RendezvousServer::Redirect(Session& session) {
+void RendezvousServer::Redirect(Session& session, std::chrono::steady_clock::time_point now) {
   // Never itself: a key of its own that outlived its lead (a revoke that
   // failed), or the moment between its deadline and the next Tick.
   const bool known = replica_.fresh && !replica_.leader.empty() && replica_.leader != replica_.self;
@@ -369,6 +369,10 @@ void RendezvousServer::Redirect(Session& session) {
     refusal.leader = replica_.leader;
     refusal.epoch = replica_.epoch;
   }
+  // An agent counts only a current answer towards keeping its workers: one
+  // read from etcd so recently that no leader elected since can have waited
+  // for it longer than its takeover hold allows for.
+  refusal.current = replica_.fresh && now - replica_.view_read_at <= kStandbyViewCurrentFor;
   session.channel->Send(refusal);
   session.channel->CloseAfterFlush(std::string(ErrorCodeName(code)));
 }

@@ -103,7 +103,7 @@ class RendezvousServer {
   // leads, 0 when not replicated.
   uint64_t ServingEpoch() const { return replica_.leading ? replica_.epoch : 0; }
   // Refuses a Hello at a replica that does not serve: not_leader or no_leader.
-  void Redirect(Session& session);
+  void Redirect(Session& session, std::chrono::steady_clock::time_point now);
 
   boost::asio::io_context& io_;
   ServerOptions options_;

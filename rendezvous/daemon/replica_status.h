@@ -27,6 +27,9 @@ struct ReplicaStatus {
   uint64_t epoch = 0;  // the leader's epoch (this replica's when leading); 0: none known
   std::string leader;  // the leader's advertised HOST:PORT; empty: none known
   bool fresh = false;  // the view of the leader was read from etcd within the lease TTL
+  // When that view was read (the read's send time): a standby's answer is
+  // current while it is recent (rendezvous/state/takeover_hold.h).
+  std::chrono::steady_clock::time_point view_read_at{};
   std::string role = "standalone";  // "standalone", "starting", "standby", "leader"
   std::string self;                 // this replica's advertised HOST:PORT
   // How long before its lease can expire a leader stops serving: a new

@@ -24,7 +24,7 @@ enum class Bound {
   kLongText,  // strings bounded only by the frame
   kSigned,    // integers of either sign
   kPort,      // integers in [0, 65535]
-  kOptional,  // a short string or an unsigned integer that may be absent: left out
+  kOptional,  // a short string, an unsigned integer or a flag that may be absent: left out
               // when empty or 0, and read as that when missing (older peers)
 };
 
@@ -167,6 +167,7 @@ struct Wire<Error> {
     v("fatal", m.fatal);
     v("leader", m.leader, Bound::kOptional);
     v("epoch", m.epoch, Bound::kOptional);
+    v("current", m.current, Bound::kOptional);
   }
 };
 
@@ -323,7 +324,8 @@ class JsonReader {
       out = static_cast<uint64_t>(*v);
     }
   }
-  void operator()(const char* name, bool& out, Bound = Bound::kDefault) {
+  void operator()(const char* name, bool& out, Bound bound = Bound::kDefault) {
+    if (Absent(name, bound)) return;
     const json* value = Find(name);
     if (value == nullptr) return;
     if (!value->is_boolean()) return Fail(name, "expected true or false", *value);

@@ -146,6 +146,11 @@ struct Error {
   // and fence on; empty and 0 otherwise (and absent on the wire).
   std::string leader{};
   uint64_t epoch = 0;
+  // not_leader, no_leader: the standby read its view of the leader from etcd
+  // within kStandbyViewCurrentFor (rendezvous/state/takeover_hold.h), so the
+  // answer predates any leader elected since by less than that. Absent (false)
+  // from a standby that cannot say.
+  bool current = false;
   // The code as the wire spells it.
   std::string_view code_name() const { return WireCodeName(code, unknown_code); }
   bool operator==(const Error&) const = default;

@@ -149,6 +149,9 @@ class LeaderElection {
 
   Role role() const { return role_; }
   const LeaderView& view() const { return view_; }
+  // When the view was last read from etcd (the read's send time), changed
+  // or not.
+  Clock::time_point view_read_at() const { return view_read_at_; }
   // Leader: until when it may act (lease valid minus the margin); a shell
   // checks it before handling anything, so a leader stopped and resumed
   // past it does not act on old input.

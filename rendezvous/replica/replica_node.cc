@@ -187,6 +187,8 @@ void ReplicaNode::Publish() {
   status.epoch = election_.view().epoch;
   status.leader = election_.view().leader;
   status.fresh = election_.view().fresh;
+  // Moves with every read (every 100 ms): a standby's answers need it.
+  status.view_read_at = election_.view_read_at();
   status.role = RoleName(election_.role());
   status.self = options_.advertise;
   status.lead_margin = options_.election.step_down_margin;

@@ -21,12 +21,13 @@
 //                          longer than heartbeat_timeout
 //   connect_timeout        an agent gives up one connection attempt after this (4 x
 //                          keep_alive_interval): a host whose link is down never answers
-//   failover_timeout       replicated rendezvous: how long an agent keeps its workers
-//                          while replicas answer but none serves it (fence_timeout +
-//                          2.5 s: etcd's lease and its expiry); a replicated leader
-//                          waits as long, less its lead margin, for every member to
-//                          come back after it takes the lead, and gives a silent
-//                          member's ranks away only after it plus keep_alive_interval
+//   failover_timeout       replicated rendezvous: how long at most an agent keeps its
+//                          workers while replicas answer but none serves it
+//                          (fence_timeout + 2.5 s: etcd's lease and its expiry); a
+//                          replicated leader gives a silent member's ranks away only
+//                          after it plus keep_alive_interval, and holds its takeover's
+//                          rebuild at most as long, less its lead margin
+//                          (takeover_hold.h)
 #pragma once
 
 #include <array>

@@ -117,6 +117,49 @@ TEST_CASE("a suspect endpoint is passed by until its suspicion runs out", "[rdzv
   CHECK(walk.Current() == kA);
 }
 
+TEST_CASE("a leader elected since it failed is followed, suspect or not", "[rdzv][client][walk]") {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0{std::chrono::seconds(100)};
+  EndpointWalk walk({kA, kB, kC});
+  // B timed out while its link was down, and C, the leader, died.
+  walk.Suspect(kB, t0);
+  walk.At(t0);
+  CHECK(walk.Current() == kA);
+  // A still names the old leader C: C failed, not followed; B is passed by.
+  CHECK(walk.At(t0).AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.Current() == kC);
+  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(49));
+  CHECK(walk.Current() == kA);
+  // Without a newer epoch, A naming B is not followed while B is suspect.
+  CHECK(walk.At(t0).AfterRedirect(kB, 0.5) == milliseconds(0));
+  CHECK(walk.Current() == kC);
+  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(99));
+  CHECK(walk.Current() == kA);
+  // B won the election since: followed at once, and no longer suspect.
+  CHECK(walk.At(t0).AfterRedirect(kB, 0.5, /*newly_elected=*/true) == milliseconds(0));
+  CHECK(walk.Current() == kB);
+  CHECK_FALSE(walk.IsSuspect(kB, t0));
+}
+
+TEST_CASE("a leader elected after it answered as a standby is followed in the same sweep",
+          "[rdzv][client][walk]") {
+  const Endpoint kD{"10.0.0.4", 29400};
+  EndpointWalk walk({kA, kB, kC, kD});
+  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));  // A: the dead leader
+  CHECK(walk.Current() == kB);
+  CHECK(walk.AfterFailure(true, 0.5) == milliseconds(0));  // B: no leader yet
+  CHECK(walk.Current() == kC);
+  // C names B, just elected: B is tried now, not after D and a pause.
+  CHECK(walk.AfterRedirect(kB, 0.5, /*newly_elected=*/true) == milliseconds(0));
+  CHECK(walk.Current() == kB);
+  // The same answer of an epoch heard before: B failed in this sweep.
+  EndpointWalk again({kA, kB, kC, kD});
+  CHECK(again.AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(again.AfterFailure(true, 0.5) == milliseconds(0));
+  CHECK(again.AfterRedirect(kB, 0.5) == milliseconds(0));
+  CHECK(again.Current() == kD);
+}
+
 TEST_CASE("when every endpoint is suspect, every one is tried", "[rdzv][client][walk]") {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0{std::chrono::seconds(100)};

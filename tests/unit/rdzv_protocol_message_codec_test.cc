@@ -76,7 +76,9 @@ std::vector<Message> SampleMessages() {
       Error{.code = ErrorCode::kNotLeader,
             .message = "not the leader: the leader is 10.0.0.2:29400 (epoch 7)",
             .leader = "10.0.0.2:29400",
-            .epoch = 7},
+            .epoch = 7,
+            .current = true},
+      Error{.code = ErrorCode::kNoLeader, .message = "no leader is elected yet", .current = true},
       AssignmentMessage{.assignment = SampleAssignment(), .epoch = 7},
   };
 }
@@ -181,6 +183,9 @@ TEST_CASE("epochs and the leader are left out when unset and read as unset when 
   REQUIRE(error.ok());
   CHECK(std::get<Error>(*error).leader.empty());
   CHECK(std::get<Error>(*error).epoch == 0);
+  CHECK_FALSE(std::get<Error>(*error).current);  // a standby that cannot say is not current
+  CHECK(Encode(Error{.code = ErrorCode::kNoLeader, .message = "m"}).find("current") ==
+        std::string::npos);
   CHECK(Encode(AssignmentMessage{.assignment = SampleAssignment()}).find("epoch") ==
         std::string::npos);
 }
@@ -193,6 +198,11 @@ TEST_CASE("a bad epoch or leader is refused, naming the field") {
                                             "leader":7})");
   REQUIRE_FALSE(leader.ok());
   CHECK(leader.status().message().find("Error.leader: expected a string") != std::string::npos);
+  Result<Message> current = Decode(0x82, R"({"code":"no_leader","message":"m","fatal":false,
+                                             "current":1})");
+  REQUIRE_FALSE(current.ok());
+  CHECK(current.status().message().find("Error.current: expected true or false") !=
+        std::string::npos);
 }
 
 TEST_CASE("a hand-written join from another language decodes, extra fields ignored") {

@@ -3,6 +3,7 @@
 // back have fenced themselves.
 #include <catch2/catch.hpp>
 
+#include "rendezvous/state/takeover_hold.h"
 #include "tests/unit/rdzv_state_test_support.h"
 
 using namespace muster::rdzv;
@@ -97,4 +98,18 @@ TEST_CASE("a hold already past leaves close_timeout", "[rdzv][takeover]") {
   c.ExpectNoNewGeneration();
   c.Advance(1ms);
   c.ExpectNewGeneration();
+}
+
+TEST_CASE("the hold is the shorter of the two bounds an agent fences by", "[rdzv][takeover]") {
+  Settings s;  // fence_timeout 1 s, failover_timeout 3.5 s
+  // A current standby answer predates the lead by under 0.4 s; fence_timeout
+  // after it, plus the slack, every agent kept by it has fenced.
+  CHECK(TakeoverHold(s, 600ms) == 1500ms);
+  // A failover_timeout barely over fence_timeout makes the lead margin bound
+  // the shorter one.
+  s.failover_timeout = 1200ms;
+  CHECK(TakeoverHold(s, 600ms) == 600ms);
+  s.failover_timeout = 3500ms;
+  s.fence_timeout = 3000ms;
+  CHECK(TakeoverHold(s, 600ms) == 2900ms);
 }
