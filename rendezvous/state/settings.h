@@ -22,7 +22,7 @@
 //   connect_timeout        an agent gives up one connection attempt after this (4 x
 //                          keep_alive_interval): a host whose link is down never answers
 //   failover_timeout       replicated rendezvous: how long at most an agent keeps its
-//                          workers while replicas answer but none serves it
+//                          workers while standbys answer that no new leader took over
 //                          (fence_timeout + 2.5 s: etcd's lease and its expiry); a
 //                          replicated leader gives a silent member's ranks away only
 //                          after it plus keep_alive_interval, and holds its takeover's
