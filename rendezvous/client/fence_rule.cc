@@ -20,6 +20,13 @@ FenceDecision DecideFence(std::chrono::steady_clock::time_point last_contact, Co
   return d;
 }
 
+bool StandbyAnswerPredatesTakeover(const Error& answer, uint64_t served_epoch) {
+  if (!answer.current) return false;  // read too long ago: a leader may have won since
+  if (answer.code == ErrorCode::kNoLeader) return true;
+  // A newer leader is one this agent must reach, not a reason to wait.
+  return answer.code == ErrorCode::kNotLeader && answer.epoch <= served_epoch;
+}
+
 FenceDecision DecideReplicatedFence(
     std::chrono::steady_clock::time_point last_contact,
     std::optional<std::chrono::steady_clock::time_point> last_answer,

@@ -36,6 +36,7 @@
 #include <optional>
 #include <string>
 
+#include "rendezvous/protocol/messages.h"
 #include "rendezvous/state/settings.h"
 
 namespace muster::rdzv {
@@ -63,6 +64,12 @@ struct FenceDecision {
 
 FenceDecision DecideFence(std::chrono::steady_clock::time_point last_contact, ContactFailure latest,
                           std::chrono::steady_clock::time_point now, const Settings& settings);
+
+// R2's standby answer: a not_leader or no_leader that shows no leader has
+// taken over since the one whose Welcome this agent adopted last (epoch
+// `served_epoch`): its view is current and names no leader, or that leader
+// (or an older one).
+bool StandbyAnswerPredatesTakeover(const Error& answer, uint64_t served_epoch);
 
 // The replicated rule: `last_answer` is when a replica last answered without
 // serving this agent, in a way R2 counts (nullopt: none has since

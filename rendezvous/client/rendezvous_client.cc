@@ -311,12 +311,11 @@ bool RendezvousClient::RefusedForGood(const Error& error) {
 
 void RendezvousClient::OnStandbyAnswer(const Error& error) {
   replicated_ = true;
-  // Evidence that no leader has taken over since this agent was served: a
-  // current view naming none, or the leader that served it (takeover_hold.h).
-  // A standby naming a newer leader buys no time: this agent must reach it.
-  const bool predates_takeover =
-      error.current && (error.code == ErrorCode::kNoLeader || error.epoch <= served_epoch_);
-  if (predates_takeover) last_answer_ = std::chrono::steady_clock::now();
+  // Only evidence that no leader has taken over since this agent was served
+  // buys time (fence_rule.h, R2; takeover_hold.h).
+  if (StandbyAnswerPredatesTakeover(error, served_epoch_)) {
+    last_answer_ = std::chrono::steady_clock::now();
+  }
   standby_named_newer_ = error.epoch > epoch_seen_ && !error.leader.empty();
   epoch_seen_ = std::max(epoch_seen_, error.epoch);
   spdlog::debug("event=rdzv_standby endpoint={} code={} message=\"{}\"", walk_.Current().Text(),

@@ -154,5 +154,38 @@ TEST_CASE("the failover bound is a setting", "[rdzv][client][fence]") {
         Kind::kFence);
 }
 
+TEST_CASE("only a standby answer that predates a takeover keeps workers", "[rdzv][client][fence]") {
+  struct Row {
+    const char* what;
+    Error answer;
+    uint64_t served_epoch;
+    bool keeps;
+  };
+  auto not_leader = [](uint64_t epoch, bool current) {
+    return Error{.code = ErrorCode::kNotLeader,
+                 .message = "not the leader",
+                 .leader = "10.0.0.2:29400",
+                 .epoch = epoch,
+                 .current = current};
+  };
+  const Error no_leader{.code = ErrorCode::kNoLeader, .message = "none", .current = true};
+  const Error stale_no_leader{.code = ErrorCode::kNoLeader, .message = "etcd out of reach"};
+  const Error other{.code = ErrorCode::kBadRequest, .message = "x", .current = true};
+  const Row rows[] = {
+      {"the leader that served it, its lease still running", not_leader(7, true), 7, true},
+      {"an older leader (a standby's view behind by one election)", not_leader(5, true), 7, true},
+      {"a newer leader: this agent must reach it", not_leader(9, true), 7, false},
+      {"any leader, to an agent never served", not_leader(7, true), 0, false},
+      {"the same leader read too long ago", not_leader(7, false), 7, false},
+      {"no leader elected yet", no_leader, 7, true},
+      {"no leader known: etcd out of reach", stale_no_leader, 7, false},
+      {"another error", other, 7, false},
+  };
+  for (const Row& row : rows) {
+    INFO(row.what);
+    CHECK(StandbyAnswerPredatesTakeover(row.answer, row.served_epoch) == row.keeps);
+  }
+}
+
 }  // namespace
 }  // namespace muster::rdzv
