@@ -8,12 +8,13 @@ set -euo pipefail
 
 BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  libboost1.81-all-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
+  libboost1.81-all-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libssl-dev
   catch2 libgloo-dev clang-format
 )
 # clang and libclang-rt-14-dev (libFuzzer, a Recommends only): the fuzz targets.
-# etcd-server: a real etcd cluster for the replicated rendezvous tests.
-TEST_PACKAGES=(git python3 python3-torch procps iproute2 util-linux time slurm-wlm munge nftables
+# etcd-server: a real etcd cluster for the replicated rendezvous tests; openssl:
+# their throwaway CA for TLS to etcd.
+TEST_PACKAGES=(git python3 python3-torch procps iproute2 util-linux time slurm-wlm munge nftables openssl
   etcd-server
   clang libclang-rt-14-dev)
 

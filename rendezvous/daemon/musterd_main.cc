@@ -2,7 +2,8 @@
 //
 //   musterd --host H --port P [--config FILE] [--token-file F] [--metrics-port M]
 //           [--rdzv-conf k=v,...] [--max-connections N] [--inject crash-daemon,after=T]
-//           [--etcd URL[,URL...] --advertise HOST:PORT [--etcd-prefix P]]
+//           [--etcd URL[,URL...] --advertise HOST:PORT [--etcd-prefix P]
+//            [--etcd-cacert F] [--etcd-cert F --etcd-key F]]
 //
 // With --etcd it is one replica of a replicated rendezvous: the replicas
 // elect a leader through etcd (rendezvous/replica/), only the leader serves
@@ -10,7 +11,8 @@
 // "Replicas").
 //
 // The config file is JSON with the same keys (`host`, `port`, `token_file`,
-// `metrics_port`, `max_connections`, `etcd`, `advertise`, `etcd_prefix`, and
+// `metrics_port`, `max_connections`, `etcd`, `advertise`, `etcd_prefix`,
+// `etcd_cacert`, `etcd_cert`, `etcd_key`, and
 // `rdzv_conf` as an object); flags win.
 // It may hold `//` and `/* */` comments, as the packaged
 // /etc/muster/musterd.json does.
@@ -62,6 +64,7 @@ struct DaemonFlags {
   std::string etcd;       // empty: not replicated
   std::string advertise;  // HOST:PORT agents reach this replica at
   std::string etcd_prefix = "/muster";
+  muster::rdzv::replica::EtcdTls etcd_tls;  // --etcd-cacert, --etcd-cert, --etcd-key
 };
 
 // The replica's options from the flags, or nullopt when --etcd is not given;
@@ -70,6 +73,10 @@ muster::Result<std::optional<muster::rdzv::replica::ReplicaOptions>> ReplicaOpti
     const DaemonFlags& flags) {
   using Options = std::optional<muster::rdzv::replica::ReplicaOptions>;
   if (flags.etcd.empty()) {
+    if (flags.etcd_tls != muster::rdzv::replica::EtcdTls{}) {
+      return muster::Status::InvalidArgument(
+          "--etcd-cacert, --etcd-cert and --etcd-key need --etcd (they secure a replica's etcd)");
+    }
     if (!flags.advertise.empty()) {
       return muster::Status::InvalidArgument("--advertise '" + flags.advertise +
                                              "' needs --etcd (it names a replica)");
@@ -79,6 +86,9 @@ muster::Result<std::optional<muster::rdzv::replica::ReplicaOptions>> ReplicaOpti
   auto endpoints = muster::rdzv::replica::ParseEtcdEndpoints(flags.etcd);
   if (!endpoints.ok())
     return muster::Status::InvalidArgument("--etcd: " + endpoints.status().message());
+  if (auto tls = muster::rdzv::replica::CheckEtcdTls(flags.etcd_tls, *endpoints); !tls.ok()) {
+    return tls;
+  }
   auto advertised = muster::SplitEndpoint(flags.advertise);
   if (flags.advertise.empty() || !advertised.ok() || !advertised->port || *advertised->port == 0) {
     return muster::Status::InvalidArgument(
@@ -91,6 +101,7 @@ muster::Result<std::optional<muster::rdzv::replica::ReplicaOptions>> ReplicaOpti
   }
   muster::rdzv::replica::ReplicaOptions options;
   options.etcd = *endpoints;
+  options.etcd_tls = flags.etcd_tls;
   options.prefix = flags.etcd_prefix + (flags.etcd_prefix.back() == '/' ? "" : "/");
   options.key = options.prefix + "musterd/leader";
   options.advertise = flags.advertise;
@@ -181,11 +192,17 @@ int main(int argc, char** argv) {
   app.add_option("--inject-seed", flags.inject_seed,
                  "seed of --inject's random choices (default $MUSTER_INJECT_SEED, else 0)");
   app.add_option("--etcd", flags.etcd,
-                 "run as a replica: etcd endpoints [http://]HOST:PORT,... (leader election)");
+                 "run as a replica: etcd endpoints [http://|https://]HOST:PORT,... (leader "
+                 "election)");
   app.add_option("--advertise", flags.advertise,
                  "with --etcd: the HOST:PORT agents reach this replica at");
   app.add_option("--etcd-prefix", flags.etcd_prefix,
                  "with --etcd: the prefix of muster's keys in etcd (default /muster)");
+  app.add_option("--etcd-cacert", flags.etcd_tls.cacert,
+                 "https:// etcd: the CA its certificate chains to (PEM; default: the system's)");
+  app.add_option("--etcd-cert", flags.etcd_tls.cert,
+                 "https:// etcd: this replica's client certificate (PEM), with --etcd-key");
+  app.add_option("--etcd-key", flags.etcd_tls.key, "https:// etcd: the key of --etcd-cert (PEM)");
   app.set_version_flag("--version", std::string("musterd ") + muster::kVersion);
   try {
     app.parse(argc, argv);
@@ -222,6 +239,12 @@ int main(int argc, char** argv) {
         if (!given("--advertise")) flags.advertise = value.get<std::string>();
       } else if (key == "etcd_prefix" && value.is_string()) {
         if (!given("--etcd-prefix")) flags.etcd_prefix = value.get<std::string>();
+      } else if (key == "etcd_cacert" && value.is_string()) {
+        if (!given("--etcd-cacert")) flags.etcd_tls.cacert = value.get<std::string>();
+      } else if (key == "etcd_cert" && value.is_string()) {
+        if (!given("--etcd-cert")) flags.etcd_tls.cert = value.get<std::string>();
+      } else if (key == "etcd_key" && value.is_string()) {
+        if (!given("--etcd-key")) flags.etcd_tls.key = value.get<std::string>();
       } else if (key == "rdzv_conf" && value.is_object()) {
         for (auto& [k, v] : value.items())
           conf[k] = v.is_string() ? v.get<std::string>() : v.dump();

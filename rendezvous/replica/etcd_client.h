@@ -13,7 +13,11 @@
 // keep-alive). etcd's refusals (an HTTP 4xx with its error body, e.g. an
 // expired lease) are answers, not endpoint failures. Errors: IoError naming
 // the call, every endpoint tried and why each failed, or etcd's error.
-// TLS is not supported: an https:// endpoint is refused by the parser.
+//
+// An https:// endpoint is reached over TLS (OpenSSL): etcd's certificate
+// must chain to `EtcdTls::cacert` (the system's trusted CAs when empty) and
+// name the endpoint's host (a DNS name or an IP address SAN); `cert` and
+// `key` are the client certificate etcd's --client-cert-auth asks for.
 //
 // Thread-safety: none; one thread uses a client (it runs its own
 // io_context).
@@ -35,17 +39,33 @@ namespace muster::rdzv::replica {
 struct EtcdEndpoint {
   std::string host;
   uint16_t port = 0;
+  bool tls = false;  // https://
   bool operator==(const EtcdEndpoint&) const = default;
 };
 
-// "HOST:PORT" or "http://HOST:PORT", comma-separated, no empty item; an
-// IPv6 host in brackets. Errors name the bad item: an https:// endpoint
-// ("TLS to etcd is not supported"), a missing or bad port, an empty list.
+// "HOST:PORT", "http://HOST:PORT" or "https://HOST:PORT", comma-separated,
+// no empty item; an IPv6 host in brackets. Errors name the bad item: a
+// missing or bad port, an empty list.
 Result<std::vector<EtcdEndpoint>> ParseEtcdEndpoints(std::string_view text);
+
+// Files for TLS to etcd (PEM); empty: not given.
+struct EtcdTls {
+  // (Each `{}` lets a designated initializer leave the others out.)
+  std::string cacert{};  // the CA etcd's certificate chains to; empty: the system's
+  std::string cert{};    // this client's certificate, with `key`
+  std::string key{};
+  bool operator==(const EtcdTls&) const = default;
+};
+
+// Whether `tls` fits `endpoints`: cert and key come together, files are
+// given only with an https:// endpoint, and each one loads (the error names
+// the flag and the file). The client refuses calls with the same error.
+Status CheckEtcdTls(const EtcdTls& tls, const std::vector<EtcdEndpoint>& endpoints);
 
 class EtcdClient {
  public:
-  EtcdClient(std::vector<EtcdEndpoint> endpoints, std::chrono::milliseconds timeout);
+  EtcdClient(std::vector<EtcdEndpoint> endpoints, std::chrono::milliseconds timeout,
+             const EtcdTls& tls = {});
   ~EtcdClient();
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
@@ -67,6 +87,7 @@ class EtcdClient {
   std::string current_endpoint() const;
 
   class Connection;
+  class TlsContext;
 
  private:
   // POSTs `body` to `path`; the answer's body (any HTTP status below 500).
@@ -76,6 +97,8 @@ class EtcdClient {
   std::chrono::milliseconds timeout_;
   size_t current_ = 0;
   std::unique_ptr<Connection> connection_;
+  std::shared_ptr<TlsContext> tls_;  // null: no https:// endpoint
+  Status tls_status_;                // why the TLS context could not be made
 };
 
 }  // namespace muster::rdzv::replica

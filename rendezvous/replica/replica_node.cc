@@ -23,7 +23,7 @@ int64_t Seconds(std::chrono::milliseconds ttl) { return (ttl.count() + 999) / 10
 ReplicaNode::ReplicaNode(ReplicaOptions options, std::function<void(ReplicaStatus)> on_status)
     : options_(std::move(options)),
       on_status_(std::move(on_status)),
-      etcd_(options_.etcd, options_.etcd_timeout),
+      etcd_(options_.etcd, options_.etcd_timeout, options_.etcd_tls),
       election_(options_.advertise, options_.election, Clock::now()) {
   published_.replicated = true;
   published_.role = RoleName(Role::kStarting);

@@ -49,6 +49,7 @@ namespace muster::rdzv::replica {
 
 struct ReplicaOptions {
   std::vector<EtcdEndpoint> etcd;
+  EtcdTls etcd_tls;                            // for https:// endpoints
   std::string key = "/muster/musterd/leader";  // the election key
   std::string prefix = "/muster/";             // the registry and run records live under it
   std::string advertise;                       // this replica's HOST:PORT, as agents reach it

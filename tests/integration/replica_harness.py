@@ -15,14 +15,14 @@ LEADER_RE = re.compile(r"event=replica_leader epoch=(\d+) advertise=(\S+)")
 
 
 class Replica:
-    def __init__(self, etcd, log_dir, prefix="/muster-test"):
+    def __init__(self, etcd, log_dir, prefix="/muster-test", extra=()):
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.log_path = os.path.join(log_dir, f"musterd-{self.port}.log")
         self.log = open(self.log_path, "w")
         self.proc = start([MUSTERD, "--host", "127.0.0.1", "--port", str(self.port),
                            "--etcd", etcd, "--advertise", self.address,
-                           "--etcd-prefix", prefix], stdout=self.log, stderr=self.log)
+                           "--etcd-prefix", prefix, *extra], stdout=self.log, stderr=self.log)
 
     def text(self):
         with open(self.log_path) as f:

@@ -180,8 +180,8 @@ def a_replica_runs_from_its_config_file():
 def bad_replica_flags_are_refused_naming_the_value():
     for args, want in [
         (["--advertise", "127.0.0.1:1"], "--advertise '127.0.0.1:1' needs --etcd"),
-        (["--etcd", "https://127.0.0.1:2379", "--advertise", "127.0.0.1:1"],
-         "TLS to etcd is not supported"),
+        (["--etcd", "ftp://127.0.0.1:2379", "--advertise", "127.0.0.1:1"],
+         "must be [http://|https://]HOST:PORT"),
         (["--etcd", "127.0.0.1", "--advertise", "127.0.0.1:1"], "needs a port"),
         (["--etcd", "127.0.0.1:2379"], "--advertise '' must be the HOST:PORT"),
         (["--etcd", "127.0.0.1:2379", "--advertise", "127.0.0.1:1", "--etcd-prefix", "x"],
