@@ -38,6 +38,8 @@ class TestCerts:
     server_key, client_cert, client_key, other_ca."""
 
     def __init__(self, directory):
+        if shutil.which("openssl") is None:
+            raise Skip("no openssl command (scripts/install-deps.sh installs openssl)")
         self.dir = directory
 
         def path(name):

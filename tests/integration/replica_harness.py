@@ -7,7 +7,7 @@ import re
 import shutil
 import subprocess
 
-from etcd_cluster import EtcdCluster, require_etcd
+from etcd_cluster import EtcdCluster, TestCerts, require_etcd
 from harness import MUSTER, check, free_port, kill_tree, run, start, tempdir, wait_for
 
 MUSTERD = os.path.join(os.path.dirname(MUSTER), "musterd")
@@ -61,11 +61,20 @@ def one_leader(replicas, timeout=10):
 
 
 class Setup:
-    def __init__(self, etcd_members=1, replicas=3):
+    """etcd (over TLS with a throwaway CA when `tls`: self.certs) and `replicas`
+    replicas on it; add_replica() starts more, with flags of their own."""
+
+    def __init__(self, etcd_members=1, replicas=3, tls=False):
         require_etcd()
         self.dir = tempdir()
-        self.etcd = EtcdCluster(etcd_members)
+        self.certs = TestCerts(self.dir) if tls else None
+        self.etcd = EtcdCluster(etcd_members, tls=self.certs)
         self.replicas = [Replica(self.etcd.endpoints(), self.dir) for _ in range(replicas)]
+
+    def add_replica(self, *extra):
+        replica = Replica(self.etcd.endpoints(), self.dir, extra=extra)
+        self.replicas.append(replica)
+        return replica
 
     def close(self):
         for r in self.replicas:

@@ -12,43 +12,21 @@ import os
 import shutil
 import signal
 
-from etcd_cluster import EtcdCluster, TestCerts, require_etcd
-from harness import check, kill_tree, run, tempdir, test, wait_for
-from replica_harness import MUSTERD, Replica, leader_among, one_leader
+from harness import check, run, tempdir, test, wait_for
+from replica_harness import MUSTERD, Setup, leader_among, one_leader
 
 
-class TlsSetup:
-    def __init__(self):
-        require_etcd()
-        self.dir = tempdir()
-        self.certs = TestCerts(self.dir)
-        self.etcd = EtcdCluster(1, tls=self.certs)
-        self.replicas = []
-
-    def replica(self, *tls_args):
-        r = Replica(self.etcd.endpoints(), self.dir, extra=tls_args)
-        self.replicas.append(r)
-        return r
-
-    def full(self):
-        return ("--etcd-cacert", self.certs.ca, "--etcd-cert", self.certs.client_cert,
-                "--etcd-key", self.certs.client_key)
-
-    def close(self):
-        for r in self.replicas:
-            if r.proc.poll() is None:
-                kill_tree(r.proc.pid)
-                r.proc.wait()
-            r.log.close()
-        self.etcd.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+def full_tls(s):
+    """The flags of a replica that etcd accepts: the CA and a client certificate."""
+    return ("--etcd-cacert", s.certs.ca, "--etcd-cert", s.certs.client_cert,
+            "--etcd-key", s.certs.client_key)
 
 
 @test
 def replicas_with_the_ca_and_a_client_certificate_elect_a_leader_and_fail_over():
-    s = TlsSetup()
+    s = Setup(replicas=0, tls=True)
     try:
-        first, second = s.replica(*s.full()), s.replica(*s.full())
+        first, second = s.add_replica(*full_tls(s)), s.add_replica(*full_tls(s))
         leader = one_leader([first, second], timeout=15)
         check(s.etcd.get("/muster-test/musterd/leader") == leader.address,
               "etcd's election key does not name the leader", leader.text())
@@ -66,11 +44,11 @@ def replicas_with_the_ca_and_a_client_certificate_elect_a_leader_and_fail_over()
 
 @test
 def a_replica_that_trusts_another_ca_or_brings_no_client_certificate_never_leads():
-    s = TlsSetup()
+    s = Setup(replicas=0, tls=True)
     try:
-        wrong_ca = s.replica("--etcd-cacert", s.certs.other_ca, "--etcd-cert",
+        wrong_ca = s.add_replica("--etcd-cacert", s.certs.other_ca, "--etcd-cert",
                              s.certs.client_cert, "--etcd-key", s.certs.client_key)
-        no_cert = s.replica("--etcd-cacert", s.certs.ca)
+        no_cert = s.add_replica("--etcd-cacert", s.certs.ca)
         check(wait_for(lambda: "event=etcd_failed" in wrong_ca.text(), 5),
               "the replica trusting another CA logged no failed etcd call", wrong_ca.text())
         check("certificate verify failed" in wrong_ca.text(),
