@@ -316,8 +316,6 @@ void RendezvousClient::OnStandbyAnswer(const Error& error) {
   if (StandbyAnswerPredatesTakeover(error, served_epoch_)) {
     last_answer_ = std::chrono::steady_clock::now();
   }
-  standby_named_newer_ = error.epoch > epoch_seen_ && !error.leader.empty();
-  epoch_seen_ = std::max(epoch_seen_, error.epoch);
   spdlog::debug("event=rdzv_standby endpoint={} code={} message=\"{}\"", walk_.Current().Text(),
                 error.code_name(), error.message);
   standby_answer_ = error;
@@ -342,13 +340,15 @@ void RendezvousClient::OnChannelClosed(const MessageChannel* which, const std::s
           spdlog::warn("event=rdzv_bad_leader leader=\"{}\"", standby->leader);
         }
       }
+      // A leader of a higher epoch than any heard before was elected since
+      // whatever failure the walk holds against it.
+      const bool newly_elected = leader && standby->epoch > epoch_seen_;
+      epoch_seen_ = std::max(epoch_seen_, standby->epoch);
       // During an election the walk keeps the standbys' pace; once this
       // agent has fenced, nothing is urgent and it backs off.
       const bool pace = !fenced_;
-      const bool newly_elected = std::exchange(standby_named_newer_, false);
-      delay = leader && (newly_elected || !walk_.IsSuspect(*leader, now))
-                  ? WalkNow().AfterRedirect(*leader, UnitRandom(), newly_elected)
-                  : WalkNow().AfterFailure(pace, UnitRandom());
+      delay = leader ? WalkNow().AfterRedirect(*leader, UnitRandom(), newly_elected)
+                     : WalkNow().AfterFailure(pace, UnitRandom());
     } else {
       spdlog::debug("event=rdzv_attempt_failed endpoint={} why=\"{}\"", walk_.Current().Text(),
                     why);

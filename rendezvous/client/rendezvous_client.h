@@ -164,11 +164,9 @@ class RendezvousClient {
   uint64_t epoch_seen_ = 0;
   uint64_t served_epoch_ = 0;      // the epoch of the leader whose Welcome was adopted last
   uint64_t highest_assigned_ = 0;  // Join.last_generation
-  // The standby's answer on the attempt now closing, read by OnChannelClosed.
+  // The standby's answer on the attempt now closing, read by OnChannelClosed
+  // (which also takes its epoch into epoch_seen_).
   std::optional<Error> standby_answer_;
-  // That answer named a leader of a higher epoch than any heard before: one
-  // elected since, followed even if it failed earlier (endpoint_walk.h).
-  bool standby_named_newer_ = false;
   std::mt19937_64 random_;
   std::chrono::steady_clock::time_point suspended_until_{};
   std::chrono::steady_clock::time_point delayed_until_{};

@@ -2,6 +2,7 @@
 
 #include <openssl/ssl.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -29,13 +30,6 @@ std::string Name(const EtcdEndpoint& e) {
   return (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
 }
 
-bool AnyTls(const std::vector<EtcdEndpoint>& endpoints) {
-  for (const EtcdEndpoint& e : endpoints) {
-    if (e.tls) return true;
-  }
-  return false;
-}
-
 // OpenSSL's own message says little of which file failed: check that the
 // file can be read first, and name it either way.
 Status CheckReadable(const char* flag, const std::string& path) {
@@ -51,7 +45,28 @@ Status CheckReadable(const char* flag, const std::string& path) {
 // this client's certificate, loaded once.
 class EtcdClient::TlsContext {
  public:
-  static Result<std::shared_ptr<TlsContext>> Make(const EtcdTls& tls) {
+  // The context `endpoints` need: null when none is https://; an error when
+  // `tls` does not fit them or a file does not load (CheckEtcdTls).
+  static Result<std::shared_ptr<TlsContext>> For(const EtcdTls& tls,
+                                                 const std::vector<EtcdEndpoint>& endpoints) {
+    if (tls.cert.empty() != tls.key.empty()) {
+      return Status::InvalidArgument(tls.cert.empty()
+                                         ? "--etcd-key " + Quote(tls.key) + " needs --etcd-cert"
+                                         : "--etcd-cert " + Quote(tls.cert) + " needs --etcd-key");
+    }
+    if (std::none_of(endpoints.begin(), endpoints.end(),
+                     [](const EtcdEndpoint& e) { return e.tls; })) {
+      if (tls == EtcdTls{}) return std::shared_ptr<TlsContext>();
+      // Files given for a connection that would not use them: say so rather
+      // than talk to etcd in the clear.
+      return Status::InvalidArgument(
+          "--etcd-cacert, --etcd-cert and --etcd-key need an https:// endpoint in --etcd");
+    }
+    return Load(tls);
+  }
+
+ private:
+  static Result<std::shared_ptr<TlsContext>> Load(const EtcdTls& tls) {
     auto made = std::make_shared<TlsContext>();
     asio::ssl::context& ctx = made->context;
     boost::system::error_code ec;
@@ -84,24 +99,12 @@ class EtcdClient::TlsContext {
     return made;
   }
 
+ public:
   asio::ssl::context context{asio::ssl::context::tls_client};
 };
 
 Status CheckEtcdTls(const EtcdTls& tls, const std::vector<EtcdEndpoint>& endpoints) {
-  if (tls.cert.empty() != tls.key.empty()) {
-    return Status::InvalidArgument(tls.cert.empty()
-                                       ? "--etcd-key " + Quote(tls.key) + " needs --etcd-cert"
-                                       : "--etcd-cert " + Quote(tls.cert) + " needs --etcd-key");
-  }
-  if (!AnyTls(endpoints)) {
-    if (tls == EtcdTls{}) return Status::Ok();
-    // Files given for a connection that would not use them: say so rather
-    // than talk to etcd in the clear.
-    return Status::InvalidArgument(
-        "--etcd-cacert, --etcd-cert and --etcd-key need an https:// endpoint in --etcd");
-  }
-  auto made = EtcdClient::TlsContext::Make(tls);
-  return made.ok() ? Status::Ok() : made.status();
+  return EtcdClient::TlsContext::For(tls, endpoints).status();
 }
 
 Result<std::vector<EtcdEndpoint>> ParseEtcdEndpoints(std::string_view text) {
@@ -239,14 +242,11 @@ class EtcdClient::Connection {
 EtcdClient::EtcdClient(std::vector<EtcdEndpoint> endpoints, std::chrono::milliseconds timeout,
                        const EtcdTls& tls)
     : endpoints_(std::move(endpoints)), timeout_(timeout) {
-  tls_status_ = CheckEtcdTls(tls, endpoints_);
-  if (tls_status_.ok() && AnyTls(endpoints_)) {
-    auto made = TlsContext::Make(tls);
-    if (made.ok()) {
-      tls_ = *made;
-    } else {
-      tls_status_ = made.status();
-    }
+  auto made = TlsContext::For(tls, endpoints_);
+  if (made.ok()) {
+    tls_ = *made;
+  } else {
+    tls_status_ = made.status();
   }
 }
 

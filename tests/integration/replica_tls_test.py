@@ -47,7 +47,7 @@ def a_replica_that_trusts_another_ca_or_brings_no_client_certificate_never_leads
     s = Setup(replicas=0, tls=True)
     try:
         wrong_ca = s.add_replica("--etcd-cacert", s.certs.other_ca, "--etcd-cert",
-                             s.certs.client_cert, "--etcd-key", s.certs.client_key)
+                                 s.certs.client_cert, "--etcd-key", s.certs.client_key)
         no_cert = s.add_replica("--etcd-cacert", s.certs.ca)
         check(wait_for(lambda: "event=etcd_failed" in wrong_ca.text(), 5),
               "the replica trusting another CA logged no failed etcd call", wrong_ca.text())
