@@ -82,12 +82,18 @@ def only_generation(out_dir, world, context):
 @slurm_test
 def sbatch_multi_node_template_returns_the_programs_exit_code(cluster):
     work = tempdir()
-    # exit_with.sh CODE DIR: leaves DIR/ran-NODE-RANK-PID, exits CODE.
+    # exit_with.sh CODE DIR NODES: leaves DIR/ran-NODE-RANK-PID, waits (10 s at most) until
+    # workers on NODES nodes have, then exits CODE: a worker failing at once would otherwise
+    # end the run before a slower node's workers ran at all.
     program = write_script(work, "exit_with.sh", "#!/bin/sh\n"
-                           "touch \"$2/ran-$SLURMD_NODENAME-${RANK:-x}-$$\"\nexit \"$1\"\n")
+                           "touch \"$2/ran-$SLURMD_NODENAME-${RANK:-x}-$$\"\n"
+                           "i=0\n"
+                           "while [ \"$(ls \"$2\" | grep '^ran-' | cut -d- -f2 | sort -u | wc -l)\" "
+                           "-lt \"$3\" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done\n"
+                           "exit \"$1\"\n")
     for code in (3, 0):
         out_file = os.path.join(work, f"job{code}.out")
-        env = cluster.env(MUSTER=MUSTER, TRAIN=f"--no-python {program} {code} {work}")
+        env = cluster.env(MUSTER=MUSTER, TRAIN=f"--no-python {program} {code} {work} 3")
         rc, out, err = cluster.run(["sbatch", "--wait", "-N3", "-o", out_file, MULTI_NODE],
                                    env=env, timeout=90)
         log = open(out_file).read() if os.path.exists(out_file) else "(no job output)"
