@@ -899,14 +899,18 @@ class Chaos:
         except InvariantError as error:
             self.violation(error, kind, self.replica_evidence(fault, new))
 
+        if kind != "leader_cut":
+            time.sleep(0.3)  # a moment without it, as daemon_kill
+        # Taken before the restore: a restarted replica's reader thread can log its first
+        # view before start_replica returns, and that view is the one to find.
+        restoring = time.time()
         if kind == "leader_cut":
             self.hosts.link(victim.host, "up")
         else:
-            time.sleep(0.3)  # a moment without it, as daemon_kill
             self.replicas.start_replica(victim)
         fault.restored = time.time()
         back = self.wait(lambda: self.replicas.views(victim, self.replicas.leader() or new,
-                                                     fault.restored), RESTORE_TIMEOUT)
+                                                     restoring), RESTORE_TIMEOUT)
         if not back:
             raise InvariantError("a restored replica rejoins as a standby",
                                  f"{kind}: {victim.proc.name} did not name the leader "
