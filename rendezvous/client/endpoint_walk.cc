@@ -32,6 +32,7 @@ EndpointWalk::EndpointWalk(std::vector<Endpoint> endpoints) : endpoints_(std::mo
 std::chrono::milliseconds EndpointWalk::AfterFailure(bool replica_answered, double unit_random) {
   failed_texts_.insert(Current().Text());
   answered_in_sweep_ = answered_in_sweep_ || replica_answered;
+  heard_in_sweep_ = heard_in_sweep_ || replica_answered;
   if (redirect_) {
     // The listed endpoint that named this leader was counted already.
     redirect_.reset();
@@ -44,6 +45,17 @@ std::chrono::milliseconds EndpointWalk::AfterFailure(bool replica_answered, doub
     }
   }
   if (failed_in_sweep_ < Candidates()) return std::chrono::milliseconds(0);
+  if (!heard_in_sweep_ && !suspects_too_ && Candidates() < endpoints_.size()) {
+    // Nothing answered and suspects were passed by: with the fence clock
+    // running, a suspect's timeout is the cheaper risk. The sweep goes on
+    // from here to the suspects it has not tried.
+    suspects_too_ = true;
+    for (size_t hop = 0; hop < endpoints_.size(); ++hop) {
+      if (!failed_texts_.contains(endpoints_[index_].Text())) break;
+      index_ = (index_ + 1) % endpoints_.size();
+    }
+    return std::chrono::milliseconds(0);
+  }
   // A whole sweep failed: pause before the next one.
   std::chrono::milliseconds delay;
   if (answered_in_sweep_) {
@@ -55,10 +67,16 @@ std::chrono::milliseconds EndpointWalk::AfterFailure(bool replica_answered, doub
   } else {
     delay = NextBackoff(quiet_sweeps_++, kBackoffBase, kBackoffCap, unit_random);
   }
+  EndSweep();
+  return delay;
+}
+
+void EndpointWalk::EndSweep() {
   failed_in_sweep_ = 0;
   failed_texts_.clear();
   answered_in_sweep_ = false;
-  return delay;
+  heard_in_sweep_ = false;
+  suspects_too_ = false;
 }
 
 std::chrono::milliseconds EndpointWalk::AfterRedirect(const Endpoint& leader, double unit_random,
@@ -99,6 +117,7 @@ bool EndpointWalk::IsSuspect(const Endpoint& endpoint,
 }
 
 size_t EndpointWalk::Candidates() const {
+  if (suspects_too_) return endpoints_.size();
   size_t clear = 0;
   for (const Endpoint& e : endpoints_) clear += IsSuspect(e, now_) ? 0 : 1;
   return clear == 0 ? endpoints_.size() : clear;
@@ -108,10 +127,14 @@ bool EndpointWalk::Skipped(size_t index) const {
   return Candidates() != endpoints_.size() && IsSuspect(endpoints_[index], now_);
 }
 
+void EndpointWalk::Answered() {
+  suspect_until_.erase(Current().Text());
+  heard_in_sweep_ = true;
+}
+
 void EndpointWalk::AfterWelcome() {
-  failed_in_sweep_ = 0;
-  failed_texts_.clear();
-  answered_in_sweep_ = false;
+  Answered();
+  EndSweep();
   quiet_sweeps_ = 0;
 }
 

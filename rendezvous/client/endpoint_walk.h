@@ -17,9 +17,14 @@
 //   - a Welcome ends the walk: the next failure starts a sweep from the
 //     endpoint that served;
 //   - an endpoint that gave no answer (a connect or a Hello that timed out,
-//     a leader gone quiet) is suspect for kSuspectFor: sweeps pass it by,
-//     unless every listed endpoint is suspect, and a standby naming it is
-//     not followed, so a dead host costs one timeout, not one per sweep.
+//     a leader gone quiet) is suspect for kSuspectFor: sweeps pass it by
+//     while another replica answers, and a standby naming it is not
+//     followed, so a dead host costs one timeout, not one per sweep. A sweep
+//     in which nothing answered (every other endpoint refused, or every one
+//     is suspect) goes on to the suspects before it pauses: a timeout costs
+//     less than the fence it may avert (a replica whose link just came back
+//     is still suspect, and may be the only one left to answer). An
+//     endpoint that answers (a Welcome, a standby's word) is suspect no more.
 //
 // Thread-safety: a value; not shared.
 #pragma once
@@ -72,7 +77,10 @@ class EndpointWalk {
   // suspicion and followed.
   std::chrono::milliseconds AfterRedirect(const Endpoint& leader, double unit_random,
                                           bool newly_elected = false);
-  // Current() served this agent.
+  // Current() answered, as a standby or with a Welcome: it is reachable, so
+  // no longer suspect, and this sweep need not try the suspects.
+  void Answered();
+  // Current() served this agent (it answered, too).
   void AfterWelcome();
 
   // The time the decisions below are made at (suspicions run out); returns
@@ -95,12 +103,16 @@ class EndpointWalk {
   std::optional<Endpoint> redirect_;    // a leader named by a standby, tried next
   size_t failed_in_sweep_ = 0;          // listed endpoints failed in this sweep
   std::set<std::string> failed_texts_;  // every endpoint failed in this sweep
-  bool answered_in_sweep_ = false;
-  int quiet_sweeps_ = 0;  // sweeps in a row with no replica answering
+  bool answered_in_sweep_ = false;      // a standby answered: poll at its pace
+  bool heard_in_sweep_ = false;         // any replica answered (Answered, or the above)
+  bool suspects_too_ = false;           // this sweep goes on to the suspect endpoints
+  int quiet_sweeps_ = 0;                // sweeps in a row with no replica answering
   std::map<std::string, std::chrono::steady_clock::time_point> suspect_until_;  // by Text()
   std::chrono::steady_clock::time_point now_{};
-  // Listed endpoints a sweep tries: those not suspect, or all when every one is.
+  // Listed endpoints a sweep tries: those not suspect, or all when every one
+  // is or the sweep went on to the suspects.
   size_t Candidates() const;
+  void EndSweep();
   bool Skipped(size_t index) const;
 };
 

@@ -318,6 +318,7 @@ void RendezvousClient::OnStandbyAnswer(const Error& error) {
   }
   spdlog::debug("event=rdzv_standby endpoint={} code={} message=\"{}\"", walk_.Current().Text(),
                 error.code_name(), error.message);
+  walk_.Answered();
   standby_answer_ = error;
   attempt_->Close("answered by a standby");
 }

@@ -125,10 +125,11 @@ TEST_CASE("a leader elected since it failed is followed, suspect or not", "[rdzv
   walk.Suspect(kB, t0);
   walk.At(t0);
   CHECK(walk.Current() == kA);
-  // A still names the old leader C: C failed, not followed; B is passed by.
-  CHECK(walk.At(t0).AfterFailure(false, 0.5) == milliseconds(0));
+  // A still names the old leader C: C is tried and fails; B is passed by,
+  // since A answered.
+  CHECK(walk.At(t0).AfterRedirect(kC, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kC);
-  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(49));
+  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(99));
   CHECK(walk.Current() == kA);
   // Without a newer epoch, A naming B is not followed while B is suspect.
   CHECK(walk.At(t0).AfterRedirect(kB, 0.5) == milliseconds(0));
@@ -158,6 +159,45 @@ TEST_CASE("a leader elected after it answered as a standby is followed in the sa
   CHECK(again.AfterFailure(true, 0.5) == milliseconds(0));
   CHECK(again.AfterRedirect(kB, 0.5) == milliseconds(0));
   CHECK(again.Current() == kD);
+}
+
+TEST_CASE("a sweep nobody answered goes on to the suspects before it pauses",
+          "[rdzv][client][walk]") {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0{std::chrono::seconds(100)};
+  EndpointWalk walk({kA, kB, kC});
+  // B and C timed out during a partition that has just healed (still
+  // suspect), and A, which served since, was killed: it refuses.
+  walk.Suspect(kB, t0);
+  walk.Suspect(kC, t0);
+  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(0));
+  CHECK(walk.Current() == kB);  // not A again after a backoff
+  // B answers as a standby that knows no leader: it is no longer suspect.
+  walk.Answered();
+  CHECK_FALSE(walk.IsSuspect(kB, t0));
+  CHECK(walk.IsSuspect(kC, t0));
+  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(0));
+  CHECK(walk.Current() == kC);  // the sweep finishes what it began
+  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(99));
+  CHECK(walk.Current() == kA);
+  // The next sweep heard B: C, still suspect, is passed by.
+  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(0));
+  CHECK(walk.Current() == kB);
+  walk.Answered();
+  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(99));
+  CHECK(walk.Current() == kA);
+}
+
+TEST_CASE("an endpoint that serves is no longer suspect", "[rdzv][client][walk]") {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0{std::chrono::seconds(100)};
+  EndpointWalk walk({kA, kB});
+  walk.Suspect(kA, t0);
+  walk.At(t0).AfterWelcome();
+  CHECK_FALSE(walk.IsSuspect(kA, t0));
+  // Its close later is one refusal among candidates, not a suspect's.
+  CHECK(walk.At(t0).AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.Current() == kB);
 }
 
 TEST_CASE("when every endpoint is suspect, every one is tried", "[rdzv][client][walk]") {
