@@ -9,7 +9,7 @@ set -euo pipefail
 BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libboost1.81-all-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libssl-dev
-  catch2 libgloo-dev clang-format
+  catch2 libgloo-dev clang-format ccache
 )
 # clang and libclang-rt-14-dev (libFuzzer, a Recommends only): the fuzz targets.
 # etcd-server: a real etcd cluster for the replicated rendezvous tests; openssl:

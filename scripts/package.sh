@@ -13,11 +13,17 @@
 # muster-train trains over Gloo. Build from source with CUDA for NCCL.
 #
 # Usage: scripts/package.sh [OUT_DIR]   (default build/package)
+#        scripts/package.sh --build-only    the Release build alone, no package
 #   MUSTER_PACKAGE_BUILD_DIR  the Release build tree (default build-release)
 #   MUSTER_PACKAGE_MAINTAINER the control file's Maintainer field
 # Prints the path of the .deb last. Idempotent: rebuilds what changed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_ONLY=0
+if [[ ${1:-} == --build-only ]]; then
+  BUILD_ONLY=1
+  shift
+fi
 OUT_DIR=$(realpath -m "${1:-$ROOT/build/package}")
 BUILD_DIR=$(realpath -m "${MUSTER_PACKAGE_BUILD_DIR:-$ROOT/build-release}")
 MAINTAINER=${MUSTER_PACKAGE_MAINTAINER:-"muster developers <muster@localhost>"}
@@ -25,6 +31,7 @@ MAINTAINER=${MUSTER_PACKAGE_MAINTAINER:-"muster developers <muster@localhost>"}
 "$ROOT/scripts/install-deps.sh" --build-only
 "$ROOT/scripts/build.sh" "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DMUSTER_CUDA=off \
   -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_SYSCONFDIR=/etc
+((BUILD_ONLY == 0)) || exit 0
 
 VERSION=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$BUILD_DIR/CMakeCache.txt")
 ARCH=$(dpkg --print-architecture)

@@ -1,73 +1,115 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds muster and runs the whole test suite:
-#   0. the Debian trixie and sid chroots whose real torch 2.6 and 2.14 the
-#      torch integration tests launch (built once, kept; root only),
-#   1. formatting check (.clang-format) of every C++ file,
-#   2. the full suite (unit + integration) on the regular build in build/,
-#   2b. the Release build (build-release/, warnings as errors) with its unit
-#      tests, the .deb (scripts/package.sh), and the .deb installed and run in
-#      a fresh Debian bookworm chroot (tests/packaging/deb_in_bookworm.sh;
-#      skipped with the reason when not root),
-#   3. unit, launcher and store integration tests again under ASan+UBSan (build-asan/),
-#   4. the rendezvous unit tests and the elastic integration tests under TSan (build-tsan/),
-#   5. every libFuzzer target (tests/fuzz/, clang, build-fuzz/) for
-#      ${MUSTER_FUZZ_SECONDS:-30} s each, and each target over its regression inputs.
-# Set MUSTER_SKIP_SANITIZERS=1 to skip steps 3 and 4, MUSTER_SKIP_FUZZ=1 step 5 (for quick
-# local runs).
+# Installs what is missing, builds muster and runs the whole test suite, stage
+# by stage (docs/testing.md says what each stage checks and how long it takes):
+#
+#   deps          scripts/install-deps.sh (only what is missing)
+#   chroots       the Debian trixie and sid chroots whose real torch 2.6 and 2.14
+#                 the torch integration tests launch (built once, kept; root only)
+#   format        clang-format --dry-run --Werror over every C++ file
+#   build         the regular build (build/)
+#   suite         every test of build/ (unit, integration, chaos, package)
+#   Release build the Release build (build-release/, as packaged)
+#   Release unit  its unit tests
+#   package       scripts/package.sh: the .deb from build-release/
+#   .deb test     the .deb installed and run in a fresh Debian bookworm chroot
+#                 (tests/packaging/deb_in_bookworm.sh; skipped with the reason
+#                 when not root)
+#   ASan build    build-asan/ (ASan+UBSan), only the targets its tests run
+#   ASan tests    unit, launcher, store, runtime and elastic integration under ASan+UBSan
+#   TSan build    build-tsan/, only the targets its tests run
+#   TSan tests    the rendezvous unit tests and integration/elastic under TSan
+#   fuzz build    build-fuzz/ (clang, libFuzzer+ASan+UBSan)
+#   fuzz          every libFuzzer target for ${MUSTER_FUZZ_SECONDS:-30} s, over
+#                 its regression inputs first (two targets at a time)
+#
+# A failed test stage does not stop the run: the other test stages still run
+# (a failed install, format check or build does stop it), and the exit code is
+# the first failed stage's. At its end, also after a failure or an interrupt,
+# it prints a table of the
+# stages with their wall times and the 15 slowest tests (ctest's own timing,
+# from the JUnit files under build/test-timings/), and warns when the total
+# passes the budget of 30 minutes.
+#
+# Every build goes through ccache when it is installed (scripts/build.sh): the
+# cache lives outside the clone, so a fresh clone on the same machine reuses it.
+#
+# Env: MUSTER_SKIP_SANITIZERS=1 skips the ASan and TSan stages, MUSTER_SKIP_FUZZ=1
+# the fuzz stages (for quick local runs); MUSTER_CTEST_ARGS adds ctest
+# arguments to the suite stage (e.g. "-L integration" or "-R elastic").
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+# shellcheck source=scripts/lib/stage_table.sh
+source "$ROOT/scripts/lib/stage_table.sh"
 
-scripts/install-deps.sh
+TIMINGS="$ROOT/build/test-timings"
+BUDGET_S=1800        # the whole run: docs/testing.md
+SUITE_BUDGET_S=720   # the suite stage
+mkdir -p "$TIMINGS"
+rm -f "$TIMINGS"/*.xml
+stage_table_init "$TIMINGS" "$BUDGET_S"
 
-echo "== torch 2.6 and 2.14 chroots (scripts/torch_chroots.sh; skipped with the reason when not root)"
-scripts/torch_chroots.sh
+run_ctest() {  # BUILD_DIR TIMINGS_NAME [ctest arguments...]
+  local dir=$1 name=$2
+  shift 2
+  ctest --test-dir "$dir" --output-on-failure --output-junit "$TIMINGS/$name.xml" "$@"
+}
 
-echo "== format check"
-mapfile -t sources < <(git ls-files '*.cc' '*.h' '*.cu' 2>/dev/null || find . -name '*.cc' -o -name '*.h')
-if ((${#sources[@]} > 0)); then
-  clang-format --dry-run --Werror "${sources[@]}"
-fi
+format_check() {
+  local sources
+  mapfile -t sources < <(git ls-files '*.cc' '*.h' '*.cu' 2>/dev/null || find . -name '*.cc' -o -name '*.h')
+  if ((${#sources[@]} > 0)); then
+    clang-format --dry-run --Werror "${sources[@]}"
+  fi
+}
 
-echo "== build (build/)"
-scripts/build.sh "$ROOT/build"
+package_deb() {  # the .deb's path is package.sh's last line
+  scripts/package.sh "$ROOT/build/package" | tee "$TIMINGS/package.out"
+}
 
-echo "== tests (build/)"
-ctest --test-dir "$ROOT/build" --output-on-failure --parallel 2 --timeout 300
+deb_test() {  # exits 77 (SKIP) when not root
+  tests/packaging/deb_in_bookworm.sh "$(tail -n 1 "$TIMINGS/package.out")"
+}
 
-echo "== Release build (build-release/) and the Debian package (scripts/package.sh)"
-DEB=$(scripts/package.sh "$ROOT/build/package" | tail -n 1)
-echo "== unit tests of the Release build"
-ctest --test-dir "$ROOT/build-release" --output-on-failure --parallel 2 --timeout 300 -L unit
-echo "== $DEB in a fresh bookworm chroot (tests/packaging/deb_in_bookworm.sh)"
-tests/packaging/deb_in_bookworm.sh "$DEB" || [[ $? == 77 ]]
+asan_tests() {  # the unit tests and the integration tests labelled sanitize
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    run_ctest "$ROOT/build-asan" asan --parallel 2 --timeout 300 -L 'unit|sanitize'
+}
+
+# The TSan stage: the daemon, the agent, the rendezvous unit tests and
+# integration/elastic, which starts the first two.
+TSAN_TARGETS=(muster musterd rdzv_state_unit_tests rdzv_protocol_unit_tests rdzv_client_unit_tests
+  rdzv_daemon_unit_tests rdzv_replica_unit_tests)
+tsan_tests() {
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    run_ctest "$ROOT/build-tsan" tsan --parallel 2 --timeout 400 -R 'rdzv_|integration/elastic'
+}
+
+stage deps scripts/install-deps.sh
+stage chroots scripts/torch_chroots.sh
+stage format format_check
+stage build scripts/build.sh "$ROOT/build"
+# shellcheck disable=SC2086  # MUSTER_CTEST_ARGS is split on purpose
+stage --keep-going suite run_ctest "$ROOT/build" suite --parallel 2 --timeout 300 ${MUSTER_CTEST_ARGS:-}
+stage_budget suite "$SUITE_BUDGET_S"
+
+stage "Release build" scripts/package.sh --build-only
+stage --keep-going "Release unit" run_ctest "$ROOT/build-release" release-unit --parallel 2 --timeout 300 -L unit
+stage package package_deb
+stage --keep-going ".deb test" deb_test
 
 if [[ "${MUSTER_SKIP_SANITIZERS:-0}" != "1" ]]; then
-  echo "== build with ASan+UBSan (build-asan/)"
-  scripts/build.sh "$ROOT/build-asan" -DMUSTER_SANITIZE=address -DMUSTER_CUDA=off
-  echo "== tests under ASan+UBSan (unit, launcher and store integration)"
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir "$ROOT/build-asan" --output-on-failure --parallel 2 --timeout 300 -L 'unit|sanitize'
-
-  echo "== build with TSan (build-tsan/): the daemon, the agent and the rendezvous tests"
-  TSAN_TARGETS=(muster musterd rdzv_state_unit_tests rdzv_protocol_unit_tests rdzv_client_unit_tests
-    rdzv_daemon_unit_tests rdzv_replica_unit_tests)
-  if [[ ! -f "$ROOT/build-tsan/CMakeCache.txt" ]]; then
-    cmake -S "$ROOT" -B "$ROOT/build-tsan" -G Ninja -DMUSTER_WERROR=ON -DMUSTER_SANITIZE=thread -DMUSTER_CUDA=off
-  fi
-  cmake --build "$ROOT/build-tsan" --parallel "$(nproc)" --target "${TSAN_TARGETS[@]}"
-  echo "== tests under TSan (rendezvous unit tests, elastic integration)"
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    ctest --test-dir "$ROOT/build-tsan" --output-on-failure --parallel 2 --timeout 400 \
-    -R 'rdzv_|integration/elastic'
+  stage "ASan build" scripts/build.sh "$ROOT/build-asan" -DMUSTER_SANITIZE=address -DMUSTER_CUDA=off
+  stage --keep-going "ASan tests" asan_tests
+  stage "TSan build" scripts/build.sh "$ROOT/build-tsan" -DMUSTER_SANITIZE=thread -DMUSTER_CUDA=off \
+    --target "${TSAN_TARGETS[@]}"
+  stage --keep-going "TSan tests" tsan_tests
 fi
 
 if [[ "${MUSTER_SKIP_FUZZ:-0}" != "1" ]]; then
-  echo "== fuzz targets (build-fuzz/: clang, libFuzzer+ASan+UBSan), ${MUSTER_FUZZ_SECONDS:-30} s each"
-  if [[ ! -f "$ROOT/build-fuzz/CMakeCache.txt" ]]; then
-    cmake -S "$ROOT" -B "$ROOT/build-fuzz" -G Ninja -DMUSTER_WERROR=ON -DCMAKE_CXX_COMPILER=clang++ \
-      -DMUSTER_FUZZ=ON -DMUSTER_CUDA=off -DMUSTER_BUILD_TESTS=OFF
-  fi
-  cmake --build "$ROOT/build-fuzz" --parallel "$(nproc)" --target fuzzers
-  tests/fuzz/run_fuzzers.sh "$ROOT/build-fuzz"
+  stage "fuzz build" scripts/build.sh "$ROOT/build-fuzz" -DCMAKE_CXX_COMPILER=clang++ -DMUSTER_FUZZ=ON \
+    -DMUSTER_CUDA=off -DMUSTER_BUILD_TESTS=OFF --target fuzzers
+  stage --keep-going fuzz env MUSTER_FUZZ_JOBS=2 tests/fuzz/run_fuzzers.sh "$ROOT/build-fuzz"
 fi
+
+stage_table_finish

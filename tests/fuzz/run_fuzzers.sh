@@ -4,7 +4,8 @@
 # Usage: tests/fuzz/run_fuzzers.sh BUILD_DIR [TARGET...]
 #   TARGET: a name of tests/fuzz/corpus/ (frame_codec, host_list, ...);
 #   default: every one. MUSTER_FUZZ_SECONDS (default 30): how long each
-#   target fuzzes.
+#   target fuzzes. MUSTER_FUZZ_JOBS (default 1): how many targets fuzz at
+#   once (each target is one process; their reports print in target order).
 #
 # For each target: first every kept crash in tests/fuzz/regressions/TARGET/
 # is run once, then the target fuzzes for MUSTER_FUZZ_SECONDS on a copy of
@@ -31,6 +32,11 @@ BIN_DIR=$(cd "$1" && pwd)/fuzz
 shift
 if ! [[ "$SECONDS_EACH" =~ ^[1-9][0-9]*$ ]]; then
   echo "run_fuzzers: MUSTER_FUZZ_SECONDS='$SECONDS_EACH' must be a positive number of seconds" >&2
+  exit 2
+fi
+JOBS=${MUSTER_FUZZ_JOBS:-1}
+if ! [[ "$JOBS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "run_fuzzers: MUSTER_FUZZ_JOBS='$JOBS' must be a positive number of targets" >&2
   exit 2
 fi
 
@@ -75,7 +81,10 @@ executions() {
   sed -n 's/^stat::number_of_executed_units: *//p' "$1" | tail -n 1
 }
 
-for target in "${targets[@]}"; do
+# Fuzzes one target; its report goes to stdout, and its exit code says
+# whether it failed. Runs in a subshell of its own (it changes directory).
+fuzz_one() {
+  local target=$1 bin dir seeds
   bin="$BIN_DIR/fuzz_$target"
   dir="$WORK/$target"
   mkdir -p "$dir/corpus" "$dir/artifacts" "$dir/cwd"
@@ -95,8 +104,7 @@ for target in "${targets[@]}"; do
       echo "FAIL fuzz_$target: a regression input fails again"
       grep -E '^Running: ' "$dir/regressions.log" | tail -n 1 || true
       report_failure "$target" "$dir/regressions.log" "$dir/artifacts"
-      failed=1
-      continue
+      return 1
     fi
   fi
 
@@ -109,8 +117,21 @@ for target in "${targets[@]}"; do
   else
     echo "FAIL fuzz_$target: $(executions "$dir/fuzz.log") executions before the failure"
     report_failure "$target" "$dir/fuzz.log" "$dir/artifacts"
-    failed=1
+    return 1
   fi
+}
+
+# At most JOBS targets at once; each one's report is printed whole, in the
+# targets' order, once it and every target before it have finished.
+pids=()
+for i in "${!targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= JOBS)); do wait -n || true; done
+  (fuzz_one "${targets[i]}") >"$WORK/report.$i" 2>&1 &
+  pids[i]=$!
+done
+for i in "${!targets[@]}"; do
+  wait "${pids[i]}" || failed=1
+  cat "$WORK/report.$i"
 done
 
 cd "$ROOT"

@@ -10,6 +10,7 @@ later generation's worker started.
 import json
 import os
 import re
+import subprocess
 
 from harness import BIN_DIR, MUSTER, base_env, check, start, wait_for, worker
 
@@ -17,9 +18,11 @@ MUSTERD = os.path.join(BIN_DIR, "musterd")
 GEN_DUMP = worker("gen_dump.py")
 
 
-def start_musterd(port=0, extra=(), env=None):
-    """Starts musterd on 127.0.0.1; returns (process, port)."""
-    proc = start([MUSTERD, "--host", "127.0.0.1", "--port", str(port)] + list(extra), env=env)
+def start_musterd(port=0, extra=(), env=None, log=None):
+    """Starts musterd on 127.0.0.1; returns (process, port). log: a file for its
+    event log (stderr), else a pipe."""
+    proc = start([MUSTERD, "--host", "127.0.0.1", "--port", str(port)] + list(extra), env=env,
+                 stderr=log if log is not None else subprocess.PIPE)
     line = proc.stdout.readline()
     match = re.search(r"listening on [^:]+:(\d+)", line)
     check(match is not None, f"musterd did not start: {line!r}")

@@ -21,9 +21,10 @@ from harness import (MUSTER, Skip, base_env, check, free_port, kill_tree, pid_al
                      run_tests, start, tempdir, test, wait_for, worker)
 
 
-def three_agent_job():
-    """musterd and 3 agents x 2 workers (--nnodes 2:3) in their first generation."""
-    daemon, port = start_musterd()
+def three_agent_job(daemon_log=None):
+    """musterd and 3 agents x 2 workers (--nnodes 2:3) in their first generation;
+    daemon_log: a file for musterd's event log."""
+    daemon, port = start_musterd(log=daemon_log)
     out = tempdir()
     agents = [start_agent(port, out) for _ in range(3)]
     gen = wait_generation(out, 6)
@@ -31,17 +32,23 @@ def three_agent_job():
 
 
 @test
-def kill_9_of_an_agent_reforms_the_survivors_within_three_quarters_of_a_second():
-    daemon, port, out, agents, gen = three_agent_job()
+def kill_9_of_an_agent_is_noticed_by_its_closed_connection_and_the_survivors_reform():
+    log_path = os.path.join(tempdir(), "musterd.log")
+    with open(log_path, "w") as log:
+        daemon, port, out, agents, gen = three_agent_job(daemon_log=log)
     victim = agent_of_rank(agents, out, gen, 4)
-    killed_at = time.time()
     victim.send_signal(signal.SIGKILL)
     new_gen = wait_generation(out, 4, after=gen)
-    started = min(r["start"] for r in dumps(out)[new_gen].values())
     gens = check_generations(out)
     check(sorted(gens[new_gen]) == [0, 1, 2, 3], "survivors hold ranks 0..3")
-    # disconnect_grace 0.15 s + worker start-up; the benchmark measures about 0.23 s.
-    check(started - killed_at < 0.75, f"new generation started {started - killed_at:.3f}s after kill")
+    # The closed connection, not the heartbeat timeout, told the daemon. How
+    # fast (about 0.23 s to the new generation's first worker) is
+    # scripts/bench/rdzv_recovery.py's figure, not a bound here: a loaded
+    # machine stretches it.
+    with open(log_path) as log:
+        dead = [line for line in log if "event=node_dead" in line]
+    check(len(dead) == 1 and "why=disconnected" in dead[0],
+          f"the daemon logged {dead!r}, not one node_dead why=disconnected")
 
 
 @test
