@@ -182,10 +182,10 @@ class Agent final : public SpawnEvents {
   // Each worker's progress pipe, cut into lines for control messages.
   std::map<uint64_t, LineSplitter> control_lines_;
   // When the recovery under way began (its failure), and when its survivors
-  // were told to rejoin.
+  // were last told to rejoin (unset again when a pause cuts that join short).
   std::optional<SteadyTime> recovery_began_;
   std::optional<SteadyTime> rejoin_sent_;
-  bool paused_reported_ = false;      // elastic: the follower heard WorkersPaused
+  bool paused_reported_ = false;      // elastic: the follower heard this pause's WorkersPaused
   bool attempt_begun_early_ = false;  // static: StartReplacementsEarly took the next attempt
   int replacements_started_ = 0;      // processes started for the recovery under way
   bool failures_handled_ = false;     // the recovery's failure was reported and acted on

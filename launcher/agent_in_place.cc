@@ -9,7 +9,9 @@
 // survivors, then is reported to the daemon (which counts a restart and
 // forms the next generation); a generation that ends for another reason
 // (a failure or death elsewhere, a newcomer) pauses every worker; the next
-// assignment rejoins them, with the ranks and world size it gives.
+// assignment rejoins them, with the ranks and world size it gives. A
+// generation that ends while they join it pauses them again, and the one
+// after rejoins them: one recovery, joined twice, with no restart.
 //
 // Restarts: an in-place recovery counts as one restart against
 // --max-restarts, as a restart of every worker would (the failure is the
@@ -84,6 +86,14 @@ void Agent::AdvanceRecovery() {
     replacements_started_ = 0;
     spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}", restart_count_,
                  fmt::join(group_->failed_local_ranks(), ","));
+  } else if (rejoin_sent_ && state == WorkerGroup::State::kRecovering && !group_->joining()) {
+    // The generation the survivors were joining ended first (PauseAll):
+    // this recovery pauses again, and its failure stays handled. The
+    // follower hears of the new pause once they are all paused.
+    rejoin_sent_.reset();
+    paused_reported_ = false;
+    spdlog::info("event=in_place_pause attempt={} failed_local_ranks={} during_join=true",
+                 restart_count_, fmt::join(group_->failed_local_ranks(), ","));
   }
   // The failure is known at the start, or (a hang probe) once the workers
   // that did not answer are killed.

@@ -6,7 +6,9 @@
 //
 // clang-format off
 // States and transitions ("running" below means kRunning, kStopping,
-// kPausing or kPaused: some worker of this node is alive):
+// kPausing or kPaused: some worker of this node is alive; kRunning begins
+// with RejoinWorkers too, while the workers still join, and a pause then
+// cuts their join short):
 //
 //   Assignment of a generation older than the newest one started here
 //     any state --------------------------------------------> unchanged, nothing
@@ -192,8 +194,10 @@ class ElasticFollower {
   // Every worker of the attempt exited (their output may still drain).
   void OnWorkersGone();
   // In-place recovery. Whether every running worker can be paused in place
-  // now: the agent sets it before each event, and a generation's end then
-  // pauses them (PauseWorkers) instead of stopping them.
+  // now (WorkerGroup::CanPauseAll: also while they join a generation, which
+  // may end before they joined it): the agent sets it before each event,
+  // and a generation's end then pauses them (PauseWorkers) instead of
+  // stopping them.
   void SetWorkersCanPause(bool can) { workers_can_pause_ = can; }
   // A local worker failed (`exit_code`, `message`) and the group began
   // pausing the others by itself. REQUIRES: state() is kRunning.

@@ -21,6 +21,13 @@
 // agent's restart path. The failures a recovery handled are cleared when it
 // completes, so a later failure is the root cause of the next one.
 //
+// A second fault during a recovery: the generation the survivors are
+// joining may end before they all joined it (elastic: a node died while
+// they joined). PauseAll then pauses every worker again, out of the
+// generation they were joining, the processes started for it included, and
+// the recovery goes on as from its first pause: a second Rejoin moves them
+// all into the next generation, and only workers lost meanwhile start again.
+//
 // No clock or event loop inside: the caller feeds exits and time (OnExit,
 // OnTick) and arms a timer for deadline(). Unit tests drive it with a fake
 // spawner and fake time.
@@ -71,6 +78,7 @@ class WorkerGroup {
   //   kStopping  --last worker gone-------------------------> kFailed | kInterrupted
   //   kRunning   --a worker failed, the rest recover in place--> kRecovering (pause sent)
   //   kRecovering --every survivor joined---------------------> kRunning
+  //   kRecovering --PauseAll while joining--------------------> kRecovering (pause sent again)
   //   kRecovering --timeout, `failed`, a pipe error-----------> kStopping (failure)
   //   kRecovering --Stop(sig)----------------------------------> kStopping (interrupted)
   // A Stop() during kStopping escalates to SIGKILL at once.
@@ -115,17 +123,25 @@ class WorkerGroup {
   // `allowed` is true is recovered in place when every worker can. The
   // agent calls it again with the new generation after each recovery.
   void EnableInPlace(const InPlaceOptions& options, bool allowed);
-  // Whether PauseAll would pause: in-place recovery is on, the group runs,
-  // and every worker runs and said it recovers in place.
+  // Whether PauseAll would pause: in-place recovery is on, the group runs or
+  // is joining(), and every worker runs and said it recovers in place (a
+  // process started for the join may not have said so yet).
   bool CanPauseAll() const;
   // Pauses every worker (a generation ends elsewhere): kRecovering with no
-  // failed rank. False, and nothing done, unless CanPauseAll().
+  // failed rank. While joining(), the `pause` names the generation being
+  // joined, which its workers leave unjoined; every process, those started
+  // for it included, is then a survivor to rejoin, and the failures the
+  // recovery began with stay its root cause. False, and nothing done,
+  // unless CanPauseAll().
   bool PauseAll(SteadyTime now);
   // A worker's control message (hello, ready, joined, failed).
   void OnControl(uint64_t tag, const control::WorkerMessage& message, SteadyTime now);
   // kRecovering and every survivor paused: the agent may renew the store
   // and call Rejoin.
   bool ready_to_join() const;
+  // kRecovering after Rejoin: the survivors were told their join and not
+  // all answered it. False again once PauseAll pauses them anew.
+  bool joining() const { return state_ == State::kRecovering && rejoined_; }
   // The local ranks of the paused survivors, in order.
   std::vector<int> paused_local_ranks() const;
   // The local ranks whose processes failed during this recovery and are not

@@ -35,7 +35,10 @@ bool WorkerGroup::BeginRecovery(SteadyTime now) {
 }
 
 bool WorkerGroup::CanPauseAll() const {
-  if (!in_place_ || state_ != State::kRunning) return false;
+  // Joining: the generation being joined can end before every worker
+  // joined it (a node elsewhere died meanwhile). A worker leaves it as it
+  // would a running one: its join is cut short and it answers the pause.
+  if (!in_place_ || (state_ != State::kRunning && !joining())) return false;
   for (const auto& w : workers_) {
     if (!w.running || !w.in_place) return false;
   }
@@ -44,6 +47,13 @@ bool WorkerGroup::CanPauseAll() const {
 
 bool WorkerGroup::PauseAll(SteadyTime now) {
   if (!CanPauseAll()) return false;
+  if (joining()) {
+    // They leave the generation they were told to join, whether or not
+    // they joined it yet. A process started for it holds no state of its
+    // own but is as alive as the rest: it pauses and rejoins with them.
+    in_place_->generation = joining_generation_;
+    for (auto& w : workers_) w.replacement = false;
+  }
   failed_local_ranks_.clear();
   PauseRunning(now);
   return true;

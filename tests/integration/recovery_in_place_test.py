@@ -14,18 +14,23 @@ node, loopback, Gloo:
 - elastic (two agents on loopback, --nnodes 1:2, c10d rendezvous): a worker
   SIGKILLed under --standalone is started alone; an agent SIGKILLed leaves
   the other node's workers running under the same pids into the smaller
-  world; a node joining mid-run finds the running workers rejoining with
-  their pids, its own fresh workers taking their state; each ends with the
-  fault-free run's weights byte for byte (the trainer's weights do not
+  world; an agent SIGKILLed just as the other node's workers were told to
+  join the two-node generation (a second fault during an in-place recovery)
+  leaves them under the same pids too, paused again and joined to the
+  smaller world; a node joining mid-run finds the running workers rejoining
+  with their pids, its own fresh workers taking their state; each ends with
+  the fault-free run's weights byte for byte (the trainer's weights do not
   depend on the world size).
 """
 import functools
 import os
 import signal
+import subprocess
 import threading
 import time
 
-from harness import MUSTER, check, free_port, run, run_tests, start, tempdir, test, wait_for
+from harness import (MUSTER, check, free_port, kill_tree, run, run_tests, start, tempdir, test,
+                     wait_for)
 from train_harness import MODEL, TRAIN
 
 STEPS = 60
@@ -76,14 +81,20 @@ def _runs_train(pid):
 
 class Watched:
     """A started muster whose worker pids (its children) are sampled every
-    2 ms until it ends: `pids` holds every one seen."""
+    2 ms until it ends: `pids` holds every one seen. Its output is read as it
+    comes, so a test can wait for a line of its log (wait_for_log)."""
 
     def __init__(self, args):
         self.proc = start(args)
         self.pids = set()
+        self._out = []
+        self._err = []
         self._done = threading.Event()
-        self._watcher = threading.Thread(target=self._watch)
-        self._watcher.start()
+        self._threads = [threading.Thread(target=self._watch),
+                         threading.Thread(target=self._read, args=(self.proc.stdout, self._out)),
+                         threading.Thread(target=self._read, args=(self.proc.stderr, self._err))]
+        for thread in self._threads:
+            thread.start()
 
     def _watch(self):
         while not self._done.is_set():
@@ -93,13 +104,29 @@ class Watched:
                 pass
             time.sleep(0.002)
 
+    @staticmethod
+    def _read(pipe, lines):
+        for line in pipe:
+            lines.append(line)
+
+    def wait_for_log(self, text, timeout):
+        """Waits until a line of its stderr holds `text`; False if none does
+        within `timeout` seconds. Polled every 2 ms: the caller acts within
+        a few milliseconds of the line."""
+        return wait_for(lambda: any(text in line for line in list(self._err)), timeout,
+                        interval=0.002)
+
     def finish(self, timeout=240):
         try:
-            out, err = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_tree(self.proc.pid)  # its pipes close, and the readers end
+            raise
         finally:
             self._done.set()
-            self._watcher.join()
-        return self.proc.returncode, out, err
+            for thread in self._threads:
+                thread.join()
+        return self.proc.returncode, "".join(self._out), "".join(self._err)
 
 
 def run_watching_pids(args, timeout=240):
@@ -199,13 +226,48 @@ def an_agent_killed_leaves_the_other_nodes_workers_running_under_the_same_pids()
     check(wait_for(lambda: len(first.pids) == 2, 30), "node 1's workers did not start")
     second = start([MUSTER] + two_node_flags(port, "kill-agent"))
     check(wait_for(lambda: len(children(second.pid)) == 2, 30), "node 2's workers did not start")
-    time.sleep(1.0)  # into the two-node generation's run
+    # Into the two-node generation's run: node 1's workers joined it (a fixed
+    # sleep could land while they were still joining, on a loaded machine).
+    check(first.wait_for_log("event=in_place_recovered", 60),
+          "node 1's workers did not join the two-node generation")
     os.kill(second.pid, signal.SIGKILL)
     code, out, err = first.finish()
     check(code == 0, f"node 1 did not finish (exit {code})", out, err)
-    check("event=in_place_recovered" in err and "survivors=2 restarted=0" in err,
+    check(err.count("event=in_place_recovered") == 2 and "survivors=2 restarted=0" in err,
           "node 1's workers did not rejoin in place", err)
     check("event=in_place_fallback" not in err, "a recovery fell back", err)
+    check(len(first.pids) == 2, f"node 1 ran {len(first.pids)} worker processes, not the same 2",
+          err)
+    check("world size 2)" in out.split("recovered in place", 1)[-1],
+          "the survivors did not go on at world size 2", out)
+    check_fault_free_weights(result, 150)
+
+
+@test
+def an_agent_killed_while_the_other_nodes_workers_join_leaves_them_under_the_same_pids():
+    """A second fault during an in-place recovery: node 2 joins (node 1's
+    workers pause for it), and its agent is SIGKILLed the moment node 1 tells
+    its workers to join the two-node generation. That generation ends before
+    they joined it: they are paused again and join the next one, node 1
+    alone, without a restart."""
+    work = tempdir()
+    result = os.path.join(work, "second-fault.bin")
+    port = free_port()
+    first = Watched([MUSTER] + two_node_flags(port, "kill-joining") + ["--out", result])
+    check(wait_for(lambda: len(first.pids) == 2, 30), "node 1's workers did not start")
+    second = start([MUSTER] + two_node_flags(port, "kill-joining"))
+    check(first.wait_for_log("event=in_place_join", 60),
+          "node 1's workers were not told to join the two-node generation")
+    os.kill(second.pid, signal.SIGKILL)
+    code, out, err = first.finish()
+    check(code == 0, f"node 1 did not finish (exit {code})", out, err)
+    check("event=in_place_abandoned" not in err and "event=in_place_fallback" not in err,
+          "the recovery under way was given up for a restart", err)
+    # One recovery, paused again during its join and joined twice: the
+    # two-node generation, then node 1 alone.
+    check("during_join=true" in err, "the second fault did not come during the join", err)
+    check(err.count("survivors=2 restarted=0") == 2 and err.count("event=in_place_recovered") == 1,
+          "node 1's workers did not rejoin in place after the second fault", err)
     check(len(first.pids) == 2, f"node 1 ran {len(first.pids)} worker processes, not the same 2",
           err)
     check("world size 2)" in out.split("recovered in place", 1)[-1],

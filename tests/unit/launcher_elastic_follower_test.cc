@@ -601,6 +601,22 @@ TEST_CASE("a fence or a signal stops paused workers", "[follower][in-place]") {
   }
 }
 
+TEST_CASE(
+    "a generation that ends while the workers join it pauses them again, and the next rejoins them",
+    "[follower][in-place]") {
+  auto follower = RunningGeneration(1);
+  follower.OnWorkersPausing(137, "rank 1 killed");
+  follower.OnWorkersPaused();
+  CHECK(Show(follower.OnAssignment(Gen(2))) == Lines{"rejoin gen=2"});
+  // Joining, every process speaks the channel: the group can pause them.
+  follower.SetWorkersCanPause(true);
+  CHECK(Show(follower.OnWaiting()) == Lines{"seal store", "pause"});
+  // The failure was reported with the first pause: not again.
+  CHECK(Show(follower.OnWorkersPaused()) == Lines{"clear current"});
+  CHECK(Show(follower.OnAssignment(Gen(3))) == Lines{"rejoin gen=3"});
+  CHECK(follower.current() == Gen(3));
+}
+
 TEST_CASE("a pause that falls back settles as the failure it is", "[follower][in-place]") {
   auto follower = RunningGeneration(1);
   follower.OnWorkersPausing(137, "killed");

@@ -40,11 +40,13 @@ struct InPlaceGroup {
   void ReadyAll(const std::vector<int>& survivors) {
     for (int lr : survivors) group.OnControl(group.TagFor(lr), control::Ready{kGeneration}, t0);
   }
-  std::vector<WorkerGroup::Rejoining> Joins(const std::vector<int>& survivors) const {
+  // Their joins to `generation`.
+  std::vector<WorkerGroup::Rejoining> Joins(const std::vector<int>& survivors,
+                                            uint64_t generation = kGeneration + 1) const {
     std::vector<WorkerGroup::Rejoining> joins;
     for (int lr : survivors) {
       control::Join join;
-      join.generation = kGeneration + 1;
+      join.generation = generation;
       join.rank = 10 + lr;
       join.world_size = 4;
       join.local_rank = lr;
@@ -318,6 +320,79 @@ TEST_CASE("a replacement started early that exits falls back", "[group][in-place
   g.group.OnExit(g.group.TagFor(1), ExitStatus::Exited(2), t0, w0);
   CHECK(g.group.state() == WorkerGroup::State::kStopping);
   CHECK(g.group.fallback_reason() == "rank 11 exited during the join");
+}
+
+TEST_CASE(
+    "a generation that ends during the join pauses every worker again: they keep their "
+    "processes and join the next",
+    "[group][in-place]") {
+  InPlaceGroup g(3);
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+  g.ReadyAll({0, 2});
+  REQUIRE(g.group.Rejoin(g.Joins({0, 2}), g.Replacement(1), t0 + 1s).ok());
+  g.group.OnControl(g.group.TagFor(1), InPlaceHello(), t0 + 1s);
+  g.group.OnControl(g.group.TagFor(0), control::Joined{5}, t0 + 1s);
+  // Generation 5 ends (a node elsewhere died) before rank 12 joined it.
+  REQUIRE(g.group.CanPauseAll());
+  REQUIRE(g.group.PauseAll(t0 + 2s));
+  CHECK(g.group.state() == WorkerGroup::State::kRecovering);
+  // Each leaves the generation it was joining, the replacement started for it too.
+  for (int lr : {0, 1, 2}) CHECK(g.LinesTo(lr).back() == "pause 5\n");
+  CHECK(g.group.deadline() == t0 + 4s);  // the pause's bound again
+  // A join that completes as the pause is sent is no answer to it.
+  g.group.OnControl(g.group.TagFor(2), control::Joined{5}, t0 + 2s);
+  CHECK(g.group.state() == WorkerGroup::State::kRecovering);
+  for (int lr : {0, 1, 2}) g.group.OnControl(g.group.TagFor(lr), control::Ready{5}, t0 + 2s);
+  REQUIRE(g.group.ready_to_join());
+  CHECK(g.group.paused_local_ranks() == std::vector<int>{0, 1, 2});
+  CHECK(g.group.failed_local_ranks().empty());
+
+  REQUIRE(g.group.Rejoin(g.Joins({0, 1, 2}, 6), {}, t0 + 3s).ok());
+  CHECK(g.LinesTo(1).back() ==
+        "join 6 RANK=11 WORLD_SIZE=4 GROUP_RANK=0 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 "
+        "MASTER_PORT=29500 STORE_PREFIX=muster/5/\n");
+  for (int lr : {0, 1, 2}) g.group.OnControl(g.group.TagFor(lr), control::Joined{6}, t0 + 3s);
+  CHECK(g.group.state() == WorkerGroup::State::kRunning);
+  CHECK(g.group.recoveries() == 1);
+  CHECK(g.spawner.spawned.size() == 4);  // three at the start, one replacement: no restart
+  CHECK(g.spawner.signals.empty());
+}
+
+TEST_CASE("a worker lost while a join is paused again is the only one started again",
+          "[group][in-place]") {
+  InPlaceGroup g(2);
+  // A generation ends elsewhere: both pause and are told to join the next.
+  REQUIRE(g.group.PauseAll(t0));
+  g.ReadyAll({0, 1});
+  REQUIRE(g.group.Rejoin(g.Joins({0, 1}), {}, t0).ok());
+  // That one ends too before they joined; rank 11 gives up on its join.
+  REQUIRE(g.group.PauseAll(t0 + 1s));
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Exited(75), t0 + 1s, w0);
+  CHECK(g.group.state() == WorkerGroup::State::kRecovering);
+  g.group.OnControl(g.group.TagFor(0), control::Ready{5}, t0 + 1s);
+  REQUIRE(g.group.ready_to_join());
+  CHECK(g.group.paused_local_ranks() == std::vector<int>{0});
+  CHECK(g.group.failed_local_ranks() == std::vector<int>{1});
+  REQUIRE(g.group.Rejoin(g.Joins({0}, 6), g.Replacement(1), t0 + 2s).ok());
+  g.group.OnControl(g.group.TagFor(0), control::Joined{6}, t0 + 2s);
+  CHECK(g.group.state() == WorkerGroup::State::kRunning);
+  CHECK(g.spawner.spawned.size() == 3);
+  CHECK(g.spawner.signals.empty());
+}
+
+TEST_CASE(
+    "a join cannot be paused again while a process started for it does not speak the "
+    "channel yet",
+    "[group][in-place]") {
+  InPlaceGroup g(2);
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
+  g.ReadyAll({0});
+  REQUIRE(g.group.Rejoin(g.Joins({0}), g.Replacement(1), t0).ok());
+  CHECK_FALSE(g.group.CanPauseAll());
+  CHECK_FALSE(g.group.PauseAll(t0));
+  CHECK(g.LinesTo(0).back().starts_with("join 5 "));
+  g.group.OnControl(g.group.TagFor(1), InPlaceHello(), t0);
+  CHECK(g.group.CanPauseAll());
 }
 
 // Three workers reporting progress; at t0 + 5s, rank 1 (local 1) is silent

@@ -335,9 +335,17 @@ GenerationEnd LeaveAfter(WorkerLife& life, const std::string& why) {
 // communicator, its store connection and the replica are the generation's.
 GenerationEnd RunGeneration(WorkerLife& life, const Membership& m) {
   const Context& ctx = m.ctx;
-  const auto failed_to_join = [&](const std::string& why) {
-    if (m.joining) life.channel.Say(control::Failed{*m.joining, why}).ok();
-    return Exit(Fail(runtime::kExitCommFailure, why));
+  // A generation this worker was told to join that cannot form (its store
+  // closed, a peer gone) ended before every rank got there: a node died
+  // while they joined. That is no failure of this worker's: it waits, as
+  // after a failed collective, for muster's pause out of that generation
+  // into the next (control/PROTOCOL.md); muster's join bound ends the wait
+  // when none comes. A new process has no state to keep: it exits, and
+  // muster starts its rank again.
+  const auto not_formed = [&](const std::string& why) {
+    if (!m.joining) return Exit(Fail(runtime::kExitCommFailure, why));
+    return LeaveAfter(life, "generation " + std::to_string(*m.joining) + " did not form (rank " +
+                                std::to_string(ctx.rank) + "): " + why);
   };
   std::unique_ptr<runtime::StoreClient> store;  // one rank needs none
   if (ctx.world_size > 1) {
@@ -345,7 +353,7 @@ GenerationEnd RunGeneration(WorkerLife& life, const Membership& m) {
                                                     .port = ctx.master_port,
                                                     .prefix = m.store_prefix + "train/",
                                                     .timeout = life.timeout});
-    if (!connected.ok()) return failed_to_join(connected.status().message());
+    if (!connected.ok()) return not_formed(connected.status().message());
     store = std::move(connected).value();
   }
   // The request is resolved there (backend_choice.h): "nccl" in a build
@@ -358,7 +366,7 @@ GenerationEnd RunGeneration(WorkerLife& life, const Membership& m) {
   if (!formed.ok()) {
     const Status& s = formed.status();
     if (s.IsInvalidArgument()) return Exit(Fail(s));
-    return failed_to_join(s.message());
+    return not_formed(s.message());
   }
   if (life.shrinks_communicators) {
     const runtime::CommunicatorPlan& plan = formed->plan;
