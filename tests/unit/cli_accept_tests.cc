@@ -296,7 +296,7 @@ TEST_CASE("python comes from --python, else MUSTER_PYTHON, else python3") {
   CheckAccepted({{"t.py"}, {{"python", "python3"}}}, EnvOf({{"MUSTER_PYTHON", ""}}));
 }
 
-TEST_CASE("faults add up over repeated --inject; else MUSTER_INJECT; seeds likewise") {
+TEST_CASE("faults add up over repeated --inject, else MUSTER_INJECT, seeds likewise") {
   const std::string a = "kill-worker,rank=0,step=3";
   const std::string b = "crash-daemon,after=1s";
   CheckAccepted({{"--inject", a, "--inject=" + b, "t.py"}, {{"fault_plan", a + ";" + b}}},

@@ -58,7 +58,7 @@ TEST_CASE("every fault kind parses with its argument, trigger and target") {
   CHECK(ParseOne("corrupt-checkpoint,step=4").kind == FaultKind::kCorruptCheckpoint);
 }
 
-TEST_CASE("a plan is several specs separated by ';', indexed in order") {
+TEST_CASE("a plan is several specs separated by semicolons, indexed in order") {
   auto plan = ParseFaultPlan(" kill-worker,rank=0,step=3 ;; crash-daemon,after=1s; ", 9);
   REQUIRE(plan.ok());
   REQUIRE(plan->faults.size() == 2);

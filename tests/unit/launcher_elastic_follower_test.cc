@@ -534,7 +534,7 @@ TEST_CASE("workers that cannot all pause are stopped as before", "[follower][in-
   CHECK(follower.state() == State::kStopping);
 }
 
-TEST_CASE("Waiting pauses workers that can pause; the next assignment rejoins them",
+TEST_CASE("Waiting pauses workers that can pause, the next assignment rejoins them",
           "[follower][in-place]") {
   auto follower = PausableGeneration(1);
   CHECK(Show(follower.OnWaiting()) == Lines{"seal store", "pause"});

@@ -118,7 +118,7 @@ TEST_CASE("crash-daemon is carried out only by the agent that hosts the daemon")
   CHECK(other.OnTime(t0 + milliseconds(1000), std::nullopt).empty());
 }
 
-TEST_CASE("worker faults are the workers'; those they report fired are handed down") {
+TEST_CASE("worker faults are the workers', those they report fired are handed down") {
   FaultInjector injector(Plan("exit-worker:3,rank=2,step=4;corrupt-checkpoint,step=2;"
                               "exit-worker,rank=3,step=9"),
                          t0, false);

@@ -108,7 +108,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES is set only when GPU ids are known", "[env]") {
   CHECK(WorkerVariables(TwoNodesOfFour(0), w, EnvOf({})).at("CUDA_VISIBLE_DEVICES") == "5");
 }
 
-TEST_CASE("all gives every worker the list; isolate gives each worker one id", "[env]") {
+TEST_CASE("all gives every worker the list, isolate gives each worker one id", "[env]") {
   const std::vector<std::string> ids = {"4", "5", "6"};
   CHECK(VisibleDevicesFor(ids, true, 0) == "4");
   CHECK(VisibleDevicesFor(ids, true, 2) == "6");

@@ -70,7 +70,7 @@ struct InPlaceGroup {
 
 }  // namespace
 
-TEST_CASE("a worker that does not answer the pause while others do is killed; the rest go on",
+TEST_CASE("a worker that does not answer the pause while others do is killed, the rest go on",
           "[group][in-place]") {
   InPlaceGroup g(3);
   g.group.OnExit(g.group.TagFor(2), ExitStatus::Killed(SIGKILL), t0, w0);
@@ -98,7 +98,7 @@ TEST_CASE("a failed worker's peers are paused, not stopped, when all recover in 
   CHECK_FALSE(g.group.finished());
 }
 
-TEST_CASE("survivors rejoin once all paused; only the failed rank is spawned again",
+TEST_CASE("survivors rejoin once all paused, only the failed rank is spawned again",
           "[group][in-place]") {
   InPlaceGroup g(4);
   g.group.OnExit(g.group.TagFor(1), ExitStatus::Exited(75), t0 + 1s, w0);
@@ -410,7 +410,7 @@ struct HangingGroup {
   WorkerGroup group{spawner, 0, 30s, 5s};
 };
 
-TEST_CASE("a hang pauses every worker first; the one that cannot answer is killed as hung",
+TEST_CASE("a hang pauses every worker first, the one that cannot answer is killed as hung",
           "[group][in-place]") {
   HangingGroup h;
   h.group.OnTick(t0 + 5s, w0);

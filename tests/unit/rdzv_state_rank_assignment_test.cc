@@ -111,7 +111,7 @@ TEST_CASE("the master is group rank 0: the lowest surviving rank, else the earli
   });
 }
 
-TEST_CASE("at most max_nodes become members; the last in order stand by") {
+TEST_CASE("at most max_nodes become members, the last in order stand by") {
   CheckRows({
       {"newcomers beyond max wait",
        {Member("a", 0, 0), Member("b", 1, 1), Newcomer("c", 2)},

@@ -131,7 +131,7 @@ TEST_CASE("drop_last trims the tail so every rank reads distinct indices", "[sam
   CHECK(tiny.Indices().empty());
 }
 
-TEST_CASE("epochs shuffle differently; the same epoch and seed repeat exactly", "[sampler]") {
+TEST_CASE("epochs shuffle differently, the same epoch and seed repeat exactly", "[sampler]") {
   DistributedSampler sampler = MakeSampler(100, 4, 1);
   DistributedSampler twin = MakeSampler(100, 4, 1);
   sampler.SetEpoch(3);
