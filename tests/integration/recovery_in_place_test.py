@@ -217,14 +217,29 @@ def two_node_flags(port, run_id, steps=150):
             "--backend", "gloo", "--steps", str(steps), "--step-sleep-ms", "20", "--log-every", "10"]
 
 
+def start_two_nodes(run_id, result):
+    """Node 1 (watched, its workers started, writing the weights to result),
+    then node 2 joining it; returns (first, second)."""
+    port = free_port()
+    first = Watched([MUSTER] + two_node_flags(port, run_id) + ["--out", result])
+    check(wait_for(lambda: len(first.pids) == 2, 30), "node 1's workers did not start")
+    return first, start([MUSTER] + two_node_flags(port, run_id))
+
+
+def check_node_1_went_on_alone(first, out, err, result):
+    """Node 1's two workers, never restarted, finished at world size 2 with
+    the fault-free weights."""
+    check(len(first.pids) == 2, f"node 1 ran {len(first.pids)} worker processes, not the same 2",
+          err)
+    check("world size 2)" in out.split("recovered in place", 1)[-1],
+          "the survivors did not go on at world size 2", out)
+    check_fault_free_weights(result, 150)
+
+
 @test
 def an_agent_killed_leaves_the_other_nodes_workers_running_under_the_same_pids():
-    work = tempdir()
-    result = os.path.join(work, "survivor.bin")
-    port = free_port()
-    first = Watched([MUSTER] + two_node_flags(port, "kill-agent") + ["--out", result])
-    check(wait_for(lambda: len(first.pids) == 2, 30), "node 1's workers did not start")
-    second = start([MUSTER] + two_node_flags(port, "kill-agent"))
+    result = os.path.join(tempdir(), "survivor.bin")
+    first, second = start_two_nodes("kill-agent", result)
     check(wait_for(lambda: len(children(second.pid)) == 2, 30), "node 2's workers did not start")
     # Into the two-node generation's run: node 1's workers joined it (a fixed
     # sleep could land while they were still joining, on a loaded machine).
@@ -236,11 +251,7 @@ def an_agent_killed_leaves_the_other_nodes_workers_running_under_the_same_pids()
     check(err.count("event=in_place_recovered") == 2 and "survivors=2 restarted=0" in err,
           "node 1's workers did not rejoin in place", err)
     check("event=in_place_fallback" not in err, "a recovery fell back", err)
-    check(len(first.pids) == 2, f"node 1 ran {len(first.pids)} worker processes, not the same 2",
-          err)
-    check("world size 2)" in out.split("recovered in place", 1)[-1],
-          "the survivors did not go on at world size 2", out)
-    check_fault_free_weights(result, 150)
+    check_node_1_went_on_alone(first, out, err, result)
 
 
 @test
@@ -250,12 +261,8 @@ def an_agent_killed_while_the_other_nodes_workers_join_leaves_them_under_the_sam
     its workers to join the two-node generation. That generation ends before
     they joined it: they are paused again and join the next one, node 1
     alone, without a restart."""
-    work = tempdir()
-    result = os.path.join(work, "second-fault.bin")
-    port = free_port()
-    first = Watched([MUSTER] + two_node_flags(port, "kill-joining") + ["--out", result])
-    check(wait_for(lambda: len(first.pids) == 2, 30), "node 1's workers did not start")
-    second = start([MUSTER] + two_node_flags(port, "kill-joining"))
+    result = os.path.join(tempdir(), "second-fault.bin")
+    first, second = start_two_nodes("kill-joining", result)
     check(first.wait_for_log("event=in_place_join", 60),
           "node 1's workers were not told to join the two-node generation")
     os.kill(second.pid, signal.SIGKILL)
@@ -268,11 +275,7 @@ def an_agent_killed_while_the_other_nodes_workers_join_leaves_them_under_the_sam
     check("during_join=true" in err, "the second fault did not come during the join", err)
     check(err.count("survivors=2 restarted=0") == 2 and err.count("event=in_place_recovered") == 1,
           "node 1's workers did not rejoin in place after the second fault", err)
-    check(len(first.pids) == 2, f"node 1 ran {len(first.pids)} worker processes, not the same 2",
-          err)
-    check("world size 2)" in out.split("recovered in place", 1)[-1],
-          "the survivors did not go on at world size 2", out)
-    check_fault_free_weights(result, 150)
+    check_node_1_went_on_alone(first, out, err, result)
 
 
 @test
