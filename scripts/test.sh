@@ -14,7 +14,8 @@
 #   .deb test     the .deb installed and run in a fresh Debian bookworm chroot
 #                 (tests/packaging/deb_in_bookworm.sh; skipped with the reason
 #                 when not root)
-#   ASan build    build-asan/ (ASan+UBSan), only the targets its tests run
+#   ASan build    build-asan/ (ASan+UBSan): everything, since its tests start
+#                 nearly every program
 #   ASan tests    unit, launcher, store, runtime and elastic integration under ASan+UBSan
 #   TSan build    build-tsan/, only the targets its tests run
 #   TSan tests    the rendezvous unit tests and integration/elastic under TSan
@@ -25,10 +26,9 @@
 # A failed test stage does not stop the run: the other test stages still run
 # (a failed install, format check or build does stop it), and the exit code is
 # the first failed stage's. At its end, also after a failure or an interrupt,
-# it prints a table of the
-# stages with their wall times and the 15 slowest tests (ctest's own timing,
-# from the JUnit files under build/test-timings/), and warns when the total
-# passes the budget of 30 minutes.
+# it prints a table of the stages with their wall times and the 15 slowest
+# tests (ctest's own timing, from the JUnit files under build/test-timings/),
+# and warns when the total passes 30 minutes or the suite stage 12.
 #
 # Every build goes through ccache when it is installed (scripts/build.sh): the
 # cache lives outside the clone, so a fresh clone on the same machine reuses it.

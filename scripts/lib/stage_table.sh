@@ -21,7 +21,7 @@
 STAGE_NAMES=()
 STAGE_SECONDS=()
 STAGE_RESULTS=()
-STAGE_BUDGETS=()
+declare -A STAGE_BUDGET=()  # NAME -> seconds, from stage_budget
 STAGE_CURRENT=""
 STAGE_CURRENT_START=0
 STAGE_TIMINGS_DIR=""
@@ -70,7 +70,6 @@ stage() {
   STAGE_NAMES+=("$name")
   STAGE_SECONDS+=($((SECONDS - STAGE_CURRENT_START)))
   STAGE_RESULTS+=("$result")
-  STAGE_BUDGETS+=(0)
   STAGE_CURRENT=""
   if [[ $result == FAIL* ]]; then
     ((STAGE_FIRST_FAILURE != 0)) || STAGE_FIRST_FAILURE=$rc
@@ -84,11 +83,7 @@ stage_table_finish() {
 }
 
 stage_budget() {
-  local name=$1 budget=$2 i
-  for i in "${!STAGE_NAMES[@]}"; do
-    [[ ${STAGE_NAMES[i]} == "$name" ]] && STAGE_BUDGETS[i]=$budget
-  done
-  return 0
+  STAGE_BUDGET[$1]=$2
 }
 
 # The slowest test cases of every JUnit file, as "SECONDS FILE TEST" lines.
@@ -108,20 +103,16 @@ stage_slowest_tests() {
 }
 
 stage_table_on_exit() {
-  local rc=$? i total over="" width=14 line
+  local rc=$? i total width=14 line budget
   trap - EXIT
   # The table must not fail the exit: nothing in it may end the script.
   set +e +o pipefail
-  # A stage that failed earlier decides the exit code when a later one
-  # stopped the run.
-  if ((rc == 0 || STAGE_FIRST_FAILURE != 0)) && [[ -z $STAGE_CURRENT ]]; then
-    ((STAGE_FIRST_FAILURE == 0)) || rc=$STAGE_FIRST_FAILURE
-  fi
   if [[ -n $STAGE_CURRENT ]]; then  # interrupted, or exited inside a stage's shell code
     STAGE_NAMES+=("$STAGE_CURRENT")
     STAGE_SECONDS+=($((SECONDS - STAGE_CURRENT_START)))
     STAGE_RESULTS+=("INTERRUPTED (exit $rc)")
-    STAGE_BUDGETS+=(0)
+  elif ((STAGE_FIRST_FAILURE != 0)); then
+    rc=$STAGE_FIRST_FAILURE  # the first failure, also when a later stage stopped the run
   fi
   total=$((SECONDS - STAGE_RUN_START))
   echo
@@ -130,15 +121,15 @@ stage_table_on_exit() {
   for i in "${!STAGE_NAMES[@]}"; do
     line=$(printf "%-${width}s  %7s  %s" "${STAGE_NAMES[i]}" "$(stage_clock "${STAGE_SECONDS[i]}")" \
       "${STAGE_RESULTS[i]}")
-    if ((STAGE_BUDGETS[i] > 0 && STAGE_SECONDS[i] > STAGE_BUDGETS[i])); then
-      line+="  WARNING: over its budget of $(stage_clock "${STAGE_BUDGETS[i]}")"
+    budget=${STAGE_BUDGET[${STAGE_NAMES[i]}]:-0}
+    if ((budget > 0 && STAGE_SECONDS[i] > budget)); then
+      line+="  WARNING: over its budget of $(stage_clock "$budget")"
     fi
     echo "$line"
   done
   printf "%-${width}s  %7s  %s\n" total "$(stage_clock "$total")" "exit $rc"
   if ((STAGE_TOTAL_BUDGET_S > 0 && total > STAGE_TOTAL_BUDGET_S)); then
-    over="WARNING: the total $(stage_clock "$total") is over the budget of $(stage_clock "$STAGE_TOTAL_BUDGET_S") (docs/testing.md)"
-    echo "$over"
+    echo "WARNING: the total $(stage_clock "$total") is over the budget of $(stage_clock "$STAGE_TOTAL_BUDGET_S") (docs/testing.md)"
   fi
   if [[ -n $STAGE_TIMINGS_DIR ]] && compgen -G "$STAGE_TIMINGS_DIR/*.xml" >/dev/null; then
     echo

@@ -84,7 +84,7 @@ executions() {
 # Fuzzes one target; its report goes to stdout, and its exit code says
 # whether it failed. Runs in a subshell of its own (it changes directory).
 fuzz_one() {
-  local target=$1 bin dir seeds
+  local target=$1 bin dir seeds regressions
   bin="$BIN_DIR/fuzz_$target"
   dir="$WORK/$target"
   mkdir -p "$dir/corpus" "$dir/artifacts" "$dir/cwd"

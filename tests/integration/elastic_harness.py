@@ -22,7 +22,7 @@ def start_musterd(port=0, extra=(), env=None, log=None):
     """Starts musterd on 127.0.0.1; returns (process, port). log: a file for its
     event log (stderr), else a pipe."""
     proc = start([MUSTERD, "--host", "127.0.0.1", "--port", str(port)] + list(extra), env=env,
-                 stderr=log if log is not None else subprocess.PIPE)
+                 stderr=log or subprocess.PIPE)
     line = proc.stdout.readline()
     match = re.search(r"listening on [^:]+:(\d+)", line)
     check(match is not None, f"musterd did not start: {line!r}")
