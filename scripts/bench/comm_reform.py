@@ -10,7 +10,9 @@ rank SIGSTOPs itself before an allreduce; 300 ms later each survivor calls
 Interrupt() on its communicator, as a pause in place does, and times:
 
   interrupt  Interrupt() -> the blocked allreduce has thrown
-  shrink     Shrink() without the stopped rank (NCCL >= 2.27 only)
+  shrink     Shrink() without the stopped rank (NCCL >= 2.27 only); "refused"
+             when a survivor's Shrink() failed cleanly (every survivor then
+             drops its child and only creates anew), with NCCL's reason
   create     a new communicator of the W-1 survivors under a new store prefix
 
 and checks every collective on each re-formed communicator. The figure of a
@@ -69,7 +71,8 @@ def start_store(bin_dir):
 
 
 def reform_run(args):
-    """One run: {"interrupt": ms, "shrink": ms or None, "create": ms}, slowest survivor's."""
+    """One run: {"interrupt": ms, "shrink": ms, None or "refused <why>", "create": ms},
+    slowest survivor's."""
     store, port = start_store(args.bin_dir)
     victim = args.world - 1
     procs = []
@@ -92,7 +95,15 @@ def reform_run(args):
             fields = dict(f.split("=") for f in out.split("reform ", 1)[1].split()[1:])
             for key in times:
                 value = fields[f"{key}_ms"]
-                times[key].append(None if value == "none" else float(value))
+                if value == "refused":
+                    why = err.split("shrink refused by ", 1)[-1].splitlines()[0] if err else "?"
+                    value = f"refused by {why}"
+                times[key].append(None if value == "none" else
+                                  value if value.startswith("refused") else float(value))
+        refused = [v for v in times["shrink"] if isinstance(v, str)]
+        if refused:
+            return {"interrupt": max(times["interrupt"]), "shrink": refused[0],
+                    "create": max(times["create"])}
         return {k: (None if None in v else max(v)) for k, v in times.items()}
     finally:
         for proc in procs:
@@ -127,6 +138,9 @@ def torch_run(world):
 
 
 def summary(values):
+    refused = [v for v in values if isinstance(v, str)]
+    if refused:
+        return f"refused in {len(refused)} of {len(values)} runs ({refused[0]})"
     if not values or None in values:
         return "—"
     return f"{statistics.median(values):.1f} ms ({min(values):.1f}–{max(values):.1f})"
@@ -159,7 +173,8 @@ def main():
         if args.torch != "none":
             reference.append(torch_run(args.world - 1))
         print(f"  run {i + 1}: " + " ".join(
-            f"{k}={'none' if v is None else f'{v:.1f}'}" for k, v in got.items()) +
+            f"{k}={'none' if v is None else v if isinstance(v, str) else f'{v:.1f}'}"
+            for k, v in got.items()) +
             (f" torch_init={reference[-1]:.1f}" if reference else ""), flush=True)
 
     print()

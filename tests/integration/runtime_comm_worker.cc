@@ -13,8 +13,12 @@
 //                     a pause in place does), then re-form without it: by
 //                     Shrink() where the backend can, and by a new
 //                     communicator, each checked with every collective.
-//                     Prints "reform rank=R interrupt_ms=T shrink_ms=T|none
-//                     create_ms=T" (the new rank) and exits 0.
+//                     Prints "reform rank=R interrupt_ms=T
+//                     shrink_ms=T|none|refused create_ms=T" (the new rank)
+//                     and exits 0; "refused": a survivor's Shrink() failed
+//                     (the survivors agree through the store, as a generation
+//                     does, and none uses its child), the reason on stderr
+//                     as "shrink refused by rank R: ...".
 //             gpus    print "gpus=N" (visible CUDA devices) and exit 0
 // Exit: 0 values right ("ok rank=R" on stdout); 75 (kExitCommFailure) a
 // CommError, described on stderr as "comm_error kind=K elapsed_ms=T: ...";
@@ -32,6 +36,7 @@
 
 #include "worker_runtime/bootstrap/context.h"
 #include "worker_runtime/comm/communicator.h"
+#include "worker_runtime/comm/communicator_agreement.h"
 #include "worker_runtime/store/store_client.h"
 
 #if MUSTER_HAVE_NCCL
@@ -319,21 +324,33 @@ int Reform(std::unique_ptr<Communicator> comm, Buffers& buffers,
   muster::runtime::Context next = ctx;
   next.rank = ctx.rank < victim ? ctx.rank : ctx.rank - 1;
   next.world_size = ctx.world_size - 1;
-  std::string shrink_ms = "none";
-  if (comm->CanShrink()) {
-    const auto started = Clock::now();
-    auto shrunk = comm->Shrink({victim});
-    if (!shrunk.ok()) throw std::runtime_error("shrink: " + shrunk.status().message());
-    shrink_ms = MillisecondsSince(started);
-    Rank r{**shrunk, buffers, next.rank, next.world_size};
-    CheckValues(r);
-  }
-  comm.reset();
   auto store = muster::runtime::StoreClient::Connect({.host = ctx.master_addr,
                                                       .port = ctx.master_port,
                                                       .prefix = ctx.StoreNamespace() + "reform/",
                                                       .timeout = options.timeout});
   if (!store.ok()) throw std::runtime_error("store: " + store.status().message());
+  std::string shrink_ms = "none";
+  if (comm->CanShrink()) {
+    const auto started = Clock::now();
+    auto shrunk = comm->Shrink({victim});
+    const std::string took = MillisecondsSince(started);
+    // As a generation formed in place does: a child is used only when every
+    // survivor got one (generation_communicator.cc).
+    auto outcome = muster::runtime::AgreeOnShrinkOutcome(
+        **store, next.rank, next.world_size, shrunk.ok() ? "" : shrunk.status().message(),
+        options.timeout);
+    if (!outcome.ok()) throw std::runtime_error("shrink outcome: " + outcome.status().message());
+    if (outcome->empty()) {
+      shrink_ms = took;
+      Rank r{**shrunk, buffers, next.rank, next.world_size};
+      CheckValues(r);
+    } else {
+      std::cerr << "shrink refused by " << *outcome << std::endl;
+      shrink_ms = "refused";
+      if (shrunk.ok()) (*shrunk)->Abort();
+    }
+  }
+  comm.reset();
   const auto started = Clock::now();
   auto created = muster::runtime::CreateCommunicator(next, store->get(), options);
   if (!created.ok()) throw std::runtime_error("create: " + created.status().message());

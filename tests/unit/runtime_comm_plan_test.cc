@@ -51,7 +51,10 @@ PreviousMembership Was(int rank, int world_size, std::string id = "gen/1/") {
 // Shrinks as ncclCommShrink does: the remaining ranks keep their order.
 class ShrinkingCommunicator final : public Communicator {
  public:
-  ShrinkingCommunicator(int rank, int world_size) : rank_(rank), world_size_(world_size) {}
+  // A non-empty `fail_with` makes Shrink() fail with that IoError, as an
+  // NCCL shrink whose child could not be proved good does.
+  ShrinkingCommunicator(int rank, int world_size, std::string fail_with = {})
+      : rank_(rank), world_size_(world_size), fail_with_(std::move(fail_with)) {}
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   Backend backend() const override { return Backend::kNccl; }
@@ -64,6 +67,7 @@ class ShrinkingCommunicator final : public Communicator {
   bool CanShrink() const override { return !spent_; }
   Result<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded) override {
     spent_ = true;
+    if (!fail_with_.empty()) return Status::IoError(fail_with_);
     const auto below =
         std::count_if(excluded.begin(), excluded.end(), [this](int r) { return r < rank_; });
     return std::unique_ptr<Communicator>(new ShrinkingCommunicator(
@@ -73,6 +77,7 @@ class ShrinkingCommunicator final : public Communicator {
  private:
   int rank_;
   int world_size_;
+  std::string fail_with_;
   bool spent_ = false;
 };
 
@@ -83,8 +88,9 @@ struct Keys {
   std::map<std::string, std::string, std::less<>> values;
 };
 
-// An in-memory StoreClient with the real one's Set and waiting Get (the
-// calls the agreement makes); the others are not needed and fail.
+// An in-memory StoreClient with the real one's Set, waiting Get and Wait
+// (the calls the agreement and Gloo's rendezvous make); the others are not
+// needed and fail.
 class MemoryStore final : public muster::runtime::StoreClient {
  public:
   explicit MemoryStore(Keys& keys) : keys_(keys) {}
@@ -106,7 +112,17 @@ class MemoryStore final : public muster::runtime::StoreClient {
     return keys_.values.find(key)->second;
   }
   Result<int64_t> Add(std::string_view, int64_t) override { return Unused(); }
-  Status Wait(const std::vector<std::string>&, std::optional<Timeout>) override { return Unused(); }
+  Status Wait(const std::vector<std::string>& wanted, std::optional<Timeout> timeout) override {
+    std::unique_lock lock(keys_.mutex);
+    const Timeout wait = timeout.value_or(options_.timeout);
+    const bool all = keys_.changed.wait_for(lock, wait, [&] {
+      return std::all_of(wanted.begin(), wanted.end(),
+                         [&](const std::string& k) { return keys_.values.contains(k); });
+    });
+    if (!all)
+      return Status::Timeout("store WAIT: timed out after " + std::to_string(wait.count()) + " ms");
+    return Status::Ok();
+  }
   Result<std::string> CompareSet(std::string_view, std::string_view, std::string_view) override {
     return Unused();
   }
@@ -122,6 +138,8 @@ class MemoryStore final : public muster::runtime::StoreClient {
 
 Context Rank(int rank, int world_size) {
   Context ctx;
+  ctx.master_addr = "127.0.0.1";  // Gloo's address toward the "master": loopback
+  ctx.master_port = 29500;
   ctx.rank = rank;
   ctx.world_size = world_size;
   ctx.local_rank = rank;
@@ -267,25 +285,77 @@ TEST_CASE("a generation that lost a rank shrinks the kept communicators", "[comm
   }
 }
 
-TEST_CASE("a shrink that gives another rank than the generation's is refused", "[comm][plan]") {
+TEST_CASE("a shrink that gives another rank than the generation's is not kept", "[comm][plan]") {
   Keys keys;
   // Old ranks 1 and 0 as new ranks 0 and 1 would reorder; every rank lies
   // about its old rank the same way, so the plan shrinks, and the shrunk
-  // ranks then disagree with the generation's.
+  // ranks then disagree with the generation's: every rank creates anew.
   const int claimed_old_rank[] = {0, 2};
   const int real_old_rank[] = {2, 0};
   auto formed = OnEveryRank(2, [&](int rank) {
     MemoryStore client(keys);
     KeptCommunicator kept{.comm = std::make_unique<ShrinkingCommunicator>(real_old_rank[rank], 3),
                           .membership = Was(claimed_old_rank[rank], 3, "gen/1/")};
-    return FormGenerationCommunicator(Rank(rank, 2), &client, {.backend = Backend::kNccl}, true,
+    return FormGenerationCommunicator(Rank(rank, 2), &client, {.backend = Backend::kGloo}, true,
                                       std::move(kept));
   });
-  for (auto& f : formed) {
-    REQUIRE_FALSE(f.ok());
-    CHECK(f.status().IsIoError());
-    CHECK_THAT(f.status().message(), Catch::Contains("the shrunk communicator made this rank"));
+  for (int rank = 0; rank < 2; ++rank) {
+    REQUIRE(formed[rank].ok());
+    CHECK(formed[rank]->plan.kind == Kind::kCreate);
+    CHECK_THAT(
+        formed[rank]->plan.why,
+        Catch::Contains("rank 0: the shrunk communicator made this rank 1 of 2, not 0 of 2") &&
+            Catch::Contains("(and 1 other rank(s))"));
+    CHECK(formed[rank]->comm->backend() == Backend::kGloo);
+    CHECK(formed[rank]->comm->rank() == rank);
   }
+}
+
+TEST_CASE("a shrink that fails on one rank makes every rank create anew", "[comm][plan]") {
+  Keys keys;
+  // Old world of 3; old rank 2 died; old rank 1's shrink fails (as an NCCL
+  // shrink whose child init failed), old rank 0's succeeds: rank 0 must not
+  // keep a child that rank 1 lacks.
+  auto formed = OnEveryRank(2, [&](int rank) {
+    MemoryStore client(keys);
+    auto old =
+        std::make_unique<ShrinkingCommunicator>(rank, 3, rank == 1 ? "bootstrap refused" : "");
+    KeptCommunicator kept{.comm = std::move(old), .membership = Was(rank, 3, "gen/1/")};
+    return FormGenerationCommunicator(Rank(rank, 2), &client, {.backend = Backend::kGloo}, true,
+                                      std::move(kept));
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    REQUIRE(formed[rank].ok());
+    CHECK(formed[rank]->plan.kind == Kind::kCreate);
+    CHECK(formed[rank]->plan.why == "shrink refused by rank 1: bootstrap refused");
+    CHECK(formed[rank]->comm->backend() == Backend::kGloo);
+    CHECK(formed[rank]->comm->world_size() == 2);
+  }
+  // The new communicators work together.
+  std::vector<float> sums = OnEveryRank(2, [&](int rank) {
+    float value = static_cast<float>(rank + 1);
+    formed[rank]->comm->AllReduce(&value, 1, DataType::kFloat32, ReduceOp::kSum);
+    return value;
+  });
+  CHECK(sums == std::vector<float>{3.0f, 3.0f});
+}
+
+TEST_CASE("the shrink outcome: ok only when every rank says so", "[comm][plan]") {
+  Keys keys;
+  auto outcome = OnEveryRank(3, [&](int rank) {
+    MemoryStore client(keys);
+    return muster::runtime::AgreeOnShrinkOutcome(client, rank, 3, "", std::chrono::seconds(10));
+  });
+  for (auto& o : outcome) {
+    REQUIRE(o.ok());
+    CHECK(o->empty());
+  }
+  Keys silent;
+  MemoryStore client(silent);
+  auto waited =
+      muster::runtime::AgreeOnShrinkOutcome(client, 0, 2, "", std::chrono::milliseconds(50));
+  REQUIRE_FALSE(waited.ok());
+  CHECK(waited.status().IsTimeout());
 }
 
 TEST_CASE("without the agreement a generation creates its communicator", "[comm][plan]") {

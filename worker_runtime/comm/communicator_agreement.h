@@ -12,8 +12,18 @@
 // Errors: the store's (Timeout when a rank never publishes), InvalidArgument
 // when a published text does not decode (naming it).
 //
-// Thread-safety: one call per rank and generation; the store client is the
-// caller's and not shared during the call.
+// After a shrink, the ranks agree the same way on whether every rank got a
+// good communicator out of it: a rank whose shrink failed (or whose child
+// NCCL could not prove good) must not leave the others with children that
+// wait for it forever, so one refusal makes every rank create anew.
+//
+//   auto refused = AgreeOnShrinkOutcome(*store, ctx.rank, ctx.world_size, why, timeout);
+//   if (refused.ok() && refused->empty()) /* keep the shrunk communicator */;
+//
+// Keys: "comm_plan/shrunk/<rank>" and "comm_plan/shrink_outcome".
+//
+// Thread-safety: one call of each per rank and generation; the store client
+// is the caller's and not shared during the call.
 #pragma once
 
 #include <chrono>
@@ -28,5 +38,13 @@ namespace muster::runtime {
 Result<CommunicatorPlan> AgreeOnCommunicatorPlan(StoreClient& store, int rank, int world_size,
                                                  const std::optional<PreviousMembership>& kept,
                                                  std::chrono::milliseconds timeout);
+
+// `refused`: why this rank cannot use what its shrink gave, "" when it can.
+// Returns "" when every rank can, else the first refusing rank's reason as
+// "rank <r>: <why>" (plus how many others refused), the same on every rank.
+// Errors: the store's (Timeout when a rank never publishes).
+Result<std::string> AgreeOnShrinkOutcome(StoreClient& store, int rank, int world_size,
+                                         const std::string& refused,
+                                         std::chrono::milliseconds timeout);
 
 }  // namespace muster::runtime

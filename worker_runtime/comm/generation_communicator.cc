@@ -44,24 +44,51 @@ Result<FormedCommunicator> FormGenerationCommunicator(const Context& ctx, StoreC
   } else {
     formed.plan.why = agree ? "one rank" : "not formed in place";
   }
+  std::string refused_shrink;  // why the planned shrink was given up, for an error
   if (formed.plan.kind == CommunicatorPlan::Kind::kShrink) {
     // The plan shrinks only when every rank kept a communicator.
     if (!kept) return Status::IoError("the communicator plan shrinks, but this rank kept none");
     Result<std::unique_ptr<Communicator>> shrunk = kept->comm->Shrink(formed.plan.excluded);
-    if (!shrunk.ok()) return Status::IoError(shrunk.status().message());
-    if ((*shrunk)->rank() != ctx.rank || (*shrunk)->world_size() != ctx.world_size) {
-      return Status::IoError("the shrunk communicator made this rank " +
-                             std::to_string((*shrunk)->rank()) + " of " +
-                             std::to_string((*shrunk)->world_size()) + ", not " +
-                             std::to_string(ctx.rank) + " of " + std::to_string(ctx.world_size));
+    std::string refused;
+    if (!shrunk.ok()) {
+      refused = shrunk.status().message();
+    } else if ((*shrunk)->rank() != ctx.rank || (*shrunk)->world_size() != ctx.world_size) {
+      refused = "the shrunk communicator made this rank " + std::to_string((*shrunk)->rank()) +
+                " of " + std::to_string((*shrunk)->world_size()) + ", not " +
+                std::to_string(ctx.rank) + " of " + std::to_string(ctx.world_size);
     }
-    formed.comm = std::move(shrunk).value();
-    formed.took = Since(started);
-    return formed;
+    // A child is only of use when every rank has its own: one rank without
+    // would leave the others' first collective waiting for it until the
+    // timeout. So the ranks agree, and all fall back to a new communicator
+    // from the store when one refused (the shrink used none of the store's
+    // rendezvous keys, so this generation's are still free).
+    Result<std::string> outcome =
+        AgreeOnShrinkOutcome(*store, ctx.rank, ctx.world_size, refused, options.timeout);
+    if (!outcome.ok()) {
+      return Status::IoError("agreeing on the shrink" +
+                             (refused.empty() ? "" : " (this rank's failed: " + refused + ")") +
+                             ": " + outcome.status().message());
+    }
+    if (outcome->empty()) {
+      formed.comm = std::move(shrunk).value();
+      formed.took = Since(started);
+      return formed;
+    }
+    // Aborted rather than finalized: its peers drop theirs too.
+    if (shrunk.ok()) (*shrunk)->Abort();
+    refused_shrink = *outcome;
+    formed.plan = CommunicatorPlan{.kind = CommunicatorPlan::Kind::kCreate,
+                                   .excluded = {},
+                                   .why = "shrink refused by " + *outcome};
   }
   // Freed first: a kept NCCL communicator holds GPU memory and connections.
   kept.reset();
   Result<std::unique_ptr<Communicator>> created = CreateCommunicator(ctx, store, options);
+  if (!created.ok() && !refused_shrink.empty()) {
+    return Status::IoError(
+        "the shrink was refused by " + refused_shrink +
+        ", and creating a new communicator failed: " + created.status().message());
+  }
   if (!created.ok()) return created.status();
   formed.comm = std::move(created).value();
   formed.took = Since(started);

@@ -41,10 +41,14 @@ bool BackendCanShrink(Backend requested);
 
 // With `agree` (and world_size > 1) every rank of the generation takes part
 // in the agreement on `store`, then shrinks `kept` or creates anew; without
-// it, creates anew. `kept` is freed either way unless it was shrunk, before
-// a new communicator is created. Errors: the agreement's and the backend's,
-// as IoError (a shrink or rendezvous failure is the generation's, not the
-// request's); CreateCommunicator's InvalidArgument for a bad request.
+// it, creates anew. After a shrink the ranks agree through `store` whether
+// every rank got its child (AgreeOnShrinkOutcome); when one did not, every
+// rank drops its child and creates anew (plan.kind is then kCreate, its why
+// naming the refusing rank and reason). `kept` is freed either way unless
+// it was shrunk, before a new communicator is created.
+// Errors: the agreements' and the backend's, as IoError (a rendezvous
+// failure, or a creation after a refused shrink, is the generation's, not
+// the request's); CreateCommunicator's InvalidArgument for a bad request.
 // REQUIRES: `store` outlives the call; when `agree`, every rank of ctx's
 // generation calls it with `agree`.
 Result<FormedCommunicator> FormGenerationCommunicator(const Context& ctx, StoreClient* store,

@@ -63,6 +63,39 @@ std::string NcclText(ncclComm_t comm, ncclResult_t rc) {
   return text;
 }
 
+#if MUSTER_NCCL_HAS_SHRINK
+// Old rank `rank` in the communicator without `excluded`: ncclCommShrink
+// keeps the order.
+int ShrunkRank(int rank, const std::vector<int>& excluded) {
+  int below = 0;
+  for (int r : excluded) below += r < rank ? 1 : 0;
+  return rank - below;
+}
+
+// Why a child whose init NCCL reported as done is not the expected one, or
+// "" when it is: ready, `size` ranks, this rank `rank`. Cheap and local; it
+// cannot see a half-made child (the parent's verdict does), but it stops a
+// child of the wrong shape before any collective.
+std::string CheckChild(ncclComm_t child, int rank, int size, Clock::time_point deadline) {
+  if (ncclResult_t state = PollAsyncState(child, deadline); state != ncclSuccess) {
+    return "the new communicator is not ready: " + NcclText(child, state);
+  }
+  int count = -1;
+  int user_rank = -1;
+  if (ncclResult_t rc = ncclCommCount(child, &count); rc != ncclSuccess) {
+    return "ncclCommCount: " + NcclText(child, rc);
+  }
+  if (ncclResult_t rc = ncclCommUserRank(child, &user_rank); rc != ncclSuccess) {
+    return "ncclCommUserRank: " + NcclText(child, rc);
+  }
+  if (count != size || user_rank != rank) {
+    return "the new communicator has rank " + std::to_string(user_rank) + " of " +
+           std::to_string(count) + ", not " + std::to_string(rank) + " of " + std::to_string(size);
+  }
+  return "";
+}
+#endif
+
 }  // namespace
 
 Result<std::unique_ptr<Communicator>> NcclCommunicator::Create(const Context& ctx,
@@ -303,11 +336,16 @@ Result<std::unique_ptr<Communicator>> NcclCommunicator::Shrink(const std::vector
 #if MUSTER_NCCL_HAS_SHRINK
   cudaSetDevice(device_);
   const auto deadline = Clock::now() + timeout_;
+  const int new_size = world_size_ - static_cast<int>(excluded.size());
+  const int new_rank = ShrunkRank(rank_, excluded);
+  const std::string which = "nccl shrink of rank " + std::to_string(rank_) + " of " +
+                            std::to_string(world_size_) + " to " + std::to_string(new_size) +
+                            " ranks: ";
   // A revoked communicator reports ncclInProgress until it is quiescent;
   // only then may it be shrunk (nccl.h). One that failed without a revoke
   // keeps its error: NCCL_SHRINK_ABORT ends its operations first.
-  const ncclResult_t state = PollAsyncState(comm_, deadline);
-  if (state == ncclInProgress) {
+  const ncclResult_t before = PollAsyncState(comm_, deadline);
+  if (before == ncclInProgress) {
     FreeComm();
     latch_.Latch(CommError::Kind::kTimeout, "shrink: not quiescent in time");
     return Status::IoError("nccl shrink: rank " + std::to_string(rank_) +
@@ -315,27 +353,47 @@ Result<std::unique_ptr<Communicator>> NcclCommunicator::Shrink(const std::vector
   }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ncclComm_t child = nullptr;
+  // NCCL stores the child into this slot from its init thread when the init
+  // ends, failed or not. On the timeout path that thread may outlive this
+  // call, so the slot is on the heap and then left to it.
+  auto* slot = new ncclComm_t(nullptr);
   std::vector<int> list = excluded;  // NCCL takes a non-const pointer
-  ncclResult_t rc =
-      ncclCommShrink(comm_, list.data(), static_cast<int>(list.size()), &child, &config,
-                     state == ncclSuccess ? NCCL_SHRINK_DEFAULT : NCCL_SHRINK_ABORT);
-  if ((rc == ncclInProgress || rc == ncclSuccess) && child != nullptr) {
-    rc = PollAsyncState(child, deadline);
+  ncclResult_t rc = ncclCommShrink(comm_, list.data(), static_cast<int>(list.size()), slot, &config,
+                                   before == ncclSuccess ? NCCL_SHRINK_DEFAULT : NCCL_SHRINK_ABORT);
+  // The child's init runs as a job of a group NCCL forms on the parent, and
+  // NCCL reports that job's progress and verdict on the parent only: the
+  // child's own async state stays ncclSuccess even when its init failed half
+  // way (a child without channels, whose first collective divides by zero
+  // inside NCCL). So the parent is polled until the job is over, and its
+  // verdict alone decides. The parent must not be freed before: that aborts
+  // the job and closes the bootstrap the other survivors are connecting to.
+  if (rc == ncclInProgress || rc == ncclSuccess) rc = PollAsyncState(comm_, deadline);
+  const bool job_over = rc != ncclInProgress;
+  ncclComm_t child = job_over ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : nullptr;
+  std::string why;
+  if (!job_over) {
+    why = "not ready after " + std::to_string(timeout_.count()) + " ms";
+  } else if (rc != ncclSuccess) {
+    // A parent that held an error before (its proxy's, which NCCL keeps)
+    // reports it again after a good shrink: then the child is not proved
+    // good either, and is refused all the same.
+    why = NcclText(comm_, rc) + (rc == before ? " (the parent's error before the shrink)" : "");
+  } else if (child == nullptr) {
+    why = "NCCL reported success but gave no communicator";
+  } else {
+    why = CheckChild(child, new_rank, new_size, deadline);
   }
-  const std::string why = rc == ncclInProgress ? "not ready in time" : NcclText(comm_, rc);
-  // The parent is spent either way: its ranks live on in the child.
+  // The parent is spent either way: its ranks live on in the child. Freeing
+  // it also ends a shrink still in progress (its abort reaches the child's
+  // init), after which the child, if NCCL made one, is freed too.
   FreeComm();
   latch_.Latch(CommError::Kind::kInternal, "shrunk into a new communicator");
-  const int new_size = world_size_ - static_cast<int>(excluded.size());
-  if (rc != ncclSuccess || child == nullptr) {
+  if (!job_over) child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (job_over) delete slot;
+  if (!why.empty()) {
     if (child != nullptr) ncclCommAbort(child);
-    return Status::IoError("nccl shrink of rank " + std::to_string(rank_) + " of " +
-                           std::to_string(world_size_) + " to " + std::to_string(new_size) +
-                           " ranks: " + why);
+    return Status::IoError(which + why);
   }
-  int new_rank = -1;
-  ncclCommUserRank(child, &new_rank);
   return Wrap(child, device_, new_rank, new_size, timeout_, recoverable_);
 #else
   return Communicator::Shrink(excluded);

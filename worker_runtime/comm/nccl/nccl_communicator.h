@@ -31,7 +31,13 @@
 // communicator (ncclCommRevoke, NCCL >= 2.28) instead of aborting it, so
 // Shrink() can make the next generation's communicator from it with
 // ncclCommShrink (NCCL >= 2.27): the parent is polled until quiescent, then
-// shrunk (NCCL_SHRINK_ABORT when it holds an error), and freed.
+// shrunk (NCCL_SHRINK_ABORT when it holds an error), and freed. The child is
+// handed out only when NCCL's verdict on the shrink, which it reports on the
+// parent (not on the child), is ncclSuccess within the timeout and the child
+// has the expected rank and size; otherwise Shrink() frees both and returns
+// IoError with NCCL's reason (a half-made child would crash NCCL at its first
+// collective). A parent that held an error before the shrink reports it
+// again after a good one: such a shrink is refused too, as unproved.
 //
 // Thread-safety: one thread at a time (see Communicator); Interrupt() from any.
 #pragma once
