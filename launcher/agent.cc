@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "launcher/failure_report.h"
@@ -47,7 +49,8 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
       timer_(io_),
       spawner_(spawner),
       elastic_(std::move(elastic)),
-      fault_timer_(io_) {
+      fault_timer_(io_),
+      held_output_timer_(io_) {
   spawner_.SetEvents(*this);
   if (static_assignment) node_ = std::move(*static_assignment);
   for (int sig : handled_signals) signals_.add(sig);
@@ -109,9 +112,21 @@ int Agent::RunStatic() {
 Status Agent::PrepareRunDirectory() {
   std::error_code ec;
   if (!options_.log_dir.empty()) {
-    run_dir_ = (fs::path(options_.log_dir) / plan_.run_id).string();
-    fs::create_directories(run_dir_, ec);
-    if (ec) return Status::IoError("--log-dir: cannot create '" + run_dir_ + "': " + ec.message());
+    // As torchrun: a directory of its own per run, <run id>_<random>, so no
+    // run writes over the files of another (static runs all have the run id
+    // "none"), nor two agents of one elastic run that share --log-dir.
+    fs::create_directories(options_.log_dir, ec);
+    if (ec) {
+      return Status::IoError("--log-dir: cannot create '" + options_.log_dir +
+                             "': " + ec.message());
+    }
+    std::string pattern = (fs::path(options_.log_dir) / (plan_.run_id + "_XXXXXX")).string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return Status::IoError("--log-dir: cannot create a run directory in '" + options_.log_dir +
+                             "': " + std::strerror(errno));
+    }
+    run_dir_ = pattern;
+    spdlog::info("worker logs in {}", run_dir_);
     return Status::Ok();
   }
   // Error files (and redirected output) need a home even without --log-dir.
@@ -183,6 +198,7 @@ Status Agent::StartAttempt() {
   outputs_.clear();
   open_streams_.clear();
   control_lines_.clear();
+  stderr_tails_.clear();
   auto specs = PrepareWorkers(local_ranks);
   if (!specs.ok()) return specs.status();
   group_ = std::make_unique<WorkerGroup>(
@@ -193,8 +209,12 @@ Status Agent::StartAttempt() {
   EnableInPlaceRecovery();
   auto status = group_->Start(std::move(specs).value(), std::chrono::steady_clock::now());
   if (!status.ok()) return status;
-  spdlog::info("attempt={} started {} workers ranks={}..{}", restart_count_, node_.local_world_size,
-               node_.global_rank_offset, node_.global_rank_offset + node_.local_world_size - 1);
+  // The attempt is the job's, as its workers see it: a node that joins a
+  // running job starts at the job's attempt, not at 0.
+  spdlog::info("started {} workers ranks={}..{} attempt={} (TORCHELASTIC_RESTART_COUNT={})",
+               node_.local_world_size, node_.global_rank_offset,
+               node_.global_rank_offset + node_.local_world_size - 1, restart_count_,
+               restart_count_);
   return Status::Ok();
 }
 
@@ -250,7 +270,29 @@ void Agent::WaitForSignal() {
 }
 
 void Agent::OnOutput(uint64_t tag, Stream stream, std::string_view bytes) {
-  if (auto it = outputs_.find(tag); it != outputs_.end()) it->second->Write(stream, bytes);
+  if (stream == Stream::kStderr) stderr_tails_[tag].Append(bytes);
+  auto it = outputs_.find(tag);
+  if (it == outputs_.end()) return;
+  it->second->Write(stream, bytes);
+  if (auto due = it->second->held_until()) ReleaseHeldOutputAt(*due);
+}
+
+void Agent::ReleaseHeldOutputAt(SteadyTime due) {
+  // One timer serves every worker, set for the earliest held line.
+  if (held_output_due_ && *held_output_due_ <= due) return;
+  held_output_due_ = due;
+  held_output_timer_.expires_at(due);
+  held_output_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;  // set for an earlier time, or the agent is finishing
+    held_output_due_.reset();
+    const auto now = std::chrono::steady_clock::now();
+    std::optional<SteadyTime> next;
+    for (auto& [tag, output] : outputs_) {
+      output->ReleaseHeld(now);
+      if (auto when = output->held_until(); when && (!next || *when < *next)) next = when;
+    }
+    if (next) ReleaseHeldOutputAt(*next);
+  });
 }
 
 void Agent::OnOutputClosed(uint64_t tag, Stream stream) {
@@ -370,9 +412,21 @@ void Agent::RecordAndPrintFailures(int restart_count, int max_restarts, bool in_
   const auto& failures = group_->failures();
   if (failures.empty()) return;
   local_root_cause_ = failures.front();
-  WriteAll(STDERR_FILENO,
-           FormatFailureReport(failures, ReportContext{host_, restart_count, max_restarts,
-                                                       restart_count < max_restarts, in_place}));
+  ReportContext context{host_, restart_count, max_restarts, restart_count < max_restarts, in_place};
+  context.files_kept = !remove_run_dir_;
+  if (!options_.no_python) {
+    context.interpreter = options_.python == plan_.executable
+                              ? plan_.executable
+                              : options_.python + " (" + plan_.executable + ")";
+  }
+  for (const WorkerFailure& failure : failures) {
+    if (auto it = stderr_tails_.find(group_->TagFor(failure.local_rank));
+        it != stderr_tails_.end()) {
+      context.stderr_tails[failure.local_rank] = it->second.text();
+    }
+  }
+  reported_job_end_ = !context.will_restart;
+  WriteAll(STDERR_FILENO, FormatFailureReport(failures, context));
 }
 
 void Agent::Finish(int exit_code) {
@@ -381,6 +435,8 @@ void Agent::Finish(int exit_code) {
   if (exit_code != 0 && received_signal_ == 0 && local_root_cause_) {
     CopyRootCauseErrorFile(env_, *local_root_cause_);
   }
+  // Stopped by a signal, the run was cut short: no fault was missed.
+  if (received_signal_ == 0) ReportUnfiredFaults();
   exit_code_ = exit_code;
   done_ = true;
   finished_ = true;

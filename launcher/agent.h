@@ -27,6 +27,7 @@
 #include "launcher/launch_plan.h"
 #include "launcher/line_splitter.h"
 #include "launcher/output_routes.h"
+#include "launcher/output_tail.h"
 #include "launcher/process_spawner.h"
 #include "launcher/progress_report.h"
 #include "launcher/worker_group.h"
@@ -123,6 +124,10 @@ class Agent final : public SpawnEvents {
   // restart_count_ already set) and starts the failed ranks again.
   void RejoinSurvivors(uint64_t generation);
   void WaitForSignal();
+  // Sets held_output_timer_ for `due` unless it is set for earlier; when it
+  // fires, writes every worker's held partial line that is due and sets it
+  // for the next (worker_output.h).
+  void ReleaseHeldOutputAt(SteadyTime due);
   void ArmTimer();
   void AfterGroupEvent();
   void Settle();
@@ -131,6 +136,8 @@ class Agent final : public SpawnEvents {
   // Fault injection (agent_faults.cc): all idle when options_.fault_plan is
   // empty.
   void StartFaultInjection();
+  // At the end of the run: a warning for each planned fault that never fired.
+  void ReportUnfiredFaults() const;
   void ArmFaultTimer();
   // Where this node's workers run now; nullopt when none do.
   std::optional<FaultPlacement> CurrentPlacement() const;
@@ -158,11 +165,17 @@ class Agent final : public SpawnEvents {
   // This node's root-cause failure, if any: muster's exit code and the
   // launcher's TORCHELASTIC_ERROR_FILE come from it.
   std::optional<WorkerFailure> local_root_cause_;
+  // This node's failure report said the job ends here (no restarts left):
+  // the rendezvous's news of that end repeats it and is not printed again.
+  bool reported_job_end_ = false;
 
   rdzv::Assignment node_;  // this node's place in the current generation
   std::unique_ptr<WorkerGroup> group_;
   std::map<uint64_t, std::unique_ptr<WorkerOutput>> outputs_;
   std::map<uint64_t, int> open_streams_;
+  // The end of each worker's stderr, for the failure report (cleared with
+  // outputs_ at each full restart).
+  std::map<uint64_t, OutputTail> stderr_tails_;
   int restart_count_ = 0;
   bool settling_ = false;
   int received_signal_ = 0;
@@ -192,6 +205,10 @@ class Agent final : public SpawnEvents {
 
   std::unique_ptr<FaultInjector> injector_;
   boost::asio::steady_timer fault_timer_;
+
+  // Partial output lines (progress bars) are shown when this fires.
+  boost::asio::steady_timer held_output_timer_;
+  std::optional<SteadyTime> held_output_due_;  // when held_output_timer_ is set for
 };
 
 }  // namespace muster

@@ -43,6 +43,7 @@ bool Agent::ServeRendezvousIfHost() {
   daemon.port = elastic_->port;
   daemon.settings = elastic_->settings;
   daemon.token = elastic_->token;
+  daemon.inside_agent = true;
   auto started = rdzv::RendezvousServer::Start(io_, daemon);
   if (!started.ok()) {
     if (role == RendezvousRole::kServe) {
@@ -76,8 +77,15 @@ int Agent::RunElastic() {
   // Every agent serves a store from the start: whichever node becomes master
   // already has its port bound, and no port is ever handed on unbound.
   const std::string bind_host = StoreBindHost(elastic_->loopback_only, options_.local_addr);
-  auto server = store::StoreServer::Start(io_, bind_host,
-                                          static_cast<uint16_t>(options_.master_port.value_or(0)));
+  // torchrun's --standalone ignores --master-port (its store is the
+  // rendezvous's, on a free port): a port taken by another job must not
+  // fail a run that never needed it.
+  const int store_port = options_.standalone ? 0 : options_.master_port.value_or(0);
+  if (options_.standalone && options_.master_port) {
+    spdlog::info("--master-port {} has no effect with --standalone (the store takes a free port)",
+                 *options_.master_port);
+  }
+  auto server = store::StoreServer::Start(io_, bind_host, static_cast<uint16_t>(store_port));
   if (!server.ok()) {
     spdlog::error("worker store: {}", server.status().message());
     return 1;
@@ -129,7 +137,11 @@ int Agent::RunElastic() {
     Follow(follower_.OnAssignment(a));
   };
   callbacks.on_waiting = [this](const std::string& reason) {
-    spdlog::info("event=waiting reason=\"{}\"", reason);
+    // Workers of this node are about to stop because of another node: the
+    // user must read why, before their tracebacks leave them guessing.
+    const bool stops_workers_here = group_ && !group_->finished() && !settling_;
+    (stops_workers_here ? spdlog::warn("event=waiting reason=\"{}\"", reason)
+                        : spdlog::info("event=waiting reason=\"{}\"", reason));
     follower_.SetWorkersCanPause(group_ && group_->CanPauseAll());
     Follow(follower_.OnWaiting());
   };
@@ -138,12 +150,18 @@ int Agent::RunElastic() {
     Follow(follower_.OnFence());
   };
   callbacks.on_run_ended = [this](bool succeeded, const std::string& message) {
-    (succeeded ? spdlog::info("event=run_ended result=succeeded message=\"{}\"", message)
-               : spdlog::error("event=run_ended result=failed message=\"{}\"", message));
+    // A failure is reported once: where this node's own report said the
+    // job ends, the rendezvous's word of it adds nothing at the default level.
+    if (succeeded || reported_job_end_) {
+      spdlog::info("event=run_ended result={} message=\"{}\"", succeeded ? "succeeded" : "failed",
+                   message);
+    } else {
+      spdlog::error("event=run_ended result=failed message=\"{}\"", message);
+    }
     Follow(follower_.OnRunEnded(succeeded));
   };
   callbacks.on_fatal = [this](const std::string& message) {
-    spdlog::error("rendezvous: {}", message);
+    spdlog::error("{}", message);
     Follow(follower_.OnRendezvousFailed());
   };
   client_ = std::make_unique<rdzv::RendezvousClient>(io_, std::move(client), std::move(callbacks));
@@ -230,10 +248,10 @@ void Agent::EnterGeneration(const rdzv::Assignment& a, bool in_place) {
   }
   spdlog::info(
       "event=generation gen={} group_rank={} group_world_size={} ranks={}..{} world_size={} "
-      "master={}:{} restart_count={}{}",
+      "master={}:{} TORCHELASTIC_RESTART_COUNT={} failure_restarts={}/{}{}",
       a.generation, a.group_rank, a.group_world_size, a.global_rank_offset,
       a.global_rank_offset + a.local_world_size - 1, a.world_size, a.master_addr, a.master_port,
-      a.restart_count, in_place ? " in_place=true" : "");
+      restart_count_, a.restart_count, options_.max_restarts, in_place ? " in_place=true" : "");
 }
 
 void Agent::SettleElastic() {

@@ -23,8 +23,24 @@ void Agent::StartFaultInjection() {
     spdlog::info("event=inject_spec index={} fault=\"{}\"{}{}", spec.index, spec.text,
                  spec.after ? " after_ms=" + std::to_string(spec.after->count()) : "",
                  spec.step ? " step=" + std::to_string(*spec.step) : "");
+    // A rehearsal that silently does not happen proves nothing: say so now.
+    if (options_.no_python) continue;
+    if (auto why = MayNotFireOnPython(spec)) {
+      spdlog::warn("--inject '{}' may never fire: {}", spec.text, *why);
+    }
   }
   ArmFaultTimer();
+}
+
+void Agent::ReportUnfiredFaults() const {
+  if (!injector_) return;
+  for (const FaultSpec* spec : injector_->Unfired()) {
+    const bool worker_carried = FaultActorOf(spec->kind) == FaultActor::kWorker;
+    spdlog::warn("--inject '{}' never fired on this node{}", spec->text,
+                 worker_carried ? ": no worker said it carried it out"
+                 : spec->step   ? ": no worker reported step " + std::to_string(*spec->step)
+                                : "");
+  }
 }
 
 void Agent::ArmFaultTimer() {

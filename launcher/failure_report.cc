@@ -1,6 +1,8 @@
 #include "launcher/failure_report.h"
 
+#include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,6 +24,12 @@ std::string ReadErrorFileMessage(const std::string& path) {
   return message.dump();
 }
 
+bool SaysTorchIsMissing(std::string_view worker_text) {
+  // Python 3's ImportError for a top-level module; the closing quote keeps
+  // 'torch.foo' (an older torch) and 'torchvision' out.
+  return worker_text.find("No module named 'torch'") != std::string_view::npos;
+}
+
 std::string FormatWallTime(WallTime t) {
   const auto since_epoch = t.time_since_epoch();
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
@@ -39,10 +47,10 @@ std::string FormatWallTime(WallTime t) {
 
 namespace {
 
-void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const std::string& host,
+void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const ReportContext& context,
                      const char* indent) {
   out << indent << "rank       : " << f.global_rank << " (local_rank " << f.local_rank << ")\n"
-      << indent << "host       : " << host << "\n"
+      << indent << "host       : " << context.host << "\n"
       << indent << "pid        : " << f.pid << "\n"
       << indent << "exit       : " << f.status.Describe() << "\n";
   if (f.hung) {
@@ -52,9 +60,16 @@ void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const std:
         << "; killed by muster\n";
   }
   out << indent << "time       : " << FormatWallTime(f.time) << "\n";
+  // The worker's files sit beside its error file (<attempt dir>/<local rank>/).
+  if (context.files_kept && !f.error_file.empty()) {
+    out << indent << "logs       : " << std::filesystem::path(f.error_file).parent_path().string()
+        << "\n";
+  }
   const std::string message = ReadErrorFileMessage(f.error_file);
   if (!message.empty()) {
-    out << indent << "error file : " << f.error_file << "\n";
+    // A path that is gone once muster exits would send the user looking for
+    // nothing: the message below is all the file held.
+    if (context.files_kept) out << indent << "error file : " << f.error_file << "\n";
     // Keep multi-line Python tracebacks readable under the indent.
     std::istringstream lines(message);
     std::string line;
@@ -66,25 +81,40 @@ void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const std:
   }
 }
 
+// Whether `f`'s worker said its Python has no torch, in its error file or
+// on stderr.
+bool TorchWasMissing(const WorkerFailure& f, const ReportContext& context) {
+  const auto tail = context.stderr_tails.find(f.local_rank);
+  return SaysTorchIsMissing(ReadErrorFileMessage(f.error_file)) ||
+         (tail != context.stderr_tails.end() && SaysTorchIsMissing(tail->second));
+}
+
 }  // namespace
 
 std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
                                 const ReportContext& context) {
   std::ostringstream out;
-  out << "muster: worker failure in attempt " << context.attempt << " (max restarts "
-      << context.max_restarts << "); "
+  out << "muster: worker failure in attempt " << context.attempt << " (" << context.attempt
+      << " of " << context.max_restarts << " restarts used); "
       << (!context.will_restart ? "no restarts left"
           : context.in_place    ? "starting the failed workers again; the others recover in place"
                                 : "restarting all local workers")
       << "\n";
   out << "  root cause (first failure):\n";
-  DescribeFailure(out, failures.front(), context.host, "    ");
+  DescribeFailure(out, failures.front(), context, "    ");
   if (failures.size() > 1) {
     out << "  other failures:\n";
     for (size_t i = 1; i < failures.size(); ++i) {
-      DescribeFailure(out, failures[i], context.host, "    ");
+      DescribeFailure(out, failures[i], context, "    ");
       if (i + 1 < failures.size()) out << "    --\n";
     }
+  }
+  const bool torch_missing =
+      std::any_of(failures.begin(), failures.end(),
+                  [&](const WorkerFailure& f) { return TorchWasMissing(f, context); });
+  if (torch_missing && !context.interpreter.empty()) {
+    out << "  hint: the workers' Python has no torch; they ran " << context.interpreter
+        << ". Choose the interpreter with --python PATH or MUSTER_PYTHON=PATH\n";
   }
   return out.str();
 }

@@ -142,4 +142,26 @@ std::string FaultInjector::FiredWorkerFaults() const {
 
 std::vector<FaultSkip> FaultInjector::TakeSkips() { return std::exchange(skips_, {}); }
 
+std::vector<const FaultSpec*> FaultInjector::Unfired() const {
+  std::vector<const FaultSpec*> unfired;
+  for (size_t i = 0; i < plan_.faults.size(); ++i) {
+    if (states_[i] == State::kPending) unfired.push_back(&plan_.faults[i]);
+  }
+  return unfired;
+}
+
+std::optional<std::string> MayNotFireOnPython(const FaultSpec& spec) {
+  if (FaultActorOf(spec.kind) == FaultActor::kWorker) {
+    return std::string(FaultKindName(spec.kind)) +
+           " is carried out by libmuster_runtime inside the worker (muster-train); a Python "
+           "script does not";
+  }
+  if (spec.step) {
+    return "step=" + std::to_string(*spec.step) +
+           " counts the steps workers write to MUSTER_PROGRESS_FD; a Python script reports no "
+           "steps unless it writes them there (docs/fault-injection.md)";
+  }
+  return std::nullopt;
+}
+
 }  // namespace muster

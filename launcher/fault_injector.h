@@ -49,6 +49,11 @@ struct FaultSkip {
 // REQUIRES: spec.kind is kKillWorker or kHangWorker.
 int WorkerFaultSignal(const FaultSpec& spec);
 
+// Why `spec` may never fire when the workers are Python scripts, which link
+// no libmuster_runtime and report no steps unless they write them to
+// MUSTER_PROGRESS_FD; nullopt when nothing stands in its way.
+std::optional<std::string> MayNotFireOnPython(const FaultSpec& spec);
+
 class FaultInjector {
  public:
   using Clock = std::chrono::steady_clock;
@@ -70,6 +75,9 @@ class FaultInjector {
   std::optional<Clock::time_point> NextDeadline() const;
   // Indices of worker faults already fired, ','-separated (MUSTER_INJECT_FIRED).
   std::string FiredWorkerFaults() const;
+  // The specs neither fired nor decided: at the end of a run, the faults
+  // this node planned and never carried out.
+  std::vector<const FaultSpec*> Unfired() const;
   // Specs decided without firing since the last call.
   std::vector<FaultSkip> TakeSkips();
   const FaultPlan& plan() const { return plan_; }

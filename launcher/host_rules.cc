@@ -49,9 +49,10 @@ RendezvousRole DecideRendezvousRole(const ElasticConfig& config, bool endpoint_i
 }
 
 std::string DaemonBindHost(bool loopback_only, std::string_view endpoint_host) {
-  if (loopback_only) return "127.0.0.1";
   const std::optional<std::string> address = rdzv::PlainAddress(endpoint_host);
-  return address && address->find(':') != std::string::npos ? "::" : "0.0.0.0";
+  const bool ipv6 = address && address->find(':') != std::string::npos;
+  if (loopback_only) return ipv6 ? "::1" : "127.0.0.1";
+  return ipv6 ? "::" : "0.0.0.0";
 }
 
 std::string StoreBindHost(bool loopback_only, const std::string& local_addr) {

@@ -47,13 +47,17 @@ enum class RendezvousRole {
 // config.host_if_local is set.
 RendezvousRole DecideRendezvousRole(const ElasticConfig& config, bool endpoint_is_local);
 
-// The address an embedded rendezvous daemon binds: 127.0.0.1 for
-// --standalone; every interface otherwise, IPv6 ones too ("::", which also
-// accepts IPv4 on Linux) when the endpoint host is an IPv6 address, since
-// clients connect to exactly that address.
+// The address an embedded rendezvous daemon binds: loopback when every node
+// is on this machine (--standalone, or every --rdzv-endpoint on loopback:
+// `loopback_only`), ::1 for an IPv6 endpoint, 127.0.0.1 otherwise; every
+// interface otherwise, IPv6 ones too ("::", which also accepts IPv4 on
+// Linux) when the endpoint host is an IPv6 address, since clients connect to
+// exactly that address, and the others reach this host by whatever address
+// their DNS, routes or NAT give them.
 std::string DaemonBindHost(bool loopback_only, std::string_view endpoint_host);
 
-// The address the agent's worker store binds: 127.0.0.1 for --standalone;
+// The address the agent's worker store binds: 127.0.0.1 when every node is on
+// this machine (`loopback_only`, as above);
 // --local-addr when it is an IP address (the user chose the interface);
 // otherwise every interface ("0.0.0.0"), since other nodes connect to
 // whatever address they resolve, and a name such as this machine's own

@@ -70,6 +70,9 @@ struct LaunchOptions {
   bool no_python = false;      // SCRIPT is an executable, not a Python file
   bool run_path = false;       // python -c 'runpy.run_path(SCRIPT)'
   std::string python;          // interpreter; resolved from --python/$MUSTER_PYTHON/PATH
+  // Where `python` came from, as errors name it: "--python", "PET_PYTHON",
+  // "MUSTER_PYTHON", a config key; empty: the default, python3 on PATH.
+  std::string python_origin;
 
   // Output.
   std::string log_dir;  // empty: no per-rank files unless redirects/tee need them

@@ -1,6 +1,7 @@
 #include "launcher/launch_plan.h"
 
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "launcher/cli/spec_parsers.h"
 #include "launcher/output_routes.h"
 #include "launcher/worker_env.h"
+#include "rendezvous/daemon/advertised_address.h"
 #include "rendezvous/net/token_file.h"
 
 namespace muster {
@@ -105,10 +107,21 @@ WorkerLaunch PlanWorker(const LaunchPlan& plan, int local_rank) {
   return worker;
 }
 
+namespace {
+
+// What exec can run: an executable regular file (a directory may have its x
+// bit, and execvp passes over it).
+bool IsExecutableFile(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
 std::optional<std::string> FindExecutable(const std::string& name, const std::string& path_var) {
   if (name.empty()) return std::nullopt;
   if (name.find('/') != std::string::npos) {
-    if (access(name.c_str(), X_OK) == 0) return name;
+    if (IsExecutableFile(name)) return name;
     return std::nullopt;
   }
   size_t start = 0;
@@ -118,7 +131,7 @@ std::optional<std::string> FindExecutable(const std::string& name, const std::st
     // An empty PATH entry means the current directory, as in execvp.
     std::string dir = path_var.substr(start, end - start);
     std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (IsExecutableFile(candidate)) return candidate;
     start = end + 1;
   }
   return std::nullopt;
@@ -164,8 +177,11 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
   } else {
     auto python = machine.find_executable(options.python);
     if (!python) {
-      return Status::InvalidArgument("--python: '" + options.python +
-                                     "' is not an executable file or not on PATH");
+      const bool chosen = !options.python_origin.empty();
+      return Status::InvalidArgument(
+          (chosen ? options.python_origin : "--python") + ": '" + options.python +
+          "' is not an executable file or not on PATH" +
+          (chosen ? "" : " (the default; choose the interpreter with --python or MUSTER_PYTHON)"));
     }
     plan.executable = *python;
     // -u: unbuffered output, so worker lines reach the console as they happen.
@@ -228,6 +244,13 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
   }
   config.host = config.replicas.front().host;
   config.port = config.replicas.front().port;
+  // Every endpoint on loopback: every node of the job is on this machine, so
+  // nothing need listen where other machines reach it (unless --local-addr
+  // names an address they would).
+  config.loopback_only =
+      std::all_of(config.replicas.begin(), config.replicas.end(),
+                  [](const rdzv::Endpoint& e) { return rdzv::IsLoopbackHost(e.host); }) &&
+      (options.local_addr.empty() || rdzv::IsLoopbackHost(options.local_addr));
   auto settings = rdzv::Settings::FromConf(options.rdzv_conf);
   if (!settings.ok()) return settings.status();
   config.settings = *settings;

@@ -91,9 +91,11 @@ struct ElasticConfig {
   // --rdzv-backend c10d without is_host: an agent on the endpoint's host
   // serves the rendezvous unless another agent or a daemon already does.
   bool host_if_local = false;
-  bool loopback_only = false;  // --standalone: daemon and store listen on 127.0.0.1 only
-  std::string token;           // from --rdzv-conf token_file=PATH; empty: none
-  rdzv::Settings settings;     // timeouts from --rdzv-conf
+  // Every node is on this machine (--standalone, or every --rdzv-endpoint on
+  // loopback): the daemon and the store listen on loopback only.
+  bool loopback_only = false;
+  std::string token;        // from --rdzv-conf token_file=PATH; empty: none
+  rdzv::Settings settings;  // timeouts from --rdzv-conf
 };
 
 // The elastic rendezvous configuration when the options ask for one

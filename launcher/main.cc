@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "common/log_level.h"
 #include "launcher/agent.h"
 #include "launcher/cli/command_line.h"
+#include "launcher/command_check.h"
 #include "launcher/dry_run.h"
 #include "launcher/exit_status.h"
 #include "launcher/launch_plan.h"
@@ -23,7 +25,10 @@ void SetUpLogging(const muster::EnvLookup& env) {
   auto logger =
       std::make_shared<spdlog::logger>("muster", std::make_shared<spdlog::sinks::stderr_sink_st>());
   logger->set_pattern("muster: %l: %v");
-  muster::SetLogLevelFromEnv(*logger, env);
+  // Quiet by default, as a launcher should be: a successful run prints only
+  // its workers' output; warnings and errors always show.
+  // MUSTER_LOG_LEVEL=info tells each step (--help says so).
+  muster::SetLogLevelFromEnv(*logger, env, spdlog::level::warn);
   spdlog::set_default_logger(logger);
 }
 
@@ -33,7 +38,7 @@ int main(int argc, char** argv) {
   const muster::EnvLookup env = muster::cli::SystemEnv();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "status") {
-    return muster::RunStatusCommand(std::vector<std::string>(args.begin() + 1, args.end()));
+    return muster::RunStatusCommand(std::vector<std::string>(args.begin() + 1, args.end()), env);
   }
   // `muster launch`: torch.distributed.launch's interface (--local_rank=N).
   auto mode = muster::cli::CommandMode::kRun;
@@ -76,6 +81,16 @@ int main(int argc, char** argv) {
     std::cout << muster::DryRunReport(*outcome.options, outcome.extras, outcome.given, *plan,
                                       *elastic);
     return 0;
+  }
+  // A command that cannot work fails here, with nothing started. Not under
+  // --dry-run, which shows what would run wherever it is asked.
+  std::error_code cwd_error;
+  const std::string working_dir = std::filesystem::current_path(cwd_error).string();
+  if (auto command = muster::CheckWorkerCommand(*outcome.options, *plan, working_dir,
+                                                muster::ThisMachineProbe());
+      !command.ok()) {
+    std::cerr << "muster: error: " << command.message() << "\n";
+    return 2;
   }
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) inherited.emplace_back(*e);

@@ -11,9 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/option_parser.h"
 #include "common/version.h"
 #include "launcher/cli/spec_parsers.h"
 #include "launcher/launch_plan.h"
+#include "launcher/status_endpoint.h"
 #include "rendezvous/net/message_channel.h"
 #include "rendezvous/net/token_file.h"
 #include "rendezvous/protocol/frame_codec.h"
@@ -27,18 +29,70 @@ constexpr auto kStatusTimeout = std::chrono::seconds(5);
 
 struct StatusArgs {
   std::vector<std::pair<std::string, std::string>> endpoints;  // host, port; in order
+  StatusEndpoint endpoint;                                     // what they came from
   std::string run_id;
   std::string token;
   bool json = false;
 };
 
-constexpr const char* kUsage =
-    "usage: muster status --rdzv-endpoint HOST:PORT[,...] [--run-id ID] [--json] [--token-file "
-    "FILE]\n";
+constexpr const char* kGroup = "Options";
+constexpr OptionSpec kStatusOptions[] = {
+    {"rdzv-endpoint", "", 0, OptionKind::kValue, kGroup, "HOST[:PORT][,...]",
+     "$PET_RDZV_ENDPOINT, else localhost:29400",
+     "The rendezvous to ask: a musterd or an agent serving one (port 29400 unless given), "
+     "or every replica of a replicated one, tried in order."},
+    {"run-id", "rdzv-id", 0, OptionKind::kValue, kGroup, "ID", "every run", "Show only this run."},
+    {"json", "", 0, OptionKind::kSwitch, kGroup, "", "",
+     "Print the daemon's status document as JSON instead of a table."},
+    {"token-file", "", 0, OptionKind::kValue, kGroup, "FILE",
+     "PET_RDZV_CONF's token_file, else none",
+     "Read the shared secret the daemon requires from FILE."},
+    {"help", "", 'h', OptionKind::kHelp, kGroup, "", "", "Show this help and exit."},
+    {"version", "", 0, OptionKind::kVersion, kGroup, "", "", "Show the version and exit."},
+};
+
+constexpr const char* kIntro =
+    "usage: muster status [--rdzv-endpoint HOST:PORT[,...]] [--run-id ID] [--json]\n"
+    "                     [--token-file FILE]\n"
+    "\n"
+    "Prints the runs a rendezvous serves, with each node's state, ranks and\n"
+    "heartbeat age (--json: the status document). Without --rdzv-endpoint it asks\n"
+    "the rendezvous a job started here would use: $PET_RDZV_ENDPOINT, else\n"
+    "localhost:29400 (musterd's default port, torchrun's c10d default). A\n"
+    "--standalone job's rendezvous is on a free port of its own: name it.\n";
 
 int Usage(const std::string& error) {
-  std::cerr << "muster status: error: " << error << "\n" << kUsage;
+  std::cerr << "muster status: error: " << error << "\n";
   return 2;
+}
+
+// The arguments, with the defaults a job on this host would use; an error
+// line (exit 2) when they are bad.
+Result<StatusArgs> ReadStatusArgs(const ParsedOptions& parsed, const EnvLookup& env) {
+  StatusArgs a;
+  a.endpoint = ChooseStatusEndpoint(parsed.Last("rdzv-endpoint"), env);
+  auto endpoints = cli::SplitEndpointList(a.endpoint.text);
+  if (!endpoints.ok()) {
+    return Status::InvalidArgument(
+        (a.endpoint.origin == "default" ? "--rdzv-endpoint" : a.endpoint.origin) + ": " +
+        endpoints.status().message());
+  }
+  for (const HostPort& e : *endpoints) {
+    a.endpoints.emplace_back(e.host, std::to_string(e.port.value_or(kDefaultRendezvousPort)));
+  }
+  if (const std::string* run_id = parsed.Last("run-id")) a.run_id = *run_id;
+  a.json = parsed.Given("json");
+  const std::string* token_flag = parsed.Last("token-file");
+  if (auto token_file = ChooseStatusTokenFile(token_flag, env)) {
+    auto token = rdzv::ReadTokenFile(*token_file);
+    if (!token.ok()) {
+      return Status::InvalidArgument(
+          (token_flag != nullptr ? "--token-file: " : "PET_RDZV_CONF token_file: ") +
+          token.status().message());
+    }
+    a.token = *token;
+  }
+  return a;
 }
 
 // One StatusRequest to HOST:PORT: the document, the daemon's refusal, or why
@@ -140,48 +194,22 @@ std::string FormatStatusTable(const std::string& status_json) {
   return out.str();
 }
 
-int RunStatusCommand(const std::vector<std::string>& args) {
-  StatusArgs a;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 >= args.size()) return std::nullopt;
-      return args[++i];
-    };
-    const std::string& arg = args[i];
-    if (arg == "--rdzv-endpoint" || arg == "--rdzv_endpoint") {
-      auto v = value();
-      if (!v) return Usage(arg + " needs HOST:PORT[,HOST:PORT...]");
-      auto endpoints = cli::SplitEndpointList(*v);
-      if (!endpoints.ok()) return Usage("--rdzv-endpoint: " + endpoints.status().message());
-      a.endpoints.clear();
-      for (const HostPort& e : *endpoints) {
-        a.endpoints.emplace_back(e.host, std::to_string(e.port.value_or(kDefaultRendezvousPort)));
-      }
-    } else if (arg == "--run-id" || arg == "--run_id" || arg == "--rdzv-id" || arg == "--rdzv_id") {
-      auto v = value();
-      if (!v) return Usage(arg + " needs a value");
-      a.run_id = *v;
-    } else if (arg == "--token-file" || arg == "--token_file") {
-      auto v = value();
-      if (!v) return Usage(arg + " needs a file");
-      auto token = rdzv::ReadTokenFile(*v);
-      if (!token.ok()) return Usage(token.status().message());
-      a.token = *token;
-    } else if (arg == "--json") {
-      a.json = true;
-    } else if (arg == "--version") {
-      std::cout << "muster " << kVersion << "\n";
-      return 0;
-    } else if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage
-                << "Prints the runs musterd at HOST:PORT serves, with each node's state, ranks\n"
-                   "and heartbeat age (--json: the status document); --run-id: only that run.\n";
-      return 0;
-    } else {
-      return Usage("unknown argument '" + arg + "'");
-    }
+std::string StatusHelpText() { return OptionsHelp(kIntro, kStatusOptions); }
+
+int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env) {
+  auto parsed = ParseOptions(args, kStatusOptions);
+  if (!parsed.ok()) return Usage(parsed.status().message());
+  if (parsed->version) {
+    std::cout << "muster " << kVersion << "\n";
+    return 0;
   }
-  if (a.endpoints.empty()) return Usage("--rdzv-endpoint is required");
+  if (parsed->help) {
+    std::cout << StatusHelpText() << "\n";
+    return 0;
+  }
+  auto status_args = ReadStatusArgs(*parsed, env);
+  if (!status_args.ok()) return Usage(status_args.status().message());
+  const StatusArgs& a = *status_args;
 
   // Replicas are asked in order until one answers, as agents walk them.
   Answer answer;
@@ -213,8 +241,14 @@ int RunStatusCommand(const std::vector<std::string>& args) {
               << (answer.refusal
                       ? "refused: " + answer.refusal->message
                       : answer.failure.value_or("no answer within " +
-                                                std::to_string(kStatusTimeout.count()) + " s"))
-              << "\n";
+                                                std::to_string(kStatusTimeout.count()) + " s"));
+    // Say where an endpoint the user did not type came from.
+    if (a.endpoint.origin == "default") {
+      std::cerr << " (the default endpoint; name the rendezvous with --rdzv-endpoint HOST:PORT)";
+    } else if (a.endpoint.origin != "--rdzv-endpoint") {
+      std::cerr << " (endpoint from " << a.endpoint.origin << ")";
+    }
+    std::cerr << "\n";
     return 1;
   }
   const std::optional<std::string>& reply = answer.reply;

@@ -1,5 +1,6 @@
-// `muster status --rdzv-endpoint HOST:PORT [--run-id ID] [--json] [--token-file F]`:
-// asks a rendezvous daemon for its runs and prints them — as the daemon's JSON
+// `muster status [--rdzv-endpoint HOST:PORT] [--run-id ID] [--json] [--token-file F]`:
+// asks a rendezvous daemon (by default the one a job here would use,
+// status_endpoint.h) for its runs and prints them — as the daemon's JSON
 // document with --json, otherwise as a table per run: state, generation,
 // restarts, and per node host, group rank, global ranks, local world size and
 // heartbeat age.
@@ -8,11 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "common/env_lookup.h"
+
 namespace muster {
 
-// args: what follows "status". Returns the process exit code (0 ok, 1 daemon
-// unreachable or refused, 2 bad arguments); prints to stdout/stderr.
-int RunStatusCommand(const std::vector<std::string>& args);
+// args: what follows "status"; env: where PET_RDZV_ENDPOINT and
+// PET_RDZV_CONF are read. Returns the process exit code (0 ok, 1 daemon
+// unreachable or refused, 2 bad arguments: one line naming the value);
+// prints to stdout/stderr.
+int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env);
+
+// `muster status --help` (no trailing newline).
+std::string StatusHelpText();
 
 // The table form of a status document (exposed for tests).
 std::string FormatStatusTable(const std::string& status_json);

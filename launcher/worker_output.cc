@@ -1,6 +1,7 @@
 #include "launcher/worker_output.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,6 +47,27 @@ void FilteredCopy::Offer(std::string_view prefix, std::string_view line) {
   WriteAll(fd_, batch_);
 }
 
+namespace {
+
+bool SameFile(int fd_a, int fd_b) {
+  struct stat a {
+  }, b{};
+  if (fstat(fd_a, &a) != 0 || fstat(fd_b, &b) != 0) return false;
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// The record of who left the console line of `console_fd` open: shared by
+// stdout and stderr when they are the same file, where one's open line is
+// the other's too.
+ConsoleLine& ConsoleLineOf(int console_fd) {
+  static ConsoleLine stdout_line;
+  static ConsoleLine stderr_line;
+  static const bool one_console = SameFile(STDOUT_FILENO, STDERR_FILENO);
+  return console_fd == STDOUT_FILENO || one_console ? stdout_line : stderr_line;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<WorkerOutput>> WorkerOutput::Open(std::string prefix, const StreamRoute& out,
                                                          const StreamRoute& err) {
   std::unique_ptr<WorkerOutput> output(new WorkerOutput(std::move(prefix)));
@@ -54,6 +76,7 @@ Result<std::unique_ptr<WorkerOutput>> WorkerOutput::Open(std::string prefix, con
     Sink& sink = output->sinks_[i];
     sink.to_console = routes[i]->to_console;
     sink.console_fd = i == 0 ? STDOUT_FILENO : STDERR_FILENO;
+    sink.console_line = &ConsoleLineOf(sink.console_fd);
     if (sink.to_console) sink.filtered_copy = routes[i]->filtered_copy;
     if (!routes[i]->file_path.empty()) {
       sink.file_fd =
@@ -69,19 +92,47 @@ Result<std::unique_ptr<WorkerOutput>> WorkerOutput::Open(std::string prefix, con
 
 WorkerOutput::~WorkerOutput() {
   for (auto& sink : sinks_) {
+    if (sink.console_line) sink.console_line->Forget(sink.console);
     if (sink.file_fd >= 0) close(sink.file_fd);
   }
 }
 
-void WorkerOutput::Write(Stream stream, std::string_view bytes) {
+void WorkerOutput::Write(Stream stream, std::string_view bytes, Time now) {
   Sink& sink = sinks_[stream == Stream::kStdout ? 0 : 1];
   if (sink.file_fd >= 0) WriteAll(sink.file_fd, bytes);
-  if (sink.to_console) WriteConsole(sink, bytes, false);
+  if (!sink.to_console) return;
+  rendered_.clear();
+  sink.console.Feed(bytes, now, rendered_);
+  WriteConsole(sink);
+  OfferFiltered(sink, bytes, false);
+}
+
+void WorkerOutput::ReleaseHeld(Time now) {
+  for (auto& sink : sinks_) {
+    if (!sink.to_console) continue;
+    rendered_.clear();
+    sink.console.ReleaseDue(now, rendered_);
+    WriteConsole(sink);
+  }
+}
+
+std::optional<WorkerOutput::Time> WorkerOutput::held_until() const {
+  std::optional<Time> earliest;
+  for (const auto& sink : sinks_) {
+    const auto due = sink.console.held_until();
+    if (due && (!earliest || *due < *earliest)) earliest = due;
+  }
+  return earliest;
 }
 
 void WorkerOutput::Close(Stream stream) {
   Sink& sink = sinks_[stream == Stream::kStdout ? 0 : 1];
-  if (sink.to_console) WriteConsole(sink, {}, true);
+  if (sink.to_console) {
+    rendered_.clear();
+    sink.console.Finish(rendered_);
+    WriteConsole(sink);
+    OfferFiltered(sink, {}, true);
+  }
   sink.filtered_copy.reset();
   if (sink.file_fd >= 0) {
     close(sink.file_fd);
@@ -89,18 +140,27 @@ void WorkerOutput::Close(Stream stream) {
   }
 }
 
-void WorkerOutput::WriteConsole(Sink& sink, std::string_view bytes, bool flush) {
-  // All complete lines of this chunk go out in one write(), each with its
-  // prefix, so lines from different workers never mix within a line.
+void WorkerOutput::SetPrefix(std::string prefix) {
+  prefix_ = std::move(prefix);
+  for (auto& sink : sinks_) sink.console.SetPrefix(prefix_);
+}
+
+void WorkerOutput::WriteConsole(Sink& sink) {
+  if (rendered_.empty()) return;
+  // One write() for what this stream releases now, so lines from different
+  // workers never mix within a line.
   batch_.clear();
-  auto append = [this, &sink](std::string_view line) {
-    batch_.append(prefix_);
-    batch_.append(line);
-    if (sink.filtered_copy) sink.filtered_copy->Offer(prefix_, line);
-  };
-  sink.splitter.Feed(bytes, append);
-  if (flush) sink.splitter.Flush(append);
-  if (!batch_.empty()) WriteAll(sink.console_fd, batch_);
+  sink.console_line->BeforeWrite(sink.console, batch_);
+  batch_.append(rendered_);
+  WriteAll(sink.console_fd, batch_);
+  sink.console_line->AfterWrite(sink.console);
+}
+
+void WorkerOutput::OfferFiltered(Sink& sink, std::string_view bytes, bool end_of_stream) {
+  if (!sink.filtered_copy) return;
+  auto offer = [this, &sink](std::string_view line) { sink.filtered_copy->Offer(prefix_, line); };
+  sink.filter_lines.Feed(bytes, offer);
+  if (end_of_stream) sink.filter_lines.Flush(offer);
 }
 
 }  // namespace muster

@@ -1,15 +1,27 @@
 // WorkerOutput: where one worker's stdout and stderr go. Console copies are
-// prefixed ("[rank3]:") and written a whole line at a time; file copies
-// (--log-dir, --redirects, --tee) get the bytes exactly as the worker wrote
-// them; a filtered copy (--duplicate-std*-filters) gets matching lines, prefixed.
+// prefixed ("[rank3]:") and pass through as they come: whole lines at once,
+// a partial line (a '\r'-redrawn progress bar) within ConsoleStream::kHold
+// (console_stream.h has the prefix and release rules; console_line.h keeps
+// two workers off one console line). File copies (--log-dir, --redirects,
+// --tee) get the bytes exactly as the worker wrote them; a filtered copy
+// (--duplicate-std*-filters) gets matching whole lines, prefixed.
+//
+// The console is this process's fds 1 and 2, so which stream left a console
+// line open is recorded process-wide: one record per fd, one for both when
+// they are the same file (a terminal). Single-threaded: every WorkerOutput
+// of a process is used from one thread.
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "launcher/console_line.h"
+#include "launcher/console_stream.h"
 #include "launcher/line_splitter.h"
 #include "launcher/process_spawner.h"
 
@@ -63,25 +75,45 @@ class WorkerOutput {
   WorkerOutput(const WorkerOutput&) = delete;
   WorkerOutput& operator=(const WorkerOutput&) = delete;
 
-  void Write(Stream stream, std::string_view bytes);
-  void Close(Stream stream);  // flushes a trailing partial line, closes the file
-  // Console lines completed from now on carry `prefix` (a worker that
+  using Time = ConsoleStream::Time;
+
+  // `bytes` of `stream`, read at `now`: to the file at once; to the console
+  // by ConsoleStream's release rule (a partial line may be held: see
+  // held_until()).
+  void Write(Stream stream, std::string_view bytes, Time now = std::chrono::steady_clock::now());
+  // Writes the held partial lines that are due at `now`. Call at
+  // held_until(), or the console shows partial lines only when their line
+  // ends.
+  void ReleaseHeld(Time now = std::chrono::steady_clock::now());
+  // When the earliest held partial line is due; nullopt when none is held.
+  std::optional<Time> held_until() const;
+  // Writes a held partial line (ending an open console line with '\n'),
+  // closes the file.
+  void Close(Stream stream);
+  // Console segments begun from now on carry `prefix` (a worker that
   // rejoined in place under another rank).
-  void SetPrefix(std::string prefix) { prefix_ = std::move(prefix); }
+  void SetPrefix(std::string prefix);
 
  private:
   struct Sink {
+    explicit Sink(const std::string& prefix) : console(prefix) {}
     bool to_console = false;
     int console_fd = -1;
+    ConsoleLine* console_line = nullptr;  // process-wide, for console_fd
+    ConsoleStream console;
     int file_fd = -1;
-    LineSplitter splitter;
+    LineSplitter filter_lines;                    // whole lines for filtered_copy
     std::shared_ptr<FilteredCopy> filtered_copy;  // offered each console line
   };
-  explicit WorkerOutput(std::string prefix) : prefix_(std::move(prefix)) {}
-  void WriteConsole(Sink& sink, std::string_view bytes, bool flush);
+  explicit WorkerOutput(std::string prefix)
+      : prefix_(std::move(prefix)), sinks_{Sink(prefix_), Sink(prefix_)} {}
+  // Writes `rendered_` (console bytes `sink` released) to the console.
+  void WriteConsole(Sink& sink);
+  void OfferFiltered(Sink& sink, std::string_view bytes, bool end_of_stream);
 
   std::string prefix_;
   std::array<Sink, 2> sinks_;
+  std::string rendered_;
   std::string batch_;
 };
 

@@ -1,18 +1,9 @@
 #include "launcher/cli/argv_source.h"
 
-#include "common/quote.h"
-#include "launcher/cli/suggest.h"
+#include "common/flag_match.h"
 
 namespace muster::cli {
 namespace {
-
-std::string Dashed(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c == '_') c = '-';
-  }
-  return out;
-}
 
 // A token that starts a flag, not a value: negative numbers are values so that
 // "--max-restarts -1" reports the bad number rather than a missing value.
@@ -21,29 +12,43 @@ bool LooksLikeFlag(const std::string& token) {
   return !((token[1] >= '0' && token[1] <= '9') || token[1] == '.');
 }
 
-Status UnknownFlag(std::string_view typed) {
+bool OnCommandLineOf(const FlagSpec& flag, CommandMode mode) {
+  if (!(flag.sources & kFromCommandLine)) return false;
+  return mode == CommandMode::kLaunch || flag.group != FlagGroup::kLaunch;
+}
+
+// The long flag named by `typed` (without "--"): its exact name, else a
+// unique prefix among the flags of `mode` (a prefix never picks a flag only
+// `muster launch` takes for plain `muster`; the exact name does, and the
+// mode rule then explains).
+Result<const FlagSpec*> LongFlag(std::string_view typed, CommandMode mode) {
+  if (const FlagSpec* exact = FindFlag(typed); exact != nullptr) {
+    if (exact->sources & kFromCommandLine) return exact;
+  }
+  std::vector<FlagName> names;
+  for (const FlagSpec& flag : Flags()) {
+    if (OnCommandLineOf(flag, mode)) names.push_back({flag.name, FlagIndex(flag)});
+  }
+  auto index = MatchLongFlag(typed, names);
+  if (!index.ok()) return index.status();
+  return &Flags()[*index];
+}
+
+// An unknown single-dash token ("-x", "-nproc_per_node"), with the flag it
+// may have meant.
+Status UnknownShortFlag(std::string_view typed) {
   std::vector<std::string> candidates;
   for (const FlagSpec& flag : Flags()) {
     if (!(flag.sources & kFromCommandLine)) continue;
     candidates.push_back("--" + std::string(flag.name));
     if (flag.short_name != 0) candidates.push_back(std::string("-") + flag.short_name);
   }
-  std::string message = "unknown flag " + Quote(typed);
-  if (auto best = Suggest(Dashed(typed), candidates)) {
-    // Answer in the spelling the user writes: --nproc_per_nod -> --nproc_per_node.
-    if (typed.find('_') != std::string_view::npos && best->starts_with("--")) {
-      for (std::size_t i = 2; i < best->size(); ++i) {
-        if ((*best)[i] == '-') (*best)[i] = '_';
-      }
-    }
-    message += "; did you mean '" + *best + "'?";
-  }
-  return Status::InvalidArgument(message);
+  return UnknownFlag(typed, candidates);
 }
 
 }  // namespace
 
-Result<ArgvSettings> ReadArgv(const std::vector<std::string>& args) {
+Result<ArgvSettings> ReadArgv(const std::vector<std::string>& args, CommandMode mode) {
   ArgvSettings out;
   std::size_t i = 0;
   while (i < args.size()) {
@@ -61,19 +66,19 @@ Result<ArgvSettings> ReadArgv(const std::vector<std::string>& args) {
       const std::size_t eq = token.find('=');
       origin = token.substr(0, eq);
       if (eq != std::string::npos) inline_value = token.substr(eq + 1);
-      flag = FindFlag(std::string_view(origin).substr(2));
-      if (flag != nullptr && !(flag->sources & kFromCommandLine)) flag = nullptr;
+      auto found = LongFlag(std::string_view(origin).substr(2), mode);
+      if (!found.ok()) return found.status();
+      flag = *found;
     } else {
       origin = token.substr(0, 2);
       flag = FindShortFlag(token[1]);
       if (flag != nullptr && token.size() > 2) {
         // "-r3" and "-r=3" carry the value; a switch takes no letters after it.
-        if (flag->kind != ValueKind::kValue) return UnknownFlag(token);
+        if (flag->kind != ValueKind::kValue) return UnknownShortFlag(token);
         inline_value = token.substr(token[2] == '=' ? 3 : 2);
       }
-      if (flag == nullptr) return UnknownFlag(token.substr(0, token.find('=')));
+      if (flag == nullptr) return UnknownShortFlag(token.substr(0, token.find('=')));
     }
-    if (flag == nullptr) return UnknownFlag(origin);
     ++i;
 
     switch (flag->kind) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "launcher/cli/command_mode.h"
 #include "launcher/cli/raw_settings.h"
 
 namespace muster::cli {
@@ -26,10 +27,18 @@ struct ArgvSettings {
 // with dashes or underscores in long names. A value may not look like a flag
 // ("--nnodes --standalone"), except a negative number.
 //
+// A long flag may be abbreviated as argparse allows (common/flag_match.h):
+// an exact name wins, a unique prefix among the flags of `mode` stands for
+// its flag ("--nproc 4", "--nproc_per_nod=4", "--stand"), an ambiguous one
+// is refused naming the candidates. Single-dash tokens are never
+// abbreviations: "-nnodes" is unknown, as in argparse.
+//
 // Stops at -h/--help or --version and returns with help/version set.
 // Fails (InvalidArgument, one line) on an unknown flag, with a "did you mean"
-// when one is close, on a missing value, and on a value given to --help.
+// when one is close, on an ambiguous abbreviation, on a missing value, and
+// on a value given to --help.
 // A missing SCRIPT is not an error here: script stays nullopt.
-Result<ArgvSettings> ReadArgv(const std::vector<std::string>& args);
+Result<ArgvSettings> ReadArgv(const std::vector<std::string>& args,
+                              CommandMode mode = CommandMode::kRun);
 
 }  // namespace muster::cli

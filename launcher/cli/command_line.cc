@@ -73,7 +73,7 @@ void HostRendezvousOnFirstNode(const RawSettings& given, const SlurmSettings& sl
 
 CliOutcome ParseLaunchCommandLine(const std::vector<std::string>& args, const EnvLookup& env,
                                   CommandMode mode) {
-  auto command_line = ReadArgv(args);
+  auto command_line = ReadArgv(args, mode);
   if (!command_line.ok()) return Fail(command_line.status().message());
   if (command_line->help) return Print(HelpText(mode));
   if (command_line->version) return Print(VersionText());

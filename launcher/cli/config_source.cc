@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/quote.h"
-#include "launcher/cli/suggest.h"
+#include "common/suggest.h"
 
 namespace muster::cli {
 namespace {

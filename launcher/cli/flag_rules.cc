@@ -95,9 +95,13 @@ Status ApplyFlagRules(const RawSettings& given, const EnvLookup& env, LaunchOpti
                                    "GPU");
   }
 
-  if (Given(given, "python") == nullptr) {
+  if (const RawValue* python = Given(given, "python")) {
+    options.python_origin = python->origin;
+  } else {
     std::optional<std::string> from_env = env ? env("MUSTER_PYTHON") : std::nullopt;
-    options.python = from_env && !from_env->empty() ? *from_env : "python3";
+    const bool from_muster_python = from_env && !from_env->empty();
+    options.python = from_muster_python ? *from_env : "python3";
+    options.python_origin = from_muster_python ? "MUSTER_PYTHON" : "";
   }
   return ApplyFaultPlan(given, env, options);
 }

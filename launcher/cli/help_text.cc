@@ -1,5 +1,6 @@
 #include "launcher/cli/help_text.h"
 
+#include "common/help_layout.h"
 #include "common/version.h"
 #include "launcher/cli/flag_table.h"
 
@@ -28,27 +29,6 @@ std::string_view Heading(FlagGroup group) {
   return "";
 }
 
-// Appends `text` as lines of at most 80 columns, each indented by 6 spaces.
-void AppendWrapped(std::string& out, std::string_view text) {
-  constexpr std::size_t kIndent = 6, kWidth = 80;
-  std::size_t column = kWidth;  // forces a new line before the first word
-  while (!text.empty()) {
-    const std::size_t space = text.find(' ');
-    const std::string_view word = text.substr(0, space);
-    text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
-    if (column + 1 + word.size() > kWidth) {
-      out += '\n';
-      out.append(kIndent, ' ');
-      column = kIndent;
-    } else {
-      out += ' ';
-      ++column;
-    }
-    out += word;
-    column += word.size();
-  }
-}
-
 }  // namespace
 
 std::string HelpText(CommandMode mode) {
@@ -61,17 +41,21 @@ std::string HelpText(CommandMode mode) {
             "and SCRIPT_ARGS, unless --use-env is given; SCRIPT_ARGS are passed untouched.\n"
           : "usage: muster [options] SCRIPT [SCRIPT_ARGS...]\n"
             "       muster launch [options] [--use-env] SCRIPT [SCRIPT_ARGS...]\n"
-            "       muster status --rdzv-endpoint HOST:PORT[,...] [--run-id ID] [--json]\n"
-            "                     [--token-file FILE]\n"
+            "       muster status [--rdzv-endpoint HOST:PORT[,...]] [--run-id ID] [--json]\n"
+            "                     [--token-file FILE]   (see muster status --help)\n"
             "\n"
             "Runs SCRIPT as worker processes on every node of a job; a drop-in torchrun.\n"
             "Everything from SCRIPT on is passed to it untouched.\n";
   out +=
       "Long flags take dashes or underscores (--nproc-per-node, --nproc_per_node),\n"
-      "and --flag VALUE or --flag=VALUE. Flags can also be set as PET_<FLAG>\n"
-      "(PET_NPROC_PER_NODE=4, PET_STANDALONE=1), most also as a key of the --config\n"
-      "JSON file. The command line wins over PET_, PET_ over the file, the file\n"
-      "over the defaults.\n";
+      "and --flag VALUE or --flag=VALUE; a unique prefix stands for the whole flag\n"
+      "(--nproc for --nproc-per-node), as with torchrun. Flags can also be set as\n"
+      "PET_<FLAG> (PET_NPROC_PER_NODE=4, PET_STANDALONE=1), most also as a key of\n"
+      "the --config JSON file. The command line wins over PET_, PET_ over the file,\n"
+      "the file over the defaults.\n"
+      "A successful run prints only its workers' output; muster's warnings and\n"
+      "errors always show. MUSTER_LOG_LEVEL=info logs each step (rendezvous,\n"
+      "generations, workers started), debug every connection attempt.\n";
   bool first = true;
   FlagGroup group{};
   for (const FlagSpec& flag : Flags()) {
@@ -83,25 +67,14 @@ std::string HelpText(CommandMode mode) {
       group = flag.group;
       first = false;
     }
-    out += "  ";
-    if (flag.short_name != 0) out += std::string("-") + flag.short_name + ", ";
-    // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict in
-    // libstdc++ for "literal" + std::string(...).
-    out += "--";
-    out += flag.name;
-    if (flag.name.find('-') != std::string_view::npos) out += ", --" + UnderscoreName(flag);
+    std::string names;
+    if (flag.short_name != 0) names = std::string("-") + flag.short_name + ", ";
+    names += BothSpellings(flag.name);
     if (!flag.metavar.empty()) {
-      out += ' ';
-      out += flag.metavar;
+      names += ' ';
+      names += flag.metavar;
     }
-    std::string help(flag.help);
-    if (!flag.default_text.empty()) {
-      help += " Default: ";
-      help += flag.default_text;
-      help += '.';
-    }
-    AppendWrapped(out, help);
-    out += "\n";
+    AppendOptionHelp(out, names, flag.help, flag.default_text);
   }
   out.pop_back();
   return out;

@@ -20,7 +20,10 @@ RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, 
       fence_timer_(io),
       quiet_timer_(io),
       greet_deadline_(io),
+      contact_timer_(io),
       last_contact_(std::chrono::steady_clock::now()),
+      contact_wait_(FirstContactLimit(options_.settings).first,
+                    FirstContactLimit(options_.settings).second, last_contact_),
       walk_(options_.endpoints),
       replicated_(walk_.replicated()),
       random_(std::random_device{}()) {}
@@ -34,9 +37,26 @@ void RendezvousClient::Start() {
     return;
   }
   last_contact_ = std::chrono::steady_clock::now();
+  const auto [contact_limit, limit_name] = FirstContactLimit(options_.settings);
+  contact_wait_ = ContactWait(contact_limit, limit_name, last_contact_);
+  contact_timer_.expires_at(contact_wait_.deadline());
+  contact_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_ || !contact_wait_.Expired(std::chrono::steady_clock::now())) return;
+    const std::string message = contact_wait_.GiveUpMessage();
+    Stop();
+    if (callbacks_.on_fatal) callbacks_.on_fatal(message);
+  });
   Connect();
   Heartbeat();
   ArmFenceTimer(last_contact_ + options_.settings.fence_timeout);
+}
+
+void RendezvousClient::AttemptFailed(const Endpoint& endpoint, std::string cause) {
+  spdlog::debug("event=rdzv_attempt_failed endpoint={} why=\"{}\"", endpoint.Text(), cause);
+  if (auto warning = contact_wait_.OnAttemptFailed(endpoint, std::move(cause),
+                                                   std::chrono::steady_clock::now())) {
+    spdlog::warn("{}", *warning);
+  }
 }
 
 void RendezvousClient::Stop() {
@@ -46,6 +66,7 @@ void RendezvousClient::Stop() {
   reconnect_timer_.cancel();
   connect_deadline_.cancel();
   fence_timer_.cancel();
+  contact_timer_.cancel();
   quiet_timer_.cancel();
   for (auto& timer : delayed_heartbeats_) timer->cancel();
   greet_deadline_.cancel();
@@ -133,28 +154,34 @@ void RendezvousClient::Connect() {
         if (ec) {
           connecting_ = false;
           latest_failure_ = ContactFailure::kSilent;
-          spdlog::debug("event=rdzv_resolve_failed host={} error=\"{}\"", target.host,
-                        ec.message());
+          AttemptFailed(target, "does not resolve (" + ec.message() + ")");
           ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
           return;
         }
-        asio::async_connect(
-            *socket, results,
-            [this, socket](const boost::system::error_code& connect_ec, const tcp::endpoint&) {
-              if (stopped_) return;
-              connecting_ = false;
-              connect_deadline_.cancel();
-              if (connect_ec) {
-                const bool refused = connect_ec == asio::error::connection_refused;
-                latest_failure_ = FailureOf(refused);
-                // A live host with no replica on its port proves nothing of the
-                // other replicas: no answer for the replicated fence rule.
-                if (!refused) walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
-                ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
-                return;
-              }
-              OnConnected(std::move(*socket));
-            });
+        asio::async_connect(*socket, results,
+                            [this, socket, target](const boost::system::error_code& connect_ec,
+                                                   const tcp::endpoint&) {
+                              if (stopped_) return;
+                              connecting_ = false;
+                              connect_deadline_.cancel();
+                              if (connect_ec) {
+                                const bool refused = connect_ec == asio::error::connection_refused;
+                                latest_failure_ = FailureOf(refused);
+                                // The deadline closed the socket: the host never answered.
+                                AttemptFailed(target, refused ? "refused the connection"
+                                                      : connect_ec == asio::error::operation_aborted
+                                                          ? "did not answer within " +
+                                                                HumanDuration(AttemptDeadline())
+                                                          : connect_ec.message());
+                                // A live host with no replica on its port proves nothing of the
+                                // other replicas: no answer for the replicated fence rule.
+                                if (!refused)
+                                  walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
+                                ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
+                                return;
+                              }
+                              OnConnected(std::move(*socket));
+                            });
       });
 }
 
@@ -187,7 +214,8 @@ void RendezvousClient::OnConnected(tcp::socket socket) {
   greet_deadline_.async_wait([this, raw](const boost::system::error_code& wait_ec) {
     if (wait_ec || attempt_.get() != raw) return;
     walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
-    attempt_->Close("no answer to Hello");
+    attempt_->Close("accepted the connection but did not answer within " +
+                    HumanDuration(AttemptDeadline()));
   });
 }
 
@@ -257,7 +285,12 @@ void RendezvousClient::OnMessage(const Message& message) {
   ArmFenceTimer(last_contact_ + options_.settings.fence_timeout);
   if (replicated_) ArmQuietTimer();
   if (std::holds_alternative<Welcome>(message)) {
-    if (fenced_) spdlog::info("event=rdzv_reconnected");
+    contact_wait_.OnContact();
+    contact_timer_.cancel();
+    // Said at the level the loss was: whoever read that needs this.
+    if (std::exchange(lost_, false) || fenced_) {
+      spdlog::warn("event=rdzv_reconnected endpoint={}", walk_.Current().Text());
+    }
     if (replicated_) {
       spdlog::info("event=rdzv_leader endpoint={} epoch={}", walk_.Current().Text(), epoch_seen_);
     }
@@ -303,9 +336,11 @@ bool RendezvousClient::RefusedForGood(const Error& error) {
   if (!error.fatal && error.code != ErrorCode::kBadToken && error.code != ErrorCode::kBadVersion) {
     return false;
   }
-  spdlog::error("rendezvous refused this agent: {} ({})", error.message, error.code_name());
   Stop();
-  if (callbacks_.on_fatal) callbacks_.on_fatal(error.message);
+  if (callbacks_.on_fatal) {
+    callbacks_.on_fatal("the rendezvous at " + walk_.Current().Text() + " refused this agent: " +
+                        error.message + " (" + std::string(error.code_name()) + ")");
+  }
   return true;
 }
 
@@ -351,8 +386,7 @@ void RendezvousClient::OnChannelClosed(const MessageChannel* which, const std::s
       delay = leader ? WalkNow().AfterRedirect(*leader, UnitRandom(), newly_elected)
                      : WalkNow().AfterFailure(pace, UnitRandom());
     } else {
-      spdlog::debug("event=rdzv_attempt_failed endpoint={} why=\"{}\"", walk_.Current().Text(),
-                    why);
+      AttemptFailed(walk_.Current(), daemon_gone ? "closed the connection before answering" : why);
       if (!channel_) latest_failure_ = FailureOf(daemon_gone);
       delay = WalkNow().AfterFailure(false, UnitRandom());
     }
@@ -362,7 +396,9 @@ void RendezvousClient::OnChannelClosed(const MessageChannel* which, const std::s
     return ScheduleReconnect(delay);
   }
   if (!channel_ || which != channel_.get()) return;  // one replaced since
-  spdlog::warn("event=rdzv_connection_lost endpoint={} why=\"{}\"", walk_.Current().Text(), why);
+  spdlog::warn("event=rdzv_connection_lost endpoint={} why=\"{}\"; reconnecting",
+               walk_.Current().Text(), why);
+  lost_ = true;
   channel_.reset();
   quiet_timer_.cancel();
   latest_failure_ = FailureOf(daemon_gone);
@@ -443,7 +479,9 @@ void RendezvousClient::ArmFenceTimer(std::chrono::steady_clock::time_point when)
   // node's ranks to others.
   fence_timer_.expires_at(when);
   fence_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || stopped_ || fenced_) return;
+    // Before the first contact nothing runs here to fence; ContactWait bounds
+    // that wait instead.
+    if (ec || stopped_ || fenced_ || !contact_wait_.contacted()) return;
     const auto now = std::chrono::steady_clock::now();
     const FenceDecision decision =
         replicated_ ? DecideReplicatedFence(last_contact_, last_answer_, now, options_.settings)

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/client/contact_wait.h"
 #include "rendezvous/client/endpoint_walk.h"
 #include "rendezvous/client/fence_rule.h"
 #include "rendezvous/client/outcome_report.h"
@@ -89,6 +90,9 @@ class RendezvousClient {
  private:
   // One attempt at the walk's current endpoint (none while one is under way).
   void Connect();
+  // An attempt that ended without contact: logged, and fed to contact_wait_,
+  // which may warn.
+  void AttemptFailed(const Endpoint& endpoint, std::string cause);
   // The attempt's connection: Hello, Join and the kept report go at once.
   void OnConnected(boost::asio::ip::tcp::socket socket);
   // How long a connect, or a Hello, may go unanswered.
@@ -147,11 +151,15 @@ class RendezvousClient {
   boost::asio::steady_timer fence_timer_;
   boost::asio::steady_timer quiet_timer_;
   boost::asio::steady_timer greet_deadline_;
+  boost::asio::steady_timer contact_timer_;  // ends a first contact that never comes
   std::optional<Assignment> current_;
   OutcomeReport last_report_;
   std::string local_addr_;
   std::chrono::steady_clock::time_point last_contact_;
   ContactFailure latest_failure_ = ContactFailure::kNone;  // since the last message
+  // The wait for the first Welcome, bounded by read_timeout and join_timeout.
+  ContactWait contact_wait_;
+  bool lost_ = false;  // the connection served was lost and not yet replaced
   bool fenced_ = false;
   bool stopped_ = false;
   EndpointWalk walk_;

@@ -23,7 +23,6 @@
 #include <boost/asio/post.hpp>
 
 #include <sys/resource.h>
-#include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -43,6 +42,7 @@
 #include "common/host_port.h"
 #include "common/log_level.h"
 #include "common/version.h"
+#include "rendezvous/daemon/daemon_flags.h"
 #include "rendezvous/daemon/metrics_http.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "rendezvous/net/token_file.h"
@@ -51,21 +51,9 @@
 
 namespace {
 
-struct DaemonFlags {
-  std::string host = "0.0.0.0";
-  int64_t port = muster::rdzv::kDefaultRendezvousPort;
-  std::string config;
-  std::string token_file;
-  int64_t metrics_port = -1;  // -1: no metrics server
-  std::string rdzv_conf;
-  int64_t max_connections = 20000;
-  std::vector<std::string> inject;  // fault specs; only crash-daemon is musterd's
-  std::optional<uint64_t> inject_seed;
-  std::string etcd;       // empty: not replicated
-  std::string advertise;  // HOST:PORT agents reach this replica at
-  std::string etcd_prefix = "/muster";
-  muster::rdzv::replica::EtcdTls etcd_tls;  // --etcd-cacert, --etcd-cert, --etcd-key
-};
+using muster::rdzv::DaemonFlags;
+using muster::rdzv::kMaxConnections;
+using muster::rdzv::kMaxPort;
 
 // The replica's options from the flags, or nullopt when --etcd is not given;
 // the error names the bad flag.
@@ -107,9 +95,6 @@ muster::Result<std::optional<muster::rdzv::replica::ReplicaOptions>> ReplicaOpti
   options.advertise = flags.advertise;
   return Options(options);
 }
-
-constexpr int64_t kMaxPort = 65535;
-constexpr int64_t kMaxConnections = 1000000;
 
 // A JSON integer as int64; nullopt for other types and for integers beyond
 // int64 (so a huge value cannot wrap into range).
@@ -174,41 +159,16 @@ muster::Result<std::optional<std::chrono::milliseconds>> DaemonCrashTime(const D
 }
 
 int main(int argc, char** argv) {
-  DaemonFlags flags;
-  CLI::App app{"musterd: the muster elastic rendezvous daemon"};
-  app.add_option("--host", flags.host, "address to listen on (default 0.0.0.0)");
-  app.add_option("--port", flags.port,
-                 "port to listen on (default 29400, as torchrun's c10d; 0: any)")
-      ->check(CLI::Range(int64_t{0}, kMaxPort));
-  app.add_option("--config", flags.config, "JSON config file; flags win over it");
-  app.add_option("--token-file", flags.token_file, "shared secret agents must present");
-  app.add_option("--metrics-port", flags.metrics_port, "serve Prometheus /metrics on this port")
-      ->check(CLI::Range(int64_t{0}, kMaxPort));
-  app.add_option("--rdzv-conf", flags.rdzv_conf, "timeouts, e.g. heartbeat_timeout=1.5");
-  app.add_option("--max-connections", flags.max_connections, "connection limit (default 20000)")
-      ->check(CLI::Range(int64_t{1}, kMaxConnections));
-  app.add_option("--inject", flags.inject,
-                 "fault to inject (repeatable; default $MUSTER_INJECT): crash-daemon,after=T");
-  app.add_option("--inject-seed", flags.inject_seed,
-                 "seed of --inject's random choices (default $MUSTER_INJECT_SEED, else 0)");
-  app.add_option("--etcd", flags.etcd,
-                 "run as a replica: etcd endpoints [http://|https://]HOST:PORT,... (leader "
-                 "election)");
-  app.add_option("--advertise", flags.advertise,
-                 "with --etcd: the HOST:PORT agents reach this replica at");
-  app.add_option("--etcd-prefix", flags.etcd_prefix,
-                 "with --etcd: the prefix of muster's keys in etcd (default /muster)");
-  app.add_option("--etcd-cacert", flags.etcd_tls.cacert,
-                 "https:// etcd: the CA its certificate chains to (PEM; default: the system's)");
-  app.add_option("--etcd-cert", flags.etcd_tls.cert,
-                 "https:// etcd: this replica's client certificate (PEM), with --etcd-key");
-  app.add_option("--etcd-key", flags.etcd_tls.key, "https:// etcd: the key of --etcd-cert (PEM)");
-  app.set_version_flag("--version", std::string("musterd ") + muster::kVersion);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help or --version
-    return Fail(e.what());
+  auto read = muster::rdzv::ReadDaemonFlags(std::vector<std::string>(argv + 1, argv + argc));
+  if (!read.ok()) return Fail(read.status().message());
+  DaemonFlags flags = std::move(read).value();
+  if (flags.help) {
+    std::cout << muster::rdzv::DaemonHelpText() << "\n";
+    return 0;
+  }
+  if (flags.version) {
+    std::cout << "musterd " << muster::kVersion << "\n";
+    return 0;
   }
 
   std::map<std::string, std::string> conf;
@@ -220,7 +180,7 @@ int main(int argc, char** argv) {
     if (doc.is_discarded() || !doc.is_object()) {
       return Fail("--config: '" + flags.config + "' is not a JSON object");
     }
-    auto given = [&app](const char* flag) { return app.count(flag) > 0; };
+    auto given = [&flags](const char* flag) { return flags.given.contains(flag + 2); };
     for (auto& [key, value] : doc.items()) {
       const std::optional<int64_t> integer = JsonInteger(value);
       if (key == "host" && value.is_string()) {

@@ -234,7 +234,7 @@ void RendezvousServer::Apply(const Actions& actions) {
         it->second.channel->CloseAfterFlush("closed by the rendezvous");
       }
     } else if (const auto* log = std::get_if<LogAction>(&action)) {
-      if (log->warning) {
+      if (log->warning && !options_.inside_agent) {
         spdlog::warn("{}", log->line);
       } else {
         spdlog::info("{}", log->line);

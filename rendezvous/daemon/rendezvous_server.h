@@ -33,6 +33,10 @@ struct ServerOptions {
   std::string token;  // empty: no token required
   size_t max_connections = 20000;
   MessageChannel::Limits limits;
+  // Served by an agent for its own job (--standalone, is_host): each agent
+  // reports a worker failure and the run's end itself, once, so the
+  // daemon's warnings (which say the same) are logged at info.
+  bool inside_agent = false;
 };
 
 class RendezvousServer {

@@ -285,13 +285,13 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
                            ", exit code " + std::to_string(failed.exit_code) + ")";
   Log(out, true,
       "event=worker_failed node=" + node->node_id + " gen=" + std::to_string(generation_) +
-          " exit_code=" + std::to_string(failed.exit_code) +
-          " restart_count=" + std::to_string(restart_count_));
+          " exit_code=" + std::to_string(failed.exit_code) + " failures=" +
+          std::to_string(restart_count_) + " max_restarts=" + std::to_string(max_restarts_));
   round_opened_ = now;
   if (restart_count_ > max_restarts_) {
     EndRun(false,
-           what + (failed.message.empty() ? "" : ": " + failed.message) +
-               "; the job has used all " + std::to_string(max_restarts_) + " restarts",
+           what + (failed.message.empty() ? "" : ": " + failed.message) + "; no restarts left (" +
+               std::to_string(max_restarts_) + " of " + std::to_string(max_restarts_) + " used)",
            now, out);
     return out;
   }
@@ -348,6 +348,16 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
   if (gone == nullptr) return;
   const bool was_member = gone->member;
   const std::string host = gone->host;
+  // What the survivors read: whose agent, on which host, with which ranks.
+  const std::string whose =
+      "the agent on host " + host + " (node " + node_id +
+      (was_member ? ", ranks " + std::to_string(gone->global_rank_offset) + ".." +
+                        std::to_string(gone->global_rank_offset + gone->local_world_size - 1)
+                  : std::string()) +
+      ") " +
+      (why == "left"     ? "left the job"
+       : why == "silent" ? "went silent"
+                         : why);
   nodes_.Erase(node_id);
   ++counters_.dead_nodes;
   Log(out, true,
@@ -359,7 +369,7 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
   if (phase_ == Phase::kRunning && was_member) {
     round_opened_ = now;
     if (alive >= min_nodes_) {
-      NextGeneration(now, "node " + node_id + " " + why, out);
+      NextGeneration(now, whose, out);
       return;
     }
     // Too few to go on: survivors stop their workers and wait for replacements.
@@ -367,7 +377,7 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
     phase_ = Phase::kGathering;
     gathering_since_ = now;
     round_deadline_.reset();
-    const std::string reason = "node " + node_id + " " + why + "; " + std::to_string(alive) +
+    const std::string reason = whose + "; " + std::to_string(alive) +
                                " nodes left, below --nnodes MIN " + std::to_string(min_nodes_) +
                                "; waiting up to join_timeout " +
                                SecondsText(settings_.join_timeout) + "s for replacements";
@@ -404,8 +414,8 @@ void RunState::NextGeneration(Time now, const std::string& why, Actions& out,
   Log(out, false,
       "event=draining gen=" + std::to_string(generation_) +
           " nodes=" + std::to_string(running.size()) + " why=\"" + why + "\"");
-  const std::string reason =
-      "generation " + std::to_string(generation_) + " is ending: " + why + "; stop its workers";
+  const std::string reason = "generation " + std::to_string(generation_) + " is ending: " + why +
+                             "; this node stops its workers and rejoins";
   for (const std::string& id : running) {
     const Node* node = nodes_.Find(id);
     if (node->conn) out.push_back(SendAction{node->conn, Waiting{run_id_, reason}});
@@ -463,7 +473,8 @@ void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
           " nodes=" + std::to_string(ranks.members.size()) +
           " world_size=" + std::to_string(ranks.world_size) + " master=" +
           (ranks.members.empty() ? "" : candidates[ranks.members.front().candidate]->node_id) +
-          " restart_count=" + std::to_string(restart_count_) + " why=\"" + why + "\"");
+          " failure_restarts=" + std::to_string(restart_count_) + "/" +
+          std::to_string(max_restarts_) + " why=\"" + why + "\"");
   SummarizeGeneration();
   for (const RankedMember& ranked : ranks.members) {
     SendAssignment(*candidates[ranked.candidate], out);

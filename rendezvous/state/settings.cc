@@ -87,6 +87,7 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
   for (const auto& [key, value] : conf) {
     Duration* target = nullptr;
     if (key == "join_timeout") target = &s.join_timeout;
+    if (key == "read_timeout") target = &s.read_timeout;
     if (key == "last_call_timeout") target = &s.last_call_timeout;
     if (key == "close_timeout") target = &s.close_timeout;
     if (key == "keep_alive_interval") target = &s.keep_alive_interval;

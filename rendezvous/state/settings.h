@@ -2,6 +2,9 @@
 // built. Keys follow torchrun's --rdzv-conf names where they exist.
 //
 //   join_timeout           how long a run may wait for MIN nodes (default 600 s)
+//   read_timeout           how long an agent may go without reaching the rendezvous
+//                          at all before it gives up (60 s, torchrun's c10d key; the
+//                          wait is also bounded by join_timeout)
 //   last_call_timeout      after MIN nodes, how long to wait for more, up to MAX (2 s);
 //                          also how long a node joining a running job waits to be admitted
 //   close_timeout          after a daemon restart, how long to wait for every member of
@@ -44,6 +47,8 @@ using Duration = std::chrono::milliseconds;
 
 struct Settings {
   Duration join_timeout{600'000};
+  // torchrun's c10d waits this long for its TCPStore connection.
+  Duration read_timeout{60'000};
   Duration last_call_timeout{2'000};
   Duration close_timeout{3'000};
   // Half a second: a silent node is still found within 1.25 s (2.5
@@ -67,11 +72,11 @@ struct Settings {
   Duration failover_timeout{3'500};
 
   // The keys FromConf() reads.
-  static constexpr std::array<std::string_view, 13> kKeys = {
-      "join_timeout",           "last_call_timeout", "close_timeout",    "keep_alive_interval",
-      "keep_alive_max_attempt", "heartbeat_timeout", "disconnect_grace", "fence_timeout",
-      "drain_timeout",          "hello_timeout",     "idle_timeout",     "connect_timeout",
-      "failover_timeout",
+  static constexpr std::array<std::string_view, 14> kKeys = {
+      "join_timeout",        "read_timeout",           "last_call_timeout", "close_timeout",
+      "keep_alive_interval", "keep_alive_max_attempt", "heartbeat_timeout", "disconnect_grace",
+      "fence_timeout",       "drain_timeout",          "hello_timeout",     "idle_timeout",
+      "connect_timeout",     "failover_timeout",
   };
   static bool IsKey(std::string_view key);
 

@@ -143,6 +143,8 @@ class Agent:
              "--rdzv-endpoint", endpoints, "--rdzv-id", run_id,
              "--rdzv-conf", "last_call_timeout=0.5", "--local-addr", "127.0.0.1",
              GEN_DUMP, out],
+            # event=rdzv_leader is an info line.
+            env={**os.environ, "MUSTER_LOG_LEVEL": os.environ.get("MUSTER_LOG_LEVEL", "info")},
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def followed(self, address):

@@ -369,6 +369,7 @@ def base_env():
                                              "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"):
             del env[key]
     env["MUSTER_PYTHON"] = PYTHON
+    env.setdefault("MUSTER_LOG_LEVEL", "info")  # the agents' event lines are read
     return env
 
 

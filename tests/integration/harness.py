@@ -158,6 +158,21 @@ def tempdir():
     return tempfile.mkdtemp(prefix="muster-test-")
 
 
+def run_log_dirs(log_dir, run_id="none"):
+    """The run directories muster made under --log-dir for `run_id`
+    (<run id>_<random>, one per run), oldest first."""
+    found = [os.path.join(log_dir, name) for name in os.listdir(log_dir)
+             if name.startswith(run_id + "_") and len(name) == len(run_id) + 7]
+    return sorted(found, key=os.path.getmtime)
+
+
+def run_log_dir(log_dir, run_id="none"):
+    """The one run directory under --log-dir for `run_id`."""
+    found = run_log_dirs(log_dir, run_id)
+    check(len(found) == 1, f"{len(found)} run directories for {run_id} in {log_dir}: {found}")
+    return found[0]
+
+
 class Skip(Exception):
     """Raised by a test that cannot run here; reported as SKIP with its reason."""
 

@@ -4,8 +4,8 @@ TORCHELASTIC_ERROR_FILE, the newest torchrun flags, and `muster launch`."""
 import json
 import os
 
-from harness import (TORCH_SCRIPTS, base_env, check, read_dumps, run_muster, run_tests, tempdir,
-                     test, worker)
+from harness import (TORCH_SCRIPTS, base_env, check, read_dumps, run_log_dir, run_muster, run_tests,
+                     tempdir, test, worker)
 
 GPUS = ["--gpus", "0,1,2", "--nproc-per-node", "3"]
 
@@ -100,7 +100,7 @@ def failed_job_writes_the_root_cause_to_torchelastic_error_file():
           "message.extraInfo", json.dumps(data))
     check(message["errorCode"] == 1, "message.errorCode", json.dumps(data))
     # The worker's own file is copied, never rewritten.
-    with open(os.path.join(logs, "none", "attempt_0", "1", "error.json")) as f:
+    with open(os.path.join(run_log_dir(logs), "attempt_0", "1", "error.json")) as f:
         check("errorCode" not in json.load(f)["message"], "worker file changed")
 
 
@@ -123,7 +123,7 @@ def duplicate_filters_copy_matching_tee_lines_of_all_ranks_to_one_file():
                                   "--duplicate_stderr_filters", "err 1",
                                   worker("behave.py"), "print", "3"])
     check(code == 0, f"exit {code}", stderr)
-    attempt = os.path.join(logs, "none", "attempt_0")
+    attempt = os.path.join(run_log_dir(logs), "attempt_0")
     with open(os.path.join(attempt, "filtered_stdout.log")) as f:
         out_lines = sorted(f.read().splitlines())
     with open(os.path.join(attempt, "filtered_stderr.log")) as f:

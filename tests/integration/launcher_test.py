@@ -3,7 +3,7 @@ import os
 import signal
 import time
 
-from harness import (MUSTER, check, free_port, kill_pids, pid_alive, read_dumps,
+from harness import (MUSTER, check, free_port, kill_pids, pid_alive, read_dumps, run_log_dir,
                      run_muster, run_tests, start, tempdir, test, wait_for, worker, base_env)
 
 TORCHRUN_VARS = [
@@ -201,7 +201,8 @@ def log_dir_keeps_per_rank_files_per_attempt():
     check(code == 0, f"exit {code}", err)
     for attempt in (0, 1):
         for rank in (0, 1):
-            path = os.path.join(logs, "job1", f"attempt_{attempt}", str(rank), "stdout.log")
+            path = os.path.join(run_log_dir(logs, "job1"), f"attempt_{attempt}", str(rank),
+                                "stdout.log")
             check(os.path.exists(path), f"missing {path}")
             check(f"ATTEMPT {attempt} RANK {rank}" in open(path).read(), f"content of {path}")
     check("ATTEMPT 0 RANK 0" in out, "console still shows output without redirects", out)
@@ -216,7 +217,7 @@ def redirects_send_output_only_to_files_and_tee_to_both():
     check("out 0 0" not in out and "out 1 0" not in out, "stdout was redirected", out)
     check("[rank0]: err 0 0" in err, "rank 0 stderr tee'd to console", err)
     check("[rank1]: err 1 0" in err, "rank 1 stderr not redirected", err)
-    base = os.path.join(logs, "r", "attempt_0")
+    base = os.path.join(run_log_dir(logs, "r"), "attempt_0")
     check("out 1 1" in open(os.path.join(base, "1", "stdout.log")).read(), "redirected file")
     check("err 0 1" in open(os.path.join(base, "0", "stderr.log")).read(), "tee file")
 
@@ -246,7 +247,7 @@ def bad_flags_exit_2_with_one_clear_line():
     for args, needle in [
         (["--nproc-per-node", "0", "x.py"], "'0'"),
         (["--nnodes", "3:2", "x.py"], "'3:2'"),
-        (["--nproc-per-nod", "2", "x.py"], "did you mean '--nproc-per-node'"),
+        (["--nprocs-per-node", "2", "x.py"], "did you mean '--nproc-per-node'"),
     ]:
         code, out, err = run_muster(args)
         check(code == 2, f"{args}: exit {code}", err)
@@ -295,7 +296,8 @@ def a_worker_that_never_reports_progress_is_never_called_hung():
 @test
 def a_stale_error_file_from_an_earlier_run_is_not_reported():
     logs = tempdir()
-    stale = os.path.join(logs, "none", "attempt_0", "0")
+    # An earlier run's directory, laid out as muster lays out its own.
+    stale = os.path.join(logs, "none_abc123", "attempt_0", "0")
     os.makedirs(stale)
     with open(os.path.join(stale, "error.json"), "w") as f:
         f.write('{"message": "OLD RUN: CUDA OOM"}')
@@ -305,12 +307,15 @@ def a_stale_error_file_from_an_earlier_run_is_not_reported():
 
 
 @test
-def an_unopenable_log_file_fails_fast_instead_of_hanging():
-    logs = tempdir()
-    os.makedirs(os.path.join(logs, "r", "attempt_0", "1", "stdout.log"))
-    code, _, err = run_muster(["--nproc-per-node", "2", "--log-dir", logs, "--rdzv-id", "r",
+def an_unusable_log_dir_fails_fast_naming_it():
+    # Each run makes a directory of its own under --log-dir, so the one thing
+    # that can stand in its way is --log-dir itself.
+    blocker = os.path.join(tempdir(), "not-a-directory")
+    with open(blocker, "w") as f:
+        f.write("x")
+    code, _, err = run_muster(["--nproc-per-node", "2", "--log-dir", blocker, "--rdzv-id", "r",
                                "--no-python", "/bin/true"], timeout=10)
-    check(code != 0 and "stdout.log" in err, f"exit {code}", err)
+    check(code == 1 and blocker in err, f"exit {code}", err)
 
 
 @test

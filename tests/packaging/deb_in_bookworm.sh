@@ -162,7 +162,8 @@ docs_installed() {
   for page in muster musterd muster-train; do
     gzip -t "/usr/share/man/man1/$page.1.gz" || return 1
   done
-  bash -c 'source /usr/share/bash-completion/completions/muster && complete -p muster'
+  bash -c 'source /usr/share/bash-completion/completions/muster && complete -p muster' &&
+    bash -c 'source /usr/share/bash-completion/completions/musterd && complete -p musterd'
 }
 purge() {
   dpkg --purge muster || return 1

@@ -6,8 +6,10 @@
 Fails (exit 1, listing what is missing) when
   - a flag printed by `muster --help`, `muster launch --help`, `musterd --help`
     or `muster-train --help` (every spelling: dashes, underscores, -X), or by
-    `muster status`'s usage line, is not a tagged option of the OPTIONS
+    `muster status --help`, is not a tagged option of the OPTIONS
     section of packaging/man/<program>.1, or a page does not list --version;
+  - a `musterd` flag is not offered by packaging/completion/musterd, or a
+    musterd case below goes wrong (files, --rdzv-conf keys, prefixes);
   - a `muster` flag is not offered by packaging/completion/muster, checked by
     running the completion function in bash (COMP_WORDS/COMP_CWORD set, the
     function called, COMPREPLY read), or a completion case below goes wrong:
@@ -115,12 +117,10 @@ def binary_flags(bin_dir, failures):
         out["launch only"] = help_flags(out_help[path], "muster launch only")
         if not out["launch only"]:
             failures.add("muster --help: no 'muster launch only' group found")
-        # `muster status` has no --help; its usage line is printed with the error.
-        usage = run([path, "status"]).stderr
-        line = next((l for l in usage.splitlines() if l.startswith("usage: muster status")), "")
-        if not line:
-            failures.add("muster status: no 'usage: muster status' line in:\n" + usage)
-        out["muster status"] = {f: "" for f in LONG_FLAG.findall(line)}
+        status_help = run([path, "status", "--help"]).stdout
+        out["muster status"] = help_flags(status_help)
+        if not out["muster status"]:
+            failures.add("muster status --help: no flag definitions found in:\n" + status_help)
     return out
 
 
@@ -203,6 +203,7 @@ def bash_words(line):
 
 DRIVER = r"""
 source "$1" || exit 3
+COMPLETER=$2
 # compopt works only inside real completion; record the calls instead.
 compopt() { _calls+="compopt $*;"; return 0; }
 sim() {
@@ -214,7 +215,7 @@ sim() {
   COMP_POINT=${#COMP_LINE}
   COMPREPLY=()
   _calls=""
-  _muster muster "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+  "$COMPLETER" "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
   printf '@@%s\n' "$id"
   printf '%s\n' "${COMPREPLY[@]}"
   printf '@calls %s\n' "$_calls"
@@ -222,12 +223,13 @@ sim() {
 """
 
 
-def complete_all(script, lines, cwd):
-    """{line: (replies, compopt calls)} for each command line, one bash run."""
+def complete_all(script, lines, cwd, completer="_muster"):
+    """{line: (replies, compopt calls)} for each command line, one bash run;
+    `completer` is the completion function the script defines."""
     body = [DRIVER]
     for i, line in enumerate(lines):
         body.append("sim " + " ".join(shlex.quote(w) for w in [str(i)] + bash_words(line)))
-    result = run(["bash", "-c", "\n".join(body), "driver", script], cwd=cwd)
+    result = run(["bash", "-c", "\n".join(body), "driver", script, completer], cwd=cwd)
     if result.returncode != 0:
         raise RuntimeError(f"bash exited {result.returncode}: {result.stderr}")
     out = {}
@@ -281,7 +283,8 @@ def check_completion(source_dir, flags, failures):
         if flag.startswith("--"):
             expect("muster launch " + flag, offers(flag))
     for flag in sorted(status):
-        expect("muster status " + flag, offers(flag))
+        if flag.startswith("--"):
+            expect("muster status " + flag, offers(flag))
     # The lists a bare "--" / "-" gives.
     dashed = sorted(f for f in muster if f.startswith("--") and "_" not in f)
     expect("muster --", includes(*dashed))
@@ -345,6 +348,45 @@ def check_completion(source_dir, flags, failures):
             failures.add(f"{script}: completing '{line}' {error}")
 
 
+def check_musterd_completion(source_dir, flags, failures):
+    """Every musterd flag of --help completes from itself; files, keys, prefixes."""
+    script = os.path.abspath(os.path.join(source_dir, "packaging", "completion", "musterd"))
+    if not os.path.exists(script):
+        failures.add(f"{script}: no such completion script")
+        return
+    musterd = flags.get("musterd", {})
+    cases = []
+    for flag in sorted(musterd):
+        if flag.startswith("--"):
+            cases.append(("musterd " + flag, lambda r, c, f=flag: None if f in r else f"does not offer {f} (got {r})"))
+    dashed = sorted(f for f in musterd if f.startswith("--") and "_" not in f)
+    cases += [
+        ("musterd --", lambda r, c: None if set(dashed) <= set(r) else f"misses {sorted(set(dashed) - set(r))}"),
+        ("musterd --etcd-c", lambda r, c: None if sorted(r) == ["--etcd-cacert", "--etcd-cert"] else f"gives {r}"),
+        ("musterd --token_f", lambda r, c: None if r == ["--token_file"] else f"gives {r}"),
+        ("musterd --config jo", lambda r, c: None if r == ["job.json"] else f"gives {r}"),
+        ("musterd --etcd-cacert=jo", lambda r, c: None if r == ["job.json"] else f"gives {r}"),
+        ("musterd --rdzv-conf heart", lambda r, c: None if r == ["heartbeat_timeout="] else f"gives {r}"),
+        ("musterd --rdzv-conf join_timeout=5,last", lambda r, c: None if r == ["5,last_call_timeout="] else f"gives {r}"),
+        ("musterd --inject ", lambda r, c: None if r == ["crash-daemon,after="] else f"gives {r}"),
+        ("musterd --port 29400 --me", lambda r, c: None if r == ["--metrics-port"] else f"gives {r}"),
+    ]
+    with tempfile.TemporaryDirectory() as cwd:
+        open(os.path.join(cwd, "job.json"), "w").close()
+        try:
+            replies = complete_all(script, [line for line, _ in cases], cwd, "_musterd")
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            failures.add(f"{script}: running the completion failed: {e}")
+            return
+    for line, check in cases:
+        if line not in replies:
+            failures.add(f"{script}: completing '{line}' gave no answer")
+            continue
+        error = check(*replies[line])
+        if error:
+            failures.add(f"{script}: completing '{line}' {error}")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -366,10 +408,11 @@ def main():
     print(f"flags found in --help / usage: {counts}")
     check_man_pages(args.source_dir, flags, failures)
     check_completion(args.source_dir, flags, failures)
+    check_musterd_completion(args.source_dir, flags, failures)
     if failures.items:
         print(f"FAILED: {len(failures.items)} problem(s)")
         return 1
-    print("OK: every flag is in its man page and in the muster completion")
+    print("OK: every flag is in its man page and in the muster and musterd completions")
     return 0
 
 

@@ -76,6 +76,7 @@ def install_puts_each_file_in_place():
                  "share/man/man1/muster.1", "share/man/man1/musterd.1",
                  "share/man/man1/muster-train.1",
                  "share/bash-completion/completions/muster",
+                 "share/bash-completion/completions/musterd",
                  "lib/systemd/system/musterd.service", "etc/muster/musterd.json"]:
         one(path)
     private = glob.glob(os.path.join(prefix(), "include/muster/worker_runtime/comm/*/"))

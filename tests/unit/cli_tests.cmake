@@ -1,6 +1,7 @@
 # muster_cli: command line, PET_ environment and --config file parsing.
 muster_unit_test(cli_tests
   SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/cli_abbreviation_tests.cc
     ${CMAKE_CURRENT_LIST_DIR}/cli_accept_tests.cc
     ${CMAKE_CURRENT_LIST_DIR}/cli_config_tests.cc
     ${CMAKE_CURRENT_LIST_DIR}/cli_example_configs_tests.cc

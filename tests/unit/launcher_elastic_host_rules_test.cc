@@ -103,6 +103,30 @@ TEST_CASE("standalone serves its own rendezvous on loopback", "[host_rules]") {
   CHECK(DaemonBindHost(config.loopback_only, config.host) == "127.0.0.1");
 }
 
+TEST_CASE("a job whose endpoints are all on loopback listens on loopback only", "[host_rules]") {
+  for (const char* endpoint :
+       {"127.0.0.1:29400", "localhost:29400", "127.0.0.1:29400,[::1]:29401"}) {
+    INFO(endpoint);
+    const ElasticConfig config = ConfigOf(C10d(endpoint));
+    CHECK(config.loopback_only);
+    CHECK(StoreBindHost(config.loopback_only, "") == "127.0.0.1");
+  }
+  CHECK(DaemonBindHost(true, "127.0.0.1") == "127.0.0.1");
+  CHECK(DaemonBindHost(true, "localhost") == "127.0.0.1");
+  CHECK(DaemonBindHost(true, "::1") == "::1");
+}
+
+TEST_CASE("one endpoint off loopback, or --local-addr off loopback, listens where others reach",
+          "[host_rules]") {
+  CHECK_FALSE(ConfigOf(C10d("node0:29400")).loopback_only);
+  CHECK_FALSE(ConfigOf(C10d("127.0.0.1:29400,10.0.0.2:29400")).loopback_only);
+  LaunchOptions o = C10d("127.0.0.1:29400");
+  o.local_addr = "10.0.0.11";
+  CHECK_FALSE(ConfigOf(o).loopback_only);
+  o.local_addr = "localhost";
+  CHECK(ConfigOf(o).loopback_only);
+}
+
 TEST_CASE("an embedded daemon listens on every interface of the endpoint's family",
           "[host_rules]") {
   CHECK(DaemonBindHost(false, "node0") == "0.0.0.0");

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 
 #include "launcher/failure_report.h"
@@ -68,4 +69,65 @@ TEST_CASE("an in-place recovery's report says only the failed workers start agai
                                      "place"));
   CHECK_THAT(FormatFailureReport({f}, {"h", 3, 3, false, true}),
              Catch::Contains("no restarts left"));
+}
+
+TEST_CASE("the report says how many restarts of the budget were used", "[report]") {
+  WorkerFailure f{0, 0, 1, ExitStatus::Exited(1), WallTime{}, ""};
+  CHECK_THAT(FormatFailureReport({f}, {"h", 1, 3, true}),
+             Catch::StartsWith("muster: worker failure in attempt 1 (1 of 3 restarts used); "));
+  CHECK_THAT(FormatFailureReport({f}, {"h", 0, 0, false}),
+             Catch::Contains("(0 of 0 restarts used); no restarts left"));
+}
+
+TEST_CASE("files that outlive muster are named and a temporary error file is only quoted",
+          "[report]") {
+  const std::string dir = "/tmp/muster_report_test_rank";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/error.json";
+  {
+    std::ofstream out(path);
+    out << R"({"message": "ValueError: bad batch"})";
+  }
+  WorkerFailure f{0, 0, 1, ExitStatus::Exited(1), WallTime{}, path};
+  ReportContext kept{"h", 0, 0, false};
+  const std::string named = FormatFailureReport({f}, kept);
+  CHECK_THAT(named, Catch::Contains("logs       : " + dir + "\n"));
+  CHECK_THAT(named, Catch::Contains("error file : " + path + "\n"));
+  CHECK_THAT(named, Catch::Contains("message    : ValueError: bad batch"));
+
+  ReportContext temporary = kept;
+  temporary.files_kept = false;
+  const std::string quoted = FormatFailureReport({f}, temporary);
+  CHECK(quoted.find(dir) == std::string::npos);
+  CHECK_THAT(quoted, Catch::Contains("message    : ValueError: bad batch"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a worker whose Python has no torch gets one hint naming the interpreter", "[report]") {
+  WorkerFailure first{0, 0, 1, ExitStatus::Exited(1), WallTime{}, ""};
+  WorkerFailure second{1, 1, 2, ExitStatus::Exited(1), WallTime{}, ""};
+  ReportContext context{"h", 0, 0, false};
+  context.interpreter = "python3 (/root/.pyenv/shims/python3)";
+  const std::string traceback =
+      "Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
+      "    import torch\nModuleNotFoundError: No module named 'torch'\n";
+  context.stderr_tails = {{0, traceback}, {1, traceback}};
+  const std::string report = FormatFailureReport({first, second}, context);
+  const std::string hint =
+      "  hint: the workers' Python has no torch; they ran python3 (/root/.pyenv/shims/python3). "
+      "Choose the interpreter with --python PATH or MUSTER_PYTHON=PATH\n";
+  REQUIRE(report.find(hint) != std::string::npos);
+  CHECK(report.find(hint) == report.rfind(hint));
+
+  context.stderr_tails = {{0, "ModuleNotFoundError: No module named 'torchvision'\n"}};
+  CHECK(FormatFailureReport({first}, context).find("hint") == std::string::npos);
+  context.stderr_tails = {{0, traceback}};
+  context.interpreter = "";  // --no-python: muster chose no interpreter
+  CHECK(FormatFailureReport({first}, context).find("hint") == std::string::npos);
+}
+
+TEST_CASE("an error file saying torch is missing gets the hint too", "[report]") {
+  CHECK(SaysTorchIsMissing("ModuleNotFoundError: No module named 'torch'"));
+  CHECK_FALSE(SaysTorchIsMissing("ModuleNotFoundError: No module named 'torch.distributed'"));
+  CHECK_FALSE(SaysTorchIsMissing("ModuleNotFoundError: No module named 'torchvision'"));
 }

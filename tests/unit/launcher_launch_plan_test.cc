@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -267,4 +269,20 @@ TEST_CASE("the elastic endpoint is split once, with the default port and IPv6", 
   auto zero = MakeElasticConfig(o);
   REQUIRE_FALSE(zero.ok());
   CHECK(zero.status().message().find("'head:0' needs a fixed port") != std::string::npos);
+}
+
+TEST_CASE("the PATH search passes over directories, as execvp does", "[plan]") {
+  const std::filesystem::path root = std::filesystem::temp_directory_path() / "muster_path_test";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "a" / "prog");  // a directory named like the program
+  std::filesystem::create_directories(root / "b");
+  {
+    std::ofstream program(root / "b" / "prog");
+    program << "#!/bin/sh\n";
+  }
+  std::filesystem::permissions(root / "b" / "prog", std::filesystem::perms::owner_all);
+  const std::string path_var = (root / "a").string() + ":" + (root / "b").string();
+  CHECK(FindExecutable("prog", path_var) == (root / "b" / "prog").string());
+  CHECK_FALSE(FindExecutable((root / "a" / "prog").string(), path_var));
+  std::filesystem::remove_all(root);
 }

@@ -12,7 +12,10 @@ muster_unit_test(launcher_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_group_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_group_in_place_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_line_splitter_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_console_stream_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_failure_report_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_command_check_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_output_tail_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_status_table_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_fault_injector_test.cc
   LIBS muster_launcher)

@@ -120,7 +120,7 @@ TEST_CASE("restarts beyond max_restarts end the run as failed, the count in ever
     REQUIRE(c.agent(i).ended);
     CHECK_FALSE(c.agent(i).ended->succeeded);
     CHECK_THAT(c.agent(i).ended->message,
-               Catch::Contains("exit code 7") && Catch::Contains("all 2 restarts"));
+               Catch::Contains("exit code 7") && Catch::Contains("no restarts left (2 of 2 used)"));
   }
   CHECK(c.Phase() == "ended");
 }

@@ -1,4 +1,5 @@
-// Suggest: "did you mean" for unknown flags and config keys.
+// Suggest: "did you mean" for unknown flags and config keys, shared by
+// muster, `muster status` and musterd.
 #pragma once
 
 #include <optional>
@@ -6,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace muster::cli {
+namespace muster {
 
 // Levenshtein distance (insert, delete, substitute each cost 1).
 std::size_t EditDistance(std::string_view a, std::string_view b);
@@ -20,4 +21,4 @@ std::size_t EditDistance(std::string_view a, std::string_view b);
 // (dashes), then show the answer in the user's spelling.
 std::optional<std::string> Suggest(std::string_view typed, std::span<const std::string> candidates);
 
-}  // namespace muster::cli
+}  // namespace muster

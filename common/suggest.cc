@@ -1,9 +1,9 @@
-#include "launcher/cli/suggest.h"
+#include "common/suggest.h"
 
 #include <algorithm>
 #include <vector>
 
-namespace muster::cli {
+namespace muster {
 
 std::size_t EditDistance(std::string_view a, std::string_view b) {
   // One row of the dynamic-programming table; names are short.
@@ -49,4 +49,4 @@ std::optional<std::string> Suggest(std::string_view typed,
   return *best;
 }
 
-}  // namespace muster::cli
+}  // namespace muster

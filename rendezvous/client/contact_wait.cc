@@ -1,0 +1,67 @@
+#include "rendezvous/client/contact_wait.h"
+
+#include <algorithm>
+
+namespace muster::rdzv {
+
+ContactWait::ContactWait(Duration limit, std::string limit_name, Clock::time_point start,
+                         Duration first_warning, Duration warn_every)
+    : limit_(limit),
+      limit_name_(std::move(limit_name)),
+      start_(start),
+      first_warning_(first_warning),
+      warn_every_(warn_every) {}
+
+std::optional<std::string> ContactWait::OnAttemptFailed(const Endpoint& endpoint, std::string cause,
+                                                        Clock::time_point now) {
+  if (contacted_) return std::nullopt;
+  auto known = std::find_if(causes_.begin(), causes_.end(),
+                            [&](const auto& entry) { return entry.first == endpoint; });
+  if (known == causes_.end()) {
+    causes_.emplace_back(endpoint, std::move(cause));
+  } else {
+    known->second = std::move(cause);
+  }
+  // Agents often start before whoever serves the rendezvous: a short wait is
+  // normal and says nothing; a long one says what it waits for, now and then.
+  if (now - start_ < first_warning_) return std::nullopt;
+  if (warned_at_ && now - *warned_at_ < warn_every_) return std::nullopt;
+  warned_at_ = now;
+  const auto left = std::chrono::duration_cast<Duration>(deadline() - now);
+  return "waiting for the rendezvous: " + Causes() + "; giving up in " +
+         HumanDuration(std::max(left, Duration(0))) + " (" + limit_name_ + " " +
+         HumanDuration(limit_) + ")";
+}
+
+std::string ContactWait::GiveUpMessage() const {
+  return "the rendezvous was not reached within " + limit_name_ + " " + HumanDuration(limit_) +
+         ": " + (causes_.empty() ? std::string("no connection attempt finished") : Causes());
+}
+
+std::string ContactWait::Causes() const {
+  std::string text;
+  for (const auto& [endpoint, cause] : causes_) {
+    if (!text.empty()) text += ", ";
+    text += endpoint.Text() + " " + cause;
+  }
+  return text;
+}
+
+std::pair<std::chrono::milliseconds, std::string> FirstContactLimit(const Settings& settings) {
+  if (settings.read_timeout <= settings.join_timeout) {
+    return {settings.read_timeout, "read_timeout"};
+  }
+  return {settings.join_timeout, "join_timeout"};
+}
+
+std::string HumanDuration(std::chrono::milliseconds duration) {
+  const auto ms = duration.count();
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  if (ms > 1000) {
+    const auto tenths = (ms + 50) / 100;
+    return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
+  }
+  return std::to_string(ms) + " ms";
+}
+
+}  // namespace muster::rdzv
