@@ -426,7 +426,7 @@ void Agent::RecordAndPrintFailures(int restart_count, int max_restarts, bool in_
     }
   }
   reported_job_end_ = !context.will_restart;
-  WriteAll(STDERR_FILENO, FormatFailureReport(failures, context));
+  WriteOwnLine(STDERR_FILENO, FormatFailureReport(failures, context));
 }
 
 void Agent::Finish(int exit_code) {

@@ -9,6 +9,13 @@ void ConsoleLine::BeforeWrite(const ConsoleStream& writer, std::string& out) {
   open_by_ = nullptr;
 }
 
+void ConsoleLine::BeforeOwnLine(std::string& out) {
+  if (open_by_ == nullptr) return;
+  out.push_back('\n');
+  open_by_->LineEndedElsewhere();
+  open_by_ = nullptr;
+}
+
 void ConsoleLine::AfterWrite(ConsoleStream& writer) {
   if (writer.line_open()) {
     open_by_ = &writer;

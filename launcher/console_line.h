@@ -24,6 +24,9 @@ class ConsoleLine {
   void BeforeWrite(const ConsoleStream& writer, std::string& out);
   // Call after: `writer` owns the line while it leaves it open.
   void AfterWrite(ConsoleStream& writer);
+  // Someone other than a worker stream (muster's own log) is about to write
+  // a whole line: appends the '\n' that ends an open line, as BeforeWrite.
+  void BeforeOwnLine(std::string& out);
   // `stream` goes away: it no longer owns the line (which stays as it is).
   void Forget(const ConsoleStream& stream);
 

@@ -1,5 +1,4 @@
 // muster: the per-node launch agent, a drop-in replacement for torchrun.
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include "launcher/agent.h"
 #include "launcher/cli/command_line.h"
 #include "launcher/command_check.h"
+#include "launcher/console_log_sink.h"
 #include "launcher/dry_run.h"
 #include "launcher/exit_status.h"
 #include "launcher/launch_plan.h"
@@ -23,7 +23,7 @@ namespace {
 void SetUpLogging(const muster::EnvLookup& env) {
   // Unsynchronized sink: muster logs from one thread only.
   auto logger =
-      std::make_shared<spdlog::logger>("muster", std::make_shared<spdlog::sinks::stderr_sink_st>());
+      std::make_shared<spdlog::logger>("muster", std::make_shared<muster::ConsoleLogSink>());
   logger->set_pattern("muster: %l: %v");
   // Quiet by default, as a launcher should be: a successful run prints only
   // its workers' output; warnings and errors always show.

@@ -163,4 +163,11 @@ void WorkerOutput::OfferFiltered(Sink& sink, std::string_view bytes, bool end_of
   if (end_of_stream) sink.filter_lines.Flush(offer);
 }
 
+void WriteOwnLine(int console_fd, std::string_view line) {
+  std::string out;
+  ConsoleLineOf(console_fd).BeforeOwnLine(out);
+  out.append(line);
+  WriteAll(console_fd, out);
+}
+
 }  // namespace muster

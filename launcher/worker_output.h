@@ -120,4 +120,9 @@ class WorkerOutput {
 // write(2) until all of `bytes` is written or an error other than EINTR.
 void WriteAll(int fd, std::string_view bytes);
 
+// Writes `line` (muster's own, ending in '\n') to `console_fd`, first ending
+// a worker's line left open there (a progress bar), so the two never share
+// a line.
+void WriteOwnLine(int console_fd, std::string_view line);
+
 }  // namespace muster

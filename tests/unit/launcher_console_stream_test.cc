@@ -180,3 +180,26 @@ TEST_CASE("a stream that goes away no longer holds the line", "[console]") {
   line.BeforeWrite(next, console);
   CHECK(console == "[rank0]: partial");
 }
+
+TEST_CASE("muster's own line ends a worker's open line first, and the worker re-prefixes",
+          "[console]") {
+  ConsoleLine line;
+  ConsoleStream rank0("[rank0]: ");
+  std::string console;
+  std::string out;
+  rank0.Feed("\r 40%|####", kT0, out);
+  rank0.ReleaseDue(kT0 + 1s, out);
+  line.BeforeWrite(rank0, console);
+  console += std::exchange(out, "");
+  line.AfterWrite(rank0);
+  line.BeforeOwnLine(console);
+  console += "muster: warning: a node was lost\n";
+  line.BeforeOwnLine(console);  // the line is ended: nothing more to end
+  rank0.Feed("\r 50%|#####\n", kT0 + 2s, out);
+  line.BeforeWrite(rank0, console);
+  console += out;
+  CHECK(console ==
+        "\r[rank0]:  40%|####\n"
+        "muster: warning: a node was lost\n"
+        "\r[rank0]:  50%|#####\n");
+}
