@@ -14,6 +14,7 @@
 #include "launcher/root_cause_file.h"
 #include "launcher/worker_env.h"
 #include "rendezvous/client/rendezvous_client.h"
+#include "rendezvous/daemon/advertised_address.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "store/store_server.h"
 
@@ -74,9 +75,14 @@ int Agent::Run() {
 
 int Agent::RunStatic() {
   if (node_.group_rank == 0) {
-    // One node: loopback only. Several: every interface, since other nodes'
-    // workers connect to MASTER_ADDR, whatever interface that names.
-    const std::string bind_host = node_.group_world_size == 1 ? node_.master_addr : "0.0.0.0";
+    // One node, or a loopback MASTER_ADDR (every node on this machine):
+    // MASTER_ADDR only. Several: every interface, since other nodes' workers
+    // connect to MASTER_ADDR, whatever interface that names.
+    const bool on_loopback = rdzv::IsLoopbackHost(node_.master_addr);
+    const std::string bind_host = on_loopback && !rdzv::PlainAddress(node_.master_addr)
+                                      ? "127.0.0.1"  // "localhost"
+                                  : node_.group_world_size == 1 || on_loopback ? node_.master_addr
+                                                                               : "0.0.0.0";
     auto server =
         store::StoreServer::Start(io_, bind_host, static_cast<uint16_t>(node_.master_port));
     if (!server.ok()) {

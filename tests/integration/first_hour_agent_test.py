@@ -180,6 +180,26 @@ def a_job_whose_endpoints_are_all_loopback_listens_on_loopback_only():
     agent.communicate(timeout=30)
 
 
+@test
+def a_static_job_on_a_loopback_master_addr_listens_on_loopback_only():
+    work = tempdir()
+    sleeper = os.path.join(work, "sleep.py")
+    with open(sleeper, "w") as f:
+        f.write("import time\ntime.sleep(30)\n")
+    port = free_port()
+    # Node 0 of 2 on this machine: its store waits for node 1's workers.
+    node0 = start([MUSTER, "--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1",
+                   "--master-port", str(port), "--nproc-per-node", "1", sleeper],
+                  env=default_env())
+    check(wait_for(lambda: ("127.0.0.1", port) in listening_addresses(node0.pid), 10),
+          f"node 0 listens on {listening_addresses(node0.pid)}, not 127.0.0.1:{port}")
+    addresses = listening_addresses(node0.pid)
+    check(all(host in ("127.0.0.1", "::1") for host, _ in addresses),
+          f"node 0 listens beyond loopback: {addresses}")
+    node0.send_signal(signal.SIGTERM)
+    node0.communicate(timeout=30)
+
+
 def sleeping_worker(work, seconds):
     path = os.path.join(work, "sleep_then_report.py")
     with open(path, "w") as f:
