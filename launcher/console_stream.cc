@@ -1,6 +1,13 @@
 #include "launcher/console_stream.h"
 
 namespace muster {
+namespace {
+
+// A '\r' redraws the line (a progress bar): there is no rest of the line to
+// wait for, and every redraw should be seen as it happens.
+bool IsRedraw(std::string_view partial) { return partial.find('\r') != std::string_view::npos; }
+
+}  // namespace
 
 void ConsoleStream::Feed(std::string_view bytes, Time now, std::string& out) {
   if (bytes.empty()) return;
@@ -10,7 +17,7 @@ void ConsoleStream::Feed(std::string_view bytes, Time now, std::string& out) {
       // Still the same partial line: its deadline stays the one of its first
       // byte, so a stream that never pauses is still shown every kHold.
       held_.append(bytes);
-      if (held_.size() >= kMaxHeld) ReleaseHeld(out);
+      if (held_.size() >= kMaxHeld || IsRedraw(bytes)) ReleaseHeld(out);
       return;
     }
     held_.append(bytes.substr(0, newline + 1));
@@ -26,7 +33,7 @@ void ConsoleStream::Feed(std::string_view bytes, Time now, std::string& out) {
     bytes.remove_prefix(last_newline + 1);
   }
   if (bytes.empty()) return;
-  if (bytes.size() >= kMaxHeld) {
+  if (bytes.size() >= kMaxHeld || IsRedraw(bytes)) {
     Render(bytes, out);
     return;
   }

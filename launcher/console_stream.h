@@ -13,7 +13,9 @@
 // once. The partial line after it is held, so that a line written in several
 // pieces still reaches the console in one piece (lines of different workers
 // meet only at line ends), but never longer than kHold after its first byte
-// arrived (a '\r'-redrawn progress bar shows live), nor beyond kMaxHeld bytes.
+// arrived, nor beyond kMaxHeld bytes. A partial line with a '\r' in it (a
+// progress bar redrawn) goes out at once: it has no rest to wait for, and each
+// redraw shows as it is written.
 #pragma once
 
 #include <chrono>
