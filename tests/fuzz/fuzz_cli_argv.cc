@@ -47,7 +47,7 @@ void Check(const std::vector<std::string>& args, const muster::EnvLookup& env,
            cli::CommandMode mode) {
   const cli::CliOutcome outcome = cli::ParseLaunchCommandLine(args, env, mode);
   const std::string where = (mode == cli::CommandMode::kRun ? "run:" : "launch:") + Describe(args);
-  const auto argv = cli::ReadArgv(args);
+  const auto argv = cli::ReadArgv(args, mode);
   if (!outcome.options) {
     if (outcome.exit_code == 0) {
       FUZZ_CHECK(outcome.text == cli::HelpText(mode) || outcome.text == cli::VersionText(),
