@@ -78,7 +78,9 @@ int Agent::RunStatic() {
     // One node, or a loopback MASTER_ADDR (every node on this machine):
     // MASTER_ADDR only. Several: every interface, since other nodes' workers
     // connect to MASTER_ADDR, whatever interface that names.
-    const bool on_loopback = rdzv::IsLoopbackHost(node_.master_addr);
+    const bool on_loopback =
+        rdzv::IsLoopbackHost(node_.master_addr) &&
+        (options_.local_addr.empty() || rdzv::IsLoopbackHost(options_.local_addr));
     const std::string bind_host = on_loopback && !rdzv::PlainAddress(node_.master_addr)
                                       ? "127.0.0.1"  // "localhost"
                                   : node_.group_world_size == 1 || on_loopback ? node_.master_addr
@@ -146,7 +148,9 @@ Status Agent::PrepareRunDirectory() {
   bool keeps_files = options_.redirects.all || options_.tee.all ||
                      !options_.redirects.per_rank.empty() || !options_.tee.per_rank.empty();
   remove_run_dir_ = !keeps_files;
-  if (keeps_files) spdlog::info("worker logs in {}", run_dir_);
+  // Files nobody named a place for: the user must learn where they are.
+  if (keeps_files)
+    spdlog::warn("worker logs in {} (--redirects/--tee without --log-dir)", run_dir_);
   return Status::Ok();
 }
 

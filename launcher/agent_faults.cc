@@ -11,6 +11,19 @@
 #include "rendezvous/client/rendezvous_client.h"
 
 namespace muster {
+namespace {
+
+FaultPlacement PlacementOf(const rdzv::Assignment& node) {
+  FaultPlacement placement;
+  placement.group_rank = node.group_rank;
+  placement.group_world_size = node.group_world_size;
+  placement.global_rank_offset = node.global_rank_offset;
+  placement.local_world_size = node.local_world_size;
+  placement.world_size = node.world_size;
+  return placement;
+}
+
+}  // namespace
 
 void Agent::StartFaultInjection() {
   if (!options_.fault_plan) return;
@@ -34,7 +47,11 @@ void Agent::StartFaultInjection() {
 
 void Agent::ReportUnfiredFaults() const {
   if (!injector_) return;
-  for (const FaultSpec* spec : injector_->Unfired()) {
+  // Where this node's workers ran last: a fault aimed at another node's is
+  // that node's to report.
+  std::optional<FaultPlacement> last;
+  if (node_.local_world_size > 0 && node_.world_size > 0) last = PlacementOf(node_);
+  for (const FaultSpec* spec : injector_->Unfired(last)) {
     const bool worker_carried = FaultActorOf(spec->kind) == FaultActor::kWorker;
     spdlog::warn("--inject '{}' never fired on this node{}", spec->text,
                  worker_carried ? ": no worker said it carried it out"
@@ -56,13 +73,7 @@ void Agent::ArmFaultTimer() {
 
 std::optional<FaultPlacement> Agent::CurrentPlacement() const {
   if (!group_ || group_->finished() || settling_) return std::nullopt;
-  FaultPlacement placement;
-  placement.group_rank = node_.group_rank;
-  placement.group_world_size = node_.group_world_size;
-  placement.global_rank_offset = node_.global_rank_offset;
-  placement.local_world_size = node_.local_world_size;
-  placement.world_size = node_.world_size;
-  return placement;
+  return PlacementOf(node_);
 }
 
 void Agent::OnFaultProgress(int local_rank, const ProgressReport& report) {

@@ -100,7 +100,10 @@ void Agent::AdvanceRecovery() {
   if (recovery_began_ && state == WorkerGroup::State::kRecovering && !failures_handled_) {
     if (const auto& failures = group_->failures(); !failures.empty()) {
       failures_handled_ = true;
-      RecordAndPrintFailures(restart_count_, options_.max_restarts, /*in_place=*/true);
+      // Elastic: the job's failure restarts are the daemon's count, not the
+      // generation number (membership changes make generations too).
+      RecordAndPrintFailures(elastic_ ? node_.restart_count : restart_count_, options_.max_restarts,
+                             /*in_place=*/true);
       if (elastic_) {
         Follow(follower_.OnWorkersPausing(failures.front().status.ShellCode(),
                                           failures.front().status.Describe()));

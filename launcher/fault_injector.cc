@@ -142,10 +142,20 @@ std::string FaultInjector::FiredWorkerFaults() const {
 
 std::vector<FaultSkip> FaultInjector::TakeSkips() { return std::exchange(skips_, {}); }
 
-std::vector<const FaultSpec*> FaultInjector::Unfired() const {
+std::vector<const FaultSpec*> FaultInjector::Unfired(
+    const std::optional<FaultPlacement>& last) const {
   std::vector<const FaultSpec*> unfired;
   for (size_t i = 0; i < plan_.faults.size(); ++i) {
-    if (states_[i] == State::kPending) unfired.push_back(&plan_.faults[i]);
+    if (states_[i] != State::kPending) continue;
+    const FaultSpec& spec = plan_.faults[i];
+    bool here = !last || TargetHere(spec, *last).has_value();
+    if (last && FaultActorOf(spec.kind) == FaultActor::kWorker) {
+      // Carried out by the target rank's worker (rank 0's without rank=).
+      const int rank = spec.rank || spec.any_rank ? spec.RankAmong(last->world_size) : 0;
+      here = rank >= last->global_rank_offset &&
+             rank < last->global_rank_offset + last->local_world_size;
+    }
+    if (here) unfired.push_back(&spec);
   }
   return unfired;
 }

@@ -75,9 +75,10 @@ class FaultInjector {
   std::optional<Clock::time_point> NextDeadline() const;
   // Indices of worker faults already fired, ','-separated (MUSTER_INJECT_FIRED).
   std::string FiredWorkerFaults() const;
-  // The specs neither fired nor decided: at the end of a run, the faults
-  // this node planned and never carried out.
-  std::vector<const FaultSpec*> Unfired() const;
+  // The specs neither fired nor decided whose target is on this node as
+  // `last` placed it (every one when no workers ever ran here): at the end of
+  // a run, the faults this node should have carried out and did not.
+  std::vector<const FaultSpec*> Unfired(const std::optional<FaultPlacement>& last) const;
   // Specs decided without firing since the last call.
   std::vector<FaultSkip> TakeSkips();
   const FaultPlan& plan() const { return plan_; }

@@ -92,6 +92,14 @@ Result<std::unique_ptr<WorkerOutput>> WorkerOutput::Open(std::string prefix, con
 
 WorkerOutput::~WorkerOutput() {
   for (auto& sink : sinks_) {
+    // A stream dropped before its end (a grandchild still holds the pipe at
+    // a restart): what it held is shown and its open line ended, as Close
+    // does; after Close this adds nothing.
+    if (sink.to_console && sink.console_line) {
+      rendered_.clear();
+      sink.console.Finish(rendered_);
+      WriteConsole(sink);
+    }
     if (sink.console_line) sink.console_line->Forget(sink.console);
     if (sink.file_fd >= 0) close(sink.file_fd);
   }

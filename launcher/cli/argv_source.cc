@@ -21,9 +21,59 @@ bool OnCommandLineOf(const FlagSpec& flag, CommandMode mode) {
 // unique prefix among the flags of `mode` (a prefix never picks a flag only
 // `muster launch` takes for plain `muster`; the exact name does, and the
 // mode rule then explains).
+// torchrun's own long flags (torch 2.14's argparse, torch 1.13's are among
+// them). A prefix unique among these is what a torchrun command line means,
+// even where flags only muster has make it ambiguous ("--re" is --redirects
+// to torchrun, beside muster's --recovery).
+constexpr std::string_view kTorchrunFlags[] = {
+    "duplicate-stderr-filters",
+    "duplicate-stdout-filters",
+    "event-log-handler",
+    "help",
+    "local-addr",
+    "local-ranks-filter",
+    "log-dir",
+    "logs-specs",
+    "master-addr",
+    "master-port",
+    "max-restarts",
+    "module",
+    "monitor-interval",
+    "nnodes",
+    "no-python",
+    "node-rank",
+    "nproc-per-node",
+    "numa-binding",
+    "rdzv-backend",
+    "rdzv-conf",
+    "rdzv-endpoint",
+    "rdzv-id",
+    "redirects",
+    "role",
+    "run-path",
+    "shutdown-timeout",
+    "signals-to-handle",
+    "standalone",
+    "start-method",
+    "tee",
+    "virtual-local-rank",
+};
+
 Result<const FlagSpec*> LongFlag(std::string_view typed, CommandMode mode) {
   if (const FlagSpec* exact = FindFlag(typed); exact != nullptr) {
     if (exact->sources & kFromCommandLine) return exact;
+  }
+  // Not for `muster launch`: torch.distributed.launch has a --local-rank of
+  // its own, which muster does not, so torchrun's list would mislead there.
+  std::vector<FlagName> torchrun_names;
+  for (std::string_view name : mode == CommandMode::kRun ? std::span(kTorchrunFlags)
+                                                         : std::span<const std::string_view>()) {
+    if (const FlagSpec* flag = FindFlag(name); flag != nullptr && OnCommandLineOf(*flag, mode)) {
+      torchrun_names.push_back({flag->name, FlagIndex(*flag)});
+    }
+  }
+  if (auto torchrun = MatchLongFlag(typed, torchrun_names); torchrun.ok()) {
+    return &Flags()[*torchrun];
   }
   std::vector<FlagName> names;
   for (const FlagSpec& flag : Flags()) {

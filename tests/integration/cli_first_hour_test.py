@@ -55,7 +55,7 @@ for line in sys.stdin:
         print("refused")
 """
 ABBREVIATED = [["--nproc_per_nod", "2"], ["--nnod", "1"], ["--max_re", "3"], ["--stand"],
-               ["--rdzv_b", "static"], ["--monitor", "1"], ["--redir", "0"]]
+               ["--rdzv_b", "static"], ["--monitor", "1"], ["--redir", "0"], ["--re", "0"]]
 AMBIGUOUS = [["--rdzv", "x"], ["--ma", "1"], ["--local", "x"]]
 
 

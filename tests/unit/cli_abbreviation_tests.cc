@@ -31,6 +31,17 @@ std::string ErrorOf(const std::vector<std::string>& args, CommandMode mode = Com
   return outcome.text;
 }
 
+TEST_CASE("a prefix unique among torchrun's flags means torchrun's flag beside muster's own") {
+  // --recovery, --recovery-timeout, --no-prefix, --hang-timeout, --version
+  // are muster's: torchrun command lines do not know them.
+  CHECK(FieldsOf({"--re", "3", "t.py"})["redirects"] == "3");
+  CHECK(FieldsOf({"--no-pyt", "--no-p", "/bin/true"})["no_python"] == "true");
+  CHECK(FieldsOf({"--v", "t.py"})["virtual_local_rank"] == "true");
+  // Prefixes of muster's own flags only are taken among every flag.
+  CHECK(ParseLaunchCommandLine({"--recovery-t", "5", "t.py"}, EnvOf({}), CommandMode::kRun)
+            .given.Get(*FindFlag("recovery-timeout")) != nullptr);
+}
+
 TEST_CASE("a unique prefix of a long flag stands for it, in either spelling and with '='") {
   CHECK(FieldsOf({"--nproc_per_nod", "2", "t.py"})["nproc_per_node"] == "2");
   CHECK(FieldsOf({"--nproc", "2", "t.py"})["nproc_per_node"] == "2");

@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <filesystem>
@@ -81,7 +83,8 @@ TEST_CASE("the report says how many restarts of the budget were used", "[report]
 
 TEST_CASE("files that outlive muster are named and a temporary error file is only quoted",
           "[report]") {
-  const std::string dir = "/tmp/muster_report_test_rank";
+  // One directory per process: several build trees may run their tests at once.
+  const std::string dir = "/tmp/muster_report_test_rank_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/error.json";
   {

@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -272,7 +274,9 @@ TEST_CASE("the elastic endpoint is split once, with the default port and IPv6", 
 }
 
 TEST_CASE("the PATH search passes over directories, as execvp does", "[plan]") {
-  const std::filesystem::path root = std::filesystem::temp_directory_path() / "muster_path_test";
+  // One directory per process: several build trees may run their tests at once.
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("muster_path_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(root);
   std::filesystem::create_directories(root / "a" / "prog");  // a directory named like the program
   std::filesystem::create_directories(root / "b");
