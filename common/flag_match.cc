@@ -65,4 +65,16 @@ Status UnknownFlag(std::string_view typed, std::span<const std::string> candidat
   return Status::InvalidArgument(message);
 }
 
+bool LooksLikeFlag(std::string_view token) {
+  if (token.size() < 2 || token[0] != '-') return false;
+  return !((token[1] >= '0' && token[1] <= '9') || token[1] == '.');
+}
+
+LongToken SplitLongToken(std::string_view token) {
+  const std::size_t eq = token.find('=');
+  LongToken out{std::string(token.substr(0, eq)), std::nullopt};
+  if (eq != std::string_view::npos) out.value = std::string(token.substr(eq + 1));
+  return out;
+}
+
 }  // namespace muster

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +35,18 @@ struct FlagName {
 //   - none: UnknownFlag(typed, every name).
 // An empty `typed` matches nothing. Candidates are listed in `names` order.
 Result<std::size_t> MatchLongFlag(std::string_view typed, std::span<const FlagName> names);
+
+// A token that starts a flag, not a value: negative numbers are values, so
+// "--max-restarts -1" reports the bad number rather than a missing value.
+bool LooksLikeFlag(std::string_view token);
+
+// "--name=value" or "--name": the flag as typed (for messages) and the value
+// written inside the token, if any.
+struct LongToken {
+  std::string typed;
+  std::optional<std::string> value;
+};
+LongToken SplitLongToken(std::string_view token);
 
 // InvalidArgument "unknown flag '--x'", with "; did you mean '--y'?" when a
 // candidate is close (Suggest). `typed` as the user wrote it ("--nproc_per_nde",

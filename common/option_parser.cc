@@ -11,11 +11,6 @@ namespace {
 
 // A token that starts a flag, not a value: negative numbers are values so
 // that "--port -1" reports the bad number rather than a missing value.
-bool LooksLikeFlag(std::string_view token) {
-  if (token.size() < 2 || token[0] != '-') return false;
-  return !((token[1] >= '0' && token[1] <= '9') || token[1] == '.');
-}
-
 std::vector<FlagName> LongNames(std::span<const OptionSpec> specs) {
   std::vector<FlagName> names;
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -65,9 +60,9 @@ Result<ParsedOptions> ParseOptions(std::span<const std::string> args,
     std::string origin;  // the flag as typed, for messages
     std::optional<std::string> inline_value;
     if (token.starts_with("--")) {
-      const std::size_t eq = token.find('=');
-      origin = token.substr(0, eq);
-      if (eq != std::string::npos) inline_value = token.substr(eq + 1);
+      LongToken long_token = SplitLongToken(token);
+      origin = std::move(long_token.typed);
+      inline_value = std::move(long_token.value);
       auto option = MatchLongFlag(std::string_view(origin).substr(2), names);
       if (!option.ok()) return option.status();
       spec = &specs[*option];

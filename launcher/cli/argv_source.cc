@@ -5,13 +5,6 @@
 namespace muster::cli {
 namespace {
 
-// A token that starts a flag, not a value: negative numbers are values so that
-// "--max-restarts -1" reports the bad number rather than a missing value.
-bool LooksLikeFlag(const std::string& token) {
-  if (token.size() < 2 || token[0] != '-') return false;
-  return !((token[1] >= '0' && token[1] <= '9') || token[1] == '.');
-}
-
 bool OnCommandLineOf(const FlagSpec& flag, CommandMode mode) {
   if (!(flag.sources & kFromCommandLine)) return false;
   return mode == CommandMode::kLaunch || flag.group != FlagGroup::kLaunch;
@@ -113,9 +106,9 @@ Result<ArgvSettings> ReadArgv(const std::vector<std::string>& args, CommandMode 
     std::string origin;  // the flag as typed, for messages
     std::optional<std::string> inline_value;
     if (token.starts_with("--")) {
-      const std::size_t eq = token.find('=');
-      origin = token.substr(0, eq);
-      if (eq != std::string::npos) inline_value = token.substr(eq + 1);
+      LongToken long_token = SplitLongToken(token);
+      origin = std::move(long_token.typed);
+      inline_value = std::move(long_token.value);
       auto found = LongFlag(std::string_view(origin).substr(2), mode);
       if (!found.ok()) return found.status();
       flag = *found;

@@ -27,14 +27,15 @@ std::optional<std::string> ContactWait::OnAttemptFailed(const Endpoint& endpoint
   if (now - start_ < first_warning_) return std::nullopt;
   if (warned_at_ && now - *warned_at_ < warn_every_) return std::nullopt;
   warned_at_ = now;
-  const auto left = std::chrono::duration_cast<Duration>(deadline() - now);
+  // To a tenth of a second: "giving up in 2.8 s".
+  const auto left = std::chrono::round<std::chrono::duration<int64_t, std::deci>>(deadline() - now);
   return "waiting for the rendezvous: " + Causes() + "; giving up in " +
-         HumanDuration(std::max(left, Duration(0))) + " (" + limit_name_ + " " +
-         HumanDuration(limit_) + ")";
+         SecondsText(std::max(Duration(left), Duration(0))) + " s" + " (" + limit_name_ + " " +
+         SecondsText(limit_) + " s)";
 }
 
 std::string ContactWait::GiveUpMessage() const {
-  return "the rendezvous was not reached within " + limit_name_ + " " + HumanDuration(limit_) +
+  return "the rendezvous was not reached within " + limit_name_ + " " + SecondsText(limit_) + " s" +
          ": " + (causes_.empty() ? std::string("no connection attempt finished") : Causes());
 }
 
@@ -52,16 +53,6 @@ std::pair<std::chrono::milliseconds, std::string> FirstContactLimit(const Settin
     return {settings.read_timeout, "read_timeout"};
   }
   return {settings.join_timeout, "join_timeout"};
-}
-
-std::string HumanDuration(std::chrono::milliseconds duration) {
-  const auto ms = duration.count();
-  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
-  if (ms > 1000) {
-    const auto tenths = (ms + 50) / 100;
-    return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
-  }
-  return std::to_string(ms) + " ms";
 }
 
 }  // namespace muster::rdzv

@@ -68,7 +68,4 @@ class ContactWait {
 // or join_timeout, whichever is shorter.
 std::pair<std::chrono::milliseconds, std::string> FirstContactLimit(const Settings& settings);
 
-// "5 s", "1.5 s", "250 ms": a duration as a person reads it.
-std::string HumanDuration(std::chrono::milliseconds duration);
-
 }  // namespace muster::rdzv

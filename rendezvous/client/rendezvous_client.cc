@@ -158,30 +158,30 @@ void RendezvousClient::Connect() {
           ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
           return;
         }
-        asio::async_connect(*socket, results,
-                            [this, socket, target](const boost::system::error_code& connect_ec,
-                                                   const tcp::endpoint&) {
-                              if (stopped_) return;
-                              connecting_ = false;
-                              connect_deadline_.cancel();
-                              if (connect_ec) {
-                                const bool refused = connect_ec == asio::error::connection_refused;
-                                latest_failure_ = FailureOf(refused);
-                                // The deadline closed the socket: the host never answered.
-                                AttemptFailed(target, refused ? "refused the connection"
-                                                      : connect_ec == asio::error::operation_aborted
-                                                          ? "did not answer within " +
-                                                                HumanDuration(AttemptDeadline())
-                                                          : connect_ec.message());
-                                // A live host with no replica on its port proves nothing of the
-                                // other replicas: no answer for the replicated fence rule.
-                                if (!refused)
-                                  walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
-                                ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
-                                return;
-                              }
-                              OnConnected(std::move(*socket));
-                            });
+        asio::async_connect(
+            *socket, results,
+            [this, socket, target](const boost::system::error_code& connect_ec,
+                                   const tcp::endpoint&) {
+              if (stopped_) return;
+              connecting_ = false;
+              connect_deadline_.cancel();
+              if (connect_ec) {
+                const bool refused = connect_ec == asio::error::connection_refused;
+                latest_failure_ = FailureOf(refused);
+                // The deadline closed the socket: the host never answered.
+                AttemptFailed(target,
+                              refused ? "refused the connection"
+                              : connect_ec == asio::error::operation_aborted
+                                  ? "did not answer within " + SecondsText(AttemptDeadline()) + " s"
+                                  : connect_ec.message());
+                // A live host with no replica on its port proves nothing of the
+                // other replicas: no answer for the replicated fence rule.
+                if (!refused) walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
+                ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
+                return;
+              }
+              OnConnected(std::move(*socket));
+            });
       });
 }
 
@@ -215,7 +215,7 @@ void RendezvousClient::OnConnected(tcp::socket socket) {
     if (wait_ec || attempt_.get() != raw) return;
     walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
     attempt_->Close("accepted the connection but did not answer within " +
-                    HumanDuration(AttemptDeadline()));
+                    SecondsText(AttemptDeadline()) + " s");
   });
 }
 

@@ -11,13 +11,6 @@
 namespace muster::rdzv {
 namespace {
 
-// "600", "0.5": seconds as written in --rdzv-conf, for messages users read.
-std::string SecondsText(Duration d) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.10g", static_cast<double>(d.count()) / 1000.0);
-  return text;
-}
-
 template <typename D>
 double SecondsOf(D d) {
   return std::chrono::duration<double>(d).count();

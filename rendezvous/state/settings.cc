@@ -1,5 +1,7 @@
 #include "rendezvous/state/settings.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -140,6 +142,12 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
                         s.fence_timeout);
   }
   return s;
+}
+
+std::string SecondsText(Duration d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.10g", static_cast<double>(d.count()) / 1000.0);
+  return text;
 }
 
 }  // namespace muster::rdzv

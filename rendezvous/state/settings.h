@@ -99,4 +99,7 @@ struct Settings {
   static Status RefuseUnknownKeys(const std::map<std::string, std::string>& conf);
 };
 
+// A duration as --rdzv-conf writes it, in seconds: "600", "0.5", "2.8".
+std::string SecondsText(Duration d);
+
 }  // namespace muster::rdzv

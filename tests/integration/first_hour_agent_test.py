@@ -164,45 +164,39 @@ def listening_addresses(pid):
     return found
 
 
-@test
-def a_job_whose_endpoints_are_all_loopback_listens_on_loopback_only():
-    work = tempdir()
-    sleeper = os.path.join(work, "sleep.py")
-    with open(sleeper, "w") as f:
-        f.write("import time\ntime.sleep(30)\n")
-    port = free_port()
-    agent = start([MUSTER] + elastic_args(f"127.0.0.1:{port}", "join_timeout=30", sleeper),
-                  env=default_env())
-    # The agent serves the c10d rendezvous (the endpoint is this machine) and a store.
-    check(wait_for(lambda: len(listening_addresses(agent.pid)) >= 2, 10),
-          f"the agent listens on {listening_addresses(agent.pid)}")
+def check_listens_on_loopback_only(agent, port):
+    """`agent` listens on 127.0.0.1:`port` and on loopback alone; then it is stopped."""
     addresses = listening_addresses(agent.pid)
+    check(("127.0.0.1", port) in addresses, f"nothing on 127.0.0.1:{port}: {addresses}")
     check(all(host in ("127.0.0.1", "::1") for host, _ in addresses),
           f"the agent listens beyond loopback: {addresses}")
-    check(("127.0.0.1", port) in addresses, f"the rendezvous is not on 127.0.0.1:{port}: "
-          f"{addresses}")
     agent.send_signal(signal.SIGTERM)
     agent.communicate(timeout=30)
 
 
 @test
+def a_job_whose_endpoints_are_all_loopback_listens_on_loopback_only():
+    work = tempdir()
+    port = free_port()
+    agent = start([MUSTER] + elastic_args(f"127.0.0.1:{port}", "join_timeout=30",
+                                          sleeping_worker(work, 30)), env=default_env())
+    # The agent serves the c10d rendezvous (the endpoint is this machine) and a store.
+    check(wait_for(lambda: len(listening_addresses(agent.pid)) >= 2, 10),
+          f"the agent listens on {listening_addresses(agent.pid)}")
+    check_listens_on_loopback_only(agent, port)
+
+
+@test
 def a_static_job_on_a_loopback_master_addr_listens_on_loopback_only():
     work = tempdir()
-    sleeper = os.path.join(work, "sleep.py")
-    with open(sleeper, "w") as f:
-        f.write("import time\ntime.sleep(30)\n")
     port = free_port()
     # Node 0 of 2 on this machine: its store waits for node 1's workers.
     node0 = start([MUSTER, "--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1",
-                   "--master-port", str(port), "--nproc-per-node", "1", sleeper],
-                  env=default_env())
+                   "--master-port", str(port), "--nproc-per-node", "1",
+                   sleeping_worker(work, 30)], env=default_env())
     check(wait_for(lambda: ("127.0.0.1", port) in listening_addresses(node0.pid), 10),
           f"node 0 listens on {listening_addresses(node0.pid)}, not 127.0.0.1:{port}")
-    addresses = listening_addresses(node0.pid)
-    check(all(host in ("127.0.0.1", "::1") for host, _ in addresses),
-          f"node 0 listens beyond loopback: {addresses}")
-    node0.send_signal(signal.SIGTERM)
-    node0.communicate(timeout=30)
+    check_listens_on_loopback_only(node0, port)
 
 
 def sleeping_worker(work, seconds):

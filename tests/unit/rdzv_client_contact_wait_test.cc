@@ -4,7 +4,7 @@
 
 using muster::rdzv::ContactWait;
 using muster::rdzv::Endpoint;
-using muster::rdzv::HumanDuration;
+using muster::rdzv::SecondsText;
 using namespace std::chrono_literals;
 
 namespace {
@@ -63,11 +63,11 @@ TEST_CASE("contact ends the wait for good", "[contact_wait]") {
   CHECK_FALSE(wait.OnAttemptFailed(kRefusing, "refused the connection", t0 + 1h));
 }
 
-TEST_CASE("durations read as a person writes them", "[contact_wait]") {
-  CHECK(HumanDuration(600s) == "600 s");
-  CHECK(HumanDuration(2500ms) == "2.5 s");
-  CHECK(HumanDuration(250ms) == "250 ms");
-  CHECK(HumanDuration(1000ms) == "1 s");
+TEST_CASE("durations read as --rdzv-conf writes them", "[contact_wait]") {
+  CHECK(SecondsText(600s) == "600");
+  CHECK(SecondsText(2500ms) == "2.5");
+  CHECK(SecondsText(250ms) == "0.25");
+  CHECK(SecondsText(1000ms) == "1");
 }
 
 TEST_CASE("the first contact is bounded by read_timeout or join_timeout, the shorter",
