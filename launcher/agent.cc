@@ -10,11 +10,11 @@
 #include <filesystem>
 
 #include "launcher/failure_report.h"
+#include "launcher/host_rules.h"
 #include "launcher/output_routes.h"
 #include "launcher/root_cause_file.h"
 #include "launcher/worker_env.h"
 #include "rendezvous/client/rendezvous_client.h"
-#include "rendezvous/daemon/advertised_address.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "store/store_server.h"
 
@@ -75,16 +75,9 @@ int Agent::Run() {
 
 int Agent::RunStatic() {
   if (node_.group_rank == 0) {
-    // One node, or a loopback MASTER_ADDR (every node on this machine):
-    // MASTER_ADDR only. Several: every interface, since other nodes' workers
-    // connect to MASTER_ADDR, whatever interface that names.
-    const bool on_loopback =
-        rdzv::IsLoopbackHost(node_.master_addr) &&
-        (options_.local_addr.empty() || rdzv::IsLoopbackHost(options_.local_addr));
-    const std::string bind_host = on_loopback && !rdzv::PlainAddress(node_.master_addr)
-                                      ? "127.0.0.1"  // "localhost"
-                                  : node_.group_world_size == 1 || on_loopback ? node_.master_addr
-                                                                               : "0.0.0.0";
+    const std::string bind_host =
+        StaticStoreBindHost(node_.master_addr, node_.group_world_size,
+                            AllNodesOnThisMachine({node_.master_addr}, options_.local_addr));
     auto server =
         store::StoreServer::Start(io_, bind_host, static_cast<uint16_t>(node_.master_port));
     if (!server.ok()) {
@@ -425,9 +418,7 @@ void Agent::RecordAndPrintFailures(int restart_count, int max_restarts, bool in_
   ReportContext context{host_, restart_count, max_restarts, restart_count < max_restarts, in_place};
   context.files_kept = !remove_run_dir_;
   if (!options_.no_python) {
-    context.interpreter = options_.python == plan_.executable
-                              ? plan_.executable
-                              : options_.python + " (" + plan_.executable + ")";
+    context.interpreter = InterpreterText(options_, plan_);
   }
   for (const WorkerFailure& failure : failures) {
     if (auto it = stderr_tails_.find(group_->TagFor(failure.local_rank));

@@ -13,9 +13,7 @@ Status CheckWorkerCommand(const LaunchOptions& options, const LaunchPlan& plan,
     if (probe.find_module(plan.executable, top_level) != ModuleLookup::kNotFound) {
       return Status::Ok();
     }
-    const std::string interpreter = options.python == plan.executable
-                                        ? plan.executable
-                                        : options.python + " (" + plan.executable + ")";
+    const std::string interpreter = InterpreterText(options, plan);
     return Status::InvalidArgument("-m: '" + script + "': " + interpreter +
                                    " finds no module named '" + top_level +
                                    "'; choose the interpreter with --python or MUSTER_PYTHON");

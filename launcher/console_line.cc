@@ -3,10 +3,7 @@
 namespace muster {
 
 void ConsoleLine::BeforeWrite(const ConsoleStream& writer, std::string& out) {
-  if (open_by_ == nullptr || open_by_ == &writer) return;
-  out.push_back('\n');
-  open_by_->LineEndedElsewhere();
-  open_by_ = nullptr;
+  if (open_by_ != &writer) BeforeOwnLine(out);
 }
 
 void ConsoleLine::BeforeOwnLine(std::string& out) {

@@ -47,8 +47,9 @@ std::string FormatWallTime(WallTime t) {
 
 namespace {
 
-void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const ReportContext& context,
-                     const char* indent) {
+// `message`: what `f`'s error file says (ReadErrorFileMessage), read once.
+void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const std::string& message,
+                     const ReportContext& context, const char* indent) {
   out << indent << "rank       : " << f.global_rank << " (local_rank " << f.local_rank << ")\n"
       << indent << "host       : " << context.host << "\n"
       << indent << "pid        : " << f.pid << "\n"
@@ -65,7 +66,6 @@ void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const Repo
     out << indent << "logs       : " << std::filesystem::path(f.error_file).parent_path().string()
         << "\n";
   }
-  const std::string message = ReadErrorFileMessage(f.error_file);
   if (!message.empty()) {
     // A path that is gone once muster exits would send the user looking for
     // nothing: the message below is all the file held.
@@ -83,9 +83,10 @@ void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const Repo
 
 // Whether `f`'s worker said its Python has no torch, in its error file or
 // on stderr.
-bool TorchWasMissing(const WorkerFailure& f, const ReportContext& context) {
+bool TorchWasMissing(const WorkerFailure& f, const std::string& message,
+                     const ReportContext& context) {
   const auto tail = context.stderr_tails.find(f.local_rank);
-  return SaysTorchIsMissing(ReadErrorFileMessage(f.error_file)) ||
+  return SaysTorchIsMissing(message) ||
          (tail != context.stderr_tails.end() && SaysTorchIsMissing(tail->second));
 }
 
@@ -100,18 +101,21 @@ std::string FormatFailureReport(const std::vector<WorkerFailure>& failures,
           : context.in_place    ? "starting the failed workers again; the others recover in place"
                                 : "restarting all local workers")
       << "\n";
+  std::vector<std::string> messages;
+  bool torch_missing = false;
+  for (const WorkerFailure& f : failures) {
+    messages.push_back(ReadErrorFileMessage(f.error_file));
+    torch_missing = torch_missing || TorchWasMissing(f, messages.back(), context);
+  }
   out << "  root cause (first failure):\n";
-  DescribeFailure(out, failures.front(), context, "    ");
+  DescribeFailure(out, failures.front(), messages.front(), context, "    ");
   if (failures.size() > 1) {
     out << "  other failures:\n";
     for (size_t i = 1; i < failures.size(); ++i) {
-      DescribeFailure(out, failures[i], context, "    ");
+      DescribeFailure(out, failures[i], messages[i], context, "    ");
       if (i + 1 < failures.size()) out << "    --\n";
     }
   }
-  const bool torch_missing =
-      std::any_of(failures.begin(), failures.end(),
-                  [&](const WorkerFailure& f) { return TorchWasMissing(f, context); });
   if (torch_missing && !context.interpreter.empty()) {
     out << "  hint: the workers' Python has no torch; they ran " << context.interpreter
         << ". Choose the interpreter with --python PATH or MUSTER_PYTHON=PATH\n";

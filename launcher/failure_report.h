@@ -23,7 +23,7 @@ struct ReportContext {
   // exits, so the report quotes the error file's message but names no path.
   bool files_kept = true;
   // What runs a Python worker, as the user would choose another:
-  // "python3 (/usr/bin/python3, from PATH)". Empty: the workers are not run
+  // InterpreterText (launch_plan.h). Empty: the workers are not run
   // by muster's interpreter (--no-python); no interpreter hint then.
   std::string interpreter = {};
   // The end of each failed worker's stderr, by local rank (absent: none

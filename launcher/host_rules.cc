@@ -61,4 +61,15 @@ std::string StoreBindHost(bool loopback_only, const std::string& local_addr) {
   return "0.0.0.0";
 }
 
+bool AllNodesOnThisMachine(const std::vector<std::string_view>& hosts,
+                           std::string_view local_addr) {
+  return std::all_of(hosts.begin(), hosts.end(), rdzv::IsLoopbackHost) &&
+         (local_addr.empty() || rdzv::IsLoopbackHost(local_addr));
+}
+
+std::string StaticStoreBindHost(const std::string& master_addr, int nodes, bool all_here) {
+  if (all_here && !rdzv::PlainAddress(master_addr)) return "127.0.0.1";  // "localhost"
+  return all_here || nodes == 1 ? master_addr : "0.0.0.0";
+}
+
 }  // namespace muster

@@ -47,6 +47,18 @@ enum class RendezvousRole {
 // config.host_if_local is set.
 RendezvousRole DecideRendezvousRole(const ElasticConfig& config, bool endpoint_is_local);
 
+// Whether every node of a job is on this machine: every host the nodes meet
+// at (`hosts`: the rendezvous endpoints, or the static MASTER_ADDR) is a
+// loopback address or "localhost", and --local-addr (`local_addr`) is unset
+// or loopback too (a routable one says other machines take part).
+bool AllNodesOnThisMachine(const std::vector<std::string_view>& hosts, std::string_view local_addr);
+
+// The address a static run's store binds on node 0: MASTER_ADDR when every
+// node is on this machine (`all_here`; 127.0.0.1 for "localhost") or there is
+// one node, every interface otherwise, since other nodes' workers connect to
+// MASTER_ADDR, whatever interface that names.
+std::string StaticStoreBindHost(const std::string& master_addr, int nodes, bool all_here);
+
 // The address an embedded rendezvous daemon binds: loopback when every node
 // is on this machine (--standalone, or every --rdzv-endpoint on loopback:
 // `loopback_only`), ::1 for an IPv6 endpoint, 127.0.0.1 otherwise; every

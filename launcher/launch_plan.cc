@@ -7,9 +7,9 @@
 #include <algorithm>
 
 #include "launcher/cli/spec_parsers.h"
+#include "launcher/host_rules.h"
 #include "launcher/output_routes.h"
 #include "launcher/worker_env.h"
-#include "rendezvous/daemon/advertised_address.h"
 #include "rendezvous/net/token_file.h"
 
 namespace muster {
@@ -247,10 +247,9 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
   // Every endpoint on loopback: every node of the job is on this machine, so
   // nothing need listen where other machines reach it (unless --local-addr
   // names an address they would).
-  config.loopback_only =
-      std::all_of(config.replicas.begin(), config.replicas.end(),
-                  [](const rdzv::Endpoint& e) { return rdzv::IsLoopbackHost(e.host); }) &&
-      (options.local_addr.empty() || rdzv::IsLoopbackHost(options.local_addr));
+  std::vector<std::string_view> hosts;
+  for (const rdzv::Endpoint& e : config.replicas) hosts.push_back(e.host);
+  config.loopback_only = AllNodesOnThisMachine(hosts, options.local_addr);
   auto settings = rdzv::Settings::FromConf(options.rdzv_conf);
   if (!settings.ok()) return settings.status();
   config.settings = *settings;
@@ -337,6 +336,11 @@ Result<rdzv::Assignment> StaticAssignment(const LaunchOptions& options, int loca
   a.master_port = port;
   a.max_restarts = options.max_restarts;
   return a;
+}
+
+std::string InterpreterText(const LaunchOptions& options, const LaunchPlan& plan) {
+  return options.python == plan.executable ? plan.executable
+                                           : options.python + " (" + plan.executable + ")";
 }
 
 }  // namespace muster

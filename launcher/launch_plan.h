@@ -106,6 +106,11 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
 // MachineFacts of the machine this runs on.
 MachineFacts ThisMachine(const EnvLookup& env);
 
+// The interpreter that runs Python workers, as a user names it in messages:
+// "/usr/bin/python3", or "python3 (/root/.pyenv/shims/python3)" when found
+// on PATH.
+std::string InterpreterText(const LaunchOptions& options, const LaunchPlan& plan);
+
 // PATH search like execvp's: returns the first executable match.
 std::optional<std::string> FindExecutable(const std::string& name, const std::string& path_var);
 

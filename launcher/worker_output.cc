@@ -95,11 +95,7 @@ WorkerOutput::~WorkerOutput() {
     // A stream dropped before its end (a grandchild still holds the pipe at
     // a restart): what it held is shown and its open line ended, as Close
     // does; after Close this adds nothing.
-    if (sink.to_console && sink.console_line) {
-      rendered_.clear();
-      sink.console.Finish(rendered_);
-      WriteConsole(sink);
-    }
+    if (sink.to_console && sink.console_line) FinishConsole(sink);
     if (sink.console_line) sink.console_line->Forget(sink.console);
     if (sink.file_fd >= 0) close(sink.file_fd);
   }
@@ -135,12 +131,7 @@ std::optional<WorkerOutput::Time> WorkerOutput::held_until() const {
 
 void WorkerOutput::Close(Stream stream) {
   Sink& sink = sinks_[stream == Stream::kStdout ? 0 : 1];
-  if (sink.to_console) {
-    rendered_.clear();
-    sink.console.Finish(rendered_);
-    WriteConsole(sink);
-    OfferFiltered(sink, {}, true);
-  }
+  if (sink.to_console) FinishConsole(sink);
   sink.filtered_copy.reset();
   if (sink.file_fd >= 0) {
     close(sink.file_fd);
@@ -151,6 +142,13 @@ void WorkerOutput::Close(Stream stream) {
 void WorkerOutput::SetPrefix(std::string prefix) {
   prefix_ = std::move(prefix);
   for (auto& sink : sinks_) sink.console.SetPrefix(prefix_);
+}
+
+void WorkerOutput::FinishConsole(Sink& sink) {
+  rendered_.clear();
+  sink.console.Finish(rendered_);
+  WriteConsole(sink);
+  OfferFiltered(sink, {}, true);
 }
 
 void WorkerOutput::WriteConsole(Sink& sink) {

@@ -108,6 +108,9 @@ class WorkerOutput {
   explicit WorkerOutput(std::string prefix)
       : prefix_(std::move(prefix)), sinks_{Sink(prefix_), Sink(prefix_)} {}
   // Writes `rendered_` (console bytes `sink` released) to the console.
+  // The end of `sink`'s console copy: what it holds is shown, its open line
+  // ended, its filtered copy given the last partial line (once; again adds nothing).
+  void FinishConsole(Sink& sink);
   void WriteConsole(Sink& sink);
   void OfferFiltered(Sink& sink, std::string_view bytes, bool end_of_stream);
 

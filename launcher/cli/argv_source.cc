@@ -58,15 +58,16 @@ Result<const FlagSpec*> LongFlag(std::string_view typed, CommandMode mode) {
   }
   // Not for `muster launch`: torch.distributed.launch has a --local-rank of
   // its own, which muster does not, so torchrun's list would mislead there.
-  std::vector<FlagName> torchrun_names;
-  for (std::string_view name : mode == CommandMode::kRun ? std::span(kTorchrunFlags)
-                                                         : std::span<const std::string_view>()) {
-    if (const FlagSpec* flag = FindFlag(name); flag != nullptr && OnCommandLineOf(*flag, mode)) {
-      torchrun_names.push_back({flag->name, FlagIndex(*flag)});
+  if (mode == CommandMode::kRun) {
+    std::vector<FlagName> torchrun_names;
+    for (std::string_view name : kTorchrunFlags) {
+      if (const FlagSpec* flag = FindFlag(name); flag != nullptr) {
+        torchrun_names.push_back({flag->name, FlagIndex(*flag)});
+      }
     }
-  }
-  if (auto torchrun = MatchLongFlag(typed, torchrun_names); torchrun.ok()) {
-    return &Flags()[*torchrun];
+    if (auto torchrun = MatchLongFlag(typed, torchrun_names); torchrun.ok()) {
+      return &Flags()[*torchrun];
+    }
   }
   std::vector<FlagName> names;
   for (const FlagSpec& flag : Flags()) {

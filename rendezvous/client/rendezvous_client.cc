@@ -22,8 +22,6 @@ RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, 
       greet_deadline_(io),
       contact_timer_(io),
       last_contact_(std::chrono::steady_clock::now()),
-      contact_wait_(FirstContactLimit(options_.settings).first,
-                    FirstContactLimit(options_.settings).second, last_contact_),
       walk_(options_.endpoints),
       replicated_(walk_.replicated()),
       random_(std::random_device{}()) {}
@@ -38,11 +36,11 @@ void RendezvousClient::Start() {
   }
   last_contact_ = std::chrono::steady_clock::now();
   const auto [contact_limit, limit_name] = FirstContactLimit(options_.settings);
-  contact_wait_ = ContactWait(contact_limit, limit_name, last_contact_);
-  contact_timer_.expires_at(contact_wait_.deadline());
+  contact_wait_.emplace(contact_limit, limit_name, last_contact_);
+  contact_timer_.expires_at(contact_wait_->deadline());
   contact_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || stopped_ || !contact_wait_.Expired(std::chrono::steady_clock::now())) return;
-    const std::string message = contact_wait_.GiveUpMessage();
+    if (ec || stopped_ || !contact_wait_->Expired(std::chrono::steady_clock::now())) return;
+    const std::string message = contact_wait_->GiveUpMessage();
     Stop();
     if (callbacks_.on_fatal) callbacks_.on_fatal(message);
   });
@@ -53,8 +51,8 @@ void RendezvousClient::Start() {
 
 void RendezvousClient::AttemptFailed(const Endpoint& endpoint, std::string cause) {
   spdlog::debug("event=rdzv_attempt_failed endpoint={} why=\"{}\"", endpoint.Text(), cause);
-  if (auto warning = contact_wait_.OnAttemptFailed(endpoint, std::move(cause),
-                                                   std::chrono::steady_clock::now())) {
+  if (auto warning = contact_wait_->OnAttemptFailed(endpoint, std::move(cause),
+                                                    std::chrono::steady_clock::now())) {
     spdlog::warn("{}", *warning);
   }
 }
@@ -285,7 +283,7 @@ void RendezvousClient::OnMessage(const Message& message) {
   ArmFenceTimer(last_contact_ + options_.settings.fence_timeout);
   if (replicated_) ArmQuietTimer();
   if (std::holds_alternative<Welcome>(message)) {
-    contact_wait_.OnContact();
+    contact_wait_->OnContact();
     contact_timer_.cancel();
     // Said at the level the loss was: whoever read that needs this.
     if (std::exchange(lost_, false) || fenced_) {
@@ -481,7 +479,7 @@ void RendezvousClient::ArmFenceTimer(std::chrono::steady_clock::time_point when)
   fence_timer_.async_wait([this](const boost::system::error_code& ec) {
     // Before the first contact nothing runs here to fence; ContactWait bounds
     // that wait instead.
-    if (ec || stopped_ || fenced_ || !contact_wait_.contacted()) return;
+    if (ec || stopped_ || fenced_ || !contact_wait_->contacted()) return;
     const auto now = std::chrono::steady_clock::now();
     const FenceDecision decision =
         replicated_ ? DecideReplicatedFence(last_contact_, last_answer_, now, options_.settings)

@@ -158,8 +158,8 @@ class RendezvousClient {
   std::chrono::steady_clock::time_point last_contact_;
   ContactFailure latest_failure_ = ContactFailure::kNone;  // since the last message
   // The wait for the first Welcome, bounded by read_timeout and join_timeout.
-  ContactWait contact_wait_;
-  bool lost_ = false;  // the connection served was lost and not yet replaced
+  std::optional<ContactWait> contact_wait_;  // set by Start()
+  bool lost_ = false;                        // the connection served was lost and not yet replaced
   bool fenced_ = false;
   bool stopped_ = false;
   EndpointWalk walk_;

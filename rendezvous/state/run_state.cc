@@ -341,16 +341,8 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
   if (gone == nullptr) return;
   const bool was_member = gone->member;
   const std::string host = gone->host;
-  // What the survivors read: whose agent, on which host, with which ranks.
-  const std::string whose =
-      "the agent on host " + host + " (node " + node_id +
-      (was_member ? ", ranks " + std::to_string(gone->global_rank_offset) + ".." +
-                        std::to_string(gone->global_rank_offset + gone->local_world_size - 1)
-                  : std::string()) +
-      ") " +
-      (why == "left"     ? "left the job"
-       : why == "silent" ? "went silent"
-                         : why);
+  const int first_rank = gone->global_rank_offset;
+  const int last_rank = gone->global_rank_offset + gone->local_world_size - 1;
   nodes_.Erase(node_id);
   ++counters_.dead_nodes;
   Log(out, true,
@@ -360,6 +352,12 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
   const int alive = static_cast<int>(nodes_.size());
   if (drain_) drain_->running.erase(node_id);
   if (phase_ == Phase::kRunning && was_member) {
+    // What the survivors read: whose agent, on which host, with which ranks.
+    const std::string whose = "the agent on host " + host + " (node " + node_id + ", ranks " +
+                              std::to_string(first_rank) + ".." + std::to_string(last_rank) + ") " +
+                              (why == "left"     ? "left the job"
+                               : why == "silent" ? "went silent"
+                                                 : why);
     round_opened_ = now;
     if (alive >= min_nodes_) {
       NextGeneration(now, whose, out);

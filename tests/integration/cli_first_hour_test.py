@@ -66,6 +66,8 @@ def muster_takes_and_refuses_the_abbreviations_torchrun_does():
                           text=True, timeout=120)
     check(proc.returncode == 0, "torch's parser did not run", proc.stderr)
     verdicts = proc.stdout.split()
+    check(verdicts == ["ok"] * len(ABBREVIATED) + ["refused"] * len(AMBIGUOUS),
+          f"torch's own parser gave {verdicts}", proc.stderr)
     for args, verdict in zip(ABBREVIATED + AMBIGUOUS, verdicts):
         code, out, err = run_muster(["--dry-run"] + args + ["x.py"])
         mine = "ok" if code == 0 else "refused"
@@ -126,12 +128,15 @@ def status_answers_like_muster_and_defaults_to_the_endpoint_a_job_here_uses():
     if free:
         default_daemon = start([MUSTERD, "--host", "127.0.0.1"])
         line = default_daemon.stdout.readline()
-        if "listening on 127.0.0.1:29400" in line:
-            code, out, err = run_muster(["status"])
-            check(code == 0 and "no runs" in out, f"default endpoint: exit {code}", out, err)
-            return
+        check("listening on 127.0.0.1:29400" in line, f"musterd on its default port: {line!r}")
+        code, out, err = run_muster(["status"])
+        check(code == 0 and "no runs" in out, f"default endpoint: exit {code}", out, err)
+        return
+    # Held by something else: a daemon answers with its runs, anything else is
+    # named in the one error line.
     code, out, err = run_muster(["status"])
-    check(code == 0 or "localhost:29400" in err, f"default endpoint: exit {code}", out, err)
+    check((code == 0 and "runs" in out) or (code == 1 and "localhost:29400" in err),
+          f"default endpoint: exit {code}", out, err)
 
 
 COMPLETE = r"""

@@ -108,8 +108,9 @@ def elastic_agents_on_one_host_sharing_a_log_dir_keep_their_own_files():
         # Each agent's own local ranks 0 and 1, in the one generation.
         check(os.listdir(run_dir) == ["attempt_0"], f"{run_dir}: {os.listdir(run_dir)}")
         for local_rank in ("0", "1"):
-            path = os.path.join(run_dir, "attempt_0", local_rank, "error.json")
-            check(os.path.isdir(os.path.dirname(path)), f"missing {os.path.dirname(path)}")
+            rank_dir = os.path.join(run_dir, "attempt_0", local_rank)
+            for stream in ("stdout.log", "stderr.log"):
+                check(os.path.isfile(os.path.join(rank_dir, stream)), f"no {stream} in {rank_dir}")
 
 
 @test

@@ -144,3 +144,16 @@ TEST_CASE("the store listens on --local-addr only when it is an address", "[host
   // A name may resolve to 127.0.1.1 here and to a routable address elsewhere.
   CHECK(StoreBindHost(false, "node0") == "0.0.0.0");
 }
+
+TEST_CASE("a static store listens on a loopback MASTER_ADDR only when every node is here",
+          "[host_rules]") {
+  CHECK(AllNodesOnThisMachine({"127.0.0.1"}, ""));
+  CHECK(AllNodesOnThisMachine({"localhost", "::1"}, "127.0.0.1"));
+  CHECK_FALSE(AllNodesOnThisMachine({"127.0.0.1"}, "10.0.0.11"));
+  CHECK_FALSE(AllNodesOnThisMachine({"node0"}, ""));
+  CHECK(StaticStoreBindHost("127.0.0.1", 2, true) == "127.0.0.1");
+  CHECK(StaticStoreBindHost("localhost", 2, true) == "127.0.0.1");
+  CHECK(StaticStoreBindHost("127.0.0.1", 2, false) == "0.0.0.0");
+  CHECK(StaticStoreBindHost("node0", 1, false) == "node0");
+  CHECK(StaticStoreBindHost("node0", 2, false) == "0.0.0.0");
+}
