@@ -423,7 +423,7 @@ void Agent::RecordAndPrintFailures(int restart_count, int max_restarts, bool in_
   for (const WorkerFailure& failure : failures) {
     if (auto it = stderr_tails_.find(group_->TagFor(failure.local_rank));
         it != stderr_tails_.end()) {
-      context.stderr_tails[failure.local_rank] = it->second.text();
+      context.stderr_tails[failure.local_rank] = std::string(it->second.text());
     }
   }
   reported_job_end_ = !context.will_restart;

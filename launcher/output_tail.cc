@@ -8,7 +8,7 @@ void OutputTail::Append(std::string_view bytes) {
     return;
   }
   text_.append(bytes);
-  if (text_.size() > capacity_) text_.erase(0, text_.size() - capacity_);
+  if (text_.size() > 2 * capacity_) text_.erase(0, text_.size() - capacity_);
 }
 
 }  // namespace muster

@@ -16,8 +16,14 @@ class OutputTail {
 
   // Appends `bytes` as they came (partial lines included), dropping the
   // oldest bytes beyond the capacity.
+  // Called for every chunk a worker writes to stderr: amortized, it copies
+  // each byte a bounded number of times (the buffer is cut back to the
+  // capacity only once it holds twice as much).
   void Append(std::string_view bytes);
-  const std::string& text() const { return text_; }
+  // The newest `capacity` bytes (fewer before that many came).
+  std::string_view text() const {
+    return std::string_view(text_).substr(text_.size() > capacity_ ? text_.size() - capacity_ : 0);
+  }
 
   // A Python traceback's last lines fit with room to spare.
   static constexpr std::size_t kDefaultCapacity = 4096;

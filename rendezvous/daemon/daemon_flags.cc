@@ -1,7 +1,5 @@
 #include "rendezvous/daemon/daemon_flags.h"
 
-#include <charconv>
-
 #include "common/decimal.h"
 #include "common/option_parser.h"
 #include "common/quote.h"
@@ -65,18 +63,17 @@ constexpr const char* kIntro =
     "event (MUSTER_LOG_LEVEL). It stops on SIGINT or SIGTERM; `muster status`\n"
     "shows the runs it serves.\n";
 
-// A signed decimal integer from `lo` to `hi`; the error names the flag and
+// A decimal integer from `lo` to `hi`; the error names the flag and
 // quotes the value.
+// REQUIRES: 0 <= lo <= hi (every range musterd's flags have).
 Result<int64_t> IntegerIn(const char* flag, const std::string& text, int64_t lo, int64_t hi) {
-  int64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error != std::errc() || stop != end || value < lo || value > hi) {
+  const std::optional<uint64_t> value = ParseDecimal(text, static_cast<uint64_t>(hi));
+  if (!value || static_cast<int64_t>(*value) < lo) {
     return Status::InvalidArgument(std::string(flag) + ": " + Quote(text) +
                                    " must be an integer from " + std::to_string(lo) + " to " +
                                    std::to_string(hi));
   }
-  return value;
+  return static_cast<int64_t>(*value);
 }
 
 }  // namespace
