@@ -1,7 +1,7 @@
 """How late a worker's progress-bar updates reach the console: muster vs
 torchrun 1.13 and 2.14, in the same run, alternated.
 
-usage: output_latency.py [--runs N] [--updates U] [--interval S] [--nproc P]
+usage: output_latency.py [--runs N] [--updates U] [--interval S] [--nproc P] [--torch]
                          [--torchrun 1.13,2.14] [--torch-chroot DIR]
 
 Each launcher runs P workers on one node (--standalone). Every worker draws
@@ -19,7 +19,10 @@ is the pipe's own latency, the floor. muster prefixes each segment and holds a
 partial line at most 50 ms for its end (docs/usage.md, "Output and logs").
 torchrun 1.13 is this host's, through torchrun_compat.py; 2.14 is Debian
 sid's, through tests/torch/chroot_python.sh (root). Workers do not import
-torch.
+torch unless --torch: then each is a torch job (torch 1.13 for muster and
+torchrun 1.13; use --torchrun 1.13, since torch 2.x in the chroot needs
+tests/torch/no_libuv.py around the script) that joins a gloo process group
+through the launcher's store and runs an allreduce before each update.
 """
 import argparse
 import os
@@ -42,10 +45,19 @@ PYTHON = "/usr/bin/python3"
 
 WORKER = r"""
 import os, sys, time
-updates, interval, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+updates, interval, out, mode = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
 rank = os.environ["RANK"]
 stamps = open(os.path.join(out, rank + ".stamps"), "w")
+if mode == "torch":
+    # A real torch job: the process group over the launcher's store, and an
+    # allreduce (a gradient's worth of floats) before each bar update.
+    import torch
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    grad = torch.ones(1 << 16)
 for i in range(updates + 1):
+    if mode == "torch" and i > 0:
+        dist.all_reduce(grad)
     sys.stderr.write("\rrank%s %3d%%|%-10s| %d/%d" % (rank, 100 * i // updates,
                                                       "#" * (10 * i // updates), i, updates))
     sys.stderr.flush()
@@ -59,14 +71,14 @@ sys.stderr.write("\n")
 UPDATE_RE = re.compile(r"rank(\d+) +\d+%\|[# ]*\| (\d+)/(\d+)")
 
 
-def one_run(launcher, nproc, updates, interval, chroot):
+def one_run(launcher, nproc, updates, interval, chroot, torch_job):
     """The latencies (seconds) of every update, and how many arrived early."""
     work = tempfile.mkdtemp(prefix="muster-bench-output-")
     script = os.path.join(work, "bar.py")
     with open(script, "w") as f:
         f.write(WORKER)
     common = ["--standalone", "--nproc_per_node", str(nproc)]
-    worker = [script, str(updates), str(interval), work]
+    worker = [script, str(updates), str(interval), work, "torch" if torch_job else "plain"]
     env = dict(os.environ)
     env.pop("MUSTER_LOG_LEVEL", None)
     if launcher == "muster":
@@ -126,6 +138,9 @@ def main():
     parser.add_argument("--updates", type=int, default=20)
     parser.add_argument("--interval", type=float, default=0.1)
     parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--torch", action="store_true",
+                        help="workers are a torch job: init_process_group('gloo') through the "
+                             "launcher's store and an allreduce before each update")
     add_reference_args(parser)
     args = parser.parse_args()
     versions = selected_versions(parser, args)
@@ -138,11 +153,12 @@ def main():
     for run in range(args.runs):
         for name in launchers:
             latencies, early = one_run(name, args.nproc, args.updates, args.interval,
-                                       args.torch_chroot)
+                                       args.torch_chroot, args.torch)
             all_latencies, all_early, total = results[name]
             results[name] = (all_latencies + latencies, all_early + early, total + len(latencies))
-    print(f"{args.runs} alternated runs, {args.nproc} workers, {args.updates + 1} updates each, "
-          f"{args.interval * 1000:.0f} ms apart")
+    print(f"{args.runs} alternated runs, {args.nproc} workers"
+          f"{' (torch, gloo allreduce per update)' if args.torch else ''}, "
+          f"{args.updates + 1} updates each, {args.interval * 1000:.0f} ms apart")
     print("| launcher | median | p95 | max | updates shown before the last one was written (at most U of U+1 per worker) |")
     print("|---|---|---|---|---|")
     for name in launchers:
