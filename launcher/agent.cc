@@ -13,6 +13,7 @@
 #include "launcher/host_rules.h"
 #include "launcher/output_routes.h"
 #include "launcher/root_cause_file.h"
+#include "launcher/warm_process.h"
 #include "launcher/worker_env.h"
 #include "rendezvous/client/rendezvous_client.h"
 #include "rendezvous/daemon/rendezvous_server.h"
@@ -39,7 +40,7 @@ std::string HostName() {
 Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions options, LaunchPlan plan,
              std::optional<rdzv::Assignment> static_assignment,
              std::optional<ElasticConfig> elastic, std::vector<std::string> inherited_env,
-             EnvLookup env, std::vector<int> handled_signals)
+             EnvLookup env, std::vector<int> handled_signals, WarmProcess* warm)
     : options_(std::move(options)),
       plan_(std::move(plan)),
       inherited_env_(std::move(inherited_env)),
@@ -49,6 +50,7 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
       signals_(io_),
       timer_(io_),
       spawner_(spawner),
+      warm_(warm),
       elastic_(std::move(elastic)),
       fault_timer_(io_),
       held_output_timer_(io_) {
@@ -68,6 +70,8 @@ int Agent::Run() {
   // A console that goes away must not kill the agent (and with it, the job).
   std::signal(SIGPIPE, SIG_IGN);
   for (const auto& warning : plan_.warnings) spdlog::warn("{}", warning);
+  // It imports while the rendezvous forms and the store starts.
+  StartWarmProcess();
   if (elastic_) return RunElastic();  // starts fault injection once it knows its role
   StartFaultInjection();
   return RunStatic();
@@ -99,15 +103,42 @@ int Agent::RunStatic() {
       plan_.gpus.source);
 
   WaitForSignal();
-  if (auto s = StartAttempt(); !s.ok()) {
-    spdlog::error("{}", s.message());
-    exit_code_ = 127;
-    if (!group_ || group_->finished()) return exit_code_;
-    done_ = true;  // let the workers already started stop, then leave
-  }
-  AfterGroupEvent();
+  AfterWarmUp([this] {
+    if (auto s = StartAttempt(); !s.ok()) {
+      spdlog::error("{}", s.message());
+      if (!group_ || group_->finished()) {
+        Finish(127);
+        return;
+      }
+      exit_code_ = 127;
+      done_ = true;  // let the workers already started stop, then leave
+    }
+    AfterGroupEvent();
+  });
   io_.run();
   return exit_code_;
+}
+
+void Agent::StartWarmProcess() {
+  if (warm_ == nullptr || options_.no_python || options_.no_warm_workers) return;
+  WarmSettings settings;
+  settings.python = plan_.executable;
+  settings.command.assign(plan_.argv.begin() + 1, plan_.argv.end());
+  settings.env = MergeEnvironment(inherited_env_, NodeVariables(plan_.nproc_per_node, env_));
+  settings.imports = options_.warm_imports;
+  warm_->Start(std::move(settings));
+}
+
+void Agent::AfterWarmUp(std::function<void()> then) {
+  if (warm_ == nullptr) {
+    then();
+    return;
+  }
+  // Workers wait for the warm process (their imports are its imports); a
+  // signal that ends the run meanwhile leaves nothing to start.
+  warm_->WhenSettled([this, then = std::move(then)] {
+    if (!finished_) then();
+  });
 }
 
 Status Agent::PrepareRunDirectory() {

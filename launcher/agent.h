@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,6 +39,7 @@ namespace muster {
 namespace store {
 class StoreServer;
 }
+class WarmProcess;
 namespace rdzv {
 class RendezvousClient;
 class RendezvousServer;
@@ -53,11 +55,14 @@ class Agent final : public SpawnEvents {
   // `io` runs everything (Run() runs it); `spawner` starts and signals the
   // workers and delivers their events to this agent (the agent calls
   // SetEvents). REQUIRES: both outlive the agent, and `spawner` delivers
-  // events only from `io`, so none arrives outside Run().
+  // events only from `io`, so none arrives outside Run(). `warm`, when
+  // given, is the spawner's warm process (warm_process.h): the agent starts
+  // it (unless --no-python or --no-warm-workers) and starts workers once it
+  // is ready or unusable. REQUIRES: it outlives the agent.
   Agent(boost::asio::io_context& io, ProcessSpawner& spawner, LaunchOptions options,
         LaunchPlan plan, std::optional<rdzv::Assignment> static_assignment,
         std::optional<ElasticConfig> elastic, std::vector<std::string> inherited_env, EnvLookup env,
-        std::vector<int> handled_signals);
+        std::vector<int> handled_signals, WarmProcess* warm = nullptr);
   ~Agent() override;
 
   // Runs the job to completion. Returns muster's exit code: 0 on success, the
@@ -90,6 +95,11 @@ class Agent final : public SpawnEvents {
   void RecordAndPrintFailures(int restart_count, int max_restarts, bool in_place = false);
   void SettleElastic();
   Status PrepareRunDirectory();
+  // Starts the warm process for Python workers, unless they start cold.
+  void StartWarmProcess();
+  // Runs `then` once the warm process is ready or unusable (at once without
+  // one), unless the run finished meanwhile.
+  void AfterWarmUp(std::function<void()> then);
   Status StartAttempt();
   // The specs of `local_ranks`' workers in attempt restart_count_, tagged.
   Result<std::vector<WorkerSpec>> MakeWorkerSpecs(const std::string& attempt_dir,
@@ -156,6 +166,7 @@ class Agent final : public SpawnEvents {
   boost::asio::signal_set signals_;
   boost::asio::steady_timer timer_;
   ProcessSpawner& spawner_;
+  WarmProcess* warm_;
   std::unique_ptr<store::StoreServer> store_;
 
   std::optional<ElasticConfig> elastic_;

@@ -166,7 +166,10 @@ int Agent::RunElastic() {
   };
   client_ = std::make_unique<rdzv::RendezvousClient>(io_, std::move(client), std::move(callbacks));
   WaitForSignal();
-  client_->Start();
+  // A node joins once its warm process is ready: its workers, whenever the
+  // generation forms, start warm (a node joining a running job warms up
+  // before the others stop for it).
+  AfterWarmUp([this] { client_->Start(); });
   io_.run();
   return exit_code_;
 }

@@ -70,6 +70,11 @@ struct LaunchOptions {
   bool no_python = false;      // SCRIPT is an executable, not a Python file
   bool run_path = false;       // python -c 'runpy.run_path(SCRIPT)'
   std::string python;          // interpreter; resolved from --python/$MUSTER_PYTHON/PATH
+  // Python workers are forked from a warm process that imported the
+  // script's torch modules once per node (warm_process.h), unless this is
+  // set (--no-warm-workers).
+  bool no_warm_workers = false;
+  std::vector<std::string> warm_imports;  // --warm-import: imported too
   // Where `python` came from, as errors name it: "--python", "PET_PYTHON",
   // "MUSTER_PYTHON", a config key; empty: the default, python3 on PATH.
   std::string python_origin;

@@ -15,6 +15,7 @@
 #include "launcher/launch_plan.h"
 #include "launcher/posix_spawner.h"
 #include "launcher/status_command.h"
+#include "launcher/warm_process.h"
 
 extern char** environ;
 
@@ -102,9 +103,11 @@ int main(int argc, char** argv) {
   // The agent runs on this thread's loop; the spawner outlives it, so its
   // destructor, run after the agent's, kills any worker left behind.
   boost::asio::io_context io;
+  muster::WarmProcess warm(io);
   muster::PosixSpawner spawner(io);
+  spawner.SetWarmProcess(&warm);
   muster::Agent agent(io, spawner, std::move(*outcome.options), std::move(plan).value(),
                       std::move(static_assignment), std::move(*elastic), std::move(inherited), env,
-                      std::move(handled_signals));
+                      std::move(handled_signals), &warm);
   return agent.Run();
 }

@@ -1,9 +1,9 @@
 #include "launcher/posix_spawner.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,82 +11,19 @@
 #include <array>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/process/v2/process.hpp>
+#include <boost/system/error_code.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+#include "launcher/exec_child.h"
+#include <set>
 
 namespace muster {
 namespace asio = boost::asio;
-namespace bp = boost::process::v2;
 
 namespace {
-
-constexpr unsigned kCloseRangeCloexec = 1U << 2;  // CLOSE_RANGE_CLOEXEC, Linux 5.11
-
-// Runs in the forked child before exec: makes the worker a process-group
-// leader (so a signal reaches its children too), ties its life to the agent
-// thread, restores default signal handling and wires its output pipes.
-struct WorkerSetup {
-  const char* const* env;
-  int stdout_fd;
-  int stderr_fd;
-  int progress_fd;
-  int control_fd;
-  pid_t agent_pid;
-
-  bp::error_code on_setup(bp::posix::default_launcher& launcher, const bp::filesystem::path&,
-                          const char* const*&) {
-    // Boost's process_environment replaces and mis-links; hand the launcher our
-    // prepared environ array directly.
-    launcher.env = env;
-    return {};
-  }
-
-  bp::error_code on_exec_setup(bp::posix::default_launcher&, const bp::filesystem::path&,
-                               const char* const*&) {
-    // A new session: the worker leads its own process group (a signal to the
-    // group reaches its children too) and has no controlling terminal, so
-    // reading a terminal never stops it with SIGTTIN.
-    if (setsid() < 0) return {errno, bp::system_category()};
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return {errno, bp::system_category()};
-    // The agent may have died between fork() and prctl(): then nobody would
-    // ever send the death signal.
-    if (getppid() != agent_pid) _exit(128 + SIGKILL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    // The agent ignores SIGPIPE; an ignored disposition survives exec.
-    signal(SIGPIPE, SIG_DFL);
-    if (dup2(stdout_fd, STDOUT_FILENO) < 0 || dup2(stderr_fd, STDERR_FILENO) < 0) {
-      return {errno, bp::system_category()};
-    }
-    // Asio's sockets (the store's listener, its connections) are not
-    // close-on-exec, and Boost 1.81's own fd cleanup skips some: mark every fd
-    // above stderr close-on-exec so no worker inherits them.
-    if (syscall(SYS_close_range, 3U, ~0U, kCloseRangeCloexec) != 0) {
-      for (int fd = 3; fd < 4096; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-    // The progress and control pipes, after the sweep above. The control
-    // pipe moves out of the way first when it sits where the progress pipe
-    // goes.
-    if (control_fd == kProgressFd) {
-      control_fd = fcntl(control_fd, F_DUPFD, kControlFd + 1);
-      if (control_fd < 0) return {errno, bp::system_category()};
-    }
-    if (!PlaceAt(progress_fd, kProgressFd) || !PlaceAt(control_fd, kControlFd)) {
-      return {errno, bp::system_category()};
-    }
-    return {};
-  }
-
-  // Makes `fd` the inherited descriptor `target`: dup2 clears close-on-exec,
-  // except when `fd` already is `target`.
-  static bool PlaceAt(int fd, int target) {
-    if (fd == target) return fcntl(target, F_SETFD, 0) == 0;
-    return dup2(fd, target) >= 0;
-  }
-};
 
 struct PipePair {
   int read_end = -1;
@@ -105,6 +42,39 @@ struct PipePair {
   int ReleaseRead() { return std::exchange(read_end, -1); }
   int ReleaseWrite() { return std::exchange(write_end, -1); }
 };
+
+// This process's children that have exited and are not reaped yet, read
+// from /proc (a process's stat names its parent and its state).
+std::vector<pid_t> ZombieChildren() {
+  std::vector<pid_t> zombies;
+  const pid_t self = getpid();
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return zombies;
+  while (const dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char stat[512];
+    const ssize_t n = read(fd, stat, sizeof(stat) - 1);
+    close(fd);
+    if (n <= 0) continue;
+    stat[n] = '\0';
+    // "pid (comm) S ppid ...": comm may hold spaces and parentheses.
+    const char* close_paren = std::strrchr(stat, ')');
+    char state = 0;
+    long ppid = 0;
+    if (close_paren != nullptr && std::sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 &&
+        state == 'Z' && ppid == self) {
+      zombies.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  closedir(proc);
+  return zombies;
+}
 
 }  // namespace
 
@@ -164,36 +134,32 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
   envp.reserve(request.env.size() + 1);
   for (const auto& entry : request.env) envp.push_back(entry.c_str());
   envp.push_back(nullptr);
-  std::vector<std::string> args(request.argv.begin() + (request.argv.empty() ? 0 : 1),
-                                request.argv.end());
+  // argv[0] is the executable's path, as Boost.Process gave it before.
+  std::vector<const char*> argv;
+  argv.reserve(request.argv.size() + 1);
+  argv.push_back(request.executable.c_str());
+  for (size_t i = 1; i < request.argv.size(); ++i) argv.push_back(request.argv[i].c_str());
+  argv.push_back(nullptr);
 
-  // A failed exec makes Boost call exit(), which flushes inherited stdio
-  // buffers a second time; flush them first.
+  // Whatever the agent buffered comes out before anything the worker prints
+  // (and is not duplicated by the fork() of a sanitizer build).
   std::fflush(nullptr);
   // The agent never waits on a worker: its end of the control pipe does not block.
   if (fcntl(control.write_end, F_SETFL, O_NONBLOCK) != 0) {
     return Status::IoError(std::string("cannot set up the control pipe: ") + std::strerror(errno));
   }
-  WorkerSetup setup{envp.data(),        out.write_end,    err.write_end,
-                    progress.write_end, control.read_end, getpid()};
-  bp::error_code ec;
-  bp::process process(io_.get_executor());
-  {
-    bp::posix::default_launcher launcher;
-    process = launcher(io_.get_executor(), ec, request.executable, args, setup);
-  }
-  if (ec) {
-    return Status::IoError("cannot start '" + request.executable + "': " + ec.message());
-  }
-  const pid_t pid = process.id();
-  // Boost's own wait ends in a blocking waitpid() once the pidfd looks
-  // readable, which has been seen to happen while the child still ran: the
-  // agent then froze. The child is ours and unreaped, so its pid is still
-  // its own: watch a pidfd of ours and reap without blocking.
-  process.detach();
+  Result<pid_t> started = ForkExec({request.executable.c_str(), argv.data(), envp.data(),
+                                    out.write_end, err.write_end, progress.write_end,
+                                    control.read_end});
+  if (!started.ok()) return started.status();
+  const pid_t pid = *started;
+  // The child is ours and unreaped, so its pid is still its own: watch a
+  // pidfd of ours and reap without blocking (a blocking waitpid() once a
+  // pidfd looked readable has been seen to freeze the agent).
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (pidfd < 0) {
     const int error = errno;
+    for (int fd : {out_fd, err_fd, progress_fd, control_fd}) close(fd);
     SignalGroup(pid, SIGKILL);
     waitpid(pid, nullptr, 0);  // it was just killed: this returns at once
     return Status::IoError("cannot watch '" + request.executable +
@@ -201,9 +167,8 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
   }
 
   const uint64_t id = next_id_++;
-  children_.emplace(id, std::make_unique<Child>(io_, request.tag, pid, pidfd, out.ReleaseRead(),
-                                                err.ReleaseRead(), progress.ReleaseRead(),
-                                                control.ReleaseWrite()));
+  children_.emplace(id, std::make_unique<Child>(io_, request.tag, pid, pidfd, out_fd, err_fd,
+                                                progress_fd, control_fd));
   ReadOutput(id, Stream::kStdout);
   ReadOutput(id, Stream::kStderr);
   ReadProgress(id);
@@ -211,10 +176,45 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
   return pid;
 }
 
+void PosixSpawner::SetWarmProcess(WarmProcess* warm) {
+  warm_ = warm;
+  if (warm_ == nullptr || strays_) return;
+  // The agent is a child subreaper once a warm process runs: a worker's own
+  // children that outlive it become the agent's, and are reaped here.
+  strays_.emplace(io_);
+  strays_->add(SIGCHLD);
+  // Asio installs its handler without SA_RESTART: every child's exit would
+  // then interrupt the agent's blocking calls (EINTR). Same handler, restarted
+  // calls, and no signal when a child merely stops.
+  struct sigaction action {};
+  if (sigaction(SIGCHLD, nullptr, &action) == 0) {
+    action.sa_flags |= SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &action, nullptr);
+  }
+  WaitForStrays();
+}
+
+void PosixSpawner::WaitForStrays() {
+  strays_->async_wait([this](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    ReapStrays();
+    WaitForStrays();
+  });
+}
+
+void PosixSpawner::ReapStrays() {
+  std::set<pid_t> ours;
+  for (const auto& [id, child] : children_) ours.insert(child->pid);
+  if (warm_ != nullptr) ours.insert(warm_->pid());
+  for (const pid_t pid : ZombieChildren()) {
+    if (!ours.count(pid)) waitpid(pid, nullptr, WNOHANG);
+  }
+}
+
 void PosixSpawner::WaitForExit(uint64_t id) {
   children_.at(id)->exit_watch.async_wait(
       asio::posix::descriptor_base::wait_read,
-      [this, id](const bp::error_code& ec) { OnExitReadable(id, ec); });
+      [this, id](const boost::system::error_code& ec) { OnExitReadable(id, ec); });
 }
 
 void PosixSpawner::OnExitReadable(uint64_t id, const boost::system::error_code& ec) {
@@ -227,7 +227,7 @@ void PosixSpawner::OnExitReadable(uint64_t id, const boost::system::error_code& 
     // Woken before the exit. Should the readiness be stale and stay, a
     // pause keeps this from spinning: look again in 20 ms.
     c.retry.expires_after(std::chrono::milliseconds(20));
-    c.retry.async_wait([this, id](const bp::error_code& retry_ec) {
+    c.retry.async_wait([this, id](const boost::system::error_code& retry_ec) {
       if (!retry_ec && children_.count(id)) WaitForExit(id);
     });
     return;
@@ -247,7 +247,7 @@ void PosixSpawner::ReadOutput(uint64_t id, Stream stream) {
   Child& child = *children_.at(id);
   auto& descriptor = stream == Stream::kStdout ? child.out : child.err;
   auto& buffer = stream == Stream::kStdout ? child.out_buffer : child.err_buffer;
-  descriptor.async_read_some(asio::buffer(buffer), [this, id, stream](bp::error_code ec, size_t n) {
+  descriptor.async_read_some(asio::buffer(buffer), [this, id, stream](boost::system::error_code ec, size_t n) {
     auto it = children_.find(id);
     if (it == children_.end()) return;
     Child& c = *it->second;
@@ -267,7 +267,7 @@ void PosixSpawner::ReadOutput(uint64_t id, Stream stream) {
 void PosixSpawner::ReadProgress(uint64_t id) {
   Child& child = *children_.at(id);
   child.progress.async_read_some(
-      asio::buffer(child.progress_buffer), [this, id](bp::error_code ec, size_t n) {
+      asio::buffer(child.progress_buffer), [this, id](boost::system::error_code ec, size_t n) {
         auto it = children_.find(id);
         if (it == children_.end()) return;
         Child& c = *it->second;

@@ -6,10 +6,13 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "launcher/process_spawner.h"
+#include "launcher/warm_process.h"
 
 namespace muster {
 
@@ -25,6 +28,12 @@ class PosixSpawner final : public ProcessSpawner {
   Status SendControl(uint64_t tag, std::string_view line) override;
   void CloseOutput(uint64_t tag) override;
 
+  // Python workers come from `warm` when it can fork them (warm_process.h),
+  // else they start cold. Also reaps the agent's stray children from then
+  // on: with a warm process the agent is a child subreaper. REQUIRES: `warm`
+  // outlives this spawner's use of it; nullptr turns warm starts off.
+  void SetWarmProcess(WarmProcess* warm);
+
  private:
   struct Child;
   void ReadOutput(uint64_t id, Stream stream);
@@ -34,6 +43,13 @@ class PosixSpawner final : public ProcessSpawner {
   void WaitForExit(uint64_t id);
   void OnExitReadable(uint64_t id, const boost::system::error_code& ec);
   void Release(uint64_t id);
+  // Watches a started process: its pipes' read ends (and the control pipe's
+  // write end), its exit. Takes ownership of the descriptors.
+  Result<pid_t> Track(const SpawnRequest& request, pid_t pid, int out_fd, int err_fd,
+                      int progress_fd, int control_fd);
+  void WaitForStrays();
+  // Reaps exited children that are neither workers nor the warm process.
+  void ReapStrays();
 
   boost::asio::io_context& io_;
   SpawnEvents* events_ = nullptr;  // set by SetEvents, before any child exists
@@ -41,6 +57,8 @@ class PosixSpawner final : public ProcessSpawner {
   // earlier child's pipes are still open.
   std::map<uint64_t, std::unique_ptr<Child>> children_;
   uint64_t next_id_ = 1;
+  WarmProcess* warm_ = nullptr;
+  std::optional<boost::asio::signal_set> strays_;  // SIGCHLD, once a warm process may run
 };
 
 }  // namespace muster

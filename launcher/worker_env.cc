@@ -36,6 +36,14 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
   };
   // The pipe is always there; naming it offers the channel (PROTOCOL.md).
   if (worker.control_channel) v.emplace("MUSTER_CONTROL_FD", std::to_string(kControlFd));
+  v.merge(NodeVariables(node.local_world_size, inherited));
+  if (worker.cuda_visible_devices) v["CUDA_VISIBLE_DEVICES"] = *worker.cuda_visible_devices;
+  return v;
+}
+
+std::map<std::string, std::string> NodeVariables(int local_world_size,
+                                                 const EnvLookup& inherited) {
+  std::map<std::string, std::string> v;
   // NCCL aborts a communicator whose peer failed instead of hanging; torch
   // 2.0 and 2.1 read the older name, later versions the TORCH_ one.
   for (const char* name : {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}) {
@@ -43,8 +51,7 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
   }
   // Several workers each spawning one OpenMP thread per core oversubscribe the
   // node; torchrun sets 1 for the same reason.
-  if (node.local_world_size > 1 && !inherited("OMP_NUM_THREADS")) v.emplace("OMP_NUM_THREADS", "1");
-  if (worker.cuda_visible_devices) v["CUDA_VISIBLE_DEVICES"] = *worker.cuda_visible_devices;
+  if (local_world_size > 1 && !inherited("OMP_NUM_THREADS")) v.emplace("OMP_NUM_THREADS", "1");
   return v;
 }
 

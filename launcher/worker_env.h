@@ -41,6 +41,12 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
                                                    const WorkerIdentity& worker,
                                                    const EnvLookup& inherited);
 
+// The variables of WorkerVariables that are the same for every worker of a
+// node with `local_world_size` workers: TORCH_NCCL_ASYNC_ERROR_HANDLING=1,
+// NCCL_ASYNC_ERROR_HANDLING=1 and, with more than one worker,
+// OMP_NUM_THREADS=1, each only when `inherited` does not already set it.
+std::map<std::string, std::string> NodeVariables(int local_world_size, const EnvLookup& inherited);
+
 // `inherited` ("NAME=value" entries, as in environ) with `variables` replacing
 // or adding entries. Order: inherited entries first, then new ones sorted.
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& inherited,

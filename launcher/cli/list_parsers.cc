@@ -113,4 +113,33 @@ Result<std::vector<std::string>> ParseLineFilters(std::string_view text) {
   return filters;
 }
 
+Result<std::vector<std::string>> ParseModuleList(std::string_view text) {
+  std::vector<std::string> modules;
+  if (text.empty()) return modules;
+  auto identifier_start = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  };
+  auto identifier_char = [&](char c) { return identifier_start(c) || (c >= '0' && c <= '9'); };
+  for (std::string_view item : Split(text)) {
+    if (item.empty()) return EmptyItem(text);
+    bool valid = true;
+    bool at_start = true;
+    for (char c : item) {
+      if (c == '.') {
+        valid = valid && !at_start;
+        at_start = true;
+      } else {
+        valid = valid && (at_start ? identifier_start(c) : identifier_char(c));
+        at_start = false;
+      }
+    }
+    if (!valid || at_start) {
+      return Status::InvalidArgument(Quote(text) + " has " + Quote(item) +
+                                     ", which is not a Python module name (e.g. torch.distributed)");
+    }
+    modules.emplace_back(item);
+  }
+  return modules;
+}
+
 }  // namespace muster::cli

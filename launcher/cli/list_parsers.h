@@ -1,5 +1,5 @@
 // Parsers for comma-separated lists: --gpus, --local-ranks-filter,
-// --signals-to-handle and --duplicate-std{out,err}-filters. Same contract as
+// --signals-to-handle, --duplicate-std{out,err}-filters and --warm-import. Same contract as
 // number_parsers.h. An empty item ("0,,1") is an error: it is a typo, never a
 // wish (in a filter list ",," is torchrun's escaped comma instead).
 #pragma once
@@ -30,5 +30,10 @@ Result<std::vector<std::string>> ParseSignalList(std::string_view text);
 // Spaces are kept. "" means no filters ({}). An empty filter ("a," or ",a")
 // is an error: it would match every line.
 Result<std::vector<std::string>> ParseLineFilters(std::string_view text);
+
+// Python module names for --warm-import: "torch.distributed,numpy", each a
+// dotted name of identifiers ([A-Za-z_][A-Za-z0-9_]*), in the order given.
+// "" means none ({}).
+Result<std::vector<std::string>> ParseModuleList(std::string_view text);
 
 }  // namespace muster::cli
