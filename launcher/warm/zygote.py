@@ -90,6 +90,19 @@ def _module_file(name):
     return None
 
 
+def _source_of(kind, target, args):
+    """The file whose imports the workers will make: the script, the
+    module's file, or for code (--run-path's runpy line) its first argument
+    when that is a Python file."""
+    if kind == "script":
+        return target
+    if kind == "module":
+        return _module_file(target)
+    if args and args[0].endswith(".py") and os.path.isfile(args[0]):
+        return args[0]
+    return None
+
+
 def _torch_imports(path):
     """The torch modules a source file imports, in the order it names them."""
     try:
@@ -142,12 +155,12 @@ def _warm_up(channel):
     """Imports what the workers will import; True when fit to fork."""
     started = time.monotonic()
     try:
-        kind, target, _ = _target(json.loads(os.environ.pop("MUSTER_WARM_COMMAND")))
+        kind, target, args = _target(json.loads(os.environ.pop("MUSTER_WARM_COMMAND")))
     except (KeyError, ValueError) as e:
         _send(channel, {"ready": False, "reason": f"cannot run this command warm: {e}"})
         return False
     requested = [m for m in os.environ.pop("MUSTER_WARM_IMPORTS", "").split(",") if m]
-    source = target if kind == "script" else _module_file(target) if kind == "module" else None
+    source = _source_of(kind, target, args)
     modules = (_torch_imports(source) if source else []) + requested
     # Imports resolve as they will in a worker: its sys.path[0] first.
     sys.path[0] = _path0(kind, target)

@@ -40,6 +40,9 @@ def base_env(**extra):
     for key in list(env):
         if key.startswith("PET_") or key in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"):
             del env[key]
+    # MUSTER_TEST_WARM=off runs a suite with warm workers off (torch_1.13_cold).
+    if os.environ.get("MUSTER_TEST_WARM") == "off":
+        env["PET_NO_WARM_WORKERS"] = "1"
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

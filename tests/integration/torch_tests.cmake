@@ -6,3 +6,8 @@ foreach(version 1.13 2.6 2.14)
   muster_integration_test(torch_${version} torch_test.py TIMEOUT 600 LABELS torch
                           ENV MUSTER_TORCH_VERSIONS=${version})
 endforeach()
+# The same tests with warm workers off (--no-warm-workers): torch 1.13 on the
+# host. 2.6 and 2.14 run cold by hand (MUSTER_TORCH_VERSIONS=2.6,2.14
+# MUSTER_TEST_WARM=off torch_test.py); see docs/testing.md.
+muster_integration_test(torch_1.13_cold torch_test.py TIMEOUT 600 LABELS torch
+                        ENV MUSTER_TORCH_VERSIONS=1.13 MUSTER_TEST_WARM=off)

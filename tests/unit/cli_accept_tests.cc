@@ -180,6 +180,8 @@ const std::vector<Sample>& Samples() {
       {"no-python", "", "no_python", "true", {}},
       {"run-path", "", "run_path", "true", {}},
       {"python", "/usr/bin/python3", "python", "/usr/bin/python3", {}},
+      {"no-warm-workers", "", "no_warm_workers", "true", {}},
+      {"warm-import", "numpy,torch.distributed", "warm_imports", "numpy,torch.distributed", {}},
       {"shutdown-timeout", "5", "shutdown_timeout_s", "5", {}},
       {"log-dir", "/tmp/logs", "log_dir", "/tmp/logs", {}},
       {"redirects", "3", "redirects", "3", {}},

@@ -81,6 +81,8 @@ inline std::map<std::string, std::string> Fields(const LaunchOptions& o, const E
   f["no_python"] = Text(o.no_python);
   f["run_path"] = Text(o.run_path);
   f["python"] = o.python;
+  f["no_warm_workers"] = Text(o.no_warm_workers);
+  f["warm_imports"] = Join(o.warm_imports, ",");
   f["log_dir"] = o.log_dir;
   f["redirects"] = Text(o.redirects);
   f["tee"] = Text(o.tee);

@@ -18,4 +18,5 @@ muster_unit_test(launcher_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/launcher_output_tail_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_status_table_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_fault_injector_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_warm_fit_test.cc
   LIBS muster_launcher)

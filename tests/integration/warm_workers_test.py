@@ -1,0 +1,221 @@
+"""Warm workers (launcher/warm_process.h): Python workers forked from the
+node's warm process see what a cold start (--no-warm-workers) sees, field by
+field; a warm process that cannot serve falls back to cold starts with one
+event line; nothing outlives the agent's SIGKILL.
+
+Real muster, Debian's python3 with torch 1.13; the torch tests
+(torch_test.py) run every torch version warm as well."""
+import json
+import os
+import signal
+
+from harness import (MUSTER, PYTHON, WORKERS, base_env, check, kill_tree, run_muster, run_tests,
+                     start, tempdir, test, wait_for)
+
+STATE = os.path.join(WORKERS, "interpreter_state.py")
+DATALOADER = os.path.join(WORKERS, "dataloader_workers.py")
+# Differ between any two runs, warm or not: the store's port, the run's
+# directory and its id.
+PER_RUN = ("MASTER_PORT", "TORCHELASTIC_ERROR_FILE", "TORCHELASTIC_RUN_ID")
+
+
+def states(out_dir, ranks):
+    found = {}
+    for rank in range(ranks):
+        with open(os.path.join(out_dir, f"rank{rank}.json")) as f:
+            found[rank] = json.load(f)
+    return found
+
+
+def run_states(args, ranks, warm, cwd=None, env=None):
+    """Runs muster with `args` (OUTDIR is appended to them by the caller via
+    the returned directory's placeholder) and returns each rank's state."""
+    out_dir = tempdir()
+    args = [a.replace("{out}", out_dir) for a in args]
+    flags = [] if warm else ["--no-warm-workers"]
+    if args[0] == "launch":
+        command = [MUSTER, "launch"] + flags + args[1:]
+    else:
+        command = [MUSTER] + flags + args
+    p = start(command, env=env or base_env(MUSTER_PYTHON=PYTHON), cwd=cwd)
+    out, err = p.communicate(timeout=120)
+    check(p.returncode == 0, f"{'warm' if warm else 'cold'} run exited {p.returncode}", out, err)
+    found = {rank: json.loads(json.dumps(state).replace(out_dir, "{out}"))
+             for rank, state in states(out_dir, ranks).items()}
+    for rank, state in found.items():
+        check(state["ppid"] == p.pid, f"rank {rank}'s parent is {state['ppid']}, not the agent "
+              f"{p.pid}", out, err)
+        del state["ppid"]
+        for name in PER_RUN:
+            state["env"].pop(name, None)
+    return found, err
+
+
+def compare_warm_and_cold(args, ranks, cwd=None):
+    warm, warm_err = run_states(args, ranks, warm=True, cwd=cwd)
+    cold, _ = run_states(args, ranks, warm=False, cwd=cwd)
+    check("event=warm_fallback" not in warm_err, "the warm run fell back", warm_err)
+    for rank in range(ranks):
+        check(warm[rank].pop("preloaded") is True, f"rank {rank} did not start warm")
+        check(cold[rank].pop("preloaded") is False, f"rank {rank} did not start cold")
+        differing = {key: (warm[rank].get(key), cold[rank].get(key))
+                     for key in sorted(set(warm[rank]) | set(cold[rank]))
+                     if warm[rank].get(key) != cold[rank].get(key)}
+        if "env" in differing:
+            w, c = differing.pop("env")
+            differing["env"] = {k: (w.get(k), c.get(k)) for k in sorted(set(w) | set(c))
+                                if w.get(k) != c.get(k)}
+        check(not differing, f"rank {rank}: warm != cold in {json.dumps(differing, indent=1)}")
+    return warm
+
+
+@test
+def a_script_starts_warm_exactly_as_cold():
+    warm = compare_warm_and_cold(["--standalone", "--nproc-per-node", "2", STATE, "{out}",
+                                  "--flag", "value"], 2)
+    check(warm[0]["argv"][1:] == [warm[0]["argv"][1], "--flag", "value"], str(warm[0]["argv"]))
+    check(warm[0]["omp_num_threads"] == "1" and warm[0]["torch_threads"] == 1, str(warm[0]))
+    check(warm[0]["pdeathsig"] == signal.SIGKILL and warm[0]["session_leader"], str(warm[0]))
+
+
+@test
+def a_module_starts_warm_exactly_as_cold():
+    compare_warm_and_cold(["--standalone", "--nproc-per-node", "1", "-m", "interpreter_state",
+                           "{out}"], 1, cwd=WORKERS)
+
+
+@test
+def run_path_starts_warm_exactly_as_cold():
+    compare_warm_and_cold(["--standalone", "--nproc-per-node", "1", "--run-path", STATE,
+                           "{out}"], 1)
+
+
+@test
+def muster_launch_local_rank_starts_warm_exactly_as_cold():
+    warm = compare_warm_and_cold(["launch", "--standalone", "--nproc-per-node", "2", STATE,
+                                  "{out}"], 2)
+    check(warm[1]["argv"][1] == "--local_rank=1", str(warm[1]["argv"]))
+
+
+@test
+def omp_num_threads_read_at_import_is_the_workers():
+    # Torch's OpenMP reads OMP_NUM_THREADS when torch is imported: in the
+    # warm process, before any worker exists.
+    env = base_env(MUSTER_PYTHON=PYTHON, OMP_NUM_THREADS="2")
+    warm, _ = run_states(["--standalone", "--nproc-per-node", "2", STATE, "{out}"], 2, warm=True,
+                         env=env)
+    for rank in range(2):
+        check(warm[rank]["preloaded"] and warm[rank]["omp_num_threads"] == "2" and
+              warm[rank]["torch_threads"] == 2, f"rank {rank}: {warm[rank]}")
+
+
+@test
+def a_warm_import_that_raises_runs_the_job_cold_with_one_event():
+    out_dir = tempdir()
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--warm-import",
+                                 "raises_at_import", STATE, out_dir],
+                                env=base_env(MUSTER_PYTHON=PYTHON), timeout=120)
+    check(code == 0, f"exit {code}", out, err)
+    found = states(out_dir, 2)
+    check(not any(s["preloaded"] for s in found.values()), "a worker started warm", err)
+    events = [line for line in err.splitlines() if "event=warm_fallback" in line]
+    check(len(events) == 1 and "raises_at_import" in events[0], f"events {events}", err)
+
+
+@test
+def a_dataloader_with_two_workers_runs_under_fork_and_spawn():
+    for method in ("fork", "spawn"):
+        out_dir = tempdir()
+        code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", DATALOADER, out_dir,
+                                     method], env=base_env(MUSTER_PYTHON=PYTHON), timeout=120)
+        check(code == 0, f"{method}: exit {code}", out, err)
+        check("event=warm_fallback" not in err, f"{method}: fell back", err)
+        for rank, state in states(out_dir, 2).items():
+            check(state == {"sum": 2016.0, "method": method}, f"{method} rank {rank}: {state}")
+
+
+@test
+def a_failed_worker_restarts_warm():
+    out_dir = tempdir()
+    script = os.path.join(out_dir, "fail_once.py")
+    with open(script, "w") as f:
+        f.write("import os, runpy, sys\n"
+                "import torch\n"
+                "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0' and "
+                "os.environ['RANK'] == '1':\n"
+                "    sys.exit(3)\n"
+                f"runpy.run_path({STATE!r}, run_name='__main__')\n")
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--max-restarts", "1",
+                                 script, out_dir], env=base_env(MUSTER_PYTHON=PYTHON),
+                                timeout=120)
+    check(code == 0, f"exit {code}", out, err)
+    for rank, state in states(out_dir, 2).items():
+        check(state["env"]["TORCHELASTIC_RESTART_COUNT"] == "1" and state["preloaded"],
+              f"rank {rank}: restart {state['env']['TORCHELASTIC_RESTART_COUNT']} "
+              f"preloaded {state['preloaded']}", err)
+    check("event=warm_fallback" not in err, "fell back", err)
+
+
+def children_of(pid):
+    """Every live descendant of `pid` (zombies excluded), from /proc."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@test
+def nothing_outlives_the_agents_sigkill():
+    out_dir = tempdir()
+    script = os.path.join(out_dir, "sleeper.py")
+    with open(script, "w") as f:
+        f.write("import os, sys, time\nimport torch\n"
+                "open(os.path.join(sys.argv[1], 'rank' + os.environ['RANK']), 'w').close()\n"
+                "time.sleep(300)\n")
+    agent = start([MUSTER, "--standalone", "--nproc-per-node", "2", script, out_dir],
+                  env=base_env(MUSTER_PYTHON=PYTHON))
+    try:
+        ready = wait_for(lambda: all(os.path.exists(os.path.join(out_dir, f"rank{r}"))
+                                     for r in range(2)), 60)
+        check(ready, "the workers never started")
+        processes = children_of(agent.pid)
+        # The warm process and two workers.
+        check(len(processes) == 3, f"descendants {processes}")
+        agent.send_signal(signal.SIGKILL)
+        agent.wait(10)
+        gone = wait_for(lambda: not any(alive(p) for p in processes), 10)
+        check(gone, f"still alive after the agent's SIGKILL: "
+              f"{[p for p in processes if alive(p)]}")
+    finally:
+        kill_tree(agent.pid)
+        for pid in children_of(agent.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        agent.communicate()
+
+
+if __name__ == "__main__":
+    run_tests()
