@@ -7,7 +7,7 @@ namespace muster {
 namespace {
 
 constexpr std::array<std::string_view, 12> kImportTimePrefixes = {
-    "PYTHON", "LD_",   "LC_",  "OMP_",      "GOMP_",    "KMP_",
+    "PYTHON", "LD_",       "LC_",    "OMP_",     "GOMP_",   "KMP_",
     "MKL_",   "OPENBLAS_", "TORCH_", "PYTORCH_", "MALLOC_", "GLIBC_TUNABLES"};
 
 std::map<std::string_view, std::string_view> Index(const std::vector<std::string>& env) {
@@ -40,8 +40,7 @@ std::optional<std::string> WarmEnvironmentMismatch(const std::vector<std::string
                                                    const std::vector<std::string>& worker) {
   const auto warm_index = Index(warm);
   const auto worker_index = Index(worker);
-  auto lookup = [](const auto& index,
-                   std::string_view name) -> std::optional<std::string_view> {
+  auto lookup = [](const auto& index, std::string_view name) -> std::optional<std::string_view> {
     auto it = index.find(name);
     if (it == index.end()) return std::nullopt;
     return it->second;
@@ -54,9 +53,8 @@ std::optional<std::string> WarmEnvironmentMismatch(const std::vector<std::string
     const auto in_warm = lookup(warm_index, name);
     const auto in_worker = lookup(worker_index, name);
     if (in_warm != in_worker) {
-      return std::string(name) + " is " + Shown(in_worker) +
-             " for this worker but was " + Shown(in_warm) +
-             " when the warm process imported its modules (it is read at import)";
+      return std::string(name) + " is " + Shown(in_worker) + " for this worker but was " +
+             Shown(in_warm) + " when the warm process imported its modules (it is read at import)";
     }
   }
   return std::nullopt;

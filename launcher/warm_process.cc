@@ -27,6 +27,11 @@ using nlohmann::json;
 namespace {
 
 constexpr int kChannelFd = 3;  // where zygote.py finds its channel
+// Reads the program (zygote.py) from the channel and runs it, the channel
+// open as `channel`.
+constexpr char kBootstrap[] =
+    "import socket as s;channel=s.socket(s.AF_UNIX,s.SOCK_SEQPACKET,0,3);"
+    "exec(compile(channel.recv(1<<20).decode(),'<muster warm process>','exec'))";
 constexpr unsigned kCloseRangeCloexec = 1U << 2;
 // A fork request answers in milliseconds; past this the warm process is stuck.
 constexpr int kForkReplyTimeoutMs = 10000;
@@ -61,11 +66,12 @@ WarmProcess::~WarmProcess() {
 void WarmProcess::Start(WarmSettings settings) {
   settings_ = std::move(settings);
   state_ = State::kStarting;
+  started_at_ = std::chrono::steady_clock::now();
   // Workers are forked twice in the warm process; the middle process exits
   // at once and the worker is handed to the nearest subreaper: this agent.
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
-    Settle(State::kUnusable, std::string("cannot become a child subreaper: ") +
-                                 std::strerror(errno));
+    Settle(State::kUnusable,
+           std::string("cannot become a child subreaper: ") + std::strerror(errno));
     return;
   }
   int pair[2];
@@ -83,7 +89,12 @@ void WarmProcess::Start(WarmSettings settings) {
   for (const auto& entry : env) envp.push_back(entry.c_str());
   envp.push_back(nullptr);
   const std::string python = settings_.python;
-  const char* argv[] = {python.c_str(), "-u", "-c", kWarmZygoteSource, nullptr};
+  // A short command line: the program comes as the channel's first packet,
+  // and the workers' command follows, so `ps` shows a forked worker (whose
+  // command line is the warm process's) with its script and arguments.
+  std::vector<const char*> argv = {python.c_str(), "-u", "-c", kBootstrap};
+  for (const auto& arg : settings_.command) argv.push_back(arg.c_str());
+  argv.push_back(nullptr);
   const int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
   const pid_t agent = getpid();
 
@@ -108,7 +119,8 @@ void WarmProcess::Start(WarmSettings settings) {
       _exit(127);
     }
     syscall(SYS_close_range, kChannelFd + 1, ~0U, kCloseRangeCloexec);
-    execve(python.c_str(), const_cast<char* const*>(argv), const_cast<char* const*>(envp.data()));
+    execve(python.c_str(), const_cast<char* const*>(argv.data()),
+           const_cast<char* const*>(envp.data()));
     _exit(127);
   }
   const int fork_error = errno;
@@ -119,14 +131,20 @@ void WarmProcess::Start(WarmSettings settings) {
     return;
   }
   pid_ = pid;
+  if (send(channel_, kWarmZygoteSource, std::strlen(kWarmZygoteSource), MSG_NOSIGNAL) < 0) {
+    Kill();
+    Settle(State::kUnusable,
+           std::string("cannot send the warm process its program: ") + std::strerror(errno));
+    return;
+  }
   WatchExit();
   WatchChannel();
   ready_timer_.expires_after(settings_.ready_timeout);
   ready_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || state_ != State::kStarting) return;
     Kill();
-    Settle(State::kUnusable, "not ready after " +
-                                 std::to_string(settings_.ready_timeout.count() / 1000) + " s");
+    Settle(State::kUnusable,
+           "not ready after " + std::to_string(settings_.ready_timeout.count() / 1000) + " s");
   });
 }
 
@@ -177,9 +195,11 @@ void WarmProcess::OnChannelReadable() {
       if (name.is_string()) imports.push_back(name.get<std::string>());
     }
   }
-  spdlog::info("event=warm_ready pid={} imports=[{}] rss_mib={:.0f} import_seconds={}", pid_,
-               Joined(imports), message->value("rss_kib", 0) / 1024.0,
-               message->value("seconds", 0.0));
+  const std::chrono::duration<double> since_start = std::chrono::steady_clock::now() - started_at_;
+  spdlog::info(
+      "event=warm_ready pid={} imports=[{}] rss_mib={:.0f} seconds={:.3f} import_seconds={}", pid_,
+      Joined(imports), message->value("rss_kib", 0) / 1024.0, since_start.count(),
+      message->value("seconds", 0.0));
   Settle(State::kReady, "");
 }
 
@@ -236,7 +256,8 @@ std::optional<pid_t> WarmProcess::Fork(const SpawnRequest& request, const WarmCh
     return std::nullopt;
   }
   std::error_code cwd_error;
-  json message = {{"argv", std::vector<std::string>(request.argv.begin() + 1, request.argv.end())},
+  json message = {{"argv0", request.argv.front()},
+                  {"argv", std::vector<std::string>(request.argv.begin() + 1, request.argv.end())},
                   {"env", request.env},
                   {"cwd", std::filesystem::current_path(cwd_error).string()},
                   {"agent_pid", getpid()}};
@@ -269,8 +290,8 @@ std::optional<pid_t> WarmProcess::Fork(const SpawnRequest& request, const WarmCh
     // Stuck or gone: no later worker waits on it.
     Kill();
     state_ = State::kUnusable;
-    unusable_reason_ = polled == 0 ? "a fork request had no answer in 10 s"
-                                   : "the warm process exited";
+    unusable_reason_ =
+        polled == 0 ? "a fork request had no answer in 10 s" : "the warm process exited";
     Fallback(unusable_reason_);
     return std::nullopt;
   }

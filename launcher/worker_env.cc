@@ -41,8 +41,7 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
   return v;
 }
 
-std::map<std::string, std::string> NodeVariables(int local_world_size,
-                                                 const EnvLookup& inherited) {
+std::map<std::string, std::string> NodeVariables(int local_world_size, const EnvLookup& inherited) {
   std::map<std::string, std::string> v;
   // NCCL aborts a communicator whose peer failed instead of hanging; torch
   // 2.0 and 2.1 read the older name, later versions the TORCH_ one.

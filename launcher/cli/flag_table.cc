@@ -132,15 +132,14 @@ constexpr FlagSpec
                 {"python", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kWorkers, "PATH",
                  "$MUSTER_PYTHON, else python3", "Python interpreter that runs SCRIPT.",
                  [](V v, P& o) { return Assign(ParseNonEmpty(v), o.options.python); }},
-                {"no-warm-workers", 0, ValueKind::kSwitch, kFromAll, kJsonBool,
-                 FlagGroup::kWorkers, "", "",
+                {"no-warm-workers", 0, ValueKind::kSwitch, kFromAll, kJsonBool, FlagGroup::kWorkers,
+                 "", "",
                  "Start every Python worker with a fresh interpreter (cold) instead of forking it "
                  "from the node's warm process, which has imported the script's torch modules "
                  "once.",
                  [](V v, P& o) { return Assign(ParseBool(v), o.options.no_warm_workers); }},
                 {"warm-import", 0, ValueKind::kValue, kFromAll, kJsonArray | kJsonString,
-                 FlagGroup::kWorkers,
-                 "MODULE,...", "",
+                 FlagGroup::kWorkers, "MODULE,...", "",
                  "Modules the warm process imports besides the torch modules the script imports.",
                  [](V v, P& o) { return Assign(ParseModuleList(v), o.options.warm_imports); }},
                 {"shutdown-timeout", 0, ValueKind::kValue, kFromAll, kNumberOrText,

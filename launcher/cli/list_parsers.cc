@@ -134,8 +134,9 @@ Result<std::vector<std::string>> ParseModuleList(std::string_view text) {
       }
     }
     if (!valid || at_start) {
-      return Status::InvalidArgument(Quote(text) + " has " + Quote(item) +
-                                     ", which is not a Python module name (e.g. torch.distributed)");
+      return Status::InvalidArgument(
+          Quote(text) + " has " + Quote(item) +
+          ", which is not a Python module name (e.g. torch.distributed)");
     }
     modules.emplace_back(item);
   }

@@ -2,15 +2,16 @@
 workers' script imports (torch, and --warm-import) once per node, and forks
 each worker from that state instead of the agent exec'ing a fresh interpreter.
 
-The agent starts it as `PYTHON -u -c SOURCE` in the workers' environment
-minus their per-rank variables, with a SOCK_SEQPACKET socket as fd 3 and
-MUSTER_WARM_COMMAND (JSON: the interpreter arguments of a worker, such as
+The agent starts it as `PYTHON -u -c BOOTSTRAP COMMAND...` in the workers'
+environment minus their per-rank variables, with a SOCK_SEQPACKET socket as
+fd 3 (opened by the bootstrap as the global `channel`; this program is its
+first packet) and MUSTER_WARM_COMMAND (JSON: the interpreter arguments of a worker, such as
 ["-u", "train.py", "--epochs", "3"]) and MUSTER_WARM_IMPORTS (comma-separated
 modules) in its environment. Messages are JSON, one per packet:
 
   warm -> agent, once:  {"ready": true, "imports": [...], "rss_kib": N,
                          "seconds": S} | {"ready": false, "reason": "..."}
-  agent -> warm:        {"argv": [...], "env": ["NAME=value", ...],
+  agent -> warm:        {"argv0": PYTHON, "argv": [...], "env": ["NAME=value", ...],
                          "cwd": "...", "agent_pid": N}
                         with four descriptors (SCM_RIGHTS): the worker's
                         stdout, stderr, progress pipe and control pipe
@@ -37,7 +38,6 @@ import sys
 import time
 
 _PR_SET_PDEATHSIG = 1
-_CHANNEL_FD = 3
 _WORKER_FDS = (1, 2, 3, 4)  # stdout, stderr, progress, control
 # Interpreter options a worker's command may carry before its target; they
 # are the same ones the warm interpreter was started with (-u), or have no
@@ -69,9 +69,23 @@ def _target(command):
     return "script", command[i], command[i + 1:]
 
 
+def _is_package_path(target):
+    """A directory or zip file the interpreter runs by its __main__ module."""
+    if os.path.isdir(target):
+        return True
+    try:
+        import zipfile
+
+        return zipfile.is_zipfile(target)
+    except OSError:
+        return False
+
+
 def _path0(kind, target):
     """What the interpreter puts first on sys.path for this target."""
     if kind == "script":
+        if _is_package_path(target):
+            return os.path.realpath(target)
         return os.path.dirname(os.path.realpath(target))
     if kind == "module":
         return os.getcwd()
@@ -95,7 +109,7 @@ def _source_of(kind, target, args):
     module's file, or for code (--run-path's runpy line) its first argument
     when that is a Python file."""
     if kind == "script":
-        return target
+        return os.path.join(target, "__main__.py") if os.path.isdir(target) else target
     if kind == "module":
         return _module_file(target)
     if args and args[0].endswith(".py") and os.path.isfile(args[0]):
@@ -187,6 +201,7 @@ class _Worker:
 
     def __init__(self, request):
         self.argv = request["argv"]
+        self.argv0 = request.get("argv0", sys.executable)
         self.env = request["env"]
         self.cwd = request["cwd"]
 
@@ -198,11 +213,17 @@ class _Worker:
             name, _, value = entry.partition("=")
             os.environ[name] = value
         sys.path[0] = _path0(kind, target)
-        if kind == "module":
+        if hasattr(sys, "orig_argv"):
+            sys.orig_argv = [self.argv0] + self.argv
+        if kind == "module" or (kind == "script" and _is_package_path(target)):
             import runpy
 
-            sys.argv = ["-m"] + args  # as the interpreter's -m: runpy fills argv[0]
-            runpy._run_module_as_main(target, alter_argv=True)
+            if kind == "module":
+                sys.argv = ["-m"] + args  # as the interpreter's -m: runpy fills argv[0]
+                runpy._run_module_as_main(target, alter_argv=True)
+            else:
+                sys.argv = [target] + args  # a directory or zip: its __main__ module
+                runpy._run_module_as_main("__main__", alter_argv=False)
             return
         import types
 
@@ -317,8 +338,7 @@ def _serve(channel):
 
 
 def _main():
-    channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=_CHANNEL_FD)
-    if not _warm_up(channel):
+    if not _warm_up(channel):  # noqa: F821 - the bootstrap's socket on fd 3
         return None
     worker = _serve(channel)
     if worker is None:

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 
+from elastic_harness import start_musterd, wait_exit
 from harness import (MUSTER, PYTHON, WORKERS, base_env, check, kill_tree, run_muster, run_tests,
                      start, tempdir, test, wait_for)
 
@@ -154,6 +155,47 @@ def a_failed_worker_restarts_warm():
               f"rank {rank}: restart {state['env']['TORCHELASTIC_RESTART_COUNT']} "
               f"preloaded {state['preloaded']}", err)
     check("event=warm_fallback" not in err, "fell back", err)
+
+
+@test
+def a_lost_nodes_survivors_restart_warm():
+    daemon, port = start_musterd()
+    out_dir = tempdir()
+    script = os.path.join(out_dir, "generation.py")
+    with open(script, "w") as f:
+        f.write("import json, os, sys, time\n"
+                "preloaded = 'torch' in sys.modules\n"
+                "import torch\n"
+                "name = f\"gen{os.environ['TORCHELASTIC_RESTART_COUNT']}_"
+                "rank{os.environ['RANK']}_world{os.environ['WORLD_SIZE']}.json\"\n"
+                "with open(os.path.join(sys.argv[1], name), 'w') as out:\n"
+                "    json.dump({'preloaded': preloaded, 'ppid': os.getppid()}, out)\n"
+                "if os.environ['WORLD_SIZE'] == '4':\n"
+                "    time.sleep(120)\n")
+    common = ["--nnodes", "1:2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+              "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "warm-survivors",
+              "--rdzv-conf", "last_call_timeout=0.5", "--local-addr", "127.0.0.1"]
+    agents = [start([MUSTER] + common + [script, out_dir], env=base_env(MUSTER_PYTHON=PYTHON))
+              for _ in range(2)]
+    try:
+        first = wait_for(lambda: len([n for n in os.listdir(out_dir) if "world4" in n]) == 4, 60)
+        check(first, f"the first generation never ran: {os.listdir(out_dir)}")
+        agents[1].send_signal(signal.SIGKILL)
+        code = wait_exit(agents[0], 60)
+        out, err = agents[0].communicate()
+        check(code == 0, f"the survivor exited {code}", out, err)
+        survivors = [n for n in os.listdir(out_dir) if "world2" in n]
+        check(len(survivors) == 2, f"files {sorted(os.listdir(out_dir))}", err)
+        for name in survivors:
+            with open(os.path.join(out_dir, name)) as f:
+                state = json.load(f)
+            check(state["preloaded"] and state["ppid"] == agents[0].pid, f"{name}: {state}", err)
+        check("event=warm_fallback" not in err, "the survivor fell back", err)
+    finally:
+        for p in agents + [daemon]:
+            if p.poll() is None:
+                kill_tree(p.pid)
+            p.wait()
 
 
 def children_of(pid):

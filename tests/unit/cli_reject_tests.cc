@@ -182,7 +182,8 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
        "--warm-import: 'numpy,torch..nn' has 'torch..nn', which is not a Python module name (e.g. "
        "torch.distributed)"},
       {{"--warm-import", "1up", "t.py"},
-       "--warm-import: '1up' has '1up', which is not a Python module name (e.g. torch.distributed)"},
+       "--warm-import: '1up' has '1up', which is not a Python module name (e.g. "
+       "torch.distributed)"},
       {{"--signals-to-handle", "SIGTERM,SIGKILL", "t.py"},
        "--signals-to-handle: 'SIGTERM,SIGKILL' has 'SIGKILL', which is not a signal muster can "
        "forward (e.g. SIGTERM, SIGUSR1)"},

@@ -15,9 +15,10 @@ TEST_CASE("variables read at interpreter start or import are told apart from run
     INFO(name);
     CHECK(ReadAtImport(name));
   }
-  for (const char* name : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
-                           "NCCL_DEBUG", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_ERROR_FILE",
-                           "MUSTER_PROGRESS_FD", "HOME", "PATH", "LANGUAGE_X", "XPYTHON"}) {
+  for (const char* name :
+       {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "NCCL_DEBUG",
+        "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_ERROR_FILE", "MUSTER_PROGRESS_FD", "HOME",
+        "PATH", "LANGUAGE_X", "XPYTHON"}) {
     INFO(name);
     CHECK_FALSE(ReadAtImport(name));
   }

@@ -56,6 +56,7 @@ state = {
     "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     "torch_threads": torch.get_num_threads(),
     "executable": sys.executable,
+    "orig_argv": getattr(sys, "orig_argv", None),
     "preloaded": preloaded,
 }
 out_dir = next(a for a in sys.argv[1:] if not a.startswith("--"))
