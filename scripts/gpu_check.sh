@@ -25,6 +25,14 @@
 #               interrupt of a blocked allreduce, ncclCommShrink, a new communicator).
 #               A shrink every survivor refused cleanly is SKIP with fewer than 3 GPUs
 #               (ranks sharing a GPU), FAIL with a GPU per rank.
+#   warm        warm workers: a worker forked from the node's warm process initialises
+#               CUDA after the fork (scripts/gpu_check/warm_cuda.py: ctypes on
+#               libcudart, 64 MiB cudaMalloc/cudaMemset/cudaDeviceSynchronize per rank,
+#               a rank per GPU, at least 2 sharing round-robin), warm and with
+#               --no-warm-workers, alternated 3 times; --warm-import torch where the
+#               interpreter has torch. Every rank's CUDA work done, warm runs without
+#               event=warm_fallback and every worker forked warm; the figure is the
+#               median time from muster's start to the last rank's synchronize.
 #   allreduce   NCCL allreduce bandwidth: always SKIP for now, scripts/bench has no
 #               NCCL allreduce benchmark (allreduce.sh times host buffers over
 #               Gloo; allreduce_bench_worker refuses --backend nccl).
@@ -505,7 +513,83 @@ else
   fi
 fi
 
-# --- 8. allreduce over NCCL --------------------------------------------------------
+# --- 8. warm workers: CUDA initialised after the fork --------------------------------
+WARM_REPEAT=3
+WARM_FAILED=""
+warm_run() {  # MODE RUN NPROC FLAG...: one muster run of warm_cuda.py; sets WARM_TTG, WARM_SYNC
+  local mode=$1 run=$2 nproc=$3 log t0 rc stats ranks forked
+  shift 3
+  WARM_TTG="" WARM_SYNC=""
+  log="$LOG_DIR/warm-$mode-run$run.log"
+  t0=$(date +%s.%N)
+  MUSTER_LOG_LEVEL=info run_logged "$log" 120 "$BIN/muster" --standalone --nproc-per-node "$nproc" \
+    --python "$PYTHON" "$@" scripts/gpu_check/warm_cuda.py
+  rc=$?
+  # Each rank's line: WARM_CUDA {"rank": R, ..., "forked_warm": true, ..., "t_sync": EPOCH, ...}
+  stats=$(awk -v t0="$t0" '/WARM_CUDA \{/ {
+      s = substr($0, index($0, "WARM_CUDA {") + 11); gsub(/[{}" ]/, "", s)
+      n = split(s, kv, ","); split("", f)
+      for (i = 1; i <= n; i++) { split(kv[i], p, ":"); f[p[1]] = p[2] }
+      if (!(f["rank"] in seen)) { seen[f["rank"]] = 1; ranks++ }
+      if (f["forked_warm"] == "true") forked++
+      if (f["t_sync"] + 0 > last) last = f["t_sync"] + 0
+      if (f["first_to_sync_s"] + 0 > sync) sync = f["first_to_sync_s"] + 0 }
+    END { printf "%d %d %.3f %.3f\n", ranks, forked, (ranks ? last - t0 : 0), sync }' "$log")
+  read -r ranks forked WARM_TTG WARM_SYNC <<<"$stats"
+  local why=""
+  if ((rc != 0 || ranks != nproc)); then
+    why="exited $rc, $ranks of $nproc ranks did the CUDA work: $(grep -m 1 -E 'warm_cuda.py: |Error|muster: error' "$log" | cut -c 1-160)"
+  elif [[ $mode == warm ]] && grep -q 'event=warm_fallback' "$log"; then
+    why="$(grep -m 1 -o 'event=warm_fallback.*' "$log" | cut -c 1-160)"
+  elif [[ $mode == warm ]] && ((forked != nproc)); then
+    why="$forked of $nproc workers forked warm"
+  elif [[ $mode == cold ]] && ((forked != 0)); then
+    why="$forked of $nproc workers forked warm with --no-warm-workers"
+  fi
+  if [[ -n $why ]]; then
+    WARM_FAILED+="${WARM_FAILED:+; }$mode run $run $why ($(basename "$log"))"
+    show_tail "$log"
+    return 1
+  fi
+}
+
+say "== warm: workers forked from the warm process initialise CUDA (scripts/gpu_check/warm_cuda.py)"
+if ((GPU_COUNT == 0)); then
+  row "warm" SKIP "$skip_reason_without_gpu"
+elif ((BUILD_OK == 0)); then
+  row "warm" SKIP "the build failed"
+else
+  warm_nproc=$((GPU_COUNT < 2 ? 2 : GPU_COUNT))
+  warm_flags=()
+  "$PYTHON" -c 'import torch' >/dev/null 2>&1 && warm_flags=(--warm-import torch)
+  say "$warm_nproc ranks on $GPU_COUNT GPU(s), warm and --no-warm-workers alternated $WARM_REPEAT times${warm_flags[*]:+ (${warm_flags[*]})}"
+  warm_ttg=() cold_ttg=() warm_sync=() cold_sync=()
+  for ((i = 1; i <= WARM_REPEAT; i++)); do
+    warm_run warm "$i" "$warm_nproc" "${warm_flags[@]}" || break
+    warm_ttg+=("$WARM_TTG") warm_sync+=("$WARM_SYNC")
+    warm_run cold "$i" "$warm_nproc" --no-warm-workers "${warm_flags[@]}" || break
+    cold_ttg+=("$WARM_TTG") cold_sync+=("$WARM_SYNC")
+  done
+  w=$( ((${#warm_ttg[@]})) && printf '%s\n' "${warm_ttg[@]}" | median)
+  c=$( ((${#cold_ttg[@]})) && printf '%s\n' "${cold_ttg[@]}" | median)
+  ws=$( ((${#warm_sync[@]})) && printf '%s\n' "${warm_sync[@]}" | median)
+  cs=$( ((${#cold_sync[@]})) && printf '%s\n' "${cold_sync[@]}" | median)
+  ready=$(grep -h -m 1 -o 'imports=\[[^]]*\].*import_seconds=[0-9.]*' "$LOG_DIR"/warm-warm-run1.log 2>/dev/null |
+    sed -E 's/imports=\[([^]]*)\].* import_seconds=([0-9.]*)/warm process imported [\1] in \2 s/')
+  figure="$warm_nproc ranks on $GPU_COUNT GPU(s), median of ${#warm_ttg[@]}/${#cold_ttg[@]}: muster start to the last rank's cudaDeviceSynchronize warm ${w:-?} s vs cold ${c:-?} s"
+  if [[ -n $w && -n $c ]]; then
+    figure+=" ($(awk -v a="$w" -v b="$c" 'BEGIN {printf "%+.1f", (a / b - 1) * 100}') %$(awk -v a="$w" -v b="$c" 'BEGIN {if (a >= b) printf "; warm NOT faster"}'))"
+  fi
+  figure+="; script's first line to synchronize (slowest rank) warm ${ws:-?} s, cold ${cs:-?} s${ready:+; $ready}"
+  if [[ -z $WARM_FAILED ]]; then
+    row "warm" PASS "every worker forked warm initialised CUDA; $figure"
+  else
+    row "warm" FAIL "$WARM_FAILED; $figure"
+  fi
+  [[ -n $w && -n $c ]] && SUMMARY_NOTE+="${SUMMARY_NOTE:+; }first GPU work $w s warm vs $c s cold"
+fi
+
+# --- 9. allreduce over NCCL --------------------------------------------------------
 say "== allreduce (NCCL)"
 row "allreduce (NCCL)" SKIP "not measured: scripts/bench has no NCCL allreduce benchmark (allreduce.sh times host buffers over Gloo; allreduce_bench_worker refuses --backend nccl)"
 
