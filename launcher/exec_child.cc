@@ -138,8 +138,7 @@ int ChildMain(void* raw) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  execve(spec.executable, const_cast<char* const*>(spec.argv),
-         const_cast<char* const*>(spec.envp));
+  execve(spec.executable, const_cast<char* const*>(spec.argv), const_cast<char* const*>(spec.envp));
   Fail(report_fd, Step::kExec);
 }
 

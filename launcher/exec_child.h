@@ -15,7 +15,7 @@
 //     and `control_fd` as kControlFd (4), all without close-on-exec; stdin is
 //     inherited; every other descriptor from 3 up is close-on-exec, so the
 //     worker inherits nothing else (the agent's sockets are not close-on-exec);
-//   - runs `argv[0]`... as `executable` with exactly `envp` (no PATH search).
+//   - executes `executable` with `argv` and exactly `envp` (no PATH search).
 //
 // How: clone(CLONE_VM | CLONE_VFORK) with a stack of its own, as posix_spawn
 // does. The child shares the caller's memory and runs only async-signal-safe
@@ -46,13 +46,13 @@
 namespace muster {
 
 struct ExecChildSpec {
-  const char* executable = nullptr;        // absolute path, execve'd as is
-  const char* const* argv = nullptr;       // null-terminated, argv[0] included
-  const char* const* envp = nullptr;       // null-terminated, the whole environment
-  int stdout_fd = -1;                      // becomes 1
-  int stderr_fd = -1;                      // becomes 2
-  int progress_fd = -1;                    // becomes kProgressFd
-  int control_fd = -1;                     // becomes kControlFd
+  const char* executable = nullptr;   // absolute path, execve'd as is
+  const char* const* argv = nullptr;  // null-terminated, argv[0] included
+  const char* const* envp = nullptr;  // null-terminated, the whole environment
+  int stdout_fd = -1;                 // becomes 1
+  int stderr_fd = -1;                 // becomes 2
+  int progress_fd = -1;               // becomes kProgressFd
+  int control_fd = -1;                // becomes kControlFd
 };
 
 // Starts the child as described above; returns its pid, or an error naming

@@ -10,20 +10,27 @@
 
 #include <array>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "launcher/exec_child.h"
-#include <set>
 
 namespace muster {
 namespace asio = boost::asio;
+using boost::system::error_code;
 
 namespace {
+
+// How long a worker forked by the warm process may take to become this
+// process's child (its middle process tearing down its copy of the warm
+// process: milliseconds). Past it, an ECHILD is an unknown end.
+constexpr std::chrono::seconds kAdoptionBound{10};
 
 struct PipePair {
   int read_end = -1;
@@ -42,39 +49,6 @@ struct PipePair {
   int ReleaseRead() { return std::exchange(read_end, -1); }
   int ReleaseWrite() { return std::exchange(write_end, -1); }
 };
-
-// This process's children that have exited and are not reaped yet, read
-// from /proc (a process's stat names its parent and its state).
-std::vector<pid_t> ZombieChildren() {
-  std::vector<pid_t> zombies;
-  const pid_t self = getpid();
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return zombies;
-  while (const dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char stat[512];
-    const ssize_t n = read(fd, stat, sizeof(stat) - 1);
-    close(fd);
-    if (n <= 0) continue;
-    stat[n] = '\0';
-    // "pid (comm) S ppid ...": comm may hold spaces and parentheses.
-    const char* close_paren = std::strrchr(stat, ')');
-    char state = 0;
-    long ppid = 0;
-    if (close_paren != nullptr && std::sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 &&
-        state == 'Z' && ppid == self) {
-      zombies.push_back(static_cast<pid_t>(pid));
-    }
-  }
-  closedir(proc);
-  return zombies;
-}
 
 }  // namespace
 
@@ -97,6 +71,9 @@ struct PosixSpawner::Child {
   pid_t pid;
   int control_fd;  // the write end of the control pipe (non-blocking)
   bool reaped = false;
+  // Forked by the warm process: until then waitpid() may say ECHILD (its
+  // middle process has not exited yet), which is not an end.
+  std::optional<std::chrono::steady_clock::time_point> adopt_until;
   // The child's pidfd: readable once it exited. Reaped with WNOHANG only, so
   // a wake-up that comes early can never block the agent's one thread.
   asio::posix::stream_descriptor exit_watch;
@@ -130,6 +107,18 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
   if (!out.Open() || !err.Open() || !progress.Open() || !control.Open()) {
     return Status::IoError(std::string("cannot create output pipes: ") + std::strerror(errno));
   }
+  // The agent never waits on a worker: its end of the control pipe does not block.
+  if (fcntl(control.write_end, F_SETFL, O_NONBLOCK) != 0) {
+    return Status::IoError(std::string("cannot set up the control pipe: ") + std::strerror(errno));
+  }
+  if (warm_ != nullptr) {
+    if (const std::optional<pid_t> pid = warm_->Fork(
+            request, {out.write_end, err.write_end, progress.write_end, control.read_end})) {
+      return Track(request, *pid, out.ReleaseRead(), err.ReleaseRead(), progress.ReleaseRead(),
+                   control.ReleaseWrite(), /*adopting=*/true);
+    }
+  }
+
   std::vector<const char*> envp;
   envp.reserve(request.env.size() + 1);
   for (const auto& entry : request.env) envp.push_back(entry.c_str());
@@ -144,15 +133,16 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
   // Whatever the agent buffered comes out before anything the worker prints
   // (and is not duplicated by the fork() of a sanitizer build).
   std::fflush(nullptr);
-  // The agent never waits on a worker: its end of the control pipe does not block.
-  if (fcntl(control.write_end, F_SETFL, O_NONBLOCK) != 0) {
-    return Status::IoError(std::string("cannot set up the control pipe: ") + std::strerror(errno));
-  }
-  Result<pid_t> started = ForkExec({request.executable.c_str(), argv.data(), envp.data(),
-                                    out.write_end, err.write_end, progress.write_end,
-                                    control.read_end});
+  Result<pid_t> started =
+      ForkExec({request.executable.c_str(), argv.data(), envp.data(), out.write_end, err.write_end,
+                progress.write_end, control.read_end});
   if (!started.ok()) return started.status();
-  const pid_t pid = *started;
+  return Track(request, *started, out.ReleaseRead(), err.ReleaseRead(), progress.ReleaseRead(),
+               control.ReleaseWrite());
+}
+
+Result<pid_t> PosixSpawner::Track(const SpawnRequest& request, pid_t pid, int out_fd, int err_fd,
+                                  int progress_fd, int control_fd, bool adopting) {
   // The child is ours and unreaped, so its pid is still its own: watch a
   // pidfd of ours and reap without blocking (a blocking waitpid() once a
   // pidfd looked readable has been seen to freeze the agent).
@@ -167,8 +157,10 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
   }
 
   const uint64_t id = next_id_++;
-  children_.emplace(id, std::make_unique<Child>(io_, request.tag, pid, pidfd, out_fd, err_fd,
-                                                progress_fd, control_fd));
+  auto child = std::make_unique<Child>(io_, request.tag, pid, pidfd, out_fd, err_fd, progress_fd,
+                                       control_fd);
+  if (adopting) child->adopt_until = std::chrono::steady_clock::now() + kAdoptionBound;
+  children_.emplace(id, std::move(child));
   ReadOutput(id, Stream::kStdout);
   ReadOutput(id, Stream::kStderr);
   ReadProgress(id);
@@ -203,18 +195,27 @@ void PosixSpawner::WaitForStrays() {
 }
 
 void PosixSpawner::ReapStrays() {
-  std::set<pid_t> ours;
-  for (const auto& [id, child] : children_) ours.insert(child->pid);
-  if (warm_ != nullptr) ours.insert(warm_->pid());
-  for (const pid_t pid : ZombieChildren()) {
-    if (!ours.count(pid)) waitpid(pid, nullptr, WNOHANG);
+  // Strays exist only once the agent is a child subreaper (WarmProcess::Start);
+  // until then every child is a worker, reaped through its pidfd.
+  if (warm_ == nullptr || warm_->state() == WarmProcess::State::kOff) return;
+  // Peek at one exited child at a time: a stray is reaped, a worker or the
+  // warm process is left to its own watch (which looks again once it has
+  // reaped it).
+  for (;;) {
+    siginfo_t info{};
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    if (info.si_pid == warm_->pid()) return;
+    for (const auto& [id, child] : children_) {
+      if (child->pid == info.si_pid && !child->reaped) return;
+    }
+    waitpid(info.si_pid, nullptr, WNOHANG);
   }
 }
 
 void PosixSpawner::WaitForExit(uint64_t id) {
   children_.at(id)->exit_watch.async_wait(
       asio::posix::descriptor_base::wait_read,
-      [this, id](const boost::system::error_code& ec) { OnExitReadable(id, ec); });
+      [this, id](const error_code& ec) { OnExitReadable(id, ec); });
 }
 
 void PosixSpawner::OnExitReadable(uint64_t id, const boost::system::error_code& ec) {
@@ -223,11 +224,21 @@ void PosixSpawner::OnExitReadable(uint64_t id, const boost::system::error_code& 
   Child& c = *it->second;
   int status = 0;
   const pid_t reaped = ec ? -1 : waitpid(c.pid, &status, WNOHANG);
+  const bool adopting = reaped < 0 && errno == ECHILD && c.adopt_until &&
+                        std::chrono::steady_clock::now() < *c.adopt_until;
+  if (adopting) {
+    // Forked by the warm process: ours once its middle process has exited.
+    c.retry.expires_after(std::chrono::milliseconds(2));
+    c.retry.async_wait([this, id](const error_code& retry_ec) {
+      if (!retry_ec && children_.count(id)) OnExitReadable(id, retry_ec);
+    });
+    return;
+  }
   if (reaped == 0) {
     // Woken before the exit. Should the readiness be stale and stay, a
     // pause keeps this from spinning: look again in 20 ms.
     c.retry.expires_after(std::chrono::milliseconds(20));
-    c.retry.async_wait([this, id](const boost::system::error_code& retry_ec) {
+    c.retry.async_wait([this, id](const error_code& retry_ec) {
       if (!retry_ec && children_.count(id)) WaitForExit(id);
     });
     return;
@@ -241,13 +252,14 @@ void PosixSpawner::OnExitReadable(uint64_t id, const boost::system::error_code& 
   c.reaped = true;
   events_->OnExit(c.tag, c.pid, status);
   if (--c.open_parts == 0) Release(id);
+  ReapStrays();
 }
 
 void PosixSpawner::ReadOutput(uint64_t id, Stream stream) {
   Child& child = *children_.at(id);
   auto& descriptor = stream == Stream::kStdout ? child.out : child.err;
   auto& buffer = stream == Stream::kStdout ? child.out_buffer : child.err_buffer;
-  descriptor.async_read_some(asio::buffer(buffer), [this, id, stream](boost::system::error_code ec, size_t n) {
+  descriptor.async_read_some(asio::buffer(buffer), [this, id, stream](error_code ec, size_t n) {
     auto it = children_.find(id);
     if (it == children_.end()) return;
     Child& c = *it->second;
@@ -267,7 +279,7 @@ void PosixSpawner::ReadOutput(uint64_t id, Stream stream) {
 void PosixSpawner::ReadProgress(uint64_t id) {
   Child& child = *children_.at(id);
   child.progress.async_read_some(
-      asio::buffer(child.progress_buffer), [this, id](boost::system::error_code ec, size_t n) {
+      asio::buffer(child.progress_buffer), [this, id](error_code ec, size_t n) {
         auto it = children_.find(id);
         if (it == children_.end()) return;
         Child& c = *it->second;

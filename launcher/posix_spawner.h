@@ -1,5 +1,5 @@
-// PosixSpawner: ProcessSpawner on fork/exec (Boost.Process v2) and an Asio
-// event loop. Output pipes and exit notifications (pidfd) are serviced by
+// PosixSpawner: ProcessSpawner on fork/exec (ForkExec, exec_child.h) and an
+// Asio event loop. Output pipes and exit notifications (pidfd) are serviced by
 // `io`; events go where SetEvents says (Spawn fails before it was called).
 // Not thread-safe: use from the io thread only, and that thread must outlive
 // the workers (PR_SET_PDEATHSIG follows the thread that forked).
@@ -45,8 +45,9 @@ class PosixSpawner final : public ProcessSpawner {
   void Release(uint64_t id);
   // Watches a started process: its pipes' read ends (and the control pipe's
   // write end), its exit. Takes ownership of the descriptors.
+  // `adopting`: forked by the warm process, not yet necessarily our child.
   Result<pid_t> Track(const SpawnRequest& request, pid_t pid, int out_fd, int err_fd,
-                      int progress_fd, int control_fd);
+                      int progress_fd, int control_fd, bool adopting = false);
   void WaitForStrays();
   // Reaps exited children that are neither workers nor the warm process.
   void ReapStrays();

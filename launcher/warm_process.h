@@ -68,8 +68,10 @@ class WarmProcess {
 
   // Forks a worker for `request` with `fds` as its stdout, stderr, progress
   // and control descriptors (the caller keeps and closes its copies). Its
-  // pid, already this process's child; nullopt when it must start cold (the
-  // reason logged once).
+  // pid: it leads its own process group already, and becomes this process's
+  // child within milliseconds (once the middle process has exited; until
+  // then waitpid() says ECHILD). nullopt when it must start cold (the reason
+  // logged once).
   std::optional<pid_t> Fork(const SpawnRequest& request, const WarmChildFds& fds);
 
  private:

@@ -19,8 +19,9 @@ modules) in its environment. Messages are JSON, one per packet:
 
 A worker is forked twice (the middle process exits at once), so that the
 agent, a child subreaper, becomes its parent: the agent reaps it, reads its
-exit status and signals it exactly as a worker it exec'd itself. Before the
-reply names it, the worker leads its own session; it then waits to be the
+exit status and signals it exactly as a worker it exec'd itself (until the
+middle process is gone, the agent waits to adopt it). Before the reply names
+it, the worker leads its own session; it then waits to be the
 agent's child, sets PR_SET_PDEATHSIG and runs the script as `python -u` would
 run it: __main__, __file__, sys.argv, sys.path[0], the environment and the
 working directory as a cold start has them.
@@ -175,13 +176,22 @@ def _warm_up(channel):
         return False
     requested = [m for m in os.environ.pop("MUSTER_WARM_IMPORTS", "").split(",") if m]
     source = _source_of(kind, target, args)
-    modules = (_torch_imports(source) if source else []) + requested
+    scanned = _torch_imports(source) if source else []
     # Imports resolve as they will in a worker: its sys.path[0] first.
     sys.path[0] = _path0(kind, target)
     imported = []
-    for name in dict.fromkeys(modules):
+    for name in dict.fromkeys(scanned + requested):
         try:
             __import__(name)
+        except ModuleNotFoundError as e:
+            # A script may guard an import it can do without; the worker
+            # meets the same error itself when it does not.
+            missing = e.name or ""
+            if name in requested or not (name == missing or name.startswith(missing + ".")):
+                _send(channel, {"ready": False,
+                                "reason": f"import {name} failed: {type(e).__name__}: {e}"})
+                return False
+            continue
         except BaseException as e:  # noqa: BLE001 - any failure means cold starts
             _send(channel, {"ready": False,
                             "reason": f"import {name} failed: {type(e).__name__}: {e}"})
@@ -297,10 +307,24 @@ def _fork_worker(channel, request, fds):
     os.close(report_w)
     with os.fdopen(report_r, "rb") as report:
         text = report.read()
-    os.waitpid(middle, 0)
+    # The middle process is left to exit on its own (tearing down its copy
+    # of this process takes longer than forking it): it is reaped before the
+    # next request, and the agent adopts the worker once it has exited.
     if not text:
         raise OSError("the forked worker did not report its pid")
     return int(text)
+
+
+def _reap_middles():
+    """Reaps the middle processes that have exited (workers are never this
+    process's children)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _serve(channel):
@@ -314,6 +338,7 @@ def _serve(channel):
             continue
         if not data:
             return None
+        _reap_middles()
         fds = []
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:

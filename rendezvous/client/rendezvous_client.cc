@@ -132,7 +132,6 @@ void RendezvousClient::Connect() {
     return;
   }
   auto socket = std::make_shared<tcp::socket>(io_);
-  auto resolver = std::make_shared<tcp::resolver>(io_);
   const Endpoint target = walk_.Current();
   connecting_ = true;
   // A host whose link is down never answers: give up on the attempt in time
@@ -144,43 +143,56 @@ void RendezvousClient::Connect() {
       socket->close(ignored);
     }
   });
-  resolver->async_resolve(
-      target.host, std::to_string(target.port),
-      [this, socket, resolver, target](const boost::system::error_code& ec,
-                                       tcp::resolver::results_type results) {
-        if (stopped_) return;
-        if (ec) {
+  // Connects to the first of `endpoints` that answers.
+  auto connect = [this, socket, target](const auto& endpoints) {
+    asio::async_connect(
+        *socket, endpoints,
+        [this, socket, target](const boost::system::error_code& connect_ec, const tcp::endpoint&) {
+          if (stopped_) return;
           connecting_ = false;
-          latest_failure_ = ContactFailure::kSilent;
-          AttemptFailed(target, "does not resolve (" + ec.message() + ")");
-          ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
-          return;
-        }
-        asio::async_connect(
-            *socket, results,
-            [this, socket, target](const boost::system::error_code& connect_ec,
-                                   const tcp::endpoint&) {
-              if (stopped_) return;
-              connecting_ = false;
-              connect_deadline_.cancel();
-              if (connect_ec) {
-                const bool refused = connect_ec == asio::error::connection_refused;
-                latest_failure_ = FailureOf(refused);
-                // The deadline closed the socket: the host never answered.
-                AttemptFailed(target,
-                              refused ? "refused the connection"
-                              : connect_ec == asio::error::operation_aborted
-                                  ? "did not answer within " + SecondsText(AttemptDeadline()) + " s"
-                                  : connect_ec.message());
-                // A live host with no replica on its port proves nothing of the
-                // other replicas: no answer for the replicated fence rule.
-                if (!refused) walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
-                ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
-                return;
-              }
-              OnConnected(std::move(*socket));
-            });
-      });
+          connect_deadline_.cancel();
+          if (connect_ec) {
+            const bool refused = connect_ec == asio::error::connection_refused;
+            latest_failure_ = FailureOf(refused);
+            // The deadline closed the socket: the host never answered.
+            AttemptFailed(target,
+                          refused ? "refused the connection"
+                          : connect_ec == asio::error::operation_aborted
+                              ? "did not answer within " + SecondsText(AttemptDeadline()) + " s"
+                              : connect_ec.message());
+            // A live host with no replica on its port proves nothing of the
+            // other replicas: no answer for the replicated fence rule.
+            if (!refused) walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
+            ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
+            return;
+          }
+          OnConnected(std::move(*socket));
+        });
+  };
+  // A numeric address needs no resolver: Asio resolves on a thread of its
+  // own, started for the first lookup and joined when the agent forks or
+  // exits, a wait for the scheduler each time (--standalone connects to
+  // 127.0.0.1 before any worker starts).
+  boost::system::error_code not_numeric;
+  const asio::ip::address address = asio::ip::make_address(target.host, not_numeric);
+  if (!not_numeric) {
+    connect(std::vector<tcp::endpoint>{tcp::endpoint(address, target.port)});
+    return;
+  }
+  auto resolver = std::make_shared<tcp::resolver>(io_);
+  resolver->async_resolve(target.host, std::to_string(target.port),
+                          [this, resolver, target, connect](const boost::system::error_code& ec,
+                                                            tcp::resolver::results_type results) {
+                            if (stopped_) return;
+                            if (ec) {
+                              connecting_ = false;
+                              latest_failure_ = ContactFailure::kSilent;
+                              AttemptFailed(target, "does not resolve (" + ec.message() + ")");
+                              ScheduleReconnect(WalkNow().AfterFailure(false, UnitRandom()));
+                              return;
+                            }
+                            connect(results);
+                          });
 }
 
 void RendezvousClient::OnConnected(tcp::socket socket) {

@@ -270,6 +270,37 @@ def workers_inherit_no_file_descriptor_beyond_stdio():
 
 
 @test
+def workers_lead_their_own_session_with_every_signal_unblocked_and_sigpipe_default():
+    # What ForkExec promises (launcher/exec_child.h). The agent ignores
+    # SIGPIPE and blocks signals around the clone: neither may reach a worker.
+    script = ('read -r pid comm state ppid pgrp session rest < /proc/self/stat; '
+              'while read -r key value; do case $key in SigBlk:|SigIgn:) sig="$sig $value";; esac; '
+              'done < /proc/self/status; echo "$$ $pgrp $session$sig"')
+    code, out, err = run_muster(["--nproc-per-node", "2", "--no-python", "/bin/sh", "-c", script])
+    check(code == 0, f"exit {code}", err)
+    lines = out.splitlines()
+    check(len(lines) == 2, f"one line per worker: {out!r}")
+    for line in lines:
+        pid, pgrp, session, blocked, ignored = line.split(":", 1)[1].split()
+        check(pid == pgrp == session, f"not a session leader: {line}")
+        check(int(blocked, 16) == 0, f"signals blocked: {line}")
+        check(not int(ignored, 16) & (1 << (signal.SIGPIPE - 1)), f"SIGPIPE ignored: {line}")
+
+
+@test
+def a_worker_that_cannot_be_executed_is_an_error_naming_it_and_the_reason():
+    # Passes the start-up check (it exists and is executable), fails in execve.
+    bad = os.path.join(tempdir(), "not-a-program")
+    with open(bad, "wb") as f:
+        f.write(b"\x7fELF\x01 not a program")
+    os.chmod(bad, 0o755)
+    code, _, err = run_muster(["--nproc-per-node", "2", "--no-python", bad], timeout=20)
+    check(code != 0, f"exit {code}", err)
+    line = next((x for x in err.splitlines() if f"cannot start '{bad}'" in x), "")
+    check("Exec format error" in line, "no clear exec error", err)
+
+
+@test
 def a_worker_that_stops_reporting_progress_is_killed_as_hung_and_the_job_restarts():
     started = time.monotonic()
     code, out, err = run_muster(["--nproc-per-node", "2", "--hang-timeout", "1",
