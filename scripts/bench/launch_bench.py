@@ -88,6 +88,9 @@ def main():
     parser.add_argument("--runs", type=int, default=7, help="alternated runs per launcher (default 7)")
     parser.add_argument("--nproc", type=int, default=4, help="workers per launch (default 4)")
     parser.add_argument("--muster", default=os.path.join(ROOT, "build", "bin", "muster"))
+    parser.add_argument("--baseline", default="",
+                        help="another muster binary (an earlier commit's) measured alternately "
+                             "in the same run, as the reference for muster's own path")
     parser.add_argument("--python", default="/usr/bin/python3", help="the interpreter with torch 1.13")
     add_reference_args(parser)
     args = parser.parse_args()
@@ -98,6 +101,9 @@ def main():
     flags = ["--standalone", "--monitor_interval", "0.1"]
     launchers = {"muster": ([args.muster, "--standalone"] + common, None)}
     labels = {"muster": "muster"}
+    if args.baseline:
+        launchers["baseline"] = ([args.baseline, "--standalone"] + common, None)
+        labels["baseline"] = f"muster baseline ({args.baseline})"
     not_measured = {}
     overhead_cmds = None
     if "1.13" in versions:
@@ -141,6 +147,9 @@ def main():
     for v in versions:
         if v in not_measured:
             print(f"| torchrun (torch {v}) | not measured: {not_measured[v]} | |")
+    if args.baseline:
+        print(f"| ratio baseline / muster | {med('baseline', 0) / m_time:.2f}x "
+              f"| {med('baseline', 1) / m_rss:.2f}x |")
     for v in versions:
         if v in launchers:
             print(f"| ratio torchrun {v} / muster | {med(v, 0) / m_time:.0f}x faster "

@@ -10,8 +10,8 @@ import os
 import signal
 
 from elastic_harness import start_musterd, wait_exit
-from harness import (MUSTER, PYTHON, WORKERS, base_env, check, kill_tree, run_muster, run_tests,
-                     start, tempdir, test, wait_for)
+from harness import (MUSTER, PYTHON, WORKERS, base_env, check, descendants, kill_tree, pid_alive,
+                     run_muster, run_tests, start, tempdir, test, wait_for)
 
 STATE = os.path.join(WORKERS, "interpreter_state.py")
 DATALOADER = os.path.join(WORKERS, "dataloader_workers.py")
@@ -198,35 +198,6 @@ def a_lost_nodes_survivors_restart_warm():
             p.wait()
 
 
-def children_of(pid):
-    """Every live descendant of `pid` (zombies excluded), from /proc."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            parents.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @test
 def nothing_outlives_the_agents_sigkill():
     out_dir = tempdir()
@@ -241,17 +212,17 @@ def nothing_outlives_the_agents_sigkill():
         ready = wait_for(lambda: all(os.path.exists(os.path.join(out_dir, f"rank{r}"))
                                      for r in range(2)), 60)
         check(ready, "the workers never started")
-        processes = children_of(agent.pid)
+        processes = descendants(agent.pid)
         # The warm process and two workers.
         check(len(processes) == 3, f"descendants {processes}")
         agent.send_signal(signal.SIGKILL)
         agent.wait(10)
-        gone = wait_for(lambda: not any(alive(p) for p in processes), 10)
+        gone = wait_for(lambda: not any(pid_alive(p) for p in processes), 10)
         check(gone, f"still alive after the agent's SIGKILL: "
-              f"{[p for p in processes if alive(p)]}")
+              f"{[p for p in processes if pid_alive(p)]}")
     finally:
         kill_tree(agent.pid)
-        for pid in children_of(agent.pid):
+        for pid in descendants(agent.pid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
