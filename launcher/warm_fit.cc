@@ -23,7 +23,15 @@ std::map<std::string_view, std::string_view> Index(const std::vector<std::string
 }
 
 std::string Shown(const std::optional<std::string_view>& value) {
-  return value ? "'" + std::string(*value) + "'" : "unset";
+  if (!value) return "unset";
+  // Appended, not `"'" + std::string(...)`: GCC 12 at -O3 warns (-Wrestrict)
+  // on that operator+ overload.
+  std::string shown;
+  shown.reserve(value->size() + 2);
+  shown.push_back('\'');
+  shown.append(*value);
+  shown.push_back('\'');
+  return shown;
 }
 
 }  // namespace

@@ -42,6 +42,17 @@ std::string Joined(const std::vector<std::string>& items) {
   return text;
 }
 
+// JSON text of `value`; false when a string in it is not valid UTF-8 (an
+// environment or argument may hold any bytes; JSON cannot carry them).
+bool Dump(const json& value, std::string& text) {
+  try {
+    text = value.dump();
+    return true;
+  } catch (const json::exception&) {
+    return false;
+  }
+}
+
 // One packet, without blocking; nullopt when none is there (or the peer
 // closed: then `closed` is set).
 std::optional<json> ReceiveMessage(int fd, bool& closed) {
@@ -82,8 +93,13 @@ void WarmProcess::Start(WarmSettings settings) {
   channel_ = pair[0];
   const int child_end = pair[1];
 
+  std::string command;
+  if (!Dump(json(settings_.command), command)) {
+    Settle(State::kUnusable, "the worker's command line is not valid UTF-8");
+    return;
+  }
   std::vector<std::string> env = settings_.env;
-  env.push_back("MUSTER_WARM_COMMAND=" + json(settings_.command).dump());
+  env.push_back("MUSTER_WARM_COMMAND=" + command);
   env.push_back("MUSTER_WARM_IMPORTS=" + Joined(settings_.imports));
   std::vector<const char*> envp;
   for (const auto& entry : env) envp.push_back(entry.c_str());
@@ -157,7 +173,10 @@ void WarmProcess::WatchExit() {
                             if (ec || pid_ == 0) return;
                             int status = 0;
                             // ECHILD: reaped as a stray already; gone all the same.
-                            if (waitpid(pid_, &status, WNOHANG) == 0) return;
+                            if (waitpid(pid_, &status, WNOHANG) == 0) {
+                              WatchExit();  // not yet: look again
+                              return;
+                            }
                             pid_ = 0;
                             if (state_ == State::kStarting || state_ == State::kReady) {
                               Settle(State::kUnusable, "the warm process exited");
@@ -262,7 +281,11 @@ std::optional<pid_t> WarmProcess::Fork(const SpawnRequest& request, const WarmCh
                   {"env", request.env},
                   {"cwd", std::filesystem::current_path(cwd_error).string()},
                   {"agent_pid", getpid()}};
-  const std::string text = message.dump();
+  std::string text;
+  if (!Dump(message, text)) {
+    Fallback("the worker's environment or command line is not valid UTF-8");
+    return std::nullopt;
+  }
 
   iovec data{const_cast<char*>(text.data()), text.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
@@ -277,7 +300,12 @@ std::optional<pid_t> WarmProcess::Fork(const SpawnRequest& request, const WarmCh
   rights->cmsg_len = CMSG_LEN(sizeof(int) * 4);
   std::memcpy(CMSG_DATA(rights), fds.data(), sizeof(int) * 4);
   if (sendmsg(channel_, &header, MSG_NOSIGNAL) != static_cast<ssize_t>(text.size())) {
-    Fallback(std::string("cannot send a fork request: ") + std::strerror(errno));
+    // Gone (its exit not seen yet) or its channel broken: no later worker tries.
+    const std::string reason = std::string("cannot send a fork request: ") + std::strerror(errno);
+    Kill();
+    state_ = State::kUnusable;
+    unusable_reason_ = reason;
+    Fallback(reason);
     return std::nullopt;
   }
   pollfd ready{channel_, POLLIN, 0};

@@ -124,6 +124,21 @@ def a_warm_import_that_raises_runs_the_job_cold_with_one_event():
 
 
 @test
+def an_environment_json_cannot_carry_runs_the_job_cold_with_one_event():
+    # Any bytes are a valid environment value; the warm process's requests
+    # are JSON, which carries only UTF-8.
+    out_dir = tempdir()
+    env = base_env(MUSTER_PYTHON=PYTHON, NOT_UTF8=os.fsdecode(b"\xff\xfe"))
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", STATE, out_dir],
+                                env=env, timeout=120)
+    check(code == 0, f"exit {code}", out, err)
+    found = states(out_dir, 2)
+    check(not any(s["preloaded"] for s in found.values()), "a worker started warm", err)
+    events = [line for line in err.splitlines() if "event=warm_fallback" in line]
+    check(len(events) == 1 and "UTF-8" in events[0], f"events {events}", err)
+
+
+@test
 def a_dataloader_with_two_workers_runs_under_fork_and_spawn():
     for method in ("fork", "spawn"):
         out_dir = tempdir()
