@@ -173,6 +173,29 @@ def a_failed_worker_restarts_warm():
 
 
 @test
+def an_injected_kill_of_a_warm_worker_restarts_the_job_warm():
+    out_dir = tempdir()
+    script = os.path.join(out_dir, "inject.py")
+    with open(script, "w") as f:
+        f.write("import os, runpy, sys, time\n"
+                "import torch\n"
+                "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0':\n"
+                "    time.sleep(60)\n"
+                f"runpy.run_path({STATE!r}, run_name='__main__')\n")
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--max-restarts", "1",
+                                 "--inject", "kill-worker,rank=1,after=2s", script, out_dir],
+                                env=base_env(MUSTER_PYTHON=PYTHON), timeout=120)
+    check(code == 0, f"exit {code}", out, err)
+    check(len([line for line in err.splitlines() if "event=inject " in line]) == 1,
+          "the fault did not fire once", err)
+    check("signal 9 (SIGKILL)" in err, "the report does not name the SIGKILL", err)
+    for rank, state in states(out_dir, 2).items():
+        check(state["env"]["TORCHELASTIC_RESTART_COUNT"] == "1" and state["preloaded"],
+              f"rank {rank}: {state['env']['TORCHELASTIC_RESTART_COUNT']} {state['preloaded']}",
+              err)
+
+
+@test
 def a_lost_nodes_survivors_restart_warm():
     daemon, port = start_musterd()
     out_dir = tempdir()
