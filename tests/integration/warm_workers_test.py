@@ -111,6 +111,20 @@ def omp_num_threads_read_at_import_is_the_workers():
 
 
 @test
+def isolated_gpus_differ_per_rank_and_stay_warm():
+    # CUDA reads CUDA_VISIBLE_DEVICES when it initialises, after the fork:
+    # a value per rank needs no cold start.
+    warm, err = run_states(["--standalone", "--nproc-per-node", "2", "--gpus", "0,1",
+                            "--gpu-visibility", "isolate", STATE, "{out}"], 2, warm=True)
+    check("event=warm_fallback" not in err, "fell back", err)
+    for rank in range(2):
+        check(warm[rank]["preloaded"] and
+              warm[rank]["env"].get("CUDA_VISIBLE_DEVICES") == str(rank),
+              f"rank {rank}: preloaded {warm[rank]['preloaded']}, "
+              f"CUDA_VISIBLE_DEVICES {warm[rank]['env'].get('CUDA_VISIBLE_DEVICES')}")
+
+
+@test
 def a_warm_import_that_raises_runs_the_job_cold_with_one_event():
     out_dir = tempdir()
     code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--warm-import",
