@@ -725,7 +725,7 @@ def report(sc, skipped, runs):
     """Prints the tables of one scenario; returns the list of MISSED targets and failures."""
     problems = []
     print(f"\n## {sc.title}\n")
-    print(f"{runs} alternated runs per column (validation runs on a busy machine are not figures)\n")
+    print(f"{runs} alternated runs per column (figures only from a quiet machine: check the load)\n")
     print("commands (first run):")
     for c in sc.columns:
         for line in sc.commands.get(c, []):
