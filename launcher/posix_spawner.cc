@@ -111,7 +111,9 @@ Result<pid_t> PosixSpawner::Spawn(const SpawnRequest& request) {
   if (fcntl(control.write_end, F_SETFL, O_NONBLOCK) != 0) {
     return Status::IoError(std::string("cannot set up the control pipe: ") + std::strerror(errno));
   }
-  if (warm_ != nullptr) {
+  if (warm_ != nullptr && warm_->state() != WarmProcess::State::kOff) {
+    // Strays exist only once a warm process made the agent a subreaper.
+    if (!strays_) ReapStraysFromNowOn();
     if (const std::optional<pid_t> pid = warm_->Fork(
             request, {out.write_end, err.write_end, progress.write_end, control.read_end})) {
       return Track(request, *pid, out.ReleaseRead(), err.ReleaseRead(), progress.ReleaseRead(),
@@ -168,9 +170,9 @@ Result<pid_t> PosixSpawner::Track(const SpawnRequest& request, pid_t pid, int ou
   return pid;
 }
 
-void PosixSpawner::SetWarmProcess(WarmProcess* warm) {
-  warm_ = warm;
-  if (warm_ == nullptr || strays_) return;
+void PosixSpawner::SetWarmProcess(WarmProcess* warm) { warm_ = warm; }
+
+void PosixSpawner::ReapStraysFromNowOn() {
   // The agent is a child subreaper once a warm process runs: a worker's own
   // children that outlive it become the agent's, and are reaped here.
   strays_.emplace(io_);
@@ -195,9 +197,7 @@ void PosixSpawner::WaitForStrays() {
 }
 
 void PosixSpawner::ReapStrays() {
-  // Strays exist only once the agent is a child subreaper (WarmProcess::Start);
-  // until then every child is a worker, reaped through its pidfd.
-  if (warm_ == nullptr || warm_->state() == WarmProcess::State::kOff) return;
+  if (!strays_) return;  // not a subreaper: every child is a worker, reaped by its pidfd
   // Peek at one exited child at a time: a stray is reaped, a worker or the
   // warm process is left to its own watch (which looks again once it has
   // reaped it).

@@ -29,9 +29,10 @@ class PosixSpawner final : public ProcessSpawner {
   void CloseOutput(uint64_t tag) override;
 
   // Python workers come from `warm` when it can fork them (warm_process.h),
-  // else they start cold. Also reaps the agent's stray children from then
-  // on: with a warm process the agent is a child subreaper. REQUIRES: `warm`
-  // outlives this spawner's use of it; nullptr turns warm starts off.
+  // else they start cold. Once a warm process was started (the agent is then
+  // a child subreaper), the agent's stray children are reaped too.
+  // REQUIRES: `warm` outlives this spawner's use of it; nullptr turns warm
+  // starts off.
   void SetWarmProcess(WarmProcess* warm);
 
  private:
@@ -48,6 +49,8 @@ class PosixSpawner final : public ProcessSpawner {
   // `adopting`: forked by the warm process, not yet necessarily our child.
   Result<pid_t> Track(const SpawnRequest& request, pid_t pid, int out_fd, int err_fd,
                       int progress_fd, int control_fd, bool adopting = false);
+  // Reaps strays on SIGCHLD from now on.
+  void ReapStraysFromNowOn();
   void WaitForStrays();
   // Reaps exited children that are neither workers nor the warm process.
   void ReapStrays();
@@ -59,7 +62,7 @@ class PosixSpawner final : public ProcessSpawner {
   std::map<uint64_t, std::unique_ptr<Child>> children_;
   uint64_t next_id_ = 1;
   WarmProcess* warm_ = nullptr;
-  std::optional<boost::asio::signal_set> strays_;  // SIGCHLD, once a warm process may run
+  std::optional<boost::asio::signal_set> strays_;  // SIGCHLD, once a warm process was started
 };
 
 }  // namespace muster

@@ -365,10 +365,7 @@ def _serve(channel):
 def _main():
     if not _warm_up(channel):  # noqa: F821 - the bootstrap's socket on fd 3
         return None
-    worker = _serve(channel)
-    if worker is None:
-        return None
-    return worker
+    return _serve(channel)
 
 
 _worker = _main()
