@@ -74,7 +74,7 @@ def compare_warm_and_cold(args, ranks, cwd=None):
 def a_script_starts_warm_exactly_as_cold():
     warm = compare_warm_and_cold(["--standalone", "--nproc-per-node", "2", STATE, "{out}",
                                   "--flag", "value"], 2)
-    check(warm[0]["argv"][1:] == [warm[0]["argv"][1], "--flag", "value"], str(warm[0]["argv"]))
+    check(warm[0]["argv"] == [STATE, "{out}", "--flag", "value"], str(warm[0]["argv"]))
     check(warm[0]["omp_num_threads"] == "1" and warm[0]["torch_threads"] == 1, str(warm[0]))
     check(warm[0]["pdeathsig"] == signal.SIGKILL and warm[0]["session_leader"], str(warm[0]))
 
@@ -124,32 +124,30 @@ def isolated_gpus_differ_per_rank_and_stay_warm():
               f"CUDA_VISIBLE_DEVICES {warm[rank]['env'].get('CUDA_VISIBLE_DEVICES')}")
 
 
-@test
-def a_warm_import_that_raises_runs_the_job_cold_with_one_event():
+def check_cold_with_one_event(flags, env, reason):
+    """The job runs cold and says why once, naming `reason`."""
     out_dir = tempdir()
-    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--warm-import",
-                                 "raises_at_import", STATE, out_dir],
-                                env=base_env(MUSTER_PYTHON=PYTHON), timeout=120)
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2"] + flags +
+                                [STATE, out_dir], env=env, timeout=120)
     check(code == 0, f"exit {code}", out, err)
     found = states(out_dir, 2)
     check(not any(s["preloaded"] for s in found.values()), "a worker started warm", err)
     events = [line for line in err.splitlines() if "event=warm_fallback" in line]
-    check(len(events) == 1 and "raises_at_import" in events[0], f"events {events}", err)
+    check(len(events) == 1 and reason in events[0], f"events {events}", err)
+
+
+@test
+def a_warm_import_that_raises_runs_the_job_cold_with_one_event():
+    check_cold_with_one_event(["--warm-import", "raises_at_import"],
+                              base_env(MUSTER_PYTHON=PYTHON), "raises_at_import")
 
 
 @test
 def an_environment_json_cannot_carry_runs_the_job_cold_with_one_event():
     # Any bytes are a valid environment value; the warm process's requests
     # are JSON, which carries only UTF-8.
-    out_dir = tempdir()
-    env = base_env(MUSTER_PYTHON=PYTHON, NOT_UTF8=os.fsdecode(b"\xff\xfe"))
-    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", STATE, out_dir],
-                                env=env, timeout=120)
-    check(code == 0, f"exit {code}", out, err)
-    found = states(out_dir, 2)
-    check(not any(s["preloaded"] for s in found.values()), "a worker started warm", err)
-    events = [line for line in err.splitlines() if "event=warm_fallback" in line]
-    check(len(events) == 1 and "UTF-8" in events[0], f"events {events}", err)
+    check_cold_with_one_event([], base_env(MUSTER_PYTHON=PYTHON,
+                                           NOT_UTF8=os.fsdecode(b"\xff\xfe")), "UTF-8")
 
 
 @test
@@ -164,19 +162,20 @@ def a_dataloader_with_two_workers_runs_under_fork_and_spawn():
             check(state == {"sum": 2016.0, "method": method}, f"{method} rank {rank}: {state}")
 
 
-@test
-def a_failed_worker_restarts_warm():
+def run_restarting(attempt_0, flags):
+    """Runs 2 workers whose attempt 0 does `attempt_0` (Python lines after
+    `import torch`) and whose attempt 1 writes its state; checks attempt 1
+    came warm and returns muster's stderr."""
     out_dir = tempdir()
-    script = os.path.join(out_dir, "fail_once.py")
+    script = os.path.join(out_dir, "restarting.py")
     with open(script, "w") as f:
-        f.write("import os, runpy, sys\n"
+        f.write("import os, runpy, sys, time\n"
                 "import torch\n"
-                "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0' and "
-                "os.environ['RANK'] == '1':\n"
-                "    sys.exit(3)\n"
+                "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0':\n"
+                + "".join(f"    {line}\n" for line in attempt_0) +
                 f"runpy.run_path({STATE!r}, run_name='__main__')\n")
-    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--max-restarts", "1",
-                                 script, out_dir], env=base_env(MUSTER_PYTHON=PYTHON),
+    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--max-restarts", "1"]
+                                + flags + [script, out_dir], env=base_env(MUSTER_PYTHON=PYTHON),
                                 timeout=120)
     check(code == 0, f"exit {code}", out, err)
     for rank, state in states(out_dir, 2).items():
@@ -184,29 +183,20 @@ def a_failed_worker_restarts_warm():
               f"rank {rank}: restart {state['env']['TORCHELASTIC_RESTART_COUNT']} "
               f"preloaded {state['preloaded']}", err)
     check("event=warm_fallback" not in err, "fell back", err)
+    return err
+
+
+@test
+def a_failed_worker_restarts_warm():
+    run_restarting(["if os.environ['RANK'] == '1':", "    sys.exit(3)"], [])
 
 
 @test
 def an_injected_kill_of_a_warm_worker_restarts_the_job_warm():
-    out_dir = tempdir()
-    script = os.path.join(out_dir, "inject.py")
-    with open(script, "w") as f:
-        f.write("import os, runpy, sys, time\n"
-                "import torch\n"
-                "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0':\n"
-                "    time.sleep(60)\n"
-                f"runpy.run_path({STATE!r}, run_name='__main__')\n")
-    code, out, err = run_muster(["--standalone", "--nproc-per-node", "2", "--max-restarts", "1",
-                                 "--inject", "kill-worker,rank=1,after=2s", script, out_dir],
-                                env=base_env(MUSTER_PYTHON=PYTHON), timeout=120)
-    check(code == 0, f"exit {code}", out, err)
+    err = run_restarting(["time.sleep(60)"], ["--inject", "kill-worker,rank=1,after=2s"])
     check(len([line for line in err.splitlines() if "event=inject " in line]) == 1,
           "the fault did not fire once", err)
     check("signal 9 (SIGKILL)" in err, "the report does not name the SIGKILL", err)
-    for rank, state in states(out_dir, 2).items():
-        check(state["env"]["TORCHELASTIC_RESTART_COUNT"] == "1" and state["preloaded"],
-              f"rank {rank}: {state['env']['TORCHELASTIC_RESTART_COUNT']} {state['preloaded']}",
-              err)
 
 
 @test
