@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 
+from bench_procs import Interrupted, alive, free_port, interrupt_on_signals, log, proc_state, tail
 from torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
                         selected_versions)
 
@@ -57,18 +58,6 @@ SURVIVOR_WORKERS = 4
 TARGETS = {"kill-9": 0.25, "sigstop": 1.5, "link-down": 1.5}  # muster detection targets (s)
 
 _started = []  # every Popen this script made
-
-
-class Interrupted(Exception):
-    pass
-
-
-def _on_signal(signum, _frame):
-    raise Interrupted(f"signal {signum}")
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 def base_env(extra=None):
@@ -92,20 +81,6 @@ def spawn(args, log_prefix, env=None):
     proc.log_prefix = log_prefix
     _started.append(proc)
     return proc
-
-
-def proc_state(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return fields[0], int(fields[1])  # state, ppid
-    except (OSError, IndexError, ValueError):
-        return None, None
-
-
-def alive(pid):
-    state, _ = proc_state(pid)
-    return state is not None and state not in ("Z", "X")
 
 
 def kill_pid_and_group(pid):
@@ -202,14 +177,6 @@ class Watcher:
             if time.monotonic() >= deadline or (stop is not None and stop()):
                 return None
             time.sleep(0.005)
-
-
-def tail(path, n=8):
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-n:])
-    except OSError:
-        return ""
 
 
 # ---------------------------------------------------------------------------
@@ -357,12 +324,6 @@ def wait_listening(path, timeout=10):
             return int(m.group(1))
         time.sleep(0.01)
     raise RuntimeError(f"musterd did not start: {tail(path)}")
-
-
-def free_port(host="127.0.0.1"):
-    with socket.socket() as s:  # the port is handed to torchrun's store host
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def wait_port(host, port, timeout, proc):
@@ -532,8 +493,7 @@ def main():
         skipped["2.14"] = reason
     runners = [v for v in versions if v not in skipped]
 
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, _on_signal)
+    interrupt_on_signals()
     workroot = tempfile.mkdtemp(prefix="muster-recovery-")
     netns = None
     results = {f: {name: [] for name in ["muster"] + versions} for f in faults}

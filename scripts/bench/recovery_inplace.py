@@ -132,6 +132,7 @@ import sys
 import tempfile
 import time
 
+from bench_procs import Interrupted, alive, interrupt_on_signals, log
 from torch_refs import COMPAT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -230,18 +231,6 @@ class RunFailed(Exception):
     pass
 
 
-class Interrupted(Exception):
-    pass
-
-
-def _on_signal(signum, _frame):
-    raise Interrupted(f"signal {signum}")
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
 # ---- processes --------------------------------------------------------------------------
 
 def children(pid):
@@ -267,15 +256,6 @@ def descendants(pid):
                 result.append(c)
                 todo.append(c)
     return result
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        return state not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
 
 
 def env_rank(pid):
@@ -1410,8 +1390,7 @@ def main():
             sys.exit(f"recovery_inplace.py: {path} is missing; build first")
     if args.fault == "link-down" and link_down_unavailable():
         sys.exit(f"recovery_inplace.py: --fault link-down {link_down_unavailable()}")
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, _on_signal)
+    interrupt_on_signals()
     if elastic:
         return elastic_main(args)
 

@@ -94,6 +94,7 @@ import sys
 import tempfile
 import time
 
+from bench_procs import Interrupted, alive, free_port, interrupt_on_signals, log, tail
 from torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
                         selected_versions)
 
@@ -142,20 +143,8 @@ runpy.run_path(script, run_name="__main__")
 '''
 
 
-class Interrupted(Exception):
-    pass
-
-
 class RunError(Exception):
     pass
-
-
-def _on_signal(signum, _frame):
-    raise Interrupted(f"signal {signum}")
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 def base_env(extra=None, drop=()):
@@ -183,11 +172,6 @@ def proc_stat(pid):
         return fields[0], int(fields[1]), int(fields[19])
     except (OSError, IndexError, ValueError):
         return None
-
-
-def alive(pid):
-    st = proc_stat(pid)
-    return st is not None and st[0] not in ("Z", "X")
 
 
 def descendants(roots):
@@ -260,20 +244,6 @@ def owns_socket(pid, inodes):
     except OSError:
         pass
     return False
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def tail(path, n=12):
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-n:])
-    except OSError:
-        return ""
 
 
 # ---------------------------------------------------------------------------
@@ -919,8 +889,7 @@ def main():
                                   cols_of(cols),
                                   lambda a, c, r, n=n: first_step(a, c, r, n)), skipped))
 
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, _on_signal)
+    interrupt_on_signals()
     workroot = tempfile.mkdtemp(prefix="muster-torch-recovery-")
     kept = False
     current = None
