@@ -458,12 +458,19 @@ train_step_ms() {  # BACKEND NPROC [--no-overlap]: STEP_MS, the median step time
   STEP_MS=$(printf '%s\n' "${times[@]}" | median)
 }
 
+# Prints NAME's SKIP row and succeeds when there is no GPU or no build.
+skipped_without_gpu_or_build() {
+  if ((GPU_COUNT == 0)); then
+    row "$1" SKIP "$skip_reason_without_gpu"
+  elif ((BUILD_OK == 0)); then
+    row "$1" SKIP "the build failed"
+  else
+    return 1
+  fi
+}
+
 say "== train step (NCCL): muster-train in train_step.sh's configuration"
-if ((GPU_COUNT == 0)); then
-  row "train step (NCCL)" SKIP "$skip_reason_without_gpu"
-elif ((BUILD_OK == 0)); then
-  row "train step (NCCL)" SKIP "the build failed"
-else
+if ! skipped_without_gpu_or_build "train step (NCCL)"; then
   nccl_on="" nccl_off="" gloo_one="" nccl_two=""
   say "median of $TRAIN_STEP_REPEAT runs x $TRAIN_STEP_STEPS steps: NCCL overlap on, off; Gloo (CPU)"
   train_step_ms nccl 1 && nccl_on=$STEP_MS
@@ -487,11 +494,7 @@ fi
 
 # --- 7. re-forming an NCCL communicator in place ------------------------------------
 say "== reform (NCCL): interrupt, shrink, new communicator"
-if ((GPU_COUNT == 0)); then
-  row "reform (NCCL)" SKIP "$skip_reason_without_gpu"
-elif ((BUILD_OK == 0)); then
-  row "reform (NCCL)" SKIP "the build failed"
-else
+if ! skipped_without_gpu_or_build "reform (NCCL)"; then
   log="$LOG_DIR/reform.log"
   run_logged "$log" 300 "$PYTHON" scripts/bench/comm_reform.py --backend nccl --runs 5 \
     --torch none --bin-dir "$BUILD_DIR/tests"
@@ -554,11 +557,7 @@ warm_run() {  # MODE RUN NPROC FLAG...: one muster run of warm_cuda.py; sets WAR
 }
 
 say "== warm: workers forked from the warm process initialise CUDA (scripts/gpu_check/warm_cuda.py)"
-if ((GPU_COUNT == 0)); then
-  row "warm" SKIP "$skip_reason_without_gpu"
-elif ((BUILD_OK == 0)); then
-  row "warm" SKIP "the build failed"
-else
+if ! skipped_without_gpu_or_build "warm"; then
   warm_nproc=$((GPU_COUNT < 2 ? 2 : GPU_COUNT))
   warm_flags=()
   "$PYTHON" -c 'import torch' >/dev/null 2>&1 && warm_flags=(--warm-import torch)
