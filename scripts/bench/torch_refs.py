@@ -1,4 +1,5 @@
-"""The torchrun references the benchmarks run beside muster, in the same run:
+"""The torchrun references the benchmarks run beside muster, in the same run
+(and the paths they share: MUSTER, PYTHON, ROOT):
 Debian's torchrun 1.13 on this host, and torchrun 2.14 from the Debian sid
 chroot that scripts/torch_chroots.sh builds (root only).
 
@@ -13,6 +14,8 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 COMPAT = os.path.join(HERE, "torchrun_compat.py")
 NO_LIBUV = os.path.join(ROOT, "tests", "torch", "no_libuv.py")
 CHROOT_PYTHON = os.path.join(ROOT, "tests", "torch", "chroot_python.sh")
+MUSTER = os.path.join(os.environ.get("MUSTER_BIN_DIR", os.path.join(ROOT, "build", "bin")), "muster")
+PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch 1.13
 DEFAULT_CHROOT = os.path.join(os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots"),
                               "sid")
 VERSIONS = ("1.13", "2.14")

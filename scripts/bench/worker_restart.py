@@ -30,14 +30,9 @@ import shutil
 import tempfile
 import time
 
-from torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
-                        selected_versions)
+from torch_refs import (CHROOT_PYTHON, COMPAT, MUSTER, PYTHON, add_reference_args,
+                        chroot_unavailable_reason, selected_versions)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-MUSTER = os.path.join(os.environ.get("MUSTER_BIN_DIR", os.path.join(ROOT, "build", "bin")),
-                      "muster")
-PYTHON = "/usr/bin/python3"
 
 WORKER = r"""
 import json, os, sys, time
