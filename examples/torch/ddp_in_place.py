@@ -1,0 +1,105 @@
+"""A small DistributedDataParallel job that recovers in place under muster.
+
+    ddp_in_place.py --steps N --log FILE [--ckpt FILE --ckpt-every K] [--sleep S]
+
+It trains a small MLP on synthetic data. The batch of step s is drawn from a
+generator seeded with s, so the data order is a function of the step, not
+of the process: a run with faults ends with the weights of a fault-free one.
+
+- After every optimizer step each rank appends `STEP <rank> <step> <pid>
+  <unix time>` to FILE, `step` counting the steps done (1 for the first).
+- At the end rank 0 writes the final parameters, flattened in
+  `parameters()` order, as raw float32 little-endian to FILE.weights.
+- With --ckpt, rank 0 saves the model, optimizer and step every K steps
+  (written whole, then renamed) and a start resumes from it, as a tutorial
+  script does: under torchrun, or when muster restarts the job, that is how
+  it recovers. Under muster, muster.InPlace recovers without it.
+- --sleep S sleeps S seconds after each step (to leave time for faults).
+
+Run: muster --nproc-per-node 3 examples/torch/ddp_in_place.py --steps 100 --log /tmp/steps.log
+with muster's Python package importable (PYTHONPATH=<source>/python for a
+source build; the .deb installs it).
+"""
+import argparse
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+import muster
+
+FEATURES, HIDDEN, GLOBAL_BATCH = 16, 32, 24
+
+
+def batch_of(step):
+    """The global batch of `step`: the same on every rank and in every run."""
+    generator = torch.Generator().manual_seed(1000 + step)
+    x = torch.randn(GLOBAL_BATCH, FEATURES, generator=generator)
+    y = x[:, :4].sum(dim=1, keepdim=True) + 0.1 * torch.randn(GLOBAL_BATCH, 1,
+                                                              generator=generator)
+    return x, y
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--ckpt")
+    parser.add_argument("--ckpt-every", type=int, default=0)
+    parser.add_argument("--sleep", type=float, default=0.0)
+    args = parser.parse_args()
+    if args.steps < 0:
+        parser.error(f"--steps {args.steps} is negative")
+    if args.ckpt and args.ckpt_every <= 0:
+        parser.error("--ckpt needs --ckpt-every K with K >= 1")
+    return args
+
+
+def save_checkpoint(path, model, optimizer, step):
+    partial = f"{path}.partial"
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step},
+               partial)
+    os.replace(partial, path)
+
+
+def main():
+    args = parse_args()
+    torch.manual_seed(0)  # the same initial weights on every rank
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.Tanh(),
+                                torch.nn.Linear(HIDDEN, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    start = 0
+    if args.ckpt and os.path.exists(args.ckpt):
+        saved = torch.load(args.ckpt)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        start = saved["step"]
+
+    job = muster.InPlace(model, optimizer, step=start)
+    log = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    for step in job.steps(args.steps):
+        with job.guard():
+            x, y = batch_of(step)
+            mine = slice(job.rank, None, job.world_size)  # this rank's share
+            # The sum over this rank's samples, scaled so that DDP's average
+            # over ranks is the global batch's mean, whatever the world size.
+            loss = F.mse_loss(job.model(x[mine]), y[mine], reduction="sum")
+            loss = loss * job.world_size / GLOBAL_BATCH
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            os.write(log, f"STEP {job.rank} {step + 1} {os.getpid()} {time.time():.6f}\n".encode())
+            if args.ckpt and job.rank == 0 and (step + 1) % args.ckpt_every == 0:
+                save_checkpoint(args.ckpt, model, optimizer, step + 1)
+            if args.sleep > 0:
+                time.sleep(args.sleep)
+    if job.rank == 0:
+        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).to(torch.float32)
+        with open(args.log + ".weights", "wb") as out:
+            out.write(flat.numpy().astype("<f4").tobytes())
+    job.close()
+
+
+if __name__ == "__main__":
+    main()

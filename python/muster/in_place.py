@@ -1,0 +1,244 @@
+"""InPlace: data-parallel training that survives the loss of a peer without
+leaving the process. It owns the process group and the DDP wrapper; the
+script keeps its model, optimizer and loop.
+
+    job = muster.InPlace(model, optimizer, state={"epoch": 0}, step=start)
+    for step in job.steps(total):
+        with job.guard():
+            loss = loss_fn(job.model(x_of(step)), y_of(step))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    job.close()
+
+Contract:
+- Under muster with in-place recovery (control/PROTOCOL.md; the default,
+  `--recovery auto`), the worker says `hello 1 in-place`. When a peer dies
+  or goes silent, the collective blocked on it fails at once (the process
+  group is interrupted: process_group.py), `guard()` swallows that failure,
+  and the next turn of `steps()` recovers: it destroys the process group,
+  answers muster's pause, waits for the join, forms the new generation's
+  group under the rank and world size muster gives, agrees on the state
+  (the rank with the most completed steps broadcasts the module, the
+  optimizer and `state`: state_sync.py), wraps the module in a new DDP and
+  resumes at that step. The process, the module and the optimizer stay.
+- A process muster starts into a running generation (a replacement or a
+  newcomer) constructs InPlace as at the start and gets the state from a
+  peer instead of its checkpoint.
+- A step counts as done when its body returns, or once the optimizer
+  stepped in it (torch >= 2.0 tells: an optimizer step hook); a failed step
+  is otherwise run again.
+- Under torchrun, plain python or `muster --recovery restart` nothing of
+  this runs: the group is torchrun's env:// one, an exception leaves the
+  loop as it would without the module, and the job restarts as before. One
+  line on stderr at the start says which applies.
+- When in-place recovery cannot complete (muster falls back, stops the
+  worker, or does not answer within `timeout`), the process exits with
+  status 75 and muster's restart path takes over.
+- Always use `job.model` inside the loop: the DDP wrapper is replaced on
+  every recovery.
+
+Thread-safety: one thread drives it; muster's messages are read on a
+thread of its own (session.py).
+"""
+import contextlib
+import datetime
+import gc
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+from muster.process_group import ProcessGroup
+from muster.session import RecoveryExit, Session, log
+from muster.state_sync import agree_on_state
+
+# Words of the errors gloo, NCCL and the store raise when a peer is lost or
+# the group was interrupted (torch 1.13 raises plain RuntimeErrors).
+_COLLECTIVE_ERROR_WORDS = ("gloo", "nccl", "connection", "socket", "peer", "timed out",
+                           "timeout", "processgroup", "store", "broken pipe")
+
+
+def is_collective_error(error: BaseException) -> bool:
+    dist_error = getattr(dist, "DistError", None)
+    if dist_error is not None and isinstance(error, dist_error):
+        return True
+    if not isinstance(error, RuntimeError):
+        return False
+    text = str(error).lower()
+    return any(word in text for word in _COLLECTIVE_ERROR_WORDS)
+
+
+def _device_of(module):
+    for tensor in list(module.parameters()) + list(module.buffers()):
+        return tensor.device
+    return torch.device("cpu")
+
+
+class InPlace:
+    def __init__(self, model: torch.nn.Module, optimizer=None, *, state=None, step: int = 0,
+                 backend: str = None, timeout: float = 60.0, ddp: bool = True, **ddp_kwargs):
+        """`model`: the bare module (not yet DDP); `optimizer`: over its
+        parameters; `state`: a dict of whatever else a joiner needs (epoch,
+        sampler position, RNG states), kept equal on every rank; `step`: the
+        steps already done (a resumed checkpoint's); `timeout`: seconds for
+        each wait on muster and for the process group's store and
+        collectives; `ddp_kwargs` go to DistributedDataParallel."""
+        self.module = model
+        self.optimizer = optimizer
+        self.state = {} if state is None else state
+        self.step = int(step)
+        self.recoveries = 0
+        self._device = _device_of(model)
+        if backend is None:
+            backend = "nccl" if self._device.type == "cuda" else "gloo"
+        self._use_ddp = ddp
+        self._ddp_kwargs = ddp_kwargs
+        self._model = None
+        self._fault = None        # the failure a guard swallowed, until recovered
+        self._stepped = False     # the optimizer stepped during the current body
+        self._group = ProcessGroup(backend, datetime.timedelta(seconds=timeout))
+        self._session = Session.from_env(timeout, on_message=self._group.interrupt)
+        if optimizer is not None and hasattr(optimizer, "register_step_post_hook"):
+            optimizer.register_step_post_hook(self._on_optimizer_step)
+        if os.environ.get("RANK", "0") == "0":
+            if self._session.in_place:
+                log("in-place recovery on: a lost peer pauses this job instead of restarting it")
+            else:
+                log("in-place recovery off (not started by muster with --recovery auto or "
+                    "in-place): a fault restarts the job as under torchrun")
+        self._form()
+
+    # --- the loop -----------------------------------------------------------
+    @property
+    def model(self):
+        """The module wrapped for this generation (DDP unless ddp=False)."""
+        return self._model
+
+    @property
+    def in_place(self) -> bool:
+        return self._session.in_place
+
+    @property
+    def rank(self) -> int:
+        return dist.get_rank()
+
+    @property
+    def world_size(self) -> int:
+        return dist.get_world_size()
+
+    def steps(self, total: int):
+        """Yields the index of each step to run, from the agreed step up to
+        `total`; recovers in place between two steps."""
+        while self.step < total:
+            if self._fault is None and self._session.message_waiting():
+                pause = self._session.take_pause()
+                if pause is not None:
+                    self._recover(pause)
+                    continue
+            if self._fault is not None:
+                self._recover(None)
+                continue
+            self._stepped = False
+            yield self.step
+            if self._fault is None:
+                self.step += 1
+                self._session.report_progress(self.step)
+
+    @contextlib.contextmanager
+    def guard(self):
+        """Around one step's body: a failure of a collective (or one that
+        came with muster's pause) is kept for steps() to recover from
+        instead of leaving the loop. Anything else, and everything when
+        not in place, is raised as it came."""
+        try:
+            yield
+        except Exception as error:
+            if not (self._session.in_place and
+                    (self._session.message_waiting() or is_collective_error(error))):
+                raise
+            log(f"rank {self.rank}: step {self.step} failed ({type(error).__name__}: "
+                f"{str(error).splitlines()[0] if str(error) else ''}); recovering in place")
+            self._fault = error
+            if self._stepped:  # the update went in: the step is done
+                self.step += 1
+
+    def run(self, train_step, total: int):
+        """Calls train_step(step) for every step up to `total`, guarded."""
+        for step in self.steps(total):
+            with self.guard():
+                train_step(step)
+
+    def close(self):
+        """Destroys the process group (the job's last step is done)."""
+        self._model = None
+        self._group.destroy(interrupt=False)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # --- generations --------------------------------------------------------
+    def _on_optimizer_step(self, *args):
+        self._stepped = True
+
+    def _form(self):
+        if not self._session.in_place:
+            self._group.form_from_env()
+            self._model = self._wrap()
+            return
+        membership = self._session.membership
+        self._group.form(membership)
+        step, source = agree_on_state(self.step, self.module, self.optimizer, self.state,
+                                      self._device)
+        self.step = step
+        self._model = self._wrap()
+        self._session.joined()
+        return source
+
+    def _wrap(self):
+        if not self._use_ddp:
+            return self.module
+        kwargs = dict(self._ddp_kwargs)
+        if self._device.type == "cuda" and "device_ids" not in kwargs:
+            kwargs["device_ids"] = [self._device.index]
+        return torch.nn.parallel.DistributedDataParallel(self.module, **kwargs)
+
+    def _recover(self, pause):
+        began = time.monotonic()
+        failed_step = self.step
+        self._leave(pause)
+        while True:
+            membership = self._session.await_join()
+            membership.export()
+            try:
+                source = self._form()
+                break
+            except RecoveryExit:
+                raise
+            except Exception as error:
+                # The generation did not form (a peer lost while joining):
+                # muster pauses again, out of it, into the next one.
+                log(f"rank {membership.rank}: generation {membership.joining} did not form "
+                    f"({type(error).__name__}: {error}); waiting for muster")
+                self._leave(None)
+        self._fault = None
+        self.recoveries += 1
+        origin = "its own" if source in (None, -1, self.rank) else f"rank {source}'s"
+        log(f"rank {self.rank}: recovered in place at step {self.step} (failed at {failed_step}; "
+            f"state {origin}; world size {self.world_size}) in "
+            f"{time.monotonic() - began:.3f} s")
+
+    def _leave(self, pause):
+        self._model = None
+        gc.collect()  # the old DDP's reducer holds the old group
+        try:
+            self._group.destroy(interrupt=True)
+        except Exception as error:  # a group that failed half-formed
+            log(f"destroying the process group: {type(error).__name__}: {error}")
+        self.module.zero_grad(set_to_none=True)  # a failed step's partial gradients
+        self._session.leave(pause)

@@ -1,0 +1,148 @@
+"""The torch.distributed process group of one generation: formed on the
+generation's store, interrupted from another thread when muster pauses the
+worker, and destroyed without waiting on a dead or silent peer.
+
+Contract:
+- `form(membership)` initialises the default process group on the store
+  muster hosts for that generation (TCPStore client, keys under the
+  generation's STORE_PREFIX), as `rank` of `world_size`. `form_from_env()`
+  is torchrun's env:// initialisation, for a worker that does not recover
+  in place.
+- `interrupt()` (any thread) makes every collective of the group that is
+  blocked, or will block, fail at once:
+    gloo: the group's connected TCP sockets (every one this process
+          opened while the group formed; listeners stay) are shut down, so gloo's reads and
+          writes on them fail ("Connection closed by peer");
+    nccl: the group's communicators are aborted (ncclCommAbort through
+          torch's abort), which fails their pending work.
+  A socket is shut down only while the descriptor still names the socket it
+  named when the group formed (its inode), never a later reuse of the number.
+- `destroy(interrupt)` destroys the default group, interrupting it first
+  after a fault.
+
+Thread-safety: form and destroy on the main thread; interrupt from any.
+"""
+import datetime
+import os
+import socket
+import threading
+
+import torch
+import torch.distributed as dist
+
+
+def _socket_inodes():
+    """{fd: 'socket:[inode]'} for every socket descriptor of this process."""
+    found = {}
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            found[int(name)] = target
+    return found
+
+
+def _shut_down_tcp(fd, inode):
+    """Shuts down TCP socket `fd` in both directions if it still is `inode`."""
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") != inode:
+            return False
+        dup = socket.socket(fileno=os.dup(fd))  # family and type read from the descriptor
+    except OSError:
+        return False
+    try:
+        if dup.family not in (socket.AF_INET, socket.AF_INET6) or dup.type != socket.SOCK_STREAM:
+            return False
+        # A listening socket stays: gloo's listener (torch 2.x) aborts the
+        # process when its accept fails.
+        if dup.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            return False
+        dup.shutdown(socket.SHUT_RDWR)
+        return True
+    except OSError:
+        return False
+    finally:
+        dup.close()  # the duplicate only; the group closes its own
+
+
+def _abort_nccl():
+    """Aborts the default group's NCCL communicators, on every torch that can."""
+    c10d = dist.distributed_c10d
+    if hasattr(c10d, "_abort_process_group"):  # torch >= 2.6
+        c10d._abort_process_group()
+        return True
+    group = c10d._get_default_group()
+    if hasattr(group, "_get_backend"):  # torch 2.x: the backend object aborts
+        backend = group._get_backend(torch.device("cuda"))
+        if hasattr(backend, "abort"):
+            backend.abort()
+            return True
+    if hasattr(group, "abort"):
+        group.abort()
+        return True
+    return False  # torch 1.13: its NCCL watchdog's timeout is the bound
+
+
+class ProcessGroup:
+    def __init__(self, backend: str, timeout: datetime.timedelta):
+        self.backend = backend
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._before = None     # sockets open before the group formed
+        self._sockets = None    # the group's, once formed
+        self._formed = False
+
+    def form(self, membership):
+        store = dist.TCPStore(membership.master_addr, membership.master_port,
+                              membership.world_size, False, self.timeout)
+        prefixed = dist.PrefixStore(membership.store_prefix + "torch/", store)
+        self._init(lambda: dist.init_process_group(
+            self.backend, store=prefixed, rank=membership.rank,
+            world_size=membership.world_size, timeout=self.timeout))
+
+    def form_from_env(self):
+        self._init(lambda: dist.init_process_group(self.backend, timeout=self.timeout))
+
+    def _init(self, init):
+        with self._lock:
+            self._before = _socket_inodes()
+            self._sockets = None
+        init()
+        with self._lock:
+            now = _socket_inodes()
+            self._sockets = {fd: inode for fd, inode in now.items()
+                             if self._before.get(fd) != inode}
+            self._formed = True
+
+    def _group_sockets(self):
+        if self._sockets is not None:
+            return self._sockets
+        if self._before is None:
+            return {}
+        # Still forming: what opened since it began (the store's, gloo's so far).
+        return {fd: inode for fd, inode in _socket_inodes().items()
+                if self._before.get(fd) != inode}
+
+    def interrupt(self):
+        """Fails the group's blocked collectives; returns what it did."""
+        with self._lock:
+            if self.backend == "nccl" and self._formed:
+                try:
+                    return "aborted" if _abort_nccl() else "no abort in this torch"
+                except Exception as e:  # already aborted or destroyed
+                    return f"abort failed: {e}"
+            shut = [fd for fd, inode in self._group_sockets().items() if _shut_down_tcp(fd, inode)]
+            return f"shut down {len(shut)} socket(s)"
+
+    def destroy(self, interrupt: bool):
+        """`interrupt`: first fail what may still wait on a peer (a fault);
+        a group that ended cleanly is destroyed as it is."""
+        if dist.is_initialized():
+            if interrupt:
+                self.interrupt()
+            with self._lock:
+                self._formed = False
+                self._before = self._sockets = None
+            dist.destroy_process_group()
