@@ -118,8 +118,15 @@ def _source_of(kind, target, args):
     return None
 
 
+# muster's own package is imported warm with what it loads on first use
+# (torch.distributed, DDP): a process started into a running generation
+# then forms its group without importing them.
+_WARM_WITH = {"muster": ["muster", "muster.in_place"]}
+
+
 def _torch_imports(path):
-    """The torch modules a source file imports, in the order it names them."""
+    """The torch (and muster) modules a source file imports, in the order it
+    names them."""
     try:
         with open(path, "rb") as f:
             tree = ast.parse(f.read(), path)
@@ -133,8 +140,10 @@ def _torch_imports(path):
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
         for name in names:
-            if name.split(".")[0] == "torch" and name not in found:
-                found.append(name)
+            top = name.split(".")[0]
+            for module in _WARM_WITH.get(top, [name] if top == "torch" else []):
+                if module not in found:
+                    found.append(module)
     return found
 
 
@@ -197,6 +206,15 @@ def _warm_up(channel):
                             "reason": f"import {name} failed: {type(e).__name__}: {e}"})
             return False
         imported.append(name)
+    # torch 2.x's optimizers import torch._dynamo when the first one is
+    # made (about 1 s): a worker forked after that import skips it. Best
+    # effort: a torch without it, or whose import fails, is warm as before.
+    if any(name.split(".")[0] == "torch" for name in imported):
+        try:
+            import torch._dynamo  # noqa: F401
+            imported.append("torch._dynamo")
+        except Exception:  # noqa: BLE001 - optional
+            pass
     reason = _unfit_reason()
     if reason:
         _send(channel, {"ready": False, "reason": reason})
