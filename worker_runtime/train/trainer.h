@@ -20,7 +20,8 @@
 //
 // In place (muster --recovery in-place names MUSTER_CONTROL_FD; not when rank
 // 0 serves the store itself): it says `hello 1 in-place` and lives through
-// generations. A failed collective or muster's `pause` ends a generation
+// generations, the protocol spoken by runtime::InPlaceWorker
+// (recovery/in_place_worker.h). A failed collective or muster's `pause` ends a generation
 // without exiting (a ControlWatch interrupts a collective blocked on a silent
 // peer); it keeps its weights, momentum and steps done, answers `ready`,
 // waits for `join` (at most --collective-timeout), forms the next
