@@ -349,6 +349,11 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   OnWorkerControl(tag, bytes);
 }
 
+void Agent::OnProgressClosed(uint64_t tag) {
+  // Only moves a hang deadline out: the armed timer finds nothing due.
+  if (group_ && !settling_) group_->OnProgressClosed(tag);
+}
+
 void Agent::OnExit(uint64_t tag, pid_t pid, int wait_status) {
   if (!group_) return;
   const ExitStatus status = ExitStatus::FromWaitStatus(wait_status);
@@ -427,6 +432,7 @@ void Agent::Settle() {
   const bool will_restart = restart_count_ < options_.max_restarts;
   const int root_code = failures.empty() ? 1 : failures.front().status.ShellCode();
   RecordAndPrintFailures(restart_count_, options_.max_restarts);
+  LogWhyNotInPlace();
   if (!will_restart) {
     Finish(root_code);
     return;

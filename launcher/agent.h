@@ -74,6 +74,7 @@ class Agent final : public SpawnEvents {
   void OnOutputClosed(uint64_t tag, Stream stream) override;
   void OnExit(uint64_t tag, pid_t pid, int wait_status) override;
   void OnProgress(uint64_t tag, std::string_view bytes) override;
+  void OnProgressClosed(uint64_t tag) override;
 
  private:
   int RunStatic();
@@ -93,6 +94,10 @@ class Agent final : public SpawnEvents {
   // Keeps the group's first failure as this node's root cause and prints the
   // failure report; nothing when no worker failed on its own.
   void RecordAndPrintFailures(int restart_count, int max_restarts, bool in_place = false);
+  // A failure that restarts every worker although recovery in place is on:
+  // says which workers never announced it (a warning when --recovery
+  // in-place asked for it, information under auto).
+  void LogWhyNotInPlace() const;
   void SettleElastic();
   Status PrepareRunDirectory();
   // Starts the warm process for Python workers, unless they start cold.

@@ -199,6 +199,7 @@ void Agent::Follow(const FollowerActions& actions) {
       client_->ReportWorkerFailure(failed->generation, failed->exit_code, failed->message);
     } else if (const auto* local = std::get_if<ReportFailureLocally>(&action)) {
       RecordAndPrintFailures(local->restart_count, local->max_restarts);
+      LogWhyNotInPlace();
     } else if (std::holds_alternative<ClearCurrent>(action)) {
       client_->SetCurrent(std::nullopt);
     } else if (std::holds_alternative<SealStore>(action)) {

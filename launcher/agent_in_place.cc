@@ -43,7 +43,18 @@ bool IsControlLine(std::string_view line) {
 bool Agent::RecoversInPlace() const {
   // Static runs across nodes restart each node on its own (as torchrun's
   // static backend): nothing would pause the other nodes' workers.
-  return options_.recover_in_place && (elastic_ || node_.group_world_size == 1);
+  return options_.recover_in_place() && (elastic_ || node_.group_world_size == 1);
+}
+
+void Agent::LogWhyNotInPlace() const {
+  if (!RecoversInPlace() || !group_) return;
+  const std::vector<int> ranks = group_->local_ranks_not_in_place();
+  if (ranks.empty()) return;  // a fallback, logged as event=in_place_fallback
+  const bool asked = options_.recovery == LaunchOptions::Recovery::kInPlace;
+  spdlog::log(asked ? spdlog::level::warn : spdlog::level::info,
+              "event=restart_not_in_place local_ranks={} why=\"they did not announce in-place "
+              "recovery (the muster Python package or muster-train do)\"",
+              fmt::join(ranks, ","));
 }
 
 void Agent::EnableInPlaceRecovery() {

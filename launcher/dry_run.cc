@@ -74,6 +74,23 @@ void Rendezvous(std::ostringstream& out, const LaunchOptions& options,
       << (options.max_nodes == 1 ? "" : "s") << ", this node is node " << options.node_rank << "\n";
 }
 
+// Which path a failure will take (launch_options.h's Recovery): the same
+// rule as Agent::RecoversInPlace, which the agent applies at run time.
+void Recovery(std::ostringstream& out, const LaunchOptions& options, bool elastic) {
+  out << "recovery: ";
+  if (!options.recover_in_place()) {
+    out << "restart every worker after a failure (--recovery restart)\n";
+  } else if (!elastic && options.max_nodes > 1) {
+    out << "restart every worker after a failure (a static run across nodes cannot pause the "
+           "other nodes' workers)\n";
+  } else {
+    out << "in place when every worker announced it can (the muster Python package, "
+           "muster-train), else restart every worker"
+        << (options.max_restarts == 0 && !elastic ? "; --max-restarts 0 allows neither" : "")
+        << "\n";
+  }
+}
+
 }  // namespace
 
 std::string DryRunReport(const LaunchOptions& options, const cli::ExtraOptions& extras,
@@ -84,6 +101,7 @@ std::string DryRunReport(const LaunchOptions& options, const cli::ExtraOptions& 
   Settings(out, given, extras.mode == cli::CommandMode::kLaunch);
   for (const auto& note : extras.derived) out << "derived: " << note << "\n";
   Rendezvous(out, options, elastic);
+  Recovery(out, options, elastic.has_value());
   out << "GPUs: " << (plan.gpus.ids.empty() ? "none" : Join(plan.gpus.ids, ",")) << " (from "
       << plan.gpus.source << ")\n";
   out << "workers on this node: " << plan.nproc_per_node << ", run id " << plan.run_id << "\n";

@@ -101,11 +101,16 @@ struct LaunchOptions {
   // A worker that reported progress and then none for this long is killed as
   // hung and the job restarts; 0: off. >= 0.
   double hang_timeout_s = 0;
-  // --recovery in-place: a failed worker is started again alone while the
-  // others pause and rejoin (control/PROTOCOL.md), when every worker speaks
-  // the control channel; otherwise, and with `restart`, every worker
-  // restarts. Static (non-elastic) runs only, so far.
-  bool recover_in_place = false;
+  // --recovery: after a worker fails, `restart` restarts every worker;
+  // `in-place` and `auto` start the failed one alone while the others pause
+  // and rejoin (control/PROTOCOL.md), when every worker said it can (the
+  // muster Python package, muster-train); otherwise every worker restarts.
+  // They differ in what is said when a run falls short of that: `in-place`
+  // (asked for) warns, `auto` (the default) logs it. Elastic runs and
+  // static runs on one node; a static run across nodes restarts.
+  enum class Recovery { kAuto, kRestart, kInPlace };
+  Recovery recovery = Recovery::kAuto;
+  bool recover_in_place() const { return recovery != Recovery::kRestart; }
   // How long each of the pause and the join of an in-place recovery may
   // take before it falls back to restarting every worker. > 0.
   double recovery_timeout_s = 10;

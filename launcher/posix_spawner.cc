@@ -290,6 +290,9 @@ void PosixSpawner::ReadProgress(uint64_t id) {
           ReadProgress(id);
           return;
         }
+        if (ec == asio::error::eof && !c.output_released && !c.reaped) {
+          events_->OnProgressClosed(c.tag);
+        }
         if (--c.open_parts == 0) Release(id);
       });
 }

@@ -44,6 +44,9 @@ class SpawnEvents {
   virtual void OnExit(uint64_t tag, pid_t pid, int wait_status) = 0;
   // The process wrote `bytes` to its progress pipe (kProgressFd).
   virtual void OnProgress(uint64_t /*tag*/, std::string_view /*bytes*/) {}
+  // The progress pipe reached end of file while the process runs: it (and
+  // every process that shares the pipe) closed it, and reports no more.
+  virtual void OnProgressClosed(uint64_t /*tag*/) {}
 };
 
 class ProcessSpawner {

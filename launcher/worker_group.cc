@@ -136,6 +136,12 @@ bool WorkerGroup::OnProgress(uint64_t tag, int64_t step, SteadyTime now) {
   return false;
 }
 
+void WorkerGroup::OnProgressClosed(uint64_t tag) {
+  for (auto& w : workers_) {
+    if (w.tag == tag && w.running) w.last_progress.reset();
+  }
+}
+
 void WorkerGroup::KillHung(Worker& worker, SteadyTime now, WallTime wall) {
   WorkerFailure failure = FailureOf(worker, ExitStatus::Killed(SIGKILL), wall);
   failure.hung = true;
@@ -197,6 +203,12 @@ void WorkerGroup::MaybeFinish() {
     if (w.running) return;
   }
   if (state_ == State::kRunning) {
+    state_ = State::kSucceeded;
+  } else if (state_ == State::kRecovering && failures_.empty()) {
+    // A pause no failure began (a hang probe, a generation ending
+    // elsewhere) met the workers' own ends: each one exited successfully,
+    // so the job is done.
+    recover_deadline_.reset();
     state_ = State::kSucceeded;
   } else if (state_ == State::kRecovering) {
     // Every process is gone: nothing is left to recover in place.

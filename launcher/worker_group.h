@@ -114,6 +114,10 @@ class WorkerGroup {
   // The worker reported progress (`step`, or -1 when it said none). True
   // when this was its first report, which may make deadline() earlier.
   bool OnProgress(uint64_t tag, int64_t step, SteadyTime now);
+  // The worker closed its progress pipe (the muster Python package does
+  // once its training is done): it is no longer watched for hangs, so a
+  // slow interpreter exit is not one.
+  void OnProgressClosed(uint64_t tag);
   // Escalates to SIGKILL once the shutdown deadline has passed; while
   // running, kills a worker silent for the hang timeout; while recovering,
   // falls back to the restart path once the recovery timeout has passed.
@@ -139,6 +143,9 @@ class WorkerGroup {
   // kRecovering and every survivor paused: the agent may renew the store
   // and call Rejoin.
   bool ready_to_join() const;
+  // The local ranks of this attempt's workers that never said they recover
+  // in place (why a failure restarts every worker).
+  std::vector<int> local_ranks_not_in_place() const;
   // kRecovering after Rejoin: the survivors were told their join and not
   // all answered it. False again once PauseAll pauses them anew.
   bool joining() const { return state_ == State::kRecovering && rejoined_; }

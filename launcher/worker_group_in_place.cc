@@ -34,6 +34,14 @@ bool WorkerGroup::BeginRecovery(SteadyTime now) {
   return true;
 }
 
+std::vector<int> WorkerGroup::local_ranks_not_in_place() const {
+  std::vector<int> ranks;
+  for (const auto& w : workers_) {
+    if (!w.in_place) ranks.push_back(w.spec.local_rank);
+  }
+  return ranks;
+}
+
 bool WorkerGroup::CanPauseAll() const {
   // Joining: the generation being joined can end before every worker
   // joined it (a node elsewhere died meanwhile). A worker leaves it as it

@@ -155,14 +155,17 @@ constexpr FlagSpec
                  "this long, report it hung and restart the job.",
                  [](V v, P& o) { return Assign(ParseSeconds(v, true), o.options.hang_timeout_s); }},
                 {"recovery", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kWorkers,
-                 "restart|in-place", "restart",
-                 "After a worker fails: restart every worker, or start the failed one alone "
-                 "while the others pause and rejoin in place (workers that speak "
-                 "MUSTER_CONTROL_FD; static runs).",
+                 "auto|in-place|restart", "auto",
+                 "After a worker fails: start the failed one alone while the others pause and "
+                 "rejoin in place when every worker announced it can (the muster Python "
+                 "package, muster-train), else restart every worker (auto); the same, warning "
+                 "when a worker cannot (in-place); or always restart every worker (restart).",
                  [](V v, P& o) -> Status {
-                   auto mode = ParseChoice(v, {"restart", "in-place"});
+                   auto mode = ParseChoice(v, {"auto", "in-place", "restart"});
                    if (!mode.ok()) return mode.status();
-                   o.options.recover_in_place = *mode == "in-place";
+                   o.options.recovery = *mode == "auto"       ? LaunchOptions::Recovery::kAuto
+                                        : *mode == "in-place" ? LaunchOptions::Recovery::kInPlace
+                                                              : LaunchOptions::Recovery::kRestart;
                    return Status::Ok();
                  }},
                 {"recovery-timeout", 0, ValueKind::kValue, kFromAll, kNumberOrText,

@@ -93,7 +93,7 @@ def a_corrupted_checkpoint_is_skipped_and_the_job_resumes_from_the_one_before():
     ckpt = os.path.join(d, "ckpt")
     out = os.path.join(d, "w.bin")
     code, stdout, err = run_muster(
-        ["--standalone", "--nproc-per-node", "2", "--max-restarts", "1"] +
+        ["--standalone", "--nproc-per-node", "2", "--max-restarts", "1", "--recovery", "restart"] +
         inject("corrupt-checkpoint,step=12", "exit-worker:3,rank=0,step=14") +
         ["--no-python", TRAIN] + MODEL +
         ["--checkpoint-dir", ckpt, "--checkpoint-every", "4", "--out", out], timeout=120)

@@ -89,7 +89,9 @@ def shrink(nprocs, nnodes, before, after):
                 [MUSTER, "--nnodes", nnodes, "--nproc-per-node", str(nproc), "--rdzv-backend",
                  "muster", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "train",
                  "--rdzv-conf", RDZV_CONF, "--local-addr", "127.0.0.1", "--max-restarts", "3",
-                 "--no-python", TRAIN] + TRAIN_ARGS
+                 # The checkpoint path is the one under test (recovery_in_place
+                 # covers the in-place one).
+                 "--recovery", "restart", "--no-python", TRAIN] + TRAIN_ARGS
                 + ["--checkpoint-dir", ckpt, "--out", result, "--step-sleep-ms", "60"],
                 env=base_env(), stdout=out, stderr=err))
     started = time.monotonic()

@@ -172,8 +172,8 @@ def a_worker_killed_mid_run_resumes_from_the_checkpoint_with_the_same_result():
 
     ckpt = os.path.join(work, "ckpt")
     result = os.path.join(work, "resumed.bin")
-    proc = start([MUSTER, "--standalone", "--nproc-per-node", "2", "--max-restarts", "1", "--no-python",
-                  TRAIN] + MODEL + common
+    proc = start([MUSTER, "--standalone", "--nproc-per-node", "2", "--max-restarts", "1",
+                  "--recovery", "restart", "--no-python", TRAIN] + MODEL + common
                  + ["--checkpoint-dir", ckpt, "--out", result, "--step-sleep-ms", "40"])
     check(wait_for(lambda: len(glob.glob(os.path.join(ckpt, "ckpt-*"))) >= 2, 60),
           "no checkpoints appeared")
