@@ -20,6 +20,7 @@ different descriptors). Standard library only.
 """
 import os
 import select
+import stat
 import time
 from typing import NamedTuple, Optional, Union
 
@@ -122,7 +123,8 @@ def parse_agent_line(line: str) -> AgentMessage:
     raise _bad(line, f"unknown verb {verb!r}")
 
 
-def _fd_from_env(environ, name):
+def fd_from_env(environ, name):
+    """The pipe descriptor named by variable `name`, or None."""
     text = environ.get(name)
     if text is None or not text.isdigit():
         return None
@@ -131,7 +133,6 @@ def _fd_from_env(environ, name):
         mode = os.fstat(fd).st_mode
     except OSError:
         return None
-    import stat
     return fd if stat.S_ISFIFO(mode) else None
 
 
@@ -148,8 +149,8 @@ class Channel:
         """The channel muster offers this process, or None (no launcher
         channel: MUSTER_CONTROL_FD or MUSTER_PROGRESS_FD unset or not a pipe)."""
         environ = os.environ if environ is None else environ
-        from_agent = _fd_from_env(environ, "MUSTER_CONTROL_FD")
-        to_agent = _fd_from_env(environ, "MUSTER_PROGRESS_FD")
+        from_agent = fd_from_env(environ, "MUSTER_CONTROL_FD")
+        to_agent = fd_from_env(environ, "MUSTER_PROGRESS_FD")
         if from_agent is None or to_agent is None:
             return None
         return cls(from_agent, to_agent)
@@ -179,10 +180,6 @@ class Channel:
         # The reason is printable ASCII to the end of the line.
         text = "".join(c if 0x20 <= ord(c) <= 0x7E else "?" for c in reason) or "?"
         self._say(f"failed {generation} {text}"[:MAX_LINE_BYTES - 1])
-
-    def report_progress(self, step: int):
-        """A progress line (the step done): muster's --hang-timeout reads it."""
-        self._say(str(int(step)))
 
     # --- agent -> worker ---------------------------------------------------
     def receive(self, timeout: Optional[float]) -> Optional[AgentMessage]:

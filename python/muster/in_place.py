@@ -177,9 +177,12 @@ class InPlace:
                 train_step(step)
 
     def close(self):
-        """Destroys the process group (the job's last step is done)."""
+        """Destroys the process group (the job's last step is done) and tells
+        muster that progress reports end here (its --hang-timeout stops
+        watching this worker while the interpreter exits)."""
         self._model = None
         self._group.destroy(interrupt=False)
+        self._session.finish()
 
     def __enter__(self):
         return self

@@ -33,7 +33,8 @@ import threading
 import time
 from typing import Callable, NamedTuple, Optional
 
-from muster.control import (Channel, ChannelClosed, Join, Pause, ProtocolError, Stop)
+from muster.control import (Channel, ChannelClosed, Join, Pause, ProtocolError, Stop,
+                            fd_from_env)
 
 EXIT_RECOVERY_FAILED = 75  # muster-train's exit status for a communication failure
 
@@ -105,8 +106,10 @@ def log(message):
 
 class Session:
     def __init__(self, channel: Optional[Channel], membership: Membership, timeout: float,
-                 on_message: Callable[[], None] = lambda: None):
+                 on_message: Callable[[], None] = lambda: None,
+                 progress_fd: Optional[int] = None):
         self.membership = membership
+        self._progress_fd = channel.to_agent if channel is not None else progress_fd
         self.timeout = timeout
         self._channel = channel
         self._on_message = on_message
@@ -123,7 +126,8 @@ class Session:
     def from_env(cls, timeout: float, on_message=lambda: None, environ=None):
         environ = os.environ if environ is None else environ
         channel = Channel.from_env(environ) if _agent_stores(environ) else None
-        return cls(channel, Membership.from_env(environ), timeout, on_message)
+        return cls(channel, Membership.from_env(environ), timeout, on_message,
+                   progress_fd=fd_from_env(environ, "MUSTER_PROGRESS_FD"))
 
     # --- the reader thread ---------------------------------------------------
     def _read(self):
@@ -221,9 +225,23 @@ class Session:
             except ChannelClosed as e:
                 raise RecoveryExit(str(e)) from None
 
-    def report_progress(self, step: int):
-        if self._channel is not None:
+    def finish(self):
+        """Training is done: closes the progress pipe, so that muster stops
+        watching this worker for hangs (interpreter teardown can take
+        seconds). Nothing is said after it."""
+        fd, self._progress_fd = self._progress_fd, None
+        if fd is not None:
             try:
-                self._channel.report_progress(step)
-            except ChannelClosed:
-                pass  # muster is gone; its pdeath signal follows
+                os.close(fd)
+            except OSError:
+                pass
+
+    def report_progress(self, step: int):
+        """Tells muster the steps done (its --hang-timeout and step-triggered
+        --inject read them), in place or not, when it offers the pipe."""
+        if self._progress_fd is None:
+            return
+        try:
+            os.write(self._progress_fd, f"{int(step)}\n".encode())
+        except OSError:
+            self._progress_fd = None  # muster is gone; its pdeath signal follows

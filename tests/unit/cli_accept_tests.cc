@@ -289,6 +289,17 @@ TEST_CASE("an empty PET_ variable counts as unset") {
                 EnvOf({{"PET_NNODES", ""}, {"PET_RDZV_ID", ""}}));
 }
 
+TEST_CASE("recovery is auto (in place where it can be) unless asked otherwise") {
+  CheckAccepted({{"t.py"}, {{"recovery", "auto"}, {"recover_in_place", "true"}}}, EnvOf({}));
+  CheckAccepted(
+      {{"--recovery", "restart", "t.py"}, {{"recovery", "restart"}, {"recover_in_place", "false"}}},
+      EnvOf({}));
+  CheckAccepted(
+      {{"--recovery=in-place", "t.py"}, {{"recovery", "in-place"}, {"recover_in_place", "true"}}},
+      EnvOf({}));
+  CheckAccepted({{"t.py"}, {{"recovery", "restart"}}}, EnvOf({{"PET_RECOVERY", "restart"}}));
+}
+
 TEST_CASE("python comes from --python, else MUSTER_PYTHON, else python3") {
   CheckAccepted({{"t.py"}, {{"python", "/env/python"}}}, EnvOf({{"MUSTER_PYTHON", "/env/python"}}));
   CheckAccepted({{"--python", "/cli/python", "t.py"}, {{"python", "/cli/python"}}},

@@ -101,7 +101,9 @@ inline std::map<std::string, std::string> Fields(const LaunchOptions& o, const E
   f["shutdown_timeout_s"] = Text(o.shutdown_timeout_s);
   f["hang_timeout_s"] = Text(o.hang_timeout_s);
   f["recover_in_place"] = Text(o.recover_in_place());
-  f["recovery"] = std::to_string(static_cast<int>(o.recovery));
+  f["recovery"] = o.recovery == LaunchOptions::Recovery::kAuto      ? "auto"
+                  : o.recovery == LaunchOptions::Recovery::kInPlace ? "in-place"
+                                                                    : "restart";
   f["recovery_timeout_s"] = Text(o.recovery_timeout_s);
   f["inject_seed"] = std::to_string(o.inject_seed);
   f["fault_plan"] = o.fault_plan ? o.fault_plan->text : "unset";

@@ -460,3 +460,38 @@ TEST_CASE("a hang probe that nobody answers falls back to the restart path", "[g
   CHECK(h.group.state() == WorkerGroup::State::kStopping);
   CHECK(h.group.fallback_reason() == "a worker did not answer within the recovery timeout");
 }
+
+TEST_CASE("workers that all end successfully during a hang probe end the attempt in success",
+          "[group][in-place]") {
+  // Their last step reported, they tear down for longer than the hang
+  // timeout (a large interpreter's exit) and exit 0 while being probed.
+  HangingGroup h;
+  h.group.OnTick(t0 + 5s, w0);
+  REQUIRE(h.group.state() == WorkerGroup::State::kRecovering);
+  for (int i : {0, 1, 2}) h.group.OnExit(h.group.TagFor(i), ExitStatus::Exited(0), t0 + 5s, w0);
+  CHECK(h.group.state() == WorkerGroup::State::kSucceeded);
+  CHECK(h.group.failures().empty());
+  CHECK(h.group.fallback_reason().empty());
+}
+
+TEST_CASE("a worker that closed its progress pipe is no longer watched for hangs",
+          "[group][in-place]") {
+  HangingGroup h;
+  for (int i : {0, 1, 2}) h.group.OnProgressClosed(h.group.TagFor(i));
+  CHECK_FALSE(h.group.deadline().has_value());
+  h.group.OnTick(t0 + 60s, w0);
+  CHECK(h.group.state() == WorkerGroup::State::kRunning);
+  CHECK(h.spawner.signals.empty());
+}
+
+TEST_CASE("the workers that never said hello are the reason a failure restarts",
+          "[group][in-place]") {
+  FakeSpawner spawner;
+  WorkerGroup group{spawner, 0, 30s};
+  group.EnableInPlace({.generation = kGeneration, .timeout = 2s}, true);
+  REQUIRE(group.Start(Specs(3), t0).ok());
+  group.OnControl(group.TagFor(1), InPlaceHello(), t0);
+  CHECK(group.local_ranks_not_in_place() == std::vector<int>{0, 2});
+  group.OnExit(group.TagFor(2), ExitStatus::Exited(1), t0, w0);
+  CHECK(group.state() == WorkerGroup::State::kStopping);  // the restart path
+}

@@ -1,0 +1,261 @@
+"""In-place recovery of a real PyTorch DDP script (examples/torch/ddp_in_place.py,
+the muster Python package) under muster, gloo on loopback, on every torch
+version (torch_versions.py):
+
+- a worker SIGKILLed: only it starts again, the survivors keep their pids,
+  at most one step is redone, and the final weights are the fault-free
+  run's;
+- a worker hung (SIGSTOP, --hang-timeout): the survivors' collective blocked
+  on it is interrupted, the hung one is replaced, the same holds;
+- --recovery restart (no control channel): the module stays off, says so,
+  and the job restarts from its checkpoint as a tutorial script does, with
+  the same final weights; a script without the module under the default
+  auto recovery restarts, and muster logs why it was not in place;
+- elastic (musterd, 3 agents x 2 workers, --nnodes 2:3): an agent SIGKILLed
+  leaves the other agents' workers running under the same pids into a world
+  of 4; a node joining mid-run finds the running workers rejoining with their
+  pids and its own fresh workers taking their state from a peer.
+
+Weights are compared with a tolerance of 1e-5 (absolute): after a recovery
+DDP forms its gradient buckets anew, and a different bucket layout (or world
+size) sums the same numbers in another order.
+"""
+import functools
+import os
+import signal
+import struct
+import time
+
+from elastic_harness import start_musterd
+from harness import (MUSTER, SOURCE_DIR, check, free_port, kill_tree, run, run_tests, start,
+                     tempdir, wait_for)
+from torch_versions import each_version
+
+EXAMPLE = os.path.join(SOURCE_DIR, "examples", "torch", "ddp_in_place.py")
+PACKAGE = os.path.join(SOURCE_DIR, "python")
+STEPS = 40
+TOLERANCE = 1e-5
+
+
+def env_for(version, **extra):
+    return version.env(PYTHONPATH=PACKAGE, **extra)
+
+
+def read_steps(log):
+    """{rank: [(step, pid), ...]} in the order the rank wrote them."""
+    found = {}
+    with open(log) as f:
+        for line in f:
+            tag, rank, step, pid, _ = line.split()
+            check(tag == "STEP", f"a step log line {line!r}")
+            found.setdefault(int(rank), []).append((int(step), int(pid)))
+    return found
+
+
+def read_weights(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    return struct.unpack(f"<{len(data) // 4}f", data)
+
+
+@functools.lru_cache(maxsize=None)
+def fault_free_weights(version, steps, nproc):
+    """The final weights of a fault-free run, once per version and shape."""
+    log = os.path.join(tempdir(), "reference.log")
+    code, out, err = run([MUSTER, "--nproc-per-node", str(nproc), EXAMPLE, "--steps", str(steps),
+                          "--log", log], env=env_for(version), timeout=240)
+    check(code == 0, "the fault-free run failed", out, err)
+    return read_weights(log + ".weights")
+
+
+def check_weights(version, log, steps=STEPS, nproc=3):
+    reference = fault_free_weights(version, steps, nproc)
+    got = read_weights(log + ".weights")
+    check(len(got) == len(reference), f"{len(got)} weights, the fault-free run has {len(reference)}")
+    worst = max(abs(a - b) for a, b in zip(got, reference))
+    check(worst <= TOLERANCE, f"the weights differ from the fault-free run's by {worst:.3g}")
+    return worst
+
+
+def check_every_step_done(steps_by_rank, world, steps=STEPS):
+    for rank in range(world):
+        done = [s for s, _ in steps_by_rank.get(rank, [])]
+        check(done and done[-1] == steps, f"rank {rank} ended at step {done[-1:]} of {steps}")
+
+
+def redone_steps(steps_by_rank):
+    """The most steps any rank wrote twice (a step redone after a fault)."""
+    worst = 0
+    for entries in steps_by_rank.values():
+        done = [s for s, _ in entries]
+        worst = max(worst, len(done) - len(set(done)))
+    return worst
+
+
+def pids_of(steps_by_rank, rank):
+    return list(dict.fromkeys(pid for _, pid in steps_by_rank[rank]))
+
+
+def single_node_fault(version, fault, extra=()):
+    work = tempdir()
+    log = os.path.join(work, "steps.log")
+    code, out, err = run([MUSTER, "--nproc-per-node", "3", "--max-restarts", "3", *extra,
+                          "--inject", fault, EXAMPLE, "--steps", str(STEPS), "--log", log,
+                          "--sleep", "0.02"], env=env_for(version), timeout=240)
+    check(code == 0, f"the job did not recover (exit {code})", out, err)
+    return log, out, err
+
+
+@each_version
+def a_killed_worker_is_replaced_alone_and_the_survivors_keep_their_process(version):
+    log, out, err = single_node_fault(version, "kill-worker,rank=1,step=15")
+    check(err.count("event=in_place_recovered") == 1, "not one in-place recovery", err)
+    check("survivors=2 restarted=1" in err, "the recovery did not restart rank 1 alone", err)
+    check("event=in_place_fallback" not in err, "the recovery fell back", err)
+    steps = read_steps(log)
+    check_every_step_done(steps, 3)
+    for rank in (0, 2):
+        check(len(pids_of(steps, rank)) == 1, f"survivor rank {rank} ran as {pids_of(steps, rank)}")
+    check(len(pids_of(steps, 1)) == 2, f"rank 1 ran as {pids_of(steps, 1)}, not two processes")
+    check(redone_steps(steps) <= 1, f"{redone_steps(steps)} steps redone", out, err)
+    check("recovered in place at step" in err, "no survivor said where it recovered", err)
+    check("with rank " in err and "'s state" in err, "the new rank 1 did not take a peer's state",
+          err)
+    worst = check_weights(version, log)
+    print(f"  weights within {worst:.2g} of the fault-free run", flush=True)
+
+
+@each_version
+def a_hung_worker_is_replaced_and_the_survivors_blocked_on_it_recover_in_place(version):
+    log, out, err = single_node_fault(version, "hang-worker,rank=2,step=12",
+                                      extra=("--hang-timeout", "2"))
+    check("event=in_place_recovered" in err, "no in-place recovery", err)
+    check("event=in_place_fallback" not in err, "the recovery fell back", err)
+    steps = read_steps(log)
+    check_every_step_done(steps, 3)
+    for rank in (0, 1):
+        check(len(pids_of(steps, rank)) == 1, f"survivor rank {rank} ran as {pids_of(steps, rank)}")
+    check(len(pids_of(steps, 2)) == 2, f"rank 2 ran as {pids_of(steps, 2)}, not two processes")
+    check(redone_steps(steps) <= 1, f"{redone_steps(steps)} steps redone", out, err)
+    check_weights(version, log)
+
+
+@each_version
+def under_recovery_restart_the_module_is_off_and_the_checkpoint_resumes(version):
+    work = tempdir()
+    log, ckpt = os.path.join(work, "steps.log"), os.path.join(work, "ckpt.pt")
+    code, out, err = run([MUSTER, "--nproc-per-node", "3", "--max-restarts", "1", "--recovery",
+                          "restart", "--inject", "kill-worker,rank=1,step=15", EXAMPLE, "--steps",
+                          str(STEPS), "--log", log, "--ckpt", ckpt, "--ckpt-every", "10",
+                          "--sleep", "0.02"], env=env_for(version), timeout=240)
+    check(code == 0, f"the job did not finish (exit {code})", out, err)
+    check("in-place recovery off" in err, "the module did not say it is off", err)
+    check("event=in_place" not in err, "muster recovered in place under --recovery restart", err)
+    check("restarting workers: attempt=1" in err, "the workers were not restarted", err)
+    steps = read_steps(log)
+    check_every_step_done(steps, 3)
+    for rank in range(3):
+        check(len(pids_of(steps, rank)) == 2, f"rank {rank} ran as {pids_of(steps, rank)}")
+    check(min(s for s, _ in steps[0] if s > 0) == 1, "the first start did not begin at step 1")
+    check_weights(version, log)
+
+
+@each_version
+def a_script_without_the_module_restarts_and_muster_says_why(version):
+    work = tempdir()
+    script = os.path.join(work, "plain.py")
+    with open(script, "w") as f:
+        f.write("import os, sys, time\nprogress = int(os.environ['MUSTER_PROGRESS_FD'])\n"
+                "restart = os.environ['TORCHELASTIC_RESTART_COUNT']\n"
+                "for step in range(1, 6):\n    os.write(progress, f'{step}\\n'.encode())\n"
+                "    time.sleep(0.05)\n"
+                "    if restart == '0' and os.environ['RANK'] == '1' and step == 3: sys.exit(3)\n")
+    code, out, err = run([MUSTER, "--nproc-per-node", "2", "--max-restarts", "1", script],
+                         env=env_for(version), timeout=120)
+    check(code == 0, f"the job did not finish (exit {code})", out, err)
+    check("event=restart_not_in_place local_ranks=0,1" in err,
+          "muster did not say why it restarted instead of recovering in place", err)
+    check("restarting workers: attempt=1" in err, "the workers were not restarted", err)
+
+
+def elastic_agent(port, script_args, nnodes="2:3"):
+    return [MUSTER, "--nnodes", nnodes, "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "in-place",
+            "--rdzv-conf", "last_call_timeout=0.5", "--local-addr", "127.0.0.1",
+            "--max-restarts", "3"] + list(script_args)
+
+
+def wait_done(procs, timeout):
+    results = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except Exception:
+            kill_tree(proc.pid)
+            out, err = proc.communicate()
+        results.append((proc.returncode, out, err))
+    return results
+
+
+def steps_logged(log, at_least):
+    if not os.path.exists(log):
+        return False
+    with open(log) as f:
+        return sum(1 for _ in f) >= at_least
+
+
+@each_version
+def an_agent_killed_leaves_the_other_nodes_workers_in_their_process(version):
+    work = tempdir()
+    log = os.path.join(work, "steps.log")
+    daemon, port = start_musterd()
+    script = [EXAMPLE, "--steps", str(STEPS), "--log", log, "--sleep", "0.05"]
+    agents = [start(elastic_agent(port, script), env=env_for(version)) for _ in range(3)]
+    check(wait_for(lambda: steps_logged(log, 6 * 10), 180), "the job of 6 ranks did not step")
+    os.kill(agents[2].pid, signal.SIGKILL)
+    results = wait_done(agents[:2], 240)
+    check(all(code == 0 for code, _, _ in results), f"survivor exits {[r[0] for r in results]}",
+          *[o + e for _, o, e in results])
+    err = "".join(e for _, _, e in results)
+    check("event=in_place_recovered" in err, "the survivors did not recover in place", err)
+    steps = read_steps(log)
+    # Every process that stepped in the world of 4 had stepped in the world of 6.
+    by_pid = {}
+    for rank, entries in steps.items():
+        for step, pid in entries:
+            by_pid.setdefault(pid, set()).add(rank)
+    before = {pid for rank, entries in steps.items() for s, pid in entries if s <= 10}
+    after = {pid for rank, entries in steps.items() for s, pid in entries if s == STEPS}
+    check(len(after) == 4, f"{len(after)} processes ended the job, not 4")
+    check(after <= before, f"processes started after the loss ended the job: {after - before}")
+    check_weights(version, os.path.join(work, "steps.log"), nproc=3)
+    check(daemon.poll() is None, "musterd died")
+
+
+@each_version
+def a_node_joining_mid_run_takes_its_state_from_a_running_peer(version):
+    work = tempdir()
+    log = os.path.join(work, "steps.log")
+    daemon, port = start_musterd()
+    # Long enough for the newcomer to start its warm process and be admitted.
+    script = [EXAMPLE, "--steps", str(STEPS), "--log", log, "--sleep", "0.2"]
+    agents = [start(elastic_agent(port, script), env=env_for(version)) for _ in range(2)]
+    check(wait_for(lambda: steps_logged(log, 4 * 5), 180), "the job of 4 ranks did not step")
+    agents.append(start(elastic_agent(port, script), env=env_for(version)))
+    results = wait_done(agents, 240)
+    check(all(code == 0 for code, _, _ in results), f"exits {[r[0] for r in results]}",
+          *[o + e for _, o, e in results])
+    err = "".join(e for _, _, e in results)
+    check("joined at step" in err, "no new worker took its state from a peer", err)
+    steps = read_steps(log)
+    first = {pid for entries in steps.values() for s, pid in entries if s <= 5}
+    last = {pid for entries in steps.values() for s, pid in entries if s == STEPS}
+    check(len(last) == 6, f"{len(last)} processes ended the job, not 6")
+    check(len(first & last) == 4, "the first 4 workers did not keep their processes")
+    check(redone_steps(steps) <= 1, f"{redone_steps(steps)} steps redone")
+    check_weights(version, log, nproc=3)
+    check(daemon.poll() is None, "musterd died")
+
+
+if __name__ == "__main__":
+    run_tests()
