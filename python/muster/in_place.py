@@ -51,8 +51,8 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from muster.process_group import ProcessGroup
-from muster.session import RecoveryExit, Session, log
+from muster.process_group import AbortStuck, ProcessGroup
+from muster.session import EXIT_RECOVERY_FAILED, RecoveryExit, Session, log
 from muster.state_sync import agree_on_state
 
 # Words of the errors gloo, NCCL and the store raise when a peer is lost or
@@ -69,6 +69,16 @@ def is_collective_error(error: BaseException) -> bool:
         return False
     text = str(error).lower()
     return any(word in text for word in _COLLECTIVE_ERROR_WORDS)
+
+
+def _exit_stuck(stuck):
+    """The group cannot be torn down (its NCCL abort hangs): this process
+    cannot step again. It exits at once, without the interpreter's teardown
+    (which would wait on the same threads); muster starts its rank again
+    beside the others, which stay in place."""
+    log(f"rank {os.environ.get('RANK', '?')}: {stuck}; exiting for muster to start this rank "
+        f"again")
+    os._exit(EXIT_RECOVERY_FAILED)
 
 
 def _device_of(module):
@@ -101,7 +111,15 @@ class InPlace:
         self._stepped = False     # the optimizer stepped during the current body
         self._form_phases = ""
         self._group = ProcessGroup(backend, datetime.timedelta(seconds=timeout))
-        self._session = Session.from_env(timeout, on_message=self._group.interrupt)
+        self._session = Session.from_env(timeout, on_message=self._interrupt)
+        if backend == "nccl" and self._session.in_place:
+            # The module aborts the group itself (torch's _abort_process_group
+            # asks for this: with the watchdog's own handling on, both abort
+            # and the second one hangs), and the process must outlive a
+            # peer's death: muster's default, TearDown (1, torchrun's too),
+            # ends it. A debug dump on the error would hold the group too.
+            os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "0"
+            os.environ.setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "0")
         if optimizer is not None and hasattr(optimizer, "register_step_post_hook"):
             optimizer.register_step_post_hook(self._on_optimizer_step)
         if os.environ.get("RANK", "0") == "0":
@@ -192,6 +210,16 @@ class InPlace:
         return False
 
     # --- generations --------------------------------------------------------
+    def _interrupt(self):
+        """muster wrote (a pause, mostly): fail what waits on a peer."""
+        began = time.monotonic()
+        try:
+            done = self._group.interrupt()
+        except AbortStuck as stuck:
+            _exit_stuck(stuck)
+        log(f"rank {os.environ.get('RANK', '?')}: muster's message interrupted the process "
+            f"group ({done}, {time.monotonic() - began:.3f} s)")
+
     def _on_optimizer_step(self, *args):
         self._stepped = True
 
@@ -266,6 +294,8 @@ class InPlace:
             gc.collect()
         try:
             self._group.destroy(interrupt=True)
+        except AbortStuck as stuck:
+            _exit_stuck(stuck)
         except Exception as error:  # a group that failed half-formed
             log(f"destroying the process group: {type(error).__name__}: {error}")
         self.module.zero_grad(set_to_none=True)  # a failed step's partial gradients

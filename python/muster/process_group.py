@@ -14,7 +14,10 @@ Contract:
           opened while the group formed; listeners stay) are shut down, so gloo's reads and
           writes on them fail ("Connection closed by peer");
     nccl: the group's communicators are aborted (ncclCommAbort through
-          torch's abort), which fails their pending work.
+          torch's abort), which fails their pending work. The abort runs on
+          a thread of its own, once per group; when it has not returned
+          within ABORT_TIMEOUT_S, interrupt raises AbortStuck (the process
+          cannot go on: its GPU stream may wait for ever).
   A socket is shut down only while the descriptor still names the socket it
   named when the group formed (its inode), never a later reuse of the number.
 - `destroy(interrupt)` destroys the default group, interrupting it first
@@ -67,6 +70,13 @@ def _shut_down_tcp(fd, inode):
         dup.close()  # the duplicate only; the group closes its own
 
 
+ABORT_TIMEOUT_S = 5.0
+
+
+class AbortStuck(RuntimeError):
+    """torch's NCCL abort did not return in time."""
+
+
 def _abort_nccl():
     """Aborts the default group's NCCL communicators, on every torch that can."""
     c10d = dist.distributed_c10d
@@ -93,6 +103,7 @@ class ProcessGroup:
         self._before = None     # sockets open before the group formed
         self._sockets = None    # the group's, once formed
         self._formed = False
+        self._abort = None      # (done event, result) of this group's NCCL abort
 
     def form(self, membership):
         store = dist.TCPStore(membership.master_addr, membership.master_port,
@@ -127,14 +138,32 @@ class ProcessGroup:
 
     def interrupt(self):
         """Fails the group's blocked collectives; returns what it did."""
+        if self.backend == "nccl":
+            return self._abort_once()
         with self._lock:
-            if self.backend == "nccl" and self._formed:
-                try:
-                    return "aborted" if _abort_nccl() else "no abort in this torch"
-                except Exception as e:  # already aborted or destroyed
-                    return f"abort failed: {e}"
             shut = [fd for fd, inode in self._group_sockets().items() if _shut_down_tcp(fd, inode)]
             return f"shut down {len(shut)} socket(s)"
+
+    def _abort_once(self):
+        with self._lock:
+            if not self._formed:
+                return "no group formed"
+            if self._abort is None:
+                done, result = threading.Event(), {}
+
+                def run():
+                    try:
+                        result["what"] = "aborted" if _abort_nccl() else "no abort in this torch"
+                    except Exception as e:  # already aborted or destroyed
+                        result["what"] = f"abort failed: {e}"
+                    done.set()
+
+                self._abort = (done, result)
+                threading.Thread(target=run, name="muster-nccl-abort", daemon=True).start()
+            done, result = self._abort
+        if not done.wait(ABORT_TIMEOUT_S):
+            raise AbortStuck(f"torch's NCCL abort did not return within {ABORT_TIMEOUT_S:.0f} s")
+        return result["what"]
 
     def destroy(self, interrupt: bool):
         """`interrupt`: first fail what may still wait on a peer (a fault);
@@ -145,4 +174,5 @@ class ProcessGroup:
             with self._lock:
                 self._formed = False
                 self._before = self._sockets = None
+                self._abort = None
             dist.destroy_process_group()

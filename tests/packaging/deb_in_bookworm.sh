@@ -13,6 +13,7 @@
 #   - systemd-analyze verifies musterd.service and rates its exposure;
 #   - tests/packaging/consumer builds with find_package(muster) and with
 #     pkg-config, every installed header compiles alone, two ranks allreduce;
+#   - the muster Python package is installed where Debian's python3 finds it;
 #   - purging removes the files and the conffile.
 #
 # Usage: tests/packaging/deb_in_bookworm.sh DEB
@@ -165,9 +166,18 @@ docs_installed() {
   bash -c 'source /usr/share/bash-completion/completions/muster && complete -p muster' &&
     bash -c 'source /usr/share/bash-completion/completions/musterd && complete -p musterd'
 }
+python_package() {
+  # The package is pure Python; minbase has no python3, so the import is
+  # checked with the chroot's python3 when there is one.
+  [[ -f /usr/lib/python3/dist-packages/muster/in_place.py ]] || { echo "no muster Python package"; return 1; }
+  if command -v python3 >/dev/null; then
+    python3 -B -c 'import muster, muster.session; print(muster.__version__)' | grep -qx "$VERSION"
+  fi
+}
 purge() {
   dpkg --purge muster || return 1
-  for gone in /usr/bin/muster /usr/bin/musterd /etc/muster/musterd.json /usr/include/muster; do
+  for gone in /usr/bin/muster /usr/bin/musterd /etc/muster/musterd.json /usr/include/muster \
+    /usr/lib/python3/dist-packages/muster; do
     [[ ! -e $gone ]] || { echo "$gone is left after purge"; return 1; }
   done
 }
@@ -181,6 +191,7 @@ check service_unit service_unit && tail -n 1 log.service_unit
 check cmake_consumer cmake_consumer
 check pkg_config_consumer pkg_config_consumer
 check docs_installed docs_installed
+check python_package python_package
 check purge purge
 echo "$failures failed"
 exit $((failures > 0))
