@@ -33,6 +33,12 @@
 #               interpreter has torch. Every rank's CUDA work done, warm runs without
 #               event=warm_fallback and every worker forked warm; the figure is the
 #               median time from muster's start to the last rank's synchronize.
+#   in place (NCCL)  the muster Python package on the GPU: scripts/gpu_check/nccl_in_place.py
+#               (examples/torch/ddp_in_place.py's job on CUDA, muster.InPlace over
+#               NCCL, ranks sharing a GPU with a distinct NCCL_HOSTID), fault-free and
+#               with rank 1 SIGKILLed at step 12: recovered in place, rank 0 kept its
+#               process, weights within 1e-5 of the fault-free run. SKIP where the
+#               interpreter's torch has no CUDA.
 #   allreduce   NCCL allreduce bandwidth: always SKIP for now, scripts/bench has no
 #               NCCL allreduce benchmark (allreduce.sh times host buffers over
 #               Gloo; allreduce_bench_worker refuses --backend nccl).
@@ -588,7 +594,47 @@ if ! skipped_without_gpu_or_build "warm"; then
   [[ -n $w && -n $c ]] && SUMMARY_NOTE+="${SUMMARY_NOTE:+; }first GPU work $w s warm vs $c s cold"
 fi
 
-# --- 9. allreduce over NCCL --------------------------------------------------------
+# --- 9. the muster Python package in place over NCCL ------------------------------
+say "== in place (NCCL): the muster package recovers a torch job in place (scripts/gpu_check/nccl_in_place.py)"
+if ! skipped_without_gpu_or_build "in place (NCCL)"; then
+  if ! "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+    row "in place (NCCL)" SKIP "$PYTHON has no CUDA-enabled torch"
+  else
+    ip_nproc=$((GPU_COUNT < 2 ? 2 : GPU_COUNT))
+    ip_dir="$LOG_DIR/in-place"
+    mkdir -p "$ip_dir"
+    ip_run() {  # NAME FLAG...: one muster run of nccl_in_place.py, 30 steps
+      local name=$1
+      shift
+      PYTHONPATH="$ROOT/python" MUSTER_LOG_LEVEL=info run_logged "$LOG_DIR/in-place-$name.log" 240 \
+        "$BIN/muster" --nproc-per-node "$ip_nproc" --python "$PYTHON" "$@" \
+        scripts/gpu_check/nccl_in_place.py --steps 30 --log "$ip_dir/$name.steps" --sleep 0.05
+    }
+    ip_run fault-free
+    ip_run kill --max-restarts 2 --inject kill-worker,rank=1,step=12
+    diff=$("$PYTHON" - "$ip_dir/fault-free.steps.weights" "$ip_dir/kill.steps.weights" <<'PY' 2>&1
+import struct, sys
+def weights(path):
+    data = open(path, "rb").read()
+    return struct.unpack(f"<{len(data) // 4}f", data)
+a, b = weights(sys.argv[1]), weights(sys.argv[2])
+print(f"{max(abs(x - y) for x, y in zip(a, b)):.2e}" if len(a) == len(b) else "different sizes")
+PY
+)
+    log="$LOG_DIR/in-place-kill.log"
+    kept=$(awk '$2 == 0 {print $4}' "$ip_dir/kill.steps" 2>/dev/null | sort -u | wc -l)
+    recovered=$(grep -m 1 -o 'event=in_place_recovered.*' "$log" | cut -c 1-80)
+    if [[ -n $recovered ]] && ((kept == 1)) && awk -v d="$diff" 'BEGIN {exit !(d + 0 <= 1e-5)}'; then
+      row "in place (NCCL)" PASS "$ip_nproc ranks on $GPU_COUNT GPU(s), rank 1 SIGKILLed at step 12: $recovered; rank 0 kept its process; weights within $diff of the fault-free run"
+    else
+      why=$(grep -m 1 -o -E 'event=in_place_fallback.*|NCCL abort did not return.*' "$log" | cut -c 1-160)
+      row "in place (NCCL)" FAIL "${why:-no in-place recovery} (rank 0 ran as $kept process(es); weights diff ${diff:-?}; logs in-place-*.log)"
+      show_tail "$log"
+    fi
+  fi
+fi
+
+# --- 10. allreduce over NCCL --------------------------------------------------------
 say "== allreduce (NCCL)"
 row "allreduce (NCCL)" SKIP "not measured: scripts/bench has no NCCL allreduce benchmark (allreduce.sh times host buffers over Gloo; allreduce_bench_worker refuses --backend nccl)"
 
