@@ -92,6 +92,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from bench_procs import Interrupted, alive, free_port, interrupt_on_signals, log, tail
@@ -382,6 +383,17 @@ def phases_of(group, t0):
 # ---------------------------------------------------------------------------
 # One run: its processes, its temp dir
 
+def stamp_lines(pipe, path, lines):
+    """Copies `pipe` to the file `path` line by line, appending (time.time(), line) to `lines`
+    as each arrives; returns at EOF."""
+    with pipe, open(path, "w") as f:
+        for raw in iter(pipe.readline, b""):
+            line = raw.decode(errors="replace").rstrip("\n")
+            lines.append((time.time(), line))
+            f.write(line + "\n")
+            f.flush()
+
+
 class Run:
     def __init__(self, workroot, name):
         self.dir = tempfile.mkdtemp(prefix=name + "-", dir=workroot)
@@ -395,19 +407,28 @@ class Run:
         return [SCRIPT, "--ckpt", self.ckpt, "--trace", self.trace_dir, "--steps", "1000000",
                 "--step-sleep", str(args.step_sleep)]
 
-    def spawn(self, cmd, env, name):
+    def spawn(self, cmd, env, name, stamped=False):
+        """Starts `cmd` in a session of its own, stdout and stderr into DIR/NAME.out/.err.
+        stamped: stderr goes through a pipe instead, and each line is also kept, with the
+        time.time() it arrived at, in proc.stamped [(t, line)] (for logs without times)."""
         shown = [f"{k}={shlex.quote(env[k])}" for k in SHOWN_ENV if k in env]
         self.commands.append(" ".join(shown + [shlex.join(cmd)]))
+        err_path = os.path.join(self.dir, name + ".err")
         out = open(os.path.join(self.dir, name + ".out"), "w")
-        err = open(os.path.join(self.dir, name + ".err"), "w")
+        err = subprocess.PIPE if stamped else open(err_path, "w")
         try:
             proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         finally:
             out.close()
-            err.close()
+            if not stamped:
+                err.close()
         proc.name = name
-        proc.err_path = os.path.join(self.dir, name + ".err")
+        proc.err_path = err_path
+        proc.stamped = []
+        if stamped:
+            threading.Thread(target=stamp_lines, args=(proc.stderr, err_path, proc.stamped),
+                             daemon=True).start()
         self.procs.append(proc)
         return proc
 
@@ -555,18 +576,11 @@ def agent_kill(args, column, run):
         wait_port(port, 10, daemon)
     agents = []
     for i in range(AGENTS):
+        flags = elastic_flags(column in ("warm", "cold"), endpoint, rid, args.last_call_timeout)
         if column in ("warm", "cold"):
-            cmd, env = muster_cmd(args, column, [
-                "--nnodes", f"2:{AGENTS}", "--nproc-per-node", str(AGENT_NPROC),
-                "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", rid,
-                "--max-restarts", "3", "--local-addr", "127.0.0.1",
-                "--rdzv-conf", f"last_call_timeout={args.last_call_timeout}"], run)
+            cmd, env = muster_cmd(args, column, flags, run)
         else:
-            cmd, env = torchrun_cmd(args, column, [
-                "--nnodes", f"2:{AGENTS}", "--nproc_per_node", str(AGENT_NPROC),
-                "--rdzv_backend", "c10d", "--rdzv_endpoint", endpoint, "--rdzv_id", rid,
-                "--max_restarts", "3", "--monitor_interval", "0.1",
-                "--rdzv_conf", f"last_call_timeout={args.last_call_timeout}"], run)
+            cmd, env = torchrun_cmd(args, column, flags, run)
         agents.append(run.spawn(cmd, env, f"agent{i}"))
         if i == 0 and not watch:  # agent 0 first: it binds the endpoint and serves
             wait_port(port, args.timeout, agents[0])
@@ -575,18 +589,9 @@ def agent_kill(args, column, run):
     tr = run.traces
     run.wait(f"every rank at step {args.kill_after_step}",
              lambda: tr.all_stepping(world, args.kill_after_step), args.timeout, watch)
-    inodes = listening_inodes(port)
-    hosts = [i for i, a in enumerate(agents) if owns_socket(a.pid, inodes)]
-    workers_of = {i: [w for w in tr.current(world).values() if (proc_stat(w.pid) or (0, 0))[1] == a.pid]
-                  for i, a in enumerate(agents)}
-    ranks_of = {i: sorted(w.rank for w in ws) for i, ws in workers_of.items()}
-    # Not the rendezvous host; of those, preferably not the one holding rank 0 (the master).
-    candidates = sorted((i for i in range(AGENTS) if i not in hosts and (hosts or i != 0)),
-                        key=lambda i: (0 in ranks_of[i], i))
-    if not candidates:
-        raise RunError(f"no agent to kill that does not serve the rendezvous (hosts {hosts})")
+    candidates, hosts, workers_of = agents_to_kill(agents, port, tr.current(world).values())
     victim = agents[candidates[0]]
-    victim_ranks = ranks_of[candidates[0]]
+    victim_ranks = sorted(w.rank for w in workers_of[candidates[0]])
     watch = [p for p in watch if p is not victim]
     doomed = [victim.pid] + (descendants([victim.pid]) if args.kill == "node" else [])
     killed_at = time.time()
@@ -624,6 +629,35 @@ def agent_kill(args, column, run):
     if column in ("warm", "cold"):
         res.update(warm_info(run, list(tr.workers.values())))
     return res
+
+
+def elastic_flags(muster, endpoint, rid, last_call_timeout):
+    """The launcher flags of one agent of the elastic job (muster's spelling, or torchrun's
+    with --monitor_interval 0.1; torchrun_cmd adds torchrun 2.x's --local_addr)."""
+    if muster:
+        return ["--nnodes", f"2:{AGENTS}", "--nproc-per-node", str(AGENT_NPROC), "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", endpoint, "--rdzv-id", rid, "--max-restarts", "3",
+                "--local-addr", "127.0.0.1", "--rdzv-conf", f"last_call_timeout={last_call_timeout}"]
+    return ["--nnodes", f"2:{AGENTS}", "--nproc_per_node", str(AGENT_NPROC), "--rdzv_backend", "c10d",
+            "--rdzv_endpoint", endpoint, "--rdzv_id", rid, "--max_restarts", "3",
+            "--monitor_interval", "0.1", "--rdzv_conf", f"last_call_timeout={last_call_timeout}"]
+
+
+def agents_to_kill(agents, port, workers):
+    """The agents (indexes into `agents`) that may be killed, best first: not the one serving
+    the rendezvous on `port` (nor agent 0 when none is found to), preferably not the one whose
+    workers hold rank 0 (the master). `workers`: the running ones, each with .pid and .rank.
+    Returns (candidates, hosts, {index: its workers}); RunError when there is none."""
+    inodes = listening_inodes(port)
+    hosts = [i for i, a in enumerate(agents) if owns_socket(a.pid, inodes)]
+    workers = list(workers)
+    below = {i: set(descendants([a.pid])) for i, a in enumerate(agents)}  # forked ones included
+    workers_of = {i: [w for w in workers if w.pid in below[i]] for i in range(len(agents))}
+    candidates = sorted((i for i in range(len(agents)) if i not in hosts and (hosts or i != 0)),
+                        key=lambda i: (any(w.rank == 0 for w in workers_of[i]), i))
+    if not candidates:
+        raise RunError(f"no agent to kill that does not serve the rendezvous (hosts {hosts})")
+    return candidates, hosts, workers_of
 
 
 def first_step(args, column, run, nproc):
