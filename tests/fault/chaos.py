@@ -2,7 +2,8 @@
 
 usage: chaos.py [--seed S] [--duration T] [--hosts N] [--replicas R] [--loopback]
                 [--png PATH] [--out-dir DIR] [--faults KIND,...] [--nproc P]
-                [--step-sleep-ms MS] [--checkpoint-every K] [--recovery restart|in-place]
+                [--step-sleep-ms MS] [--checkpoint-every K]
+                [--recovery restart|in-place|auto] [--trainer muster-train|torch]
 
 One musterd and one muster agent per host run `muster-train` (Gloo, a small MLP)
 with --nnodes MIN:N (MIN = max(1, N-1)), --max-restarts 1000,
@@ -48,6 +49,29 @@ checkpoint intervals and SIGKILLs one worker so that the next generation picks i
 up (the "wind-down"), so the job ends a few seconds after --duration whatever the
 faults cost. The fault-free reference (one host, the same flags but no step sleep)
 then runs exactly that many steps.
+
+With --trainer torch (chaos_torch.py) the workers are a real PyTorch DDP script,
+examples/torch/ddp_in_place.py with the muster Python package (torch 1.13, the
+host's /usr/bin/python3), forked from each node's warm process through
+chaos_torch_worker.py, under --recovery in-place unless --recovery says
+otherwise: survivors keep their process and a process started into a
+generation takes its state from a peer. Its command line is the script's
+own (--steps N --log FILE --sleep S): a survivor keeps the --steps it started
+with, so the job's length is fixed before it starts (from --duration and
+--step-sleep-ms, default 100 here, at most 1000 steps: chaos_torch.plan_steps)
+instead of at a wind-down, and the fault window also ends when fewer steps
+are left than a fault needs. Steps are read from the script's step log (rank
+0's lines), ckpt_kill and disk_full are skipped (no checkpoint), and the
+final weights must equal those of a fault-free run of the same number of
+steps (one host running all HOSTS x NPROC workers) within 1e-5 absolute: a
+new world size or DDP bucket layout after a recovery sums in another order.
+As root each agent's GLOO_SOCKET_IFNAME names its namespace's interface
+(the hostname resolves to loopback), and a job that has not stepped for 6 s
+has every worker print its Python stacks into its agent's log (SIGUSR1).
+The report also says how many workers were kept in place: for each
+recovery (a fault, and the undoing that brings a host back), the workers of
+the generation before it that the fault did not take, and how many of them
+are the same process in the generation after.
 
 Invariants, after every fault and at the end (chaos_checks.py): ranks contiguous
 0..W-1 per generation; exactly one master (group rank 0) per generation; never
@@ -95,6 +119,7 @@ import chaos_checks  # noqa: E402
 import chaos_cluster as cluster  # noqa: E402
 import chaos_png  # noqa: E402
 import chaos_replicas  # noqa: E402
+import chaos_torch  # noqa: E402
 from chaos_checks import InvariantError  # noqa: E402
 
 MUSTER = os.path.join(cluster.BIN_DIR, "muster")
@@ -232,6 +257,13 @@ class Chaos:
         self.agent_err = []  # (t, source, text): every stderr line of every agent
         self.diagnosed = set()
         self.notes = []
+        # --trainer torch: the script's step log, and for every recovery
+        # (what, workers kept, survivors) (chaos_torch.survivors_kept).
+        self.torch = args.trainer == "torch"
+        self.step_log = None
+        self.last_step = {}  # pid -> the highest step it logged
+        self.stall_dumped = None  # the last step's time when the workers last dumped stacks
+        self.kept = []
 
     # ------------------------------------------------------------ set-up
 
@@ -275,6 +307,8 @@ class Chaos:
             why_not["disk_full"] = f"needs root to mount a tmpfs (uid {os.geteuid()})"
         if self.n < 2:
             why_not["agent_kill"] = "needs 2 or more hosts (the only agent is the master)"
+        if self.torch:
+            why_not.update(chaos_torch.NOT_APPLICABLE)
         if self.args.replicas < 2:
             why_not["leader_kill"] = why_not["leader_cut"] = (
                 f"needs --replicas 2 or more (--replicas {self.args.replicas})")
@@ -401,12 +435,23 @@ class Chaos:
                 "--rdzv-endpoint", self.rdzv_endpoint(), "--rdzv-id", RUN_ID,
                 "--rdzv-conf", RDZV_CONF, "--max-restarts", "1000",
                 "--local-addr", self.hosts.host_addr(i), "--hang-timeout", str(HANG_TIMEOUT),
-                "--shutdown-timeout", "3", "--recovery", self.args.recovery,
-                "--no-python", WRAPPER, self.records, TRAIN]
-        args += self.train_args(self.steps_total, self.args.step_sleep_ms, self.ckpt_dir,
-                                self.final_out)
+                "--shutdown-timeout", "3", "--recovery", self.args.recovery]
+        if self.torch:
+            args += ["--python", chaos_torch.PYTHON]
+            args += chaos_torch.worker_command(self.records, self.steps_total, self.step_log.path,
+                                               self.step_sleep_s)
+            # Gloo binds where the hostname resolves (loopback here) unless told.
+            # Its in-place records come from the agents' info lines (as under ctest).
+            env = self.env(CHAOS_HOST=i, GLOO_SOCKET_IFNAME=self.hosts.interface(i),
+                           MUSTER_LOG_LEVEL=os.environ.get("MUSTER_LOG_LEVEL", "info"),
+                           **chaos_torch.env_vars())
+        else:
+            args += ["--no-python", WRAPPER, self.records, TRAIN]
+            args += self.train_args(self.steps_total, self.args.step_sleep_ms, self.ckpt_dir,
+                                    self.final_out)
+            env = self.env(CHAOS_HOST=i)
         proc = cluster.Proc(self.hosts.wrap(i, args), f"agent-h{i}-{k}", self.log, self.registry,
-                            env=self.env(CHAOS_HOST=i))
+                            env=env)
         proc.host = i
         self.agents[i] = proc
         self.all_agents.append(proc)
@@ -464,6 +509,12 @@ class Chaos:
                 m = REJOIN_RE.search(text)
                 if m:
                     self.record_rejoin(t, source, m)
+        if self.step_log is not None:
+            # The torch script's progress: rank 0's lines, at the time it wrote them.
+            for t, rank, step, pid in self.step_log.new():
+                self.last_step[pid] = max(step, self.last_step.get(pid, 0))
+                if rank == 0:
+                    self.steps.append((t, step))
 
     def furthest_step(self):
         self.parse()
@@ -506,8 +557,30 @@ class Chaos:
             if value:
                 return value
             self.check_processes()
+            self.dump_if_stalled()
             time.sleep(interval)
         return predicate()
+
+    def dump_if_stalled(self):
+        """--trainer torch: when no step came for chaos_torch.STALL_S, every live worker
+        prints its threads' Python stacks into its agent's log (SIGUSR1, which
+        chaos_torch_worker.py hands to faulthandler), once per stall."""
+        if not self.torch:
+            return
+        self.parse()
+        if not self.steps or self.job_done:
+            return
+        last = max(t for t, _ in self.steps)
+        if time.time() - last < chaos_torch.STALL_S or self.stall_dumped == last:
+            return
+        self.stall_dumped = last
+        workers = {(r["pid"], r["ticks"]) for ranks in self.gens().values()
+                   for r in ranks.values()}
+        alive = sorted(pid for pid, ticks in workers if cluster.pid_alive(pid, ticks))
+        for pid, ticks in workers:
+            cluster.kill_pid(pid, ticks, sig=signal.SIGUSR1)
+        self.say(f"no step for {chaos_torch.STALL_S:.0f}s (the last at {last - self.t0:.2f}s): "
+                 f"SIGUSR1 to workers {alive}; their Python stacks are in the agents' logs")
 
     def check_processes(self):
         """Agents and the daemon never exit on their own while the job runs."""
@@ -579,6 +652,8 @@ class Chaos:
                     + (f"{a[3] - self.t0:.3f}s" if a[3] else "now")
                     + f", and {b[0]} took the lead (epoch {b[1]}) at {b[2] - self.t0:.3f}s"),
                     when, self.replicas.tails())
+        if self.torch:
+            return None, []  # no checkpoints
         try:
             if checkpoints_behind_ok:
                 furthest = 0
@@ -697,12 +772,14 @@ class Chaos:
         fault = Fault(kind, "")
         restore = None  # a callable that undoes the fault
         generation_expected = True
+        lost = set()  # the pids of the workers the fault takes (kept-in-place count)
         if kind in ("worker_kill", "worker_hang"):
             gen, rec = self.pick_worker()
             fault.target = f"gen {gen} rank {rec['rank']} pid {rec['pid']} host {rec['host']}"
             sig = signal.SIGKILL if kind == "worker_kill" else signal.SIGSTOP
             fault.t = time.time()
             cluster.kill_pid(rec["pid"], rec["ticks"], sig=sig)
+            lost = {rec["pid"]}
             if kind == "worker_hang":
                 restore = lambda: cluster.kill_pid(rec["pid"], rec["ticks"], sig=signal.SIGCONT)  # noqa: E731
         elif kind in ("agent_kill", "master_kill"):
@@ -712,6 +789,7 @@ class Chaos:
                 host = self.rng.choice(sorted(h for h in self.agents if h != master_rec["host"]))
             agent = self.agents[host]
             fault.target = f"host {host} agent {agent.name} pid {agent.pid}"
+            lost = {r["pid"] for r in ranks.values() if r["host"] == host}
             self.expected_dead.add(agent.pid)
             fault.t = time.time()
             agent.kill()
@@ -728,6 +806,7 @@ class Chaos:
             host = self.rng.randrange(1, self.n + 1)
             fault.target = f"host {host} link {self.hosts.prefix}-h{host}"
             fault.host = host
+            lost = {r["pid"] for r in ranks.values() if r["host"] == host}
             fault.t = time.time()
             self.hosts.link(host, "down")
             restore = lambda: self.hosts.link(host, "up")  # noqa: E731
@@ -740,6 +819,7 @@ class Chaos:
             fault.target = (f"host {host} <-/-> {','.join(addrs or [self.hosts.daemon_addr])}"
                             f":{port}")
             fault.host = host
+            lost = {r["pid"] for r in ranks.values() if r["host"] == host}
             fault.t = time.time()
             self.hosts.partition(host, port, True, addrs)
             restore = lambda: self.hosts.partition(host, port, False)  # noqa: E731
@@ -757,18 +837,36 @@ class Chaos:
             self.start_daemon(self.port)
             fault.restored = time.time()
             self.wait_daemon_recovered(fault, gen)
+            recovered_gen, _ = self.current()
         else:
-            self.wait_recovered(fault)
+            recovered_gen, _ = self.wait_recovered(fault)
             if restore:
                 restore()
                 fault.restored = time.time()
+        self.count_kept(fault, kind, ranks, recovered_gen, lost)
         found = self.detect(fault)
         if found:
             fault.detected, fault.detect_line = found
         self.check_invariants(kind)
         if generation_expected or fault.restored:
-            self.wait_steady(f"after undoing {kind}")
+            steady_gen, _ = self.wait_steady(f"after undoing {kind}")
+            self.count_kept(fault, f"{kind} undone", self.gens().get(recovered_gen, {}),
+                            steady_gen, set())
         return fault
+
+    def count_kept(self, fault, what, before, after_gen, lost):
+        """--trainer torch: when generation after_gen is not the one `before` ({rank:
+        record}) was, records how many of before's workers not in `lost` (pids) are
+        the same process in it (a recovery in place keeps them all)."""
+        if not self.torch or not before:
+            return
+        after = self.gens().get(after_gen, {})
+        if not after or next(iter(before.values()))["gen"] == after_gen:
+            return
+        kept, survivors = chaos_torch.survivors_kept(before, after, lost)
+        self.kept.append((what, kept, survivors))
+        fault.notes.append(f"{what}: {kept} of {survivors} surviving workers kept their "
+                           f"process into gen {after_gen}")
 
     def wait_daemon_recovered(self, fault, gen_before):
         """After a daemon restart: every node is known again (status) and the job steps."""
@@ -1106,13 +1204,29 @@ class Chaos:
         self.choose_mode()
         self.prepare_checkpoint_dir()
         self.final_out = os.path.join(self.out_dir, "final.bin")
-        # The job's length is fixed only when the fault window is over (wind_down);
-        # until then the workers run towards a step they never reach.
-        self.steps_total = OPEN_ENDED_STEPS
-        self.set_steps(OPEN_ENDED_STEPS)
-        self.say(f"seed {self.args.seed}, {self.n} hosts x {self.nproc} workers, --nnodes "
-                 f"{self.min_nodes}:{self.max_nodes}, checkpoint every {self.interval} steps, "
-                 f"{self.args.duration:.0f}s of faults: {', '.join(self.kinds) or 'none'}")
+        if self.torch:
+            # Fixed now: a survivor recovered in place keeps the --steps it started with.
+            self.step_log = chaos_torch.StepLog(os.path.join(self.out_dir, "steps.log"))
+            self.steps_total, self.step_sleep_s, self.step_s = chaos_torch.plan_steps(
+                self.args.duration, self.args.step_sleep_ms / 1000.0)
+            # The fault window ends early when fewer steps are left than a fault
+            # and its undoing take.
+            self.margin_steps = int(chaos_torch.TAIL_S / self.step_s)
+            self.set_steps(self.steps_total)
+            self.say(f"seed {self.args.seed}, torch trainer ({os.path.basename(chaos_torch.EXAMPLE)}"
+                     f", --recovery {self.args.recovery}), {self.n} hosts x {self.nproc} workers, "
+                     f"--nnodes {self.min_nodes}:{self.max_nodes}, --steps {self.steps_total} "
+                     f"--sleep {self.step_sleep_s:.3f} (about {self.step_s * 1000:.0f} ms a step), "
+                     f"{self.args.duration:.0f}s of "
+                     f"faults: {', '.join(self.kinds) or 'none'}")
+        else:
+            # The job's length is fixed only when the fault window is over (wind_down);
+            # until then the workers run towards a step they never reach.
+            self.steps_total = OPEN_ENDED_STEPS
+            self.set_steps(OPEN_ENDED_STEPS)
+            self.say(f"seed {self.args.seed}, {self.n} hosts x {self.nproc} workers, --nnodes "
+                     f"{self.min_nodes}:{self.max_nodes}, checkpoint every {self.interval} steps, "
+                     f"{self.args.duration:.0f}s of faults: {', '.join(self.kinds) or 'none'}")
         self.t0 = time.time()
         if self.args.replicas > 1:
             self.start_replicas()
@@ -1124,16 +1238,25 @@ class Chaos:
         self.say(f"job up: generation {gen} with {self.full_world} workers stepping "
                  f"({t - self.t0:.2f}s after start)")
         kinds = self.schedule()
-        while not self.job_done and time.time() - self.t0 < self.args.duration:
+        while (not self.job_done and time.time() - self.t0 < self.args.duration
+               and self.steps_left() > getattr(self, "margin_steps", 0)):
             kind = next(kinds)
             fault = self.inject(kind)
             self.say(f"  {kind}: detected {self.fmt(fault.detected, fault.t)}, recovered "
                      f"{self.fmt(fault.recovered, fault.t)}"
                      + (f", restored at +{fault.restored - fault.t:.2f}s" if fault.restored else "")
                      + "".join(f"; {n}" for n in fault.notes))
-        self.say(f"fault window over ({len(self.faults)} faults)")
-        self.wind_down()
+        self.window_end_t = time.time()
+        self.say(f"fault window over ({len(self.faults)} faults)"
+                 + (f" at step {self.furthest_step()} of {self.steps_total}" if self.torch else ""))
+        if self.torch:
+            self.wind_down_t = None  # the job's length was fixed from the start
+        else:
+            self.wind_down()
         self.finish()
+
+    def steps_left(self):
+        return self.steps_total - self.furthest_step()
 
     def fmt(self, t, t0):
         return f"+{t - t0:.3f}s" if t and t0 else "-"
@@ -1160,11 +1283,17 @@ class Chaos:
 
     def finish(self):
         agents = list(self.agents.values())
-        timeout = 60 + 2 * self.interval * (self.args.step_sleep_ms + 100) / 1000.0
+        if self.torch:
+            # The steps left at the estimated rate, twice over, and a recovery's worth.
+            timeout = 60 + 2 * self.steps_left() * self.step_s
+            since, began = "the fault window", self.window_end_t
+        else:
+            timeout = 60 + 2 * self.interval * (self.args.step_sleep_ms + 100) / 1000.0
+            since, began = "the wind-down", self.wind_down_t
         ended = self.wait(lambda: all(not a.alive() for a in agents), timeout, interval=0.1)
         if not ended:
             raise InvariantError("the job finishes",
-                                 f"agents still running {timeout:.0f}s after the wind-down, at "
+                                 f"agents still running {timeout:.0f}s after {since}, at "
                                  f"step {self.furthest_step()} of {self.steps_total}\n"
                                  + self.agent_tails())
         self.parse()
@@ -1174,19 +1303,25 @@ class Chaos:
             raise InvariantError("the job finishes", f"agent exit codes {codes}\n"
                                  + self.agent_tails())
         gen, ranks = self.current()
-        steps_of_last = {r["steps"] for r in ranks.values()}
-        if steps_of_last != {str(self.steps_total)}:
-            raise InvariantError("the chaos driver runs",
-                                 f"the last generation {gen} ran with --steps {steps_of_last}, "
-                                 f"not {self.steps_total}")
+        if self.torch:
+            self.check_every_rank_finished(gen, ranks)
+        else:
+            steps_of_last = {r["steps"] for r in ranks.values()}
+            if steps_of_last != {str(self.steps_total)}:
+                raise InvariantError("the chaos driver runs",
+                                     f"the last generation {gen} ran with --steps "
+                                     f"{steps_of_last}, not {self.steps_total}")
         self.say(f"job finished at step {self.furthest_step()} "
-                 f"({self.t_end - self.wind_down_t:.1f}s after the wind-down); agents exited "
+                 f"({self.t_end - began:.1f}s after {since}); agents exited "
                  f"{sorted(set(codes.values()))}")
         self.check_invariants("the end")
         for proc in self.rendezvous_procs():
             if not proc.alive():
                 self.violation(InvariantError("agents and the daemon stay up",
                                               f"{proc.name} exited {proc.popen.poll()}"), "the end")
+        if self.torch:
+            self.compare_torch_weights()
+            return
         reference = self.run_reference()
         if not os.path.exists(self.final_out):
             raise InvariantError("the final weights equal the fault-free run's",
@@ -1198,6 +1333,44 @@ class Chaos:
             self.violation(InvariantError("the final weights equal the fault-free run's",
                                           f"max relative difference {diff:.3e} > 1e-5 "
                                           f"({self.final_out} vs reference.bin)"), "the end")
+
+    def check_every_rank_finished(self, gen, ranks):
+        """--trainer torch: every worker started with --steps steps_total, and every
+        worker of the last generation logged the last step."""
+        started = {r["steps"] for g in self.gens().values() for r in g.values()
+                   if r["steps"] is not None}
+        if started != {str(self.steps_total)}:
+            raise InvariantError("the chaos driver runs",
+                                 f"workers ran with --steps {sorted(started)}, not "
+                                 f"{self.steps_total}")
+        short = [f"rank {rank} pid {rec['pid']} at {self.last_step.get(rec['pid'], 0)}"
+                 for rank, rec in sorted(ranks.items())
+                 if self.last_step.get(rec["pid"], 0) != self.steps_total]
+        if short:
+            raise InvariantError("every rank does every step",
+                                 f"the last generation {gen}: {', '.join(short)} of "
+                                 f"{self.steps_total} steps in {self.step_log.path}")
+
+    def compare_torch_weights(self):
+        """--trainer torch: rank 0's final weights against a fault-free run of as many
+        steps, within chaos_torch.TOLERANCE (absolute)."""
+        reference, seconds = chaos_torch.run_reference(
+            MUSTER, self.out_dir, self.full_world, self.steps_total, self.log, self.registry,
+            self.env(**chaos_torch.env_vars()))
+        self.say(f"fault-free reference: {self.steps_total} steps on one host "
+                 f"({self.full_world} workers, no sleep) in {seconds:.1f}s")
+        final = self.step_log.path + ".weights"
+        if not os.path.exists(final):
+            raise InvariantError("the final weights equal the fault-free run's",
+                                 f"{final} was not written")
+        diff = chaos_torch.max_abs_difference(reference, chaos_torch.read_weights(final))
+        self.say(f"final weights vs the fault-free run: max absolute difference {diff:.2e} "
+                 f"({len(reference)} weights, tolerance {chaos_torch.TOLERANCE:g})")
+        if diff > chaos_torch.TOLERANCE:
+            self.violation(InvariantError("the final weights equal the fault-free run's",
+                                          f"max absolute difference {diff:.3e} > "
+                                          f"{chaos_torch.TOLERANCE:g} ({final} vs "
+                                          f"reference.log.weights)"), "the end")
 
     # ------------------------------------------------------------ report
 
@@ -1251,6 +1424,14 @@ class Chaos:
                 lines.append("  ".join("-" * w for w in widths))
         return "\n".join(lines)
 
+    def kept_summary(self):
+        """How many recoveries kept every surviving worker in its process (in place)."""
+        whole = sum(1 for _, kept, survivors in self.kept if kept == survivors)
+        kept = sum(k for _, k, _ in self.kept)
+        survivors = sum(s for _, _, s in self.kept)
+        return (f"workers kept in place: {whole} of {len(self.kept)} recoveries "
+                f"({kept} of {survivors} surviving worker processes kept their pid)")
+
     def write_lines(self, path):
         """Every line of every process with the time it arrived (seconds since the start):
         the per-process files in logs/ have no time of their own for the agents' lines."""
@@ -1294,12 +1475,21 @@ def main():
     parser.add_argument("--png", help="timeline image (default OUT_DIR/timeline.png)")
     parser.add_argument("--out-dir", help="artefacts (default: a new temp dir)")
     parser.add_argument("--faults", help="comma-separated kinds to draw from (default: all)")
-    parser.add_argument("--step-sleep-ms", type=int, default=25)
+    parser.add_argument("--step-sleep-ms", type=int,
+                        help="each step's sleep (default 25 with muster-train, 100 with torch)")
     parser.add_argument("--checkpoint-every", type=int, default=20)
-    parser.add_argument("--recovery", choices=("restart", "in-place"), default="restart",
+    parser.add_argument("--recovery", choices=("restart", "in-place", "auto"),
                         help="muster's --recovery: restart every worker after a fault, or "
-                             "recover the survivors in place")
+                             "recover the survivors in place (default: restart with "
+                             "muster-train, in-place with torch)")
+    parser.add_argument("--trainer", choices=("muster-train", "torch"), default="muster-train",
+                        help="the workers: muster-train, or a PyTorch DDP script recovering "
+                             "in place (examples/torch/ddp_in_place.py, chaos_torch.py)")
     args = parser.parse_args()
+    if args.recovery is None:
+        args.recovery = "in-place" if args.trainer == "torch" else "restart"
+    if args.step_sleep_ms is None:
+        args.step_sleep_ms = 100 if args.trainer == "torch" else 25
     if not 2 <= args.hosts <= 8:
         # One host gives --nnodes 1:1, which muster runs without the daemon (a local
         # restart loop, not an elastic job): nothing here would be exercised.
@@ -1311,11 +1501,17 @@ def main():
         print(f"chaos: SKIP: --replicas {args.replicas} needs etcd at {chaos_replicas.ETCD} "
               "(scripts/install-deps.sh installs etcd-server)", flush=True)
         sys.exit(77)
-    for path in (MUSTER, MUSTERD, TRAIN):
+    for path in (MUSTER, MUSTERD) + ((TRAIN,) if args.trainer == "muster-train" else ()):
         if not os.access(path, os.X_OK):
             sys.exit(f"chaos: {path} is not built (scripts/build.sh, or set MUSTER_BIN_DIR)")
-    if not os.access(WRAPPER, os.X_OK):
+    if args.trainer == "muster-train" and not os.access(WRAPPER, os.X_OK):
         sys.exit(f"chaos: {WRAPPER} is not executable (chmod +x)")
+    if args.trainer == "torch":
+        found = subprocess.run([chaos_torch.PYTHON, "-c", "import torch"], capture_output=True)
+        if found.returncode != 0:
+            print(f"chaos: SKIP: --trainer torch needs torch in {chaos_torch.PYTHON} "
+                  "(apt-get install python3-torch)", flush=True)
+            sys.exit(77)
     # Room for the flood's 10k connections (its process inherits the limit).
     import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -1373,6 +1569,14 @@ def teardown(chaos):
                      if cluster.pid_alive(p, t)]
     if alive_workers:
         left.append(f"workers still alive: {alive_workers}")
+    if chaos.torch:
+        # The agents' warm processes and their workers name the records directory.
+        # They die with their agent (PR_SET_PDEATHSIG): give them a moment.
+        deadline = time.monotonic() + 5
+        while (strays := cluster.processes_naming(chaos.records)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if strays:
+            left.append(f"processes naming {chaos.records} still alive: {strays}")
     if getattr(chaos, "hosts", None) is not None and chaos.hosts.netns:
         rest = chaos.hosts.leftovers()
         if rest:
@@ -1392,6 +1596,8 @@ def report(chaos):
                       f"{chaos.fmt(f.detected, f.t)} ({f.detect_line[:110]}); recovered "
                       f"{chaos.fmt(f.recovered, f.t)}; redone {f.redone}"
                       + "".join(f"; {n}" for n in f.notes), flush=True)
+    if chaos.torch and chaos.faults:
+        print(chaos.kept_summary(), flush=True)
     if chaos.t0:
         chaos.write_lines(os.path.join(chaos.out_dir, "lines.log"))
         png = chaos.args.png or os.path.join(chaos.out_dir, "timeline.png")

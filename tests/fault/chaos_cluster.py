@@ -63,6 +63,24 @@ def kill_pid(pid, ticks=None, group=False, sig=signal.SIGKILL):
             pass
 
 
+def processes_naming(text):
+    """The pids of live (not zombie) processes whose command line contains text."""
+    found = []
+    needle = text.encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if needle not in f.read():
+                    continue
+        except OSError:
+            continue
+        if proc_start_ticks(int(name)) is not None:
+            found.append(int(name))
+    return found
+
+
 def netns_list():
     try:
         out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
@@ -301,6 +319,10 @@ class LoopbackHosts:
     def host_addr(self, i):
         return "127.0.0.1"
 
+    def interface(self, i):
+        """The interface that holds host i's address (every host: loopback)."""
+        return "lo"
+
     def wrap(self, where, args):
         return list(args)
 
@@ -332,6 +354,11 @@ class NetnsHosts:
 
     def host_addr(self, i):
         return f"{SUBNET}.{10 + i}"
+
+    def interface(self, i):
+        """The interface inside host i's namespace that holds its address (the
+        machine's hostname resolves to loopback there, as on the host)."""
+        return f"{self.prefix}-h{i}i"
 
     def wrap(self, where, args):
         """ip netns exec execs the command: the pid is the command's."""

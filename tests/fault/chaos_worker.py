@@ -35,8 +35,11 @@ def proc_start_ticks(pid):
     return int(fields[19])  # field 22 of stat; fields[0] is field 3
 
 
-def main():
-    record_dir, train = sys.argv[1], sys.argv[2]
+def write_record(record_dir, train_args):
+    """Writes this process's record (the module docstring's fields) to
+    RECORD_DIR/g<gen>_r<rank>.json; returns train_args with --steps replaced
+    by RECORD_DIR/steps when that file exists. chaos_torch_worker.py calls
+    it too, before it runs a torch script in the same process."""
     env = os.environ
     gen = int(env["TORCHELASTIC_RESTART_COUNT"]) + 1
     rank = int(env["RANK"])
@@ -53,7 +56,7 @@ def main():
         if other_gen < gen and proc_start_ticks(other["pid"]) == other["ticks"]:
             overlap.append({"gen": other_gen, "rank": other["rank"], "pid": other["pid"],
                             "host": other["host"]})
-    train_args = sys.argv[3:]
+    train_args = list(train_args)
     try:
         with open(os.path.join(record_dir, "steps")) as f:
             steps = str(int(f.read().strip()))
@@ -72,6 +75,12 @@ def main():
     with open(tmp, "w") as f:
         json.dump(record, f)
     os.rename(tmp, os.path.join(record_dir, f"g{gen}_r{rank}.json"))
+    return train_args
+
+
+def main():
+    record_dir, train = sys.argv[1], sys.argv[2]
+    train_args = write_record(record_dir, sys.argv[3:])
     os.execv(train, [train] + train_args)
 
 

@@ -16,7 +16,19 @@ muster_integration_test(chaos_replicas fault/chaos.py
                         ARGS --replicas 3 --faults leader_kill,leader_cut,worker_kill,agent_kill
                              --duration 60
                         TIMEOUT 150 LABELS fault chaos replica)
+# A real PyTorch DDP script (examples/torch/ddp_in_place.py with the muster
+# Python package, the host's torch 1.13) recovering in place: survivors keep
+# their process, a process started into a generation takes its state from a
+# peer, and the final weights equal a fault-free run's within 1e-5 absolute.
+# Every kind that applies (no checkpoint: no ckpt_kill or disk_full; flood is
+# the daemon's alone and left to the chaos test; link_down and partition are
+# skipped without root). About 95 s; exits 77, Skipped, without torch.
+muster_integration_test(chaos_torch_in_place fault/chaos.py
+                        ARGS --trainer torch --duration 60
+                             --faults worker_kill,worker_hang,agent_kill,master_kill,daemon_kill,link_down,partition
+                        TIMEOUT 180 LABELS fault chaos torch)
 # Never two at once: each loads 2 cores with 3 hosts' workers, and its
 # recovery bounds assume it has the machine.
 set_tests_properties(integration/chaos integration/chaos_in_place integration/chaos_replicas
+                     integration/chaos_torch_in_place
                      PROPERTIES RESOURCE_LOCK chaos)
