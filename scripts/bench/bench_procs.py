@@ -1,7 +1,9 @@
 """What the recovery benchmarks (rdzv_recovery.py, recovery_inplace.py,
-torch_recovery.py) share: a signal turned into an exception so that a run's
-cleanup always happens, progress lines, process states from /proc, a log's
-tail and a free port."""
+torch_recovery.py, torch_in_place.py) share: a signal turned into an exception so
+that a run's cleanup always happens (and a main() that exits 130 on it), progress
+lines, process states from /proc, SIGKILL of a few pids, a log's tail and a free
+port."""
+import os
 import signal
 import socket
 import sys
@@ -19,6 +21,16 @@ def interrupt_on_signals(signals=(signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
     """SIGTERM, SIGINT and SIGHUP raise Interrupted, so `finally` blocks run."""
     for s in signals:
         signal.signal(s, _raise_interrupted)
+
+
+def exit_with(main):
+    """sys.exit(main()); on Interrupted (a signal: the `finally` blocks on the way have killed
+    what the runs started) logs it and exits 130."""
+    try:
+        sys.exit(main())
+    except Interrupted as exc:
+        log(f"interrupted ({exc}); everything started was killed")
+        sys.exit(130)
 
 
 def log(msg):
@@ -39,6 +51,15 @@ def alive(pid):
     """True if `pid` exists and is neither a zombie nor dead."""
     state, _ = proc_state(pid)
     return state is not None and state not in ("Z", "X")
+
+
+def sigkill(pids):
+    """SIGKILLs each of `pids`; one that is gone already is passed over."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def tail(path, n=8):

@@ -88,23 +88,22 @@ kept and named) or --keep.
 Exit status: 0; 1 when a muster run failed or a target was MISSED (torchrun's
 results never fail the script); 2 on a usage error; 130 when interrupted.
 """
-import argparse
 import os
 import re
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import torch_recovery
-from bench_procs import Interrupted, alive, free_port, interrupt_on_signals, log
+from bench_procs import alive, exit_with, free_port, interrupt_on_signals, sigkill
+from bench_scenarios import (RunError, Scenario, add_keep_and_bin_dir_args, add_wait_args, find_binaries,
+                             finish, fmt, print_targets, run_alternated, scenario_parser)
 from in_place_logs import StepLog, recovery_lines
-from torch_in_place_report import Scenario, fmt, report_faults, report_overhead, targets
-from torch_recovery import (RunError, agents_to_kill, base_env, descendants, elastic_flags,
-                            torchrun_cmd, wait_port)
+from torch_in_place_report import report_faults, report_overhead, targets
+from torch_recovery import (agents_to_kill, base_env, descendants, elastic_flags, torchrun_cmd,
+                            wait_port)
 from torch_refs import CHROOT_PYTHON, DEFAULT_CHROOT, PYTHON, ROOT, chroot_unavailable_reason
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -135,6 +134,10 @@ class Run(torch_recovery.Run):
 
     def recovery(self):
         return recovery_lines([p.err_path for p in self.procs])
+
+    def shown_commands(self):
+        """The command lines run, each once."""
+        return list(dict.fromkeys(self.commands))
 
 
 def labels(args):
@@ -301,11 +304,7 @@ def agent_kill(args, column, run):
     victim_pids = {w.pid for w in workers_of[candidates[0]]}
     survivors = [s.pid for s in before.values() if s.pid not in victim_pids]
     killed_at = time.time()
-    for pid in doomed:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    sigkill(doomed)
     world_after = world - AGENT_NPROC
     res = after_fault(args, column, run, killed_at, world_after, survivors,
                       [p for p in watch + agents if p is not victim],
@@ -389,13 +388,7 @@ def overhead(args, column, run):
 # ---------------------------------------------------------------------------
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 2)[2])
-    parser.add_argument("scenario", nargs="?", choices=SCENARIOS + ("all",), default=None)
-    parser.add_argument("--scenario", dest="scenario_opt", choices=SCENARIOS + ("all",),
-                        help="same as the positional name")
-    parser.add_argument("--runs", type=int, default=5, help="alternated runs per column (default 5)")
+    parser = scenario_parser(__doc__, SCENARIOS)
     parser.add_argument("--torch", choices=("2.14", "1.13"), default="2.14",
                         help="torch of muster's workers and of the torchrun column (default 2.14)")
     parser.add_argument("--columns", default=None,
@@ -410,10 +403,7 @@ def parse_args():
     parser.add_argument("--ckpt-every", type=int, default=10, help="the example's --ckpt-every (default 10)")
     parser.add_argument("--overhead-steps", type=int, default=300,
                         help="overhead: steps per run (default 300)")
-    parser.add_argument("--timeout", type=float, default=180,
-                        help="bound on every wait of a muster run (default 180 s)")
-    parser.add_argument("--window", type=float, default=60,
-                        help="how long a torchrun is watched after a kill (default 60 s)")
+    add_wait_args(parser, "a muster run")
     parser.add_argument("--last-call-timeout", default="1",
                         help="elastic: --rdzv-conf last_call_timeout for every launcher, whole seconds "
                              "as torchrun requires (default 1)")
@@ -430,16 +420,12 @@ def parse_args():
     parser.add_argument("--torchrun-shared-store", action="store_true",
                         help="torchrun 2.14 without TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (see "
                              "torch_recovery.py)")
-    parser.add_argument("--keep", action="store_true", help="keep every run's temp dir")
-    parser.add_argument("--bin-dir", default=os.environ.get("MUSTER_BIN_DIR",
-                                                            os.path.join(ROOT, "build", "bin")))
+    add_keep_and_bin_dir_args(parser)
     args = parser.parse_args()
     args.scenario = args.scenario_opt or args.scenario or "all"
     if args.runs < 1 or args.nproc < 2:
         parser.error("--runs >= 1, --nproc >= 2 (rank 1 is killed)")
     args.torch_chroot = os.path.abspath(args.torch_chroot)
-    args.muster = os.path.join(args.bin_dir, "muster")
-    args.musterd_bin = os.path.join(args.bin_dir, "musterd")
     return parser, args
 
 
@@ -482,56 +468,17 @@ def plan_of(parser, args):
     return plan, skipped
 
 
-def run_all(args, plan, label):
-    """Runs every scenario's columns alternated; returns (kept, workroot)."""
-    workroot = tempfile.mkdtemp(prefix="muster-torch-in-place-")
-    kept = False
-    current = None
-    began = time.monotonic()
-    try:
-        for sc in plan:
-            for i in range(args.runs):
-                for column in (sc.columns if i % 2 == 0 else list(reversed(sc.columns))):
-                    current = Run(workroot, f"{sc.key}-{column}-{i + 1}")
-                    try:
-                        res = sc.fn(args, column, current)
-                    except RunError as exc:
-                        res = {"error": str(exc)}
-                    finally:
-                        current.kill_all()
-                    if column not in sc.commands:
-                        sc.commands[column] = list(dict.fromkeys(current.commands))
-                    sc.results[column].append(res)
-                    desc = (f"{fmt(res['total'], 'ms' if sc.key == 'overhead' else 's')}"
-                            + (f", {res['redone']} redone, pids kept {res['kept'][0]}/{res['kept'][1]}"
-                               if "redone" in res else "")
-                            if "total" in res else (res.get("none") or res["error"]))
-                    log(f"[{time.monotonic() - began:6.0f} s] {sc.key} run {i + 1} {label[column]}: {desc}")
-                    if "error" in res or "none" in res or res.get("problem") or args.keep:
-                        log(f"  logs kept in {current.dir}")
-                        kept = True
-                    else:
-                        shutil.rmtree(current.dir, ignore_errors=True)
-                    current = None
-                    time.sleep(args.settle)
-    finally:
-        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(s, signal.SIG_IGN)  # let the cleanup finish
-        if current is not None:
-            current.kill_all()
-        if not kept:
-            shutil.rmtree(workroot, ignore_errors=True)
-    return kept, workroot
+def describe(sc, res):
+    """A run's progress line: its total, steps redone and survivors' pids kept."""
+    return (f"{fmt(res['total'], 'ms' if sc.key == 'overhead' else 's')}"
+            + (f", {res['redone']} redone, pids kept {res['kept'][0]}/{res['kept'][1]}"
+               if "redone" in res else ""))
 
 
 def main():
     parser, args = parse_args()
-    for path in [args.muster] + ([args.musterd_bin] if args.musterd else []):
-        if not os.access(path, os.X_OK):
-            print(f"error: {path} not found or not executable: build muster first "
-                  f"(scripts/build.sh build), or point --bin-dir / MUSTER_BIN_DIR at the binaries",
-                  file=sys.stderr)
-            return 2
+    if not find_binaries(args, args.musterd):
+        return 2
     if not os.access(PYTHON, os.X_OK):
         print(f"error: {PYTHON} (Debian's python3 with torch 1.13) not found", file=sys.stderr)
         return 2
@@ -540,7 +487,7 @@ def main():
     for what, reason in skipped.items():
         print(f"{what} not measured: {reason}")
     interrupt_on_signals()
-    kept, workroot = run_all(args, plan, label)
+    kept, workroot = run_alternated(args, plan, Run, label, describe, "muster-torch-in-place-")
     problems = []
     for sc in plan:
         if sc.key == "overhead":
@@ -548,24 +495,9 @@ def main():
             ok = {}
         else:
             p50, ok, found = report_faults(sc, label, args.runs)
-        problems += found
-        lines = targets(sc, p50, ok)
-        if lines:
-            print()
-            for line in lines:
-                print(line)
-                if "MISSED" in line:
-                    problems.append(f"{sc.key}: {line}")
-    if kept:
-        print(f"\nlogs kept under {workroot}")
-    if problems:
-        print("\nproblems:\n" + "\n".join(f"- {p}" for p in problems))
-    return 1 if problems else 0
+        problems += found + print_targets(sc, targets(sc, p50, ok))
+    return finish(kept, workroot, problems)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Interrupted as exc:
-        log(f"interrupted ({exc}); everything started was killed")
-        sys.exit(130)
+    exit_with(main)

@@ -7,9 +7,10 @@ ratio, steps redone, pids kept, runs ok), the in-place phase breakdown, and the 
     for line in targets(sc, p50, ok): ...       # "target ...: met" or "... MISSED"
 
 A run's dict: "total" (s) when it got there, else "error" (a muster run failed) or "none"
-(a torchrun did not recover); the other keys are torch_in_place.py's.
+(a torchrun did not recover); the other keys are torch_in_place.py's. Scenario and the
+pieces every scenario benchmark's report shares are in bench_scenarios.py.
 """
-import statistics
+from bench_scenarios import fmt, med, print_block, print_failures, print_header, span, target_line
 
 IN_PLACE_PHASES = (("pause", "pause (paused_ms)"), ("leave", "leave"), ("wait", "wait"),
                    ("group", "group"), ("state", "state"), ("ddp", "ddp"),
@@ -17,56 +18,22 @@ IN_PLACE_PHASES = (("pause", "pause (paused_ms)"), ("leave", "leave"), ("wait", 
                    ("join", "join (group+state+ddp)"))
 
 
-def med(values):
-    return statistics.median(values) if values else None
+def succeeded(sc):
+    """{column: its runs that got there (with a "total")}."""
+    return {c: [r for r in sc.results[c] if "total" in r] for c in sc.columns}
 
 
-def fmt(x, unit="s"):
-    if x is None:
-        return "—"
-    if unit == "ms":
-        return f"{x * 1000:.3f} ms"
-    return f"{x:.3f} s" if x < 10 else f"{x:.1f} s"
-
-
-def span(values, unit="s"):
-    if not values:
-        return "—"
-    low = fmt(min(values), unit)
-    return f"{low.rsplit(' ', 1)[0]}–{fmt(max(values), unit)}"
-
-
-class Scenario:
-    def __init__(self, key, title, columns, fn):
-        self.key, self.title, self.columns, self.fn = key, title, columns, fn
-        self.results = {c: [] for c in columns}
-        self.commands = {}
-
-
-def print_commands(sc, label):
-    print("commands (first run):")
-    for c in sc.columns:
-        for line in sc.commands.get(c, []):
-            print(f"  [{label[c]}] {line}")
-    print()
-
-
-def print_failures(sc, label, problems, c, others, cells):
-    """Rows under column c's for its failed runs (`cells`: the table's column count)."""
-    for what in dict.fromkeys(r.get("none") or r.get("error") for r in others):
-        same = [r for r in others if (r.get("none") or r.get("error")) == what]
-        print(f"|  ↳ {len(same)}x | {' '.join(what.split())[:400]} |" + " |" * (cells - 2))
-        if c != "torchrun":
-            problems.append(f"{sc.key}: {label[c]} failed {len(same)}x: {what[:200]}")
+def failures(sc, label, c, cells):
+    """print_failures for column c (the torchrun's are reported, not problems)."""
+    return print_failures(sc, label, c, [r for r in sc.results[c] if "total" not in r], cells,
+                          fatal=c != "torchrun")
 
 
 def report_faults(sc, label, runs):
     """The tables of a fault scenario; returns (p50 per column, problems)."""
     problems = []
-    print(f"\n## {sc.title}\n")
-    print(f"{runs} alternated runs per column (figures only from a quiet machine: check the load)\n")
-    print_commands(sc, label)
-    ok = {c: [r for r in sc.results[c] if "total" in r] for c in sc.columns}
+    print_header(sc, label, runs)
+    ok = succeeded(sc)
     base = med([r["total"] for r in ok.get("in-place", [])])
     what = "joiner stepping" if sc.key == "node-join" else "stepping again"
     print(f"| column | {what} p50 | min–max | / in place | steps redone p50 (max) | "
@@ -80,7 +47,7 @@ def report_faults(sc, label, runs):
         print(f"| {label[c]} | {fmt(med(t))} | {span(t)} | {ratio} | "
               + (f"{med(redone):g} ({max(redone)})" if redone else "—")
               + f" | {kept[0]}/{kept[1]} | {len(t)}/{len(sc.results[c])} |")
-        print_failures(sc, label, problems, c, [r for r in sc.results[c] if "total" not in r], 7)
+        problems += failures(sc, label, c, 7)
     inplace = [c for c in sc.columns if c.startswith("in-place") and ok[c]]
     if inplace:
         print("\nin-place phase breakdown, medians over runs (per run: the slowest survivor's line, "
@@ -118,19 +85,14 @@ def report_faults(sc, label, runs):
                 values = [r[key] for r in ok[c] if r.get(key) is not None]
                 if values:
                     extra.append(f"{label[c]}: {text}: p50 {fmt(med(values))} ({span(values)})")
-    if extra:
-        print()
-        for line in extra:
-            print(line)
+    print_block(extra)
     return {c: med([r["total"] for r in ok[c]]) for c in sc.columns}, ok, problems
 
 
 def report_overhead(sc, label, runs):
     problems = []
-    print(f"\n## {sc.title}\n")
-    print(f"{runs} alternated runs per column (figures only from a quiet machine: check the load)\n")
-    print_commands(sc, label)
-    ok = {c: [r for r in sc.results[c] if "total" in r] for c in sc.columns}
+    print_header(sc, label, runs)
+    ok = succeeded(sc)
     base = med([r["total"] for r in ok.get("plain", [])])
     print("| column | step interval p50 (median of runs) | min–max | mean step | / plain | runs ok |")
     print("|---|---|---|---|---|---|")
@@ -139,13 +101,9 @@ def report_overhead(sc, label, runs):
         ratio = f"{med(t) / base:.3f}x" if t and base else "—"
         print(f"| {label[c]} | {fmt(med(t), 'ms')} | {span(t, 'ms')} | "
               f"{fmt(med([r['mean'] for r in ok[c]]), 'ms')} | {ratio} | {len(t)}/{len(sc.results[c])} |")
-        print_failures(sc, label, problems, c, [r for r in sc.results[c] if "total" not in r], 6)
+        problems += failures(sc, label, c, 6)
     module = med([r["total"] for r in ok.get("module", [])])
     return ({"overhead": module / base - 1} if module and base else {}), problems
-
-
-def target_line(name, ok, text):
-    return f"target {name}: {text}: {'met' if ok else 'MISSED'}"
 
 
 def targets(sc, p50, ok):

@@ -81,11 +81,9 @@ Exit status: 0; 1 when a muster run failed or a target was MISSED (torchrun's
 results never fail the script); 2 on a usage error (missing binaries);
 130 when interrupted.
 """
-import argparse
 import os
 import re
 import shlex
-import shutil
 import signal
 import socket
 import statistics
@@ -95,7 +93,10 @@ import tempfile
 import threading
 import time
 
-from bench_procs import Interrupted, alive, free_port, interrupt_on_signals, log, tail
+from bench_procs import alive, exit_with, free_port, interrupt_on_signals, log, sigkill, tail
+from bench_scenarios import (RunError, Scenario, add_keep_and_bin_dir_args, add_wait_args, find_binaries,
+                             finish, fmt, med, print_block, print_failures, print_header,
+                             print_targets, run_alternated, scenario_parser, span, target_line)
 from torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
                         selected_versions)
 
@@ -142,10 +143,6 @@ sys.argv = sys.argv[1:]
 sys.path[0] = os.path.dirname(os.path.abspath(script))
 runpy.run_path(script, run_name="__main__")
 '''
-
-
-class RunError(Exception):
-    pass
 
 
 def base_env(extra=None, drop=()):
@@ -432,6 +429,13 @@ class Run:
         self.procs.append(proc)
         return proc
 
+    def shown_commands(self):
+        """The command lines run, each once, "    (xN)" after one run N times (the report's)."""
+        counts = {}
+        for line in self.commands:
+            counts[line] = counts.get(line, 0) + 1
+        return [line + (f"    (x{n})" if n > 1 else "") for line, n in counts.items()]
+
     def wait(self, what, pred, timeout, watch=()):
         """Polls the traces until pred() is true; RunError after `timeout` s or when a
         watched launcher exits."""
@@ -595,11 +599,7 @@ def agent_kill(args, column, run):
     watch = [p for p in watch if p is not victim]
     doomed = [victim.pid] + (descendants([victim.pid]) if args.kill == "node" else [])
     killed_at = time.time()
-    for pid in doomed:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    sigkill(doomed)
     limit = args.timeout if column in ("warm", "cold") else args.window
     try:
         group = run.wait(f"the {SURVIVORS} surviving ranks stepping in a new generation",
@@ -710,31 +710,10 @@ def wait_port(port, timeout, proc):
 # ---------------------------------------------------------------------------
 # Report
 
-def fmt(x):
-    return "—" if x is None else (f"{x:.3f} s" if x < 10 else f"{x:.1f} s")
-
-
-def med(values):
-    return statistics.median(values) if values else None
-
-
-class Scenario:
-    def __init__(self, key, title, columns, fn):
-        self.key, self.title, self.columns, self.fn = key, title, columns, fn
-        self.results = {c: [] for c in columns}
-        self.commands = {}
-
-
 def report(sc, skipped, runs):
     """Prints the tables of one scenario; returns the list of MISSED targets and failures."""
     problems = []
-    print(f"\n## {sc.title}\n")
-    print(f"{runs} alternated runs per column (figures only from a quiet machine: check the load)\n")
-    print("commands (first run):")
-    for c in sc.columns:
-        for line in sc.commands.get(c, []):
-            print(f"  [{LABELS[c]}] {line}")
-    print()
+    print_header(sc, LABELS, runs)
     totals = {c: [r["total"] for r in sc.results[c] if "total" in r] for c in sc.columns}
     warm = med(totals.get("warm", []))
     print("| column | p50 (median) | min–max | runs ok | / muster warm (p50) |")
@@ -742,14 +721,9 @@ def report(sc, skipped, runs):
     for c in sc.columns:
         t = totals[c]
         others = [r for r in sc.results[c] if "total" not in r]
-        cell = f"| {LABELS[c]} | {fmt(med(t))} | " + (f"{fmt(min(t))[:-2]}–{fmt(max(t))}" if t else "—")
         ratio = f"{med(t) / warm:.1f}x" if (t and warm) else "—"
-        print(f"{cell} | {len(t)}/{len(sc.results[c])} | {ratio} |")
-        for what in dict.fromkeys(r.get("none") or r.get("error") for r in others):
-            same = [r for r in others if (r.get("none") or r.get("error")) == what]
-            print(f"|  ↳ {len(same)}x | {' '.join(what.split())[:400]} | | | |")
-            if c in ("warm", "cold"):
-                problems.append(f"{sc.key}: {LABELS[c]} failed {len(same)}x: {what[:200]}")
+        print(f"| {LABELS[c]} | {fmt(med(t))} | {span(t)} | {len(t)}/{len(sc.results[c])} | {ratio} |")
+        problems += print_failures(sc, LABELS, c, others, 5, fatal=c in ("warm", "cold"))
     for v, reason in skipped.items():
         print(f"| {LABELS[v]} | not measured: {reason} | | | |")
     print("\nphase breakdown, medians (each phase ends when the last rank reaches it):\n")
@@ -780,15 +754,8 @@ def report(sc, skipped, runs):
     resumed = sorted({r["resumed_at"] for c in sc.columns for r in sc.results[c] if "resumed_at" in r})
     if resumed:
         extra.append(f"first step of the new attempt (resumed from the checkpoint): {resumed}")
-    if extra:
-        print()
-        for line in extra:
-            print(line)
+    print_block(extra)
     return totals, problems
-
-
-def target_line(name, ok, text):
-    return f"target {name}: {text}: {'met' if ok else 'MISSED'}"
 
 
 def print_memory(sc):
@@ -811,16 +778,15 @@ def print_memory(sc):
               f"{(f'{med(imp):.2f}' if imp else '—')} |")
 
 
+def describe(sc, res):
+    """A run's progress line: its total and phases."""
+    return f"{res['total']:.3f} s (" + ", ".join(f"{k} {res[k]:.3f}" for k, _ in PHASES) + ")"
+
+
 # ---------------------------------------------------------------------------
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 2)[2])
-    parser.add_argument("scenario", nargs="?", choices=SCENARIOS + ("all",), default=None)
-    parser.add_argument("--scenario", dest="scenario_opt", choices=SCENARIOS + ("all",),
-                        help="same as the positional name")
-    parser.add_argument("--runs", type=int, default=5, help="alternated runs per column (default 5)")
+    parser = scenario_parser(__doc__, SCENARIOS)
     parser.add_argument("--nproc", type=int, default=3, help="worker-kill: workers (default 3)")
     parser.add_argument("--nprocs", default="4,8", help="first-step: worker counts (default 4,8)")
     parser.add_argument("--step-sleep", type=float, default=0.05,
@@ -829,10 +795,7 @@ def main():
                         help="kill once every rank logged this step (default 12)")
     parser.add_argument("--rss-step", type=int, default=5,
                         help="first-step: read worker memory at this step (default 5)")
-    parser.add_argument("--timeout", type=float, default=180,
-                        help="bound on every wait of a run (default 180 s)")
-    parser.add_argument("--window", type=float, default=60,
-                        help="how long a torchrun is watched after a kill (default 60 s)")
+    add_wait_args(parser, "a run")
     parser.add_argument("--last-call-timeout", type=int, default=1,
                         help="agent-kill: --rdzv-conf last_call_timeout for every launcher, whole "
                              "seconds as torchrun requires (default 1)")
@@ -851,23 +814,15 @@ def main():
     parser.add_argument("--columns", default="warm,cold,1.13,2.14",
                         help="columns to run, of warm, cold, 1.13, 2.14 (default all; which torchruns "
                              "a scenario compares with by default is said above)")
-    parser.add_argument("--keep", action="store_true", help="keep every run's temp dir")
-    parser.add_argument("--bin-dir", default=os.environ.get("MUSTER_BIN_DIR",
-                                                            os.path.join(ROOT, "build", "bin")))
+    add_keep_and_bin_dir_args(parser)
     add_reference_args(parser)
     args = parser.parse_args()
     scenario = args.scenario_opt or args.scenario or "all"
     if args.scenario_opt and args.scenario and args.scenario_opt != args.scenario:
         parser.error("the positional scenario and --scenario differ")
     scenarios = SCENARIOS if scenario == "all" else (scenario,)
-    args.muster = os.path.join(args.bin_dir, "muster")
-    args.musterd_bin = os.path.join(args.bin_dir, "musterd")
-    for path in [args.muster] + ([args.musterd_bin] if args.musterd and "agent-kill" in scenarios else []):
-        if not os.access(path, os.X_OK):
-            print(f"error: {path} not found or not executable: build muster first "
-                  f"(scripts/build.sh build), or point --bin-dir / MUSTER_BIN_DIR at the binaries",
-                  file=sys.stderr)
-            return 2
+    if not find_binaries(args, args.musterd and "agent-kill" in scenarios):
+        return 2
     if not os.access(PYTHON, os.X_OK):
         print(f"error: {PYTHON} (Debian's python3 with torch) not found", file=sys.stderr)
         return 2
@@ -924,46 +879,8 @@ def main():
                                   lambda a, c, r, n=n: first_step(a, c, r, n)), skipped))
 
     interrupt_on_signals()
-    workroot = tempfile.mkdtemp(prefix="muster-torch-recovery-")
-    kept = False
-    current = None
-    began = time.monotonic()
-    try:
-        for sc, _ in plan:
-            for i in range(args.runs):
-                order = sc.columns if i % 2 == 0 else list(reversed(sc.columns))
-                for column in order:
-                    current = Run(workroot, f"{sc.key}-{column}-{i + 1}")
-                    try:
-                        res = sc.fn(args, column, current)
-                    except RunError as exc:
-                        res = {"error": str(exc)}
-                    finally:
-                        current.kill_all()
-                    if column not in sc.commands:
-                        counts = {}
-                        for line in current.commands:
-                            counts[line] = counts.get(line, 0) + 1
-                        sc.commands[column] = [line + (f"    (x{n})" if n > 1 else "")
-                                               for line, n in counts.items()]
-                    sc.results[column].append(res)
-                    desc = (f"{res['total']:.3f} s (" + ", ".join(f"{k} {res[k]:.3f}" for k, _ in PHASES)
-                            + ")") if "total" in res else (res.get("none") or res["error"])
-                    log(f"[{time.monotonic() - began:6.0f} s] {sc.key} run {i + 1} {LABELS[column]}: {desc}")
-                    if "error" in res or "none" in res or args.keep:
-                        log(f"  logs kept in {current.dir}")
-                        kept = True
-                    else:
-                        shutil.rmtree(current.dir, ignore_errors=True)
-                    current = None
-                    time.sleep(args.settle)
-    finally:
-        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(s, signal.SIG_IGN)  # let the cleanup finish
-        if current is not None:
-            current.kill_all()
-        if not kept:
-            shutil.rmtree(workroot, ignore_errors=True)
+    kept, workroot = run_alternated(args, [sc for sc, _ in plan], Run, LABELS, describe,
+                                    "muster-torch-recovery-")
 
     problems = []
     for sc, skipped in plan:
@@ -985,22 +902,9 @@ def main():
                     r = med(totals[c]) / warm
                     lines.append(target_line(f"muster warm >= 2x faster than {LABELS[c]}", r >= 2, f"{r:.1f}x"))
             print_memory(sc)
-        if lines:
-            print()
-            for line in lines:
-                print(line)
-                if "MISSED" in line:
-                    problems.append(f"{sc.key}: {line}")
-    if kept:
-        print(f"\nlogs kept under {workroot}")
-    if problems:
-        print("\nproblems:\n" + "\n".join(f"- {p}" for p in problems))
-    return 1 if problems else 0
+        problems += print_targets(sc, lines)
+    return finish(kept, workroot, problems)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Interrupted as exc:
-        log(f"interrupted ({exc}); everything started was killed")
-        sys.exit(130)
+    exit_with(main)

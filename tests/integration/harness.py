@@ -182,6 +182,14 @@ def tempdir():
     return tempfile.mkdtemp(prefix="muster-test-")
 
 
+def write_file(directory, name, text):
+    """Writes `text` to directory/name (a worker script, a config); returns its path."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def run_log_dirs(log_dir, run_id="none"):
     """The run directories muster made under --log-dir for `run_id`
     (<run id>_<random>, one per run), oldest first."""

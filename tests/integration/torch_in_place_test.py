@@ -24,11 +24,10 @@ import functools
 import os
 import signal
 import struct
-import time
 
 from elastic_harness import start_musterd
-from harness import (MUSTER, SOURCE_DIR, check, free_port, kill_tree, run, run_tests, start,
-                     tempdir, wait_for)
+from harness import (MUSTER, SOURCE_DIR, check, kill_tree, run, run_tests, start, tempdir,
+                     wait_for, write_file)
 from torch_versions import each_version
 
 EXAMPLE = os.path.join(SOURCE_DIR, "examples", "torch", "ddp_in_place.py")
@@ -106,18 +105,25 @@ def single_node_fault(version, fault, extra=()):
     return log, out, err
 
 
+def check_replaced_alone(log, out, err, replaced):
+    """The recovery did not fall back, every rank of 3 finished, rank `replaced` ran as two
+    processes and the survivors each as one, and at most one step was redone."""
+    check("event=in_place_fallback" not in err, "the recovery fell back", err)
+    steps = read_steps(log)
+    check_every_step_done(steps, 3)
+    for rank in (r for r in range(3) if r != replaced):
+        check(len(pids_of(steps, rank)) == 1, f"survivor rank {rank} ran as {pids_of(steps, rank)}")
+    check(len(pids_of(steps, replaced)) == 2,
+          f"rank {replaced} ran as {pids_of(steps, replaced)}, not two processes")
+    check(redone_steps(steps) <= 1, f"{redone_steps(steps)} steps redone", out, err)
+
+
 @each_version
 def a_killed_worker_is_replaced_alone_and_the_survivors_keep_their_process(version):
     log, out, err = single_node_fault(version, "kill-worker,rank=1,step=15")
     check(err.count("event=in_place_recovered") == 1, "not one in-place recovery", err)
     check("survivors=2 restarted=1" in err, "the recovery did not restart rank 1 alone", err)
-    check("event=in_place_fallback" not in err, "the recovery fell back", err)
-    steps = read_steps(log)
-    check_every_step_done(steps, 3)
-    for rank in (0, 2):
-        check(len(pids_of(steps, rank)) == 1, f"survivor rank {rank} ran as {pids_of(steps, rank)}")
-    check(len(pids_of(steps, 1)) == 2, f"rank 1 ran as {pids_of(steps, 1)}, not two processes")
-    check(redone_steps(steps) <= 1, f"{redone_steps(steps)} steps redone", out, err)
+    check_replaced_alone(log, out, err, 1)
     check("recovered in place at step" in err, "no survivor said where it recovered", err)
     check("with rank " in err and "'s state" in err, "the new rank 1 did not take a peer's state",
           err)
@@ -130,13 +136,7 @@ def a_hung_worker_is_replaced_and_the_survivors_blocked_on_it_recover_in_place(v
     log, out, err = single_node_fault(version, "hang-worker,rank=2,step=12",
                                       extra=("--hang-timeout", "2"))
     check("event=in_place_recovered" in err, "no in-place recovery", err)
-    check("event=in_place_fallback" not in err, "the recovery fell back", err)
-    steps = read_steps(log)
-    check_every_step_done(steps, 3)
-    for rank in (0, 1):
-        check(len(pids_of(steps, rank)) == 1, f"survivor rank {rank} ran as {pids_of(steps, rank)}")
-    check(len(pids_of(steps, 2)) == 2, f"rank 2 ran as {pids_of(steps, 2)}, not two processes")
-    check(redone_steps(steps) <= 1, f"{redone_steps(steps)} steps redone", out, err)
+    check_replaced_alone(log, out, err, 2)
     check_weights(version, log)
 
 
@@ -162,14 +162,12 @@ def under_recovery_restart_the_module_is_off_and_the_checkpoint_resumes(version)
 
 @each_version
 def a_script_without_the_module_restarts_and_muster_says_why(version):
-    work = tempdir()
-    script = os.path.join(work, "plain.py")
-    with open(script, "w") as f:
-        f.write("import os, sys, time\nprogress = int(os.environ['MUSTER_PROGRESS_FD'])\n"
-                "restart = os.environ['TORCHELASTIC_RESTART_COUNT']\n"
-                "for step in range(1, 6):\n    os.write(progress, f'{step}\\n'.encode())\n"
-                "    time.sleep(0.05)\n"
-                "    if restart == '0' and os.environ['RANK'] == '1' and step == 3: sys.exit(3)\n")
+    script = write_file(tempdir(), "plain.py",
+                        "import os, sys, time\nprogress = int(os.environ['MUSTER_PROGRESS_FD'])\n"
+                        "restart = os.environ['TORCHELASTIC_RESTART_COUNT']\n"
+                        "for step in range(1, 6):\n    os.write(progress, f'{step}\\n'.encode())\n"
+                        "    time.sleep(0.05)\n"
+                        "    if restart == '0' and os.environ['RANK'] == '1' and step == 3: sys.exit(3)\n")
     code, out, err = run([MUSTER, "--nproc-per-node", "2", "--max-restarts", "1", script],
                          env=env_for(version), timeout=120)
     check(code == 0, f"the job did not finish (exit {code})", out, err)
@@ -204,21 +202,46 @@ def steps_logged(log, at_least):
         return sum(1 for _ in f) >= at_least
 
 
+class ElasticJob:
+    """A musterd and agents (elastic_agent: 2 workers each) running the example with --sleep
+    `sleep` into one step log, self.log; the agents started are self.agents."""
+
+    def __init__(self, version, sleep):
+        self.version = version
+        self.log = os.path.join(tempdir(), "steps.log")
+        self.daemon, self.port = start_musterd()
+        self.script = [EXAMPLE, "--steps", str(STEPS), "--log", self.log, "--sleep", sleep]
+        self.agents = []
+
+    def add_agents(self, count):
+        self.agents += [start(elastic_agent(self.port, self.script), env=env_for(self.version))
+                        for _ in range(count)]
+
+    def wait_stepping(self, steps_each):
+        """Fails the test unless the log holds `steps_each` steps per rank of the agents
+        started within 180 s."""
+        ranks = 2 * len(self.agents)
+        check(wait_for(lambda: steps_logged(self.log, ranks * steps_each), 180),
+              f"the job of {ranks} ranks did not step")
+
+    def wait_ok(self, agents, what):
+        """Waits for `agents` to exit (240 s each); fails the test unless each exited 0 (`what`:
+        the message's start). Returns their stderr, joined."""
+        results = wait_done(agents, 240)
+        check(all(code == 0 for code, _, _ in results), f"{what} {[r[0] for r in results]}",
+              *[o + e for _, o, e in results])
+        return "".join(e for _, _, e in results)
+
+
 @each_version
 def an_agent_killed_leaves_the_other_nodes_workers_in_their_process(version):
-    work = tempdir()
-    log = os.path.join(work, "steps.log")
-    daemon, port = start_musterd()
-    script = [EXAMPLE, "--steps", str(STEPS), "--log", log, "--sleep", "0.05"]
-    agents = [start(elastic_agent(port, script), env=env_for(version)) for _ in range(3)]
-    check(wait_for(lambda: steps_logged(log, 6 * 10), 180), "the job of 6 ranks did not step")
-    os.kill(agents[2].pid, signal.SIGKILL)
-    results = wait_done(agents[:2], 240)
-    check(all(code == 0 for code, _, _ in results), f"survivor exits {[r[0] for r in results]}",
-          *[o + e for _, o, e in results])
-    err = "".join(e for _, _, e in results)
+    job = ElasticJob(version, "0.05")
+    job.add_agents(3)
+    job.wait_stepping(10)
+    os.kill(job.agents[2].pid, signal.SIGKILL)
+    err = job.wait_ok(job.agents[:2], "survivor exits")
     check("event=in_place_recovered" in err, "the survivors did not recover in place", err)
-    steps = read_steps(log)
+    steps = read_steps(job.log)
     # Every process that stepped in the world of 4 had stepped in the world of 6.
     by_pid = {}
     for rank, entries in steps.items():
@@ -228,33 +251,27 @@ def an_agent_killed_leaves_the_other_nodes_workers_in_their_process(version):
     after = {pid for rank, entries in steps.items() for s, pid in entries if s == STEPS}
     check(len(after) == 4, f"{len(after)} processes ended the job, not 4")
     check(after <= before, f"processes started after the loss ended the job: {after - before}")
-    check_weights(version, os.path.join(work, "steps.log"), nproc=3)
-    check(daemon.poll() is None, "musterd died")
+    check_weights(version, job.log, nproc=3)
+    check(job.daemon.poll() is None, "musterd died")
 
 
 @each_version
 def a_node_joining_mid_run_takes_its_state_from_a_running_peer(version):
-    work = tempdir()
-    log = os.path.join(work, "steps.log")
-    daemon, port = start_musterd()
     # Long enough for the newcomer to start its warm process and be admitted.
-    script = [EXAMPLE, "--steps", str(STEPS), "--log", log, "--sleep", "0.2"]
-    agents = [start(elastic_agent(port, script), env=env_for(version)) for _ in range(2)]
-    check(wait_for(lambda: steps_logged(log, 4 * 5), 180), "the job of 4 ranks did not step")
-    agents.append(start(elastic_agent(port, script), env=env_for(version)))
-    results = wait_done(agents, 240)
-    check(all(code == 0 for code, _, _ in results), f"exits {[r[0] for r in results]}",
-          *[o + e for _, o, e in results])
-    err = "".join(e for _, _, e in results)
+    job = ElasticJob(version, "0.2")
+    job.add_agents(2)
+    job.wait_stepping(5)
+    job.add_agents(1)
+    err = job.wait_ok(job.agents, "exits")
     check("joined at step" in err, "no new worker took its state from a peer", err)
-    steps = read_steps(log)
+    steps = read_steps(job.log)
     first = {pid for entries in steps.values() for s, pid in entries if s <= 5}
     last = {pid for entries in steps.values() for s, pid in entries if s == STEPS}
     check(len(last) == 6, f"{len(last)} processes ended the job, not 6")
     check(len(first & last) == 4, "the first 4 workers did not keep their processes")
     check(redone_steps(steps) <= 1, f"{redone_steps(steps)} steps redone")
-    check_weights(version, log, nproc=3)
-    check(daemon.poll() is None, "musterd died")
+    check_weights(version, job.log, nproc=3)
+    check(job.daemon.poll() is None, "musterd died")
 
 
 if __name__ == "__main__":
