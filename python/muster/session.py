@@ -110,6 +110,7 @@ class Session:
                  progress_fd: Optional[int] = None):
         self.membership = membership
         self._progress_fd = channel.to_agent if channel is not None else progress_fd
+        self._last_progress = float("-inf")
         self.timeout = timeout
         self._channel = channel
         self._on_message = on_message
@@ -236,11 +237,22 @@ class Session:
             except OSError:
                 pass
 
+    # At most one progress line per interval: each wakes muster, and a
+    # millisecond step would pay for a wake-up per step. Hang timeouts are
+    # seconds; a step-triggered --inject fires on the first report at or
+    # past its step.
+    PROGRESS_INTERVAL_S = 0.05
+
     def report_progress(self, step: int):
         """Tells muster the steps done (its --hang-timeout and step-triggered
-        --inject read them), in place or not, when it offers the pipe."""
+        --inject read them), in place or not, when it offers the pipe; at
+        most once per PROGRESS_INTERVAL_S."""
         if self._progress_fd is None:
             return
+        now = time.monotonic()
+        if now - self._last_progress < self.PROGRESS_INTERVAL_S:
+            return
+        self._last_progress = now
         try:
             os.write(self._progress_fd, f"{int(step)}\n".encode())
         except OSError:

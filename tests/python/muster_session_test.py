@@ -217,11 +217,15 @@ class SessionTest(unittest.TestCase):
         self.assertIsNone(s.take_pause())
         self.assertFalse(s.message_waiting())
 
-    def test_progress_lines_are_step_numbers(self):
+    def test_progress_lines_are_step_numbers_at_most_one_per_interval(self):
         s = new_session(self.agent)
         self.agent.heard()
         s.report_progress(12)
+        s.report_progress(13)  # within the interval: not sent
         self.assertEqual(self.agent.heard(), ["12"])
+        time.sleep(Session.PROGRESS_INTERVAL_S)
+        s.report_progress(14)
+        self.assertEqual(self.agent.heard(), ["14"])
 
     def test_progress_is_reported_without_a_channel_too(self):
         env = dict(self.agent.env)
