@@ -63,7 +63,8 @@ void Agent::EnableInPlaceRecovery() {
   group_->EnableInPlace(
       {.generation = elastic_ ? node_.generation : static_cast<uint64_t>(restart_count_),
        .timeout =
-           std::chrono::milliseconds(static_cast<int64_t>(options_.recovery_timeout_s * 1000))},
+           std::chrono::milliseconds(static_cast<int64_t>(options_.recovery_timeout_s * 1000)),
+       .hangs_elsewhere = elastic_ && node_.group_world_size > 1},
       elastic_ || restart_count_ < options_.max_restarts);
 }
 

@@ -202,7 +202,10 @@ class ElasticFollower {
   // A local worker failed (`exit_code`, `message`) and the group began
   // pausing the others by itself. REQUIRES: state() is kRunning.
   FollowerActions OnWorkersPausing(int exit_code, const std::string& message);
-  // Every surviving worker paused.
+  // Every surviving worker paused: after PauseWorkers or OnWorkersPausing;
+  // or, in kRunning, a pause the group began with no local failure (a hang
+  // probe every worker answered): they wait, paused, for the next
+  // generation, which rejoins them.
   FollowerActions OnWorkersPaused();
   // The attempt's output drained: its outcome is final.
   FollowerActions OnWorkersSettled(const WorkersOutcome& outcome);

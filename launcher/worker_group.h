@@ -91,6 +91,11 @@ class WorkerGroup {
   struct InPlaceOptions {
     uint64_t generation = 0;
     std::chrono::milliseconds timeout{0};
+    // The generation spans other nodes: a silence that every local worker
+    // answers a hang probe's pause for may be another node's hang (its
+    // workers block in collectives with it). Then no local worker is killed:
+    // they stay paused for the next generation, within `timeout`.
+    bool hangs_elsewhere = false;
   };
   // A survivor's place in the generation it joins.
   struct Rejoining {
@@ -141,7 +146,9 @@ class WorkerGroup {
   // A worker's control message (hello, ready, joined, failed).
   void OnControl(uint64_t tag, const control::WorkerMessage& message, SteadyTime now);
   // kRecovering and every survivor paused: the agent may renew the store
-  // and call Rejoin.
+  // and call Rejoin. After a hang probe that every worker answered with
+  // hangs_elsewhere, the group waits paused for the next generation and
+  // falls back once `timeout` passes without one.
   bool ready_to_join() const;
   // The local ranks of this attempt's workers that never said they recover
   // in place (why a failure restarts every worker).
@@ -267,6 +274,7 @@ class WorkerGroup {
   bool rejoined_ = false;                // Rejoin ran in the recovery under way
   // A hang probe is under way: who was silent, and when it began.
   std::optional<int> hang_suspect_;
+  bool waiting_for_remote_hang_ = false;  // a probe every worker answered (hangs_elsewhere)
   WallTime hang_wall_{};
   uint64_t joining_generation_ = 0;  // what the survivors' `joined` must name
   int recoveries_ = 0;

@@ -70,6 +70,7 @@ bool WorkerGroup::PauseAll(SteadyTime now) {
 void WorkerGroup::PauseRunning(SteadyTime now) {
   state_ = State::kRecovering;
   rejoined_ = false;
+  waiting_for_remote_hang_ = false;
   fallback_reason_.clear();
   recover_deadline_ = now + in_place_->timeout;
   const std::string pause =
@@ -98,6 +99,13 @@ void WorkerGroup::OnRecoveryDeadline(SteadyTime now, WallTime wall) {
     if (!w.running || w.replacement || w.killed_as_hung) continue;
     if (w.phase == Phase::kPaused) any_paused = true;
     if (w.phase == Phase::kPausing) silent.push_back(&w);
+  }
+  if (std::exchange(waiting_for_remote_hang_, false) && !rejoined_ && silent.empty()) {
+    FallBack(
+        "paused for a hang on another node, and no next generation came within the recovery "
+        "timeout",
+        now);
+    return;
   }
   if (rejoined_ || !any_paused || silent.empty()) {
     FallBack("a worker did not answer within the recovery timeout", now);
@@ -161,7 +169,14 @@ void WorkerGroup::OnControl(uint64_t tag, const control::WorkerMessage& message,
   if (const auto* ready = std::get_if<control::Ready>(&message)) {
     if (w->phase == Phase::kPausing && ready->generation == in_place_->generation) {
       w->phase = Phase::kPaused;
-      if (ready_to_join() && hang_suspect_) {
+      if (ready_to_join() && hang_suspect_ && in_place_->hangs_elsewhere) {
+        // Every local worker answered: none of them is hung here. The hang
+        // is another node's, whose agent kills it and ends the generation;
+        // these wait paused for the next one, bounded.
+        hang_suspect_.reset();
+        waiting_for_remote_hang_ = true;
+        recover_deadline_ = now + in_place_->timeout;
+      } else if (ready_to_join() && hang_suspect_) {
         KillHangSuspect();
         recover_deadline_ = now + in_place_->timeout;  // for its exit
       } else if (ready_to_join()) {
@@ -237,6 +252,7 @@ Status WorkerGroup::StartReplacements(std::vector<WorkerSpec> replacements, Stea
 Status WorkerGroup::Rejoin(const std::vector<Rejoining>& survivors,
                            std::vector<WorkerSpec> replacements, SteadyTime now) {
   rejoined_ = true;
+  waiting_for_remote_hang_ = false;
   recover_deadline_ = now + in_place_->timeout;
   joining_generation_ = survivors.empty() ? 0 : survivors.front().join.generation;
   for (const auto& r : survivors) {

@@ -546,6 +546,19 @@ TEST_CASE("Waiting pauses workers that can pause, the next assignment rejoins th
   CHECK(follower.state() == State::kRunning);
 }
 
+TEST_CASE("workers the group paused with no local failure wait for the next generation",
+          "[follower][in-place]") {
+  // A hang probe every local worker answered: the hang is another node's,
+  // whose failure ends this generation.
+  auto follower = PausableGeneration(1);
+  CHECK(Show(follower.OnWorkersPaused()) == Lines{"clear current"});  // nothing failed here
+  CHECK(follower.state() == State::kPaused);
+  CHECK_FALSE(follower.current());
+  CHECK(Show(follower.OnWaiting()) == Lines{"seal store"});
+  CHECK(Show(follower.OnAssignment(Gen(2))) == Lines{"rejoin gen=2"});
+  CHECK(follower.state() == State::kRunning);
+}
+
 TEST_CASE("an assignment while pausing waits for the pause, the newest one wins",
           "[follower][in-place]") {
   auto follower = PausableGeneration(1);

@@ -495,3 +495,32 @@ TEST_CASE("the workers that never said hello are the reason a failure restarts",
   group.OnExit(group.TagFor(2), ExitStatus::Exited(1), t0, w0);
   CHECK(group.state() == WorkerGroup::State::kStopping);  // the restart path
 }
+
+TEST_CASE("a hang probe every worker answers on a node of several kills nobody and waits",
+          "[group][in-place]") {
+  // Another node's worker hangs: these block in collectives with it, go
+  // silent together, and all answer the probe's pause.
+  InPlaceGroup g(3);
+  g.group.EnableInPlace({.generation = kGeneration, .timeout = 2s, .hangs_elsewhere = true}, true);
+  for (int i = 0; i < 3; ++i) g.group.OnProgress(g.group.TagFor(i), 1, t0);
+  g.group.OnTick(t0 + 10s, w0);
+  REQUIRE(g.group.state() == WorkerGroup::State::kRecovering);
+  for (int lr : {0, 1, 2}) {
+    g.group.OnControl(g.group.TagFor(lr), control::Ready{kGeneration}, t0 + 10s);
+  }
+  CHECK(g.spawner.signals.empty());
+  CHECK(g.group.failures().empty());
+  CHECK(g.group.ready_to_join());
+  CHECK(g.group.deadline() == t0 + 12s);
+  SECTION("the next generation rejoins them all") {
+    REQUIRE(g.group.Rejoin(g.Joins({0, 1, 2}), {}, t0 + 11s).ok());
+    for (int lr : {0, 1, 2}) g.group.OnControl(g.group.TagFor(lr), control::Joined{5}, t0 + 11s);
+    CHECK(g.group.state() == WorkerGroup::State::kRunning);
+    CHECK(g.spawner.spawned.size() == 3);  // nobody started again
+  }
+  SECTION("none within the recovery timeout falls back") {
+    g.group.OnTick(t0 + 12s, w0);
+    CHECK(g.group.state() == WorkerGroup::State::kStopping);
+    CHECK(g.group.fallback_reason().starts_with("paused for a hang on another node"));
+  }
+}
