@@ -59,11 +59,12 @@ class Hosts:
     def namespaces(self):
         return [f"{self.prefix}-d"] + [f"{self.prefix}-h{i}" for i in range(1, self.n + 1)]
 
-    def spawn(self, ns, args, name):
-        """Starts args inside namespace ns (ip netns exec execs them: the PID is theirs)."""
+    def spawn(self, ns, args, name, env=None):
+        """Starts args inside namespace ns (ip netns exec execs them: the PID is theirs),
+        with `env` (default: the harness's base environment)."""
         out = open(os.path.join(self.logs, f"{name}.out"), "w")
         err = open(os.path.join(self.logs, f"{name}.err"), "w")
-        proc = subprocess.Popen(["ip", "netns", "exec", ns] + list(args), env=base_env(),
+        proc = subprocess.Popen(["ip", "netns", "exec", ns] + list(args), env=env or base_env(),
                                 stdout=out, stderr=err, start_new_session=True)
         out.close()
         err.close()
@@ -74,6 +75,27 @@ class Hosts:
     def log(self, proc, stream="err"):
         with open(os.path.join(self.logs, f"{proc.log_name}.{stream}")) as f:
             return f.read()
+
+    def interface(self, i):
+        """The interface inside host i's namespace that holds its address."""
+        return f"{self.prefix}-h{i}i"
+
+    def start_musterd(self, musterd):
+        """Starts `musterd` in the daemon namespace on DAEMON_ADDR; returns (process, port)."""
+        proc = self.spawn(self.prefix + "-d", [musterd, "--host", DAEMON_ADDR, "--port", "0"],
+                          "musterd")
+        found = {}
+
+        def listening():
+            m = re.search(r"listening on [^:]+:(\d+)", self.log(proc, "out"))
+            if m:
+                found["port"] = int(m.group(1))
+            return m is not None or proc.poll() is not None
+
+        wait_for(listening, 10)
+        if "port" not in found:
+            raise AssertionError(f"musterd did not start (exit {proc.poll()})\n{self.log(proc)}")
+        return proc, found["port"]
 
     def link(self, i, state):
         """Sets the root-namespace end of host i's veth (its bridge port) up or down."""

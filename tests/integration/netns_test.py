@@ -38,21 +38,6 @@ from elastic_harness import GEN_DUMP, MUSTERD, agent_args, check_generations, du
 from harness import MUSTER, Skip, check, pid_alive, run_tests, tempdir, test, wait_for
 from netns_harness import DAEMON_ADDR, Hosts, host_addr, remove_stale_hosts
 
-def start_musterd(hosts):
-    proc = hosts.spawn(hosts.prefix + "-d", [MUSTERD, "--host", DAEMON_ADDR, "--port", "0"], "musterd")
-    found = {}
-
-    def listening():
-        m = re.search(r"listening on [^:]+:(\d+)", hosts.log(proc, "out"))
-        if m:
-            found["port"] = int(m.group(1))
-        return m is not None or proc.poll() is not None
-
-    wait_for(listening, 10)
-    check("port" in found, f"musterd did not start (exit {proc.poll()})", hosts.log(proc))
-    return proc, found["port"]
-
-
 def start_agent(hosts, i, port, out_dir, nnodes="2:3", nproc=2):
     args = agent_args(f"{DAEMON_ADDR}:{port}", host_addr(i), out_dir, nnodes=nnodes, nproc=nproc,
                       run_id="netjob")
@@ -67,7 +52,7 @@ def cutting_a_hosts_link_reforms_the_survivors_and_the_cut_host_fences_itself():
     remove_stale_hosts()
     out = tempdir()
     with Hosts(3) as hosts:
-        daemon, port = start_musterd(hosts)
+        daemon, port = hosts.start_musterd(MUSTERD)
         agents = {i: start_agent(hosts, i, port, out) for i in (1, 2, 3)}
 
         def logs():

@@ -11,9 +11,9 @@ version (torch_versions.py):
   and the job restarts from its checkpoint as a tutorial script does, with
   the same final weights; a script without the module under the default
   auto recovery restarts, and muster logs why it was not in place;
-- elastic (musterd, 3 agents x 2 workers, --nnodes 2:3): an agent SIGKILLed
-  leaves the other agents' workers running under the same pids into a world
-  of 4; a node joining mid-run finds the running workers rejoining with their
+- elastic (musterd, 3 agents x 2 workers, --nnodes 2:3): an agent SIGKILLed,
+  or SIGSTOPped (silent, its workers still running), leaves the other
+  agents' workers running under the same pids into a world of 4; a node joining mid-run finds the running workers rejoining with their
   pids and its own fresh workers taking their state from a peer.
 
 Weights are compared with a tolerance of 1e-5 (absolute): after a recovery
@@ -25,9 +25,10 @@ import os
 import signal
 import struct
 
-from elastic_harness import start_musterd
-from harness import (MUSTER, SOURCE_DIR, check, kill_tree, run, run_tests, start, tempdir,
-                     wait_for, write_file)
+from elastic_harness import MUSTERD, start_musterd
+from harness import (MUSTER, SOURCE_DIR, Skip, check, descendants, kill_tree, run, run_tests,
+                     start, tempdir, wait_for, write_file)
+from netns_harness import DAEMON_ADDR, Hosts, host_addr, remove_stale_hosts
 from torch_versions import each_version
 
 EXAMPLE = os.path.join(SOURCE_DIR, "examples", "torch", "ddp_in_place.py")
@@ -233,26 +234,106 @@ class ElasticJob:
         return "".join(e for _, _, e in results)
 
 
+def check_survivors_kept_their_process(version, job, err):
+    """After a node was lost: the survivors recovered in place, the 4 processes that ended
+    the job all stepped in the world of 6, and the weights are the fault-free run's."""
+    check("event=in_place_recovered" in err, "the survivors did not recover in place", err)
+    steps = read_steps(job.log)
+    before = {pid for entries in steps.values() for s, pid in entries if s <= 10}
+    after = {pid for entries in steps.values() for s, pid in entries if s == STEPS}
+    check(len(after) == 4, f"{len(after)} processes ended the job, not 4")
+    check(after <= before, f"processes started after the loss ended the job: {after - before}")
+    check_weights(version, job.log, nproc=3)
+    check(job.daemon.poll() is None, "musterd died")
+
+
 @each_version
 def an_agent_killed_leaves_the_other_nodes_workers_in_their_process(version):
     job = ElasticJob(version, "0.05")
     job.add_agents(3)
     job.wait_stepping(10)
     os.kill(job.agents[2].pid, signal.SIGKILL)
-    err = job.wait_ok(job.agents[:2], "survivor exits")
-    check("event=in_place_recovered" in err, "the survivors did not recover in place", err)
-    steps = read_steps(job.log)
-    # Every process that stepped in the world of 4 had stepped in the world of 6.
-    by_pid = {}
-    for rank, entries in steps.items():
-        for step, pid in entries:
-            by_pid.setdefault(pid, set()).add(rank)
-    before = {pid for rank, entries in steps.items() for s, pid in entries if s <= 10}
-    after = {pid for rank, entries in steps.items() for s, pid in entries if s == STEPS}
-    check(len(after) == 4, f"{len(after)} processes ended the job, not 4")
-    check(after <= before, f"processes started after the loss ended the job: {after - before}")
-    check_weights(version, job.log, nproc=3)
-    check(job.daemon.poll() is None, "musterd died")
+    check_survivors_kept_their_process(version, job,
+                                       job.wait_ok(job.agents[:2], "survivor exits"))
+
+
+@each_version
+def an_agent_stopped_is_left_behind_and_the_others_keep_their_process(version):
+    # SIGSTOP: the agent is silent (no heartbeat) while its workers still run;
+    # the daemon declares it lost, the others pause and rejoin a world of 4.
+    job = ElasticJob(version, "0.05")
+    job.add_agents(3)
+    job.wait_stepping(10)
+    stopped = job.agents[2]
+    its_workers = set(descendants(stopped.pid))
+    at_stop = max(s for entries in read_steps(job.log).values() for s, _ in entries)
+    os.kill(stopped.pid, signal.SIGSTOP)
+    try:
+        def four_others_moved_on():
+            steps = read_steps(job.log)
+            moved = {pid for entries in steps.values() for s, pid in entries
+                     if s >= at_stop + 10 and pid not in its_workers}
+            return len(moved) >= 4
+        check(wait_for(four_others_moved_on, 120), "the other nodes did not go on without it")
+    finally:
+        os.kill(stopped.pid, signal.SIGKILL)  # its workers die with it (parent-death signal)
+    check_survivors_kept_their_process(version, job,
+                                       job.wait_ok(job.agents[:2], "survivor exits"))
+
+
+@each_version
+def a_hosts_link_cut_leaves_the_other_hosts_workers_in_their_process(version):
+    # Three hosts in network namespaces (netns_harness); the bridge port of a
+    # host that is not the master goes down: it vanishes without a RST, its
+    # agent fences itself, and the others pause and rejoin a world of 4.
+    if os.geteuid() != 0:
+        raise Skip(f"needs root for network namespaces (running as uid {os.geteuid()})")
+    version.require()
+    remove_stale_hosts()
+    log = os.path.join(tempdir(), "steps.log")
+    with Hosts(3) as hosts:
+        daemon, port = hosts.start_musterd(MUSTERD)
+        script = [EXAMPLE, "--steps", str(STEPS), "--log", log, "--sleep", "0.05"]
+        agents = {i: hosts.spawn(
+            f"{hosts.prefix}-h{i}",
+            [MUSTER, "--nnodes", "2:3", "--nproc-per-node", "2", "--rdzv-backend", "muster",
+             "--rdzv-endpoint", f"{DAEMON_ADDR}:{port}", "--rdzv-id", "in-place-link",
+             "--local-addr", host_addr(i), "--max-restarts", "3"] + script, f"agent-h{i}",
+            # Gloo binds where the hostname resolves (loopback in a namespace) unless told.
+            env=env_for(version, GLOO_SOCKET_IFNAME=hosts.interface(i)))
+            for i in (1, 2, 3)}
+
+        def logs():
+            return "\n".join(f"{p.log_name}:\n{hosts.log(p)}" for p in [daemon, *agents.values()])
+
+        check(wait_for(lambda: steps_logged(log, 6 * 10), 180), "the job of 6 ranks did not step",
+              logs())
+        master_pid = pids_of(read_steps(log), 0)[0]
+        victim = next(i for i, a in agents.items() if master_pid not in descendants(a.pid))
+        its_workers = set(descendants(agents[victim].pid))
+        at_cut = max(s for entries in read_steps(log).values() for s, _ in entries)
+        hosts.link(victim, "down")
+
+        def four_others_moved_on():
+            moved = {pid for entries in read_steps(log).values() for s, pid in entries
+                     if s >= at_cut + 10 and pid not in its_workers}
+            return len(moved) >= 4
+        check(wait_for(four_others_moved_on, 120), "the other hosts did not go on", logs())
+        survivors = [a for i, a in agents.items() if i != victim]
+        check(wait_for(lambda: all(a.poll() is not None for a in survivors), 240),
+              "the survivors did not finish", logs())
+        check(all(a.returncode == 0 for a in survivors),
+              f"survivor exits {[a.returncode for a in survivors]}", logs())
+        err = "".join(hosts.log(a) for a in survivors)
+        check("event=in_place_recovered" in err, "the survivors did not recover in place", err)
+        steps = read_steps(log)
+        before = {pid for entries in steps.values() for s, pid in entries if s <= 10}
+        after = {pid for entries in steps.values() for s, pid in entries if s == STEPS}
+        check(len(after) == 4, f"{len(after)} processes ended the job, not 4")
+        check(after <= before, f"processes started after the cut ended the job: {after - before}")
+        check_weights(version, log, nproc=3)
+        check(daemon.poll() is None, "musterd died", hosts.log(daemon))
+    check(not hosts.leftovers(), f"left behind: {hosts.leftovers()}")
 
 
 @each_version
