@@ -70,16 +70,11 @@ FollowerActions ElasticFollower::OnWorkersPausing(int exit_code, const std::stri
 
 FollowerActions ElasticFollower::OnWorkersPaused() {
   FollowerActions out;
-  if (state_ == State::kRunning && current_) {
-    // The workers paused with no local failure (a hang probe every one of
-    // them answered: the hang is another node's). They no longer step in
-    // the current generation, so the next one (which that node's failure
-    // brings) may form, and rejoins them.
-    DropCurrent(out);
-    state_ = State::kPaused;
-    if (pending_) Rejoin(*pending_, out);
-    return out;
-  }
+  // The workers may have paused with no local failure, the follower still
+  // running (a hang probe every one of them answered: the hang is another
+  // node's). They no longer step in the current generation either: the
+  // pause goes on as one the follower asked for, with no failure to report.
+  if (state_ == State::kRunning && current_) state_ = State::kPausing;
   if (state_ != State::kPausing) return out;
   // The daemon hears of a local failure only now: it counts as this node's
   // workers gone, and the next generation must not form under a worker that

@@ -44,7 +44,9 @@ thread of its own (session.py).
 import contextlib
 import datetime
 import gc
+import itertools
 import os
+import re
 import time
 import weakref
 
@@ -56,9 +58,11 @@ from muster.session import EXIT_RECOVERY_FAILED, RecoveryExit, Session, log
 from muster.state_sync import agree_on_state
 
 # Words of the errors gloo, NCCL and the store raise when a peer is lost or
-# the group was interrupted (torch 1.13 raises plain RuntimeErrors).
-_COLLECTIVE_ERROR_WORDS = ("gloo", "nccl", "connection", "socket", "peer", "timed out",
-                           "timeout", "processgroup", "store", "broken pipe")
+# the group was interrupted (torch 1.13 raises plain RuntimeErrors), matched
+# as whole words: a script's own error that only contains one ("restore")
+# is raised as it came.
+_COLLECTIVE_ERROR = re.compile(r"\b(gloo|nccl|connection|socket|peer|timed out|timeout|"
+                               r"processgroup|store|broken pipe)\b")
 
 
 def is_collective_error(error: BaseException) -> bool:
@@ -67,8 +71,7 @@ def is_collective_error(error: BaseException) -> bool:
         return True
     if not isinstance(error, RuntimeError):
         return False
-    text = str(error).lower()
-    return any(word in text for word in _COLLECTIVE_ERROR_WORDS)
+    return _COLLECTIVE_ERROR.search(str(error).lower()) is not None
 
 
 def _exit_stuck(stuck):
@@ -82,9 +85,8 @@ def _exit_stuck(stuck):
 
 
 def _device_of(module):
-    for tensor in list(module.parameters()) + list(module.buffers()):
-        return tensor.device
-    return torch.device("cpu")
+    first = next(itertools.chain(module.parameters(), module.buffers()), None)
+    return torch.device("cpu") if first is None else first.device
 
 
 class InPlace:
@@ -100,7 +102,6 @@ class InPlace:
         self.optimizer = optimizer
         self.state = {} if state is None else state
         self.step = int(step)
-        self.recoveries = 0
         self._device = _device_of(model)
         if backend is None:
             backend = "nccl" if self._device.type == "cuda" else "gloo"
@@ -270,7 +271,6 @@ class InPlace:
                     f"({type(error).__name__}: {error}); waiting for muster")
                 self._leave(None)
         self._fault = None
-        self.recoveries += 1
         done = time.monotonic()
         origin = "its own" if source in (None, -1, self.rank) else f"rank {source}'s"
         # The phases, so the slowest is visible: leave (group destroyed,

@@ -14,9 +14,9 @@ Contract:
   (MUSTER_CONTROL_FD) and hosts the store (TORCHELASTIC_USE_AGENT_STORE is
   true); otherwise `in_place` is False, nothing is ever said, and the worker
   behaves as under torchrun.
-- While `in_place`, a thread of the session reads every agent line; each
-  one calls `on_message` (from that thread) and is queued for the main
-  thread. `message_waiting()` is a flag test, no system call.
+- While `in_place`, a thread of the session reads every agent line and
+  queues it for the main thread; a pause, a stop or the channel's end first
+  calls `on_message` (from that thread), a join does not. `message_waiting()` is a flag test, no system call.
 - Every wait (`leave`, `await_join`) is bounded by `timeout` seconds. When
   muster stops the worker, closes the channel or does not answer in time,
   the session raises RecoveryExit: the process should exit with its `code`
@@ -140,13 +140,19 @@ class Session:
                 continue
             except ChannelClosed as e:
                 message = e
-            if message is not None:
-                self._messages.put(message)
-                self._waiting.set()
+            if message is None:
+                continue
+            # A message that ends the generation interrupts its collectives,
+            # before the main thread can see it. A join does not: the main
+            # thread forms the new group as soon as it takes the join, and
+            # an interrupt then would cut that group's sockets.
+            if not isinstance(message, Join):
                 try:
                     self._on_message()
                 except Exception as e:  # the interrupt is best effort
                     log(f"interrupting the process group failed: {e}")
+            self._messages.put(message)
+            self._waiting.set()
             if isinstance(message, ChannelClosed):
                 return
 

@@ -47,7 +47,7 @@ class SocketInterruptTest(unittest.TestCase):
 
         group._init(init)
         self.assertIn("shut down 2 socket(s)", group.interrupt())
-        client, server = made["pair"]
+        _, server = made["pair"]
         self.assertEqual(server.recv(10), b"", "the group's connection is still open")
         # The listener still accepts; the socket older than the group still talks.
         self.keep(socket.create_connection(made["listener"].getsockname()))
@@ -82,12 +82,29 @@ class SocketInterruptTest(unittest.TestCase):
         interrupted = {}
 
         def init():  # blocked on the store, as for a dead peer
-            client, server = self.keep(*connected_pair(listener))
+            _, server = self.keep(*connected_pair(listener))
             interrupted["what"] = group.interrupt()
             self.assertEqual(server.recv(10), b"")
 
         group._init(init)
         self.assertIn("shut down 2 socket(s)", interrupted["what"])
+
+
+class CollectiveErrorTest(unittest.TestCase):
+    def test_the_errors_of_a_lost_peer_are_collectives(self):
+        from muster.in_place import is_collective_error
+        for text in ["[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer",
+                     "Read error [127.0.0.1]:10886: Connection reset by peer",
+                     "NCCL error: remote process exited", "Socket Timeout",
+                     "Timed out waiting 60000ms for recv operation to complete"]:
+            self.assertTrue(is_collective_error(RuntimeError(text)), text)
+
+    def test_a_scripts_own_errors_are_not(self):
+        from muster.in_place import is_collective_error
+        for error in [RuntimeError("cannot restore the optimizer: shapes differ"),
+                      RuntimeError("mat1 and mat2 shapes cannot be multiplied"),
+                      ValueError("Connection closed by peer")]:  # not a RuntimeError
+            self.assertFalse(is_collective_error(error), str(error))
 
 
 class NcclAbortTest(unittest.TestCase):
