@@ -43,7 +43,7 @@ bool IsControlLine(std::string_view line) {
 bool Agent::RecoversInPlace() const {
   // Static runs across nodes restart each node on its own (as torchrun's
   // static backend): nothing would pause the other nodes' workers.
-  return options_.recover_in_place() && (elastic_ || node_.group_world_size == 1);
+  return options_.recovers_in_place(elastic_.has_value(), node_.group_world_size);
 }
 
 void Agent::LogWhyNotInPlace() const {

@@ -74,13 +74,13 @@ void Rendezvous(std::ostringstream& out, const LaunchOptions& options,
       << (options.max_nodes == 1 ? "" : "s") << ", this node is node " << options.node_rank << "\n";
 }
 
-// Which path a failure will take (launch_options.h's Recovery): the same
-// rule as Agent::RecoversInPlace, which the agent applies at run time.
+// Which path a failure will take, and why (LaunchOptions::recovers_in_place,
+// the rule the agent applies at run time).
 void Recovery(std::ostringstream& out, const LaunchOptions& options, bool elastic) {
   out << "recovery: ";
   if (!options.recover_in_place()) {
     out << "restart every worker after a failure (--recovery restart)\n";
-  } else if (!elastic && options.max_nodes > 1) {
+  } else if (!options.recovers_in_place(elastic, options.max_nodes)) {
     out << "restart every worker after a failure (a static run across nodes cannot pause the "
            "other nodes' workers)\n";
   } else {

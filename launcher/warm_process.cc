@@ -237,6 +237,11 @@ void WarmProcess::Settle(State state, const std::string& why) {
   on_settled_.clear();
 }
 
+void WarmProcess::GiveUp(const std::string& why) {
+  Kill();
+  Settle(State::kUnusable, why);
+}
+
 void WarmProcess::WhenSettled(std::function<void()> then) {
   if (state_ == State::kStarting) {
     on_settled_.push_back(std::move(then));
@@ -301,11 +306,7 @@ std::optional<pid_t> WarmProcess::Fork(const SpawnRequest& request, const WarmCh
   std::memcpy(CMSG_DATA(rights), fds.data(), sizeof(int) * 4);
   if (sendmsg(channel_, &header, MSG_NOSIGNAL) != static_cast<ssize_t>(text.size())) {
     // Gone (its exit not seen yet) or its channel broken: no later worker tries.
-    const std::string reason = std::string("cannot send a fork request: ") + std::strerror(errno);
-    Kill();
-    state_ = State::kUnusable;
-    unusable_reason_ = reason;
-    Fallback(reason);
+    GiveUp(std::string("cannot send a fork request: ") + std::strerror(errno));
     return std::nullopt;
   }
   pollfd ready{channel_, POLLIN, 0};
@@ -317,11 +318,7 @@ std::optional<pid_t> WarmProcess::Fork(const SpawnRequest& request, const WarmCh
   auto reply = polled > 0 ? ReceiveMessage(channel_, closed) : std::nullopt;
   if (!reply) {
     // Stuck or gone: no later worker waits on it.
-    Kill();
-    state_ = State::kUnusable;
-    unusable_reason_ =
-        polled == 0 ? "a fork request had no answer in 10 s" : "the warm process exited";
-    Fallback(unusable_reason_);
+    GiveUp(polled == 0 ? "a fork request had no answer in 10 s" : "the warm process exited");
     return std::nullopt;
   }
   if (!reply->contains("pid") || !(*reply)["pid"].is_number_integer()) {

@@ -81,6 +81,8 @@ class WarmProcess {
   void WatchExit();
   void Fallback(const std::string& reason);
   void Kill();
+  // Kills it and settles unusable for `why`: every later worker starts cold.
+  void GiveUp(const std::string& why);
 
   boost::asio::io_context& io_;
   WarmSettings settings_;

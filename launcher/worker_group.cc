@@ -137,9 +137,7 @@ bool WorkerGroup::OnProgress(uint64_t tag, int64_t step, SteadyTime now) {
 }
 
 void WorkerGroup::OnProgressClosed(uint64_t tag) {
-  for (auto& w : workers_) {
-    if (w.tag == tag && w.running) w.last_progress.reset();
-  }
+  if (Worker* w = Find(tag)) w->last_progress.reset();
 }
 
 void WorkerGroup::KillHung(Worker& worker, SteadyTime now, WallTime wall) {

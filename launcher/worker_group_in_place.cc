@@ -100,7 +100,8 @@ void WorkerGroup::OnRecoveryDeadline(SteadyTime now, WallTime wall) {
     if (w.phase == Phase::kPaused) any_paused = true;
     if (w.phase == Phase::kPausing) silent.push_back(&w);
   }
-  if (std::exchange(waiting_for_remote_hang_, false) && !rejoined_ && silent.empty()) {
+  // Set only once every worker paused, and cleared by a rejoin or a new pause.
+  if (std::exchange(waiting_for_remote_hang_, false)) {
     FallBack(
         "paused for a hang on another node, and no next generation came within the recovery "
         "timeout",

@@ -63,12 +63,36 @@ def save_checkpoint(path, model, optimizer, step):
     os.replace(partial, path)
 
 
-def main():
-    args = parse_args()
+def make_model_and_optimizer(device="cpu"):
     torch.manual_seed(0)  # the same initial weights on every rank
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.Tanh(),
-                                torch.nn.Linear(HIDDEN, 1))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+                                torch.nn.Linear(HIDDEN, 1)).to(device)
+    return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+
+def loss_of(model, step, rank, world_size, device="cpu"):
+    """This rank's loss for `step`: the sum over its share of the global batch,
+    scaled so that DDP's average over ranks is the global batch's mean,
+    whatever the world size."""
+    x, y = (t.to(device) for t in batch_of(step))
+    mine = slice(rank, None, world_size)  # this rank's share
+    loss = F.mse_loss(model(x[mine]), y[mine], reduction="sum")
+    return loss * world_size / GLOBAL_BATCH
+
+
+def log_step(log, rank, steps_done):
+    os.write(log, f"STEP {rank} {steps_done} {os.getpid()} {time.time():.6f}\n".encode())
+
+
+def write_weights(path, model):
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).float().cpu()
+    with open(path, "wb") as out:
+        out.write(flat.numpy().astype("<f4").tobytes())
+
+
+def main():
+    args = parse_args()
+    model, optimizer = make_model_and_optimizer()
     start = 0
     if args.ckpt and os.path.exists(args.ckpt):
         saved = torch.load(args.ckpt)
@@ -80,24 +104,17 @@ def main():
     log = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     for step in job.steps(args.steps):
         with job.guard():
-            x, y = batch_of(step)
-            mine = slice(job.rank, None, job.world_size)  # this rank's share
-            # The sum over this rank's samples, scaled so that DDP's average
-            # over ranks is the global batch's mean, whatever the world size.
-            loss = F.mse_loss(job.model(x[mine]), y[mine], reduction="sum")
-            loss = loss * job.world_size / GLOBAL_BATCH
+            loss = loss_of(job.model, step, job.rank, job.world_size)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            os.write(log, f"STEP {job.rank} {step + 1} {os.getpid()} {time.time():.6f}\n".encode())
+            log_step(log, job.rank, step + 1)
             if args.ckpt and job.rank == 0 and (step + 1) % args.ckpt_every == 0:
                 save_checkpoint(args.ckpt, model, optimizer, step + 1)
             if args.sleep > 0:
                 time.sleep(args.sleep)
     if job.rank == 0:
-        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).to(torch.float32)
-        with open(args.log + ".weights", "wb") as out:
-            out.write(flat.numpy().astype("<f4").tobytes())
+        write_weights(args.log + ".weights", model)
     job.close()
 
 

@@ -5,8 +5,9 @@
 standard library alone (control/PROTOCOL.md). Importing the package does
 not import torch: `InPlace` loads it on first use.
 """
+from muster.control import PROTOCOL_VERSION  # noqa: F401 (standard library only)
+
 __version__ = "0.1.0"
-PROTOCOL_VERSION = 1
 
 __all__ = ["InPlace", "is_collective_error", "__version__"]
 

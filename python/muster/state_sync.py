@@ -35,7 +35,7 @@ def _broadcast_bytes(payload, source, device):
     else:
         data = torch.empty(int(size.item()), dtype=torch.uint8, device=device)
     dist.broadcast(data, source)
-    return bytes(data.cpu().numpy().tobytes())
+    return data.cpu().numpy().tobytes()
 
 
 def agree_on_state(step, module, optimizer, extra, device):

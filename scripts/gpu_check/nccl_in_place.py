@@ -3,7 +3,7 @@ GPU over NCCL, recovering in place with the muster Python package.
 
     muster --nproc-per-node N [--inject kill-worker,...] nccl_in_place.py --steps S --log FILE
 
-The model, data and loop are the example's (its batch_of and sizes), on
+The model, data and loop are the example's (its model, loss, step line and weights), on
 cuda:(LOCAL_RANK % device count), with muster.InPlace(backend="nccl"). A
 killed peer's NCCL collective is interrupted by the module's abort
 (process_group.py) and the group is formed anew. Ranks sharing a GPU get a
@@ -26,10 +26,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "torch"))
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 import muster  # noqa: E402
-from ddp_in_place import FEATURES, GLOBAL_BATCH, HIDDEN, batch_of  # noqa: E402
+import ddp_in_place as example  # noqa: E402  (its model, loss, step line and weights file)
 
 
 def main():
@@ -43,29 +42,21 @@ def main():
         os.environ.setdefault("NCCL_HOSTID", f"muster-gpu-check-{os.getpid()}")
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"]) % torch.cuda.device_count())
     torch.cuda.set_device(device)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.Tanh(),
-                                torch.nn.Linear(HIDDEN, 1)).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    model, optimizer = example.make_model_and_optimizer(device)
     job = muster.InPlace(model, optimizer, backend="nccl")
     log = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     for step in job.steps(args.steps):
         with job.guard():
-            x, y = (t.to(device) for t in batch_of(step))
-            mine = slice(job.rank, None, job.world_size)
-            loss = F.mse_loss(job.model(x[mine]), y[mine], reduction="sum")
-            loss = loss * job.world_size / GLOBAL_BATCH
+            loss = example.loss_of(job.model, step, job.rank, job.world_size, device)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             torch.cuda.synchronize(device)
-            os.write(log, f"STEP {job.rank} {step + 1} {os.getpid()} {time.time():.6f}\n".encode())
+            example.log_step(log, job.rank, step + 1)
             if args.sleep > 0:
                 time.sleep(args.sleep)
     if job.rank == 0:
-        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).float().cpu()
-        with open(args.log + ".weights", "wb") as out:
-            out.write(flat.numpy().astype("<f4").tobytes())
+        example.write_weights(args.log + ".weights", model)
     job.close()
 
 
