@@ -6,7 +6,7 @@ and the lines the muster package and muster log about a recovery.
     log.poll()                                   # reads the lines completed since the last poll
     log.all_at(world, step)                      # every rank 0..world-1 logged step >= `step`
     log.new_generation(t0, world, agreed)        # {rank: its first Step of the new generation}
-    recovery_lines(text)                         # a RecoveryLines of a launcher's stderr
+    RecoveryLog().poll(paths)                    # the RecoveryLines of launchers' stderr
 
 A STEP line is `STEP <rank> <step> <pid> <unix time>`, appended by each rank after every
 optimizer step; `step` counts the steps done (1 for the first). Its time is the
@@ -155,13 +155,26 @@ class RecoveryLines:
         self.fallbacks += [f"{e}: {why}" for e, why in FALLBACK.findall(text)]
 
 
-def recovery_lines(paths):
-    """The RecoveryLines of the files `paths` (launchers' stderr) together."""
-    lines = RecoveryLines()
-    for path in paths:
-        try:
-            with open(path, errors="replace") as f:
-                lines.add(f.read())
-        except OSError:
-            pass
-    return lines
+class RecoveryLog:
+    """The RecoveryLines of launchers' stderr files, read as they grow: each
+    poll parses only the complete lines a file gained since the last, so a
+    poll during a timed recovery costs next to nothing."""
+
+    def __init__(self):
+        self.lines = RecoveryLines()
+        self._consumed = {}  # path -> bytes parsed
+
+    def poll(self, paths):
+        for path in paths:
+            done = self._consumed.get(path, 0)
+            try:
+                with open(path, "rb") as f:
+                    f.seek(done)
+                    chunk = f.read()
+            except OSError:
+                continue
+            end = chunk.rfind(b"\n") + 1
+            if end:
+                self.lines.add(chunk[:end].decode(errors="replace"))
+                self._consumed[path] = done + end
+        return self.lines

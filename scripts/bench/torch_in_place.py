@@ -100,7 +100,7 @@ import torch_recovery
 from bench_procs import alive, exit_with, free_port, interrupt_on_signals, sigkill
 from bench_scenarios import (RunError, Scenario, add_keep_and_bin_dir_args, add_wait_args, find_binaries,
                              finish, fmt, print_targets, run_alternated, scenario_parser)
-from in_place_logs import StepLog, recovery_lines
+from in_place_logs import RecoveryLog, StepLog
 from torch_in_place_report import report_faults, report_overhead, targets
 from torch_recovery import (agents_to_kill, base_env, descendants, elastic_flags, torchrun_cmd,
                             wait_port)
@@ -128,12 +128,14 @@ class Run(torch_recovery.Run):
         self.log_path = os.path.join(self.dir, "steps.log")
         self.traces = StepLog(self.log_path)
         self.script = [EXAMPLE]
+        self._recovery = RecoveryLog()
 
     def script_args(self, args):
         return self.script
 
     def recovery(self):
-        return recovery_lines([p.err_path for p in self.procs])
+        """The recovery lines of every launcher's stderr so far (read incrementally)."""
+        return self._recovery.poll([p.err_path for p in self.procs])
 
     def shown_commands(self):
         """The command lines run, each once."""
