@@ -111,6 +111,8 @@ class InPlace:
         self._fault = None        # the failure a guard swallowed, until recovered
         self._stepped = False     # the optimizer stepped during the current body
         self._form_phases = ""
+        self._rank = int(os.environ.get("RANK", "0"))
+        self._world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self._group = ProcessGroup(backend, datetime.timedelta(seconds=timeout))
         self._session = Session.from_env(timeout, on_message=self._interrupt)
         if backend == "nccl" and self._session.in_place:
@@ -147,11 +149,14 @@ class InPlace:
 
     @property
     def rank(self) -> int:
-        return dist.get_rank()
+        """This process's rank in the generation last formed. Kept, not asked of
+        torch: an aborted NCCL group is no longer the default group."""
+        return self._rank
 
     @property
     def world_size(self) -> int:
-        return dist.get_world_size()
+        """The world size of the generation last formed (kept, as `rank`)."""
+        return self._world_size
 
     def steps(self, total: int):
         """Yields the index of each step to run, from the agreed step up to
@@ -227,10 +232,12 @@ class InPlace:
     def _form(self):
         if not self._session.in_place:
             self._group.form_from_env()
+            self._rank, self._world_size = dist.get_rank(), dist.get_world_size()
             self._model = self._wrap()
             return None
         began = time.monotonic()
         self._group.form(self._session.membership)
+        self._rank, self._world_size = dist.get_rank(), dist.get_world_size()
         formed = time.monotonic()
         step, source = agree_on_state(self.step, self.module, self.optimizer, self.state,
                                       self._device)
