@@ -8,13 +8,13 @@
 // tied to it with PR_SET_PDEATHSIG). Every process it starts or signals goes
 // through the ProcessSpawner it is given.
 //
-// The agent decides nothing itself: it carries out what its decision
-// objects return. Static mode: StaticFollower (static_follower.h) decides
-// every start, restart and the exit code. Elastic mode follows the daemon's
-// generations: ElasticFollower (elastic_follower.h) decides. A recovery in
-// place, in either mode: InPlaceRecovery (in_place_recovery.h) says how it
-// goes, and the mode's follower what the node does about it. What each
-// counter (the attempt, the failure restarts) means: static_follower.h.
+// What the run does next is never the agent's own decision: it carries out
+// what its decision objects return, and keeps only the mechanics (processes,
+// pipes, timers, the store, the run directory). Static mode: StaticFollower (static_follower.h)
+// decides every start, restart and the exit code. Elastic mode follows the daemon's generations:
+// ElasticFollower (elastic_follower.h) decides. A recovery in place, in either mode:
+// InPlaceRecovery (in_place_recovery.h) says how it goes, and the mode's follower what the node
+// does about it. What each counter (the attempt, the failure restarts) means: static_follower.h.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

@@ -120,6 +120,8 @@ TEST_CASE("an elastic node follows a membership change into the next generation"
   CHECK(run.Started() ==
         Lines{"attempt=0 rank=0", "attempt=0 rank=1", "attempt=1 rank=0", "attempt=1 rank=1"});
   CHECK(run.WorldSizes() == std::vector<std::string>{"2", "2", "4", "4"});
+  CHECK(rendezvous.join.local_world_size == 2);
+  CHECK(rendezvous.join.max_restarts == 3);
   CHECK(rendezvous.calls == Lines{"start", "current gen=1", "current none", "current gen=2",
                                   "succeeded gen=2", "stop"});
 }

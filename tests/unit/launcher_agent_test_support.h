@@ -48,7 +48,7 @@ class FakeRendezvous final : public RendezvousLink {
   RendezvousLinkFactory Factory() {
     return [this](boost::asio::io_context&, rdzv::ClientOptions options,
                   rdzv::RendezvousClient::Callbacks callbacks) -> std::unique_ptr<RendezvousLink> {
-      options_ = std::move(options);
+      join = std::move(options.join);
       callbacks_ = std::move(callbacks);
       return std::make_unique<Forward>(*this);
     };
@@ -108,6 +108,7 @@ class FakeRendezvous final : public RendezvousLink {
   }
 
   std::vector<std::string> calls;  // what the agent asked, in order
+  rdzv::Join join;                 // what the agent joins with
   std::function<void()> on_start;  // after Start()
   std::function<void(uint64_t)> on_succeeded;
   std::function<void(uint64_t)> on_failure;
@@ -135,7 +136,6 @@ class FakeRendezvous final : public RendezvousLink {
 
   boost::asio::io_context& io_;
   int local_world_size_;
-  rdzv::ClientOptions options_;
   rdzv::RendezvousClient::Callbacks callbacks_;
 };
 
