@@ -93,8 +93,8 @@ class Agent final : public SpawnEvents {
   // --standalone, or the c10d rule: see host_rules.h); false when it should
   // but cannot (the error is logged).
   bool ServeRendezvousIfHost();
-  // Carry out the followers' actions in order (static: agent.cc; elastic:
-  // agent_elastic.cc).
+  // Carry out the followers' actions in order (static: agent_static.cc;
+  // elastic: agent_elastic.cc).
   void Follow(const StaticActions& actions);
   void Follow(const FollowerActions& actions);
   // ReportFailureLocally, in both modes: keeps the group's first failure as

@@ -3,6 +3,8 @@
 // rendezvous client and the worker group report (events) and carries out
 // what it returns (actions), in order; nothing here touches a process, a
 // socket, the store or a clock. Tests: tests/unit/launcher_elastic_follower_test.cc.
+// Its sibling for static runs: StaticFollower (static_follower.h), which also
+// says what each counter (the attempt, the failure restarts) means.
 //
 // clang-format off
 // States and transitions ("running" below means kRunning, kStopping,
