@@ -10,12 +10,10 @@
 #include <filesystem>
 
 #include "launcher/failure_report.h"
-#include "launcher/host_rules.h"
 #include "launcher/output_routes.h"
 #include "launcher/root_cause_file.h"
 #include "launcher/warm_process.h"
 #include "launcher/worker_env.h"
-#include "rendezvous/client/rendezvous_client.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "store/store_server.h"
 
@@ -40,7 +38,8 @@ std::string HostName() {
 Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions options, LaunchPlan plan,
              std::optional<rdzv::Assignment> static_assignment,
              std::optional<ElasticConfig> elastic, std::vector<std::string> inherited_env,
-             EnvLookup env, std::vector<int> handled_signals, WarmProcess* warm)
+             EnvLookup env, std::vector<int> handled_signals, WarmProcess* warm,
+             RendezvousLinkFactory connect_rendezvous)
     : options_(std::move(options)),
       plan_(std::move(plan)),
       inherited_env_(std::move(inherited_env)),
@@ -52,6 +51,9 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
       spawner_(spawner),
       warm_(warm),
       elastic_(std::move(elastic)),
+      connect_rendezvous_(connect_rendezvous ? std::move(connect_rendezvous)
+                                             : RendezvousLinkFactory(ConnectRendezvous)),
+      static_follower_(options_.max_restarts),
       fault_timer_(io_),
       held_output_timer_(io_) {
   spawner_.SetEvents(*this);
@@ -75,48 +77,6 @@ int Agent::Run() {
   if (elastic_) return RunElastic();  // starts fault injection once it knows its role
   StartFaultInjection();
   return RunStatic();
-}
-
-int Agent::RunStatic() {
-  if (node_.group_rank == 0) {
-    const std::string bind_host =
-        StaticStoreBindHost(node_.master_addr, node_.group_world_size,
-                            AllNodesOnThisMachine({node_.master_addr}, options_.local_addr));
-    auto server =
-        store::StoreServer::Start(io_, bind_host, static_cast<uint16_t>(node_.master_port));
-    if (!server.ok()) {
-      spdlog::error("worker store: {}", server.status().message());
-      return 1;
-    }
-    store_ = std::move(server).value();
-    node_.master_port = store_->port();
-  }
-  if (auto s = PrepareRunDirectory(); !s.ok()) {
-    spdlog::error("{}", s.message());
-    return 1;
-  }
-  spdlog::info(
-      "run_id={} rendezvous=static node_rank={} nnodes={} nproc_per_node={} world_size={} "
-      "master={}:{} gpus={} ({})",
-      plan_.run_id, node_.group_rank, node_.group_world_size, node_.local_world_size,
-      node_.world_size, node_.master_addr, node_.master_port, plan_.gpus.ids.size(),
-      plan_.gpus.source);
-
-  WaitForSignal();
-  AfterWarmUp([this] {
-    if (auto s = StartAttempt(); !s.ok()) {
-      spdlog::error("{}", s.message());
-      if (!group_ || group_->finished()) {
-        Finish(127);
-        return;
-      }
-      exit_code_ = 127;
-      done_ = true;  // let the workers already started stop, then leave
-    }
-    AfterGroupEvent();
-  });
-  io_.run();
-  return exit_code_;
 }
 
 void Agent::StartWarmProcess() {
@@ -178,7 +138,7 @@ Status Agent::PrepareRunDirectory() {
   return Status::Ok();
 }
 
-Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attempt_dir,
+Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(int attempt, const std::string& attempt_dir,
                                                        const std::vector<int>& local_ranks) {
   std::vector<WorkerSpec> specs;
   for (const int local_rank : local_ranks) {
@@ -189,7 +149,7 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attemp
 
     WorkerIdentity id;
     id.local_rank = local_rank;
-    id.restart_count = restart_count_;
+    id.restart_count = attempt;  // TORCHELASTIC_RESTART_COUNT: static_follower.h
     id.max_restarts = options_.max_restarts;
     id.run_id = plan_.run_id;
     id.role = options_.role;
@@ -211,32 +171,33 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(const std::string& attemp
     auto variables = WorkerVariables(node_, id, env_);
     AddFaultVariables(variables);
     spec.request.env = MergeEnvironment(inherited_env_, variables);
-    spec.request.tag = TagFor(local_rank);
+    spec.request.tag = WorkerGroup::MakeTag(static_cast<uint32_t>(attempt), local_rank);
     specs.push_back(std::move(spec));
   }
   return specs;
 }
 
-Status Agent::StartAttempt() {
+Status Agent::StartAttempt(int attempt) {
   // Static membership: each restart meets a store with no key or connection
   // of an earlier attempt (torch >= 2.6 no longer prefixes keys by attempt).
   // The first attempt's store is new already, and other nodes' workers may
   // be connected to it. With several nodes, restarts are not coordinated
   // (as with torchrun's static backend): node 0 renews the store when its own
   // workers restart. Elastic runs renew it per generation (StartGeneration).
-  if (!elastic_ && store_ && restart_count_ > 0) {
-    store_->Open(static_cast<uint64_t>(restart_count_) + 1);
+  if (!elastic_ && store_ && attempt > 0) {
+    store_->Open(static_cast<uint64_t>(attempt) + 1);
   }
+  attempt_ = attempt;
   std::vector<int> local_ranks(static_cast<size_t>(node_.local_world_size));
   for (int lr = 0; lr < node_.local_world_size; ++lr) local_ranks[static_cast<size_t>(lr)] = lr;
   outputs_.clear();
   open_streams_.clear();
   control_lines_.clear();
   stderr_tails_.clear();
-  auto specs = PrepareWorkers(local_ranks);
+  auto specs = PrepareWorkers(attempt, local_ranks);
   if (!specs.ok()) return specs.status();
   group_ = std::make_unique<WorkerGroup>(
-      spawner_, static_cast<uint32_t>(restart_count_),
+      spawner_, static_cast<uint32_t>(attempt),
       std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)),
       std::chrono::milliseconds(static_cast<int64_t>(options_.hang_timeout_s * 1000)));
   settling_ = false;
@@ -247,18 +208,18 @@ Status Agent::StartAttempt() {
   // running job starts at the job's attempt, not at 0.
   spdlog::info("started {} workers ranks={}..{} attempt={} (TORCHELASTIC_RESTART_COUNT={})",
                node_.local_world_size, node_.global_rank_offset,
-               node_.global_rank_offset + node_.local_world_size - 1, restart_count_,
-               restart_count_);
+               node_.global_rank_offset + node_.local_world_size - 1, attempt, attempt);
   return Status::Ok();
 }
 
-std::string Agent::AttemptDir() const {
-  return run_dir_ + "/attempt_" + std::to_string(restart_count_);
+std::string Agent::AttemptDir(int attempt) const {
+  return run_dir_ + "/attempt_" + std::to_string(attempt);
 }
 
-Result<std::vector<WorkerSpec>> Agent::PrepareWorkers(const std::vector<int>& local_ranks) {
-  const std::string attempt_dir = AttemptDir();
-  auto specs = MakeWorkerSpecs(attempt_dir, local_ranks);
+Result<std::vector<WorkerSpec>> Agent::PrepareWorkers(int attempt,
+                                                      const std::vector<int>& local_ranks) {
+  const std::string attempt_dir = AttemptDir(attempt);
+  auto specs = MakeWorkerSpecs(attempt, attempt_dir, local_ranks);
   if (!specs.ok()) return specs.status();
   if (Status s = OpenOutputs(*specs, attempt_dir); !s.ok()) return s;
   return specs;
@@ -293,11 +254,8 @@ void Agent::WaitForSignal() {
     spdlog::info("received {}; stopping workers", SignalName(sig));
     if (elastic_) {
       Follow(follower_.OnSignal(sig));
-    } else if (group_ && !group_->finished()) {
-      group_->Stop(sig, std::chrono::steady_clock::now());
-      AfterGroupEvent();
     } else {
-      Finish(128 + sig);
+      Follow(static_follower_.OnSignal(sig));
     }
     if (!finished_) WaitForSignal();
   });
@@ -383,7 +341,11 @@ void Agent::AfterGroupEvent() {
   // workers, then give their output a moment to drain before deciding.
   if (group_->state() != WorkerGroup::State::kSucceeded) group_->KillAllGroups();
   settling_ = true;
-  if (elastic_) follower_.OnWorkersGone();
+  if (elastic_) {
+    follower_.OnWorkersGone();
+  } else {
+    static_follower_.OnWorkersGone();
+  }
   timer_.cancel();
   if (open_streams_.empty()) {
     Settle();
@@ -406,53 +368,36 @@ void Agent::Settle() {
   }
   outputs_.clear();
   open_streams_.clear();
-  if (done_) {
-    Finish(exit_code_);
-    return;
-  }
+  if (finished_) return;
   if (elastic_) {
-    SettleElastic();
-    return;
-  }
-
-  switch (group_->state()) {
-    case WorkerGroup::State::kSucceeded:
-      spdlog::info("attempt={} all {} workers succeeded", restart_count_, node_.local_world_size);
-      Finish(0);
-      return;
-    case WorkerGroup::State::kInterrupted:
-      Finish(128 + (received_signal_ ? received_signal_ : group_->stop_signal()));
-      return;
-    case WorkerGroup::State::kFailed:
-      break;
-    default:
-      return;
-  }
-  const auto& failures = group_->failures();
-  const bool will_restart = restart_count_ < options_.max_restarts;
-  const int root_code = failures.empty() ? 1 : failures.front().status.ShellCode();
-  RecordAndPrintFailures(restart_count_, options_.max_restarts);
-  LogWhyNotInPlace();
-  if (!will_restart) {
-    Finish(root_code);
-    return;
-  }
-  ++restart_count_;
-  spdlog::info("restarting workers: attempt={} of max_restarts={}", restart_count_,
-               options_.max_restarts);
-  if (auto s = StartAttempt(); !s.ok()) {
-    spdlog::error("{}", s.message());
-    exit_code_ = 127;
-    done_ = true;
-    AfterGroupEvent();
+    Follow(follower_.OnWorkersSettled(OutcomeOfGroup()));
+  } else {
+    Follow(static_follower_.OnWorkersSettled(OutcomeOfGroup()));
   }
 }
 
-void Agent::RecordAndPrintFailures(int restart_count, int max_restarts, bool in_place) {
+WorkersOutcome Agent::OutcomeOfGroup() const {
+  WorkersOutcome outcome;
+  outcome.state = group_->state();
+  outcome.stop_signal = group_->stop_signal();
+  if (const auto& failures = group_->failures(); !failures.empty()) {
+    outcome.root_cause_exit_code = failures.front().status.ShellCode();
+    outcome.root_cause = failures.front().status.Describe();
+  }
+  return outcome;
+}
+
+void Agent::ReportFailureHere(const ReportFailureLocally& report) {
+  PrintFailureReport(report);
+  if (!report.in_place) LogWhyNotInPlace();
+}
+
+void Agent::PrintFailureReport(const ReportFailureLocally& report) {
   const auto& failures = group_->failures();
   if (failures.empty()) return;
   local_root_cause_ = failures.front();
-  ReportContext context{host_, restart_count, max_restarts, restart_count < max_restarts, in_place};
+  ReportContext context{host_, report.restart_count, report.max_restarts,
+                        report.restart_count < report.max_restarts, report.in_place};
   context.files_kept = !remove_run_dir_;
   if (!options_.no_python) {
     context.interpreter = InterpreterText(options_, plan_);
@@ -476,7 +421,6 @@ void Agent::Finish(int exit_code) {
   // Stopped by a signal, the run was cut short: no fault was missed.
   if (received_signal_ == 0) ReportUnfiredFaults();
   exit_code_ = exit_code;
-  done_ = true;
   finished_ = true;
   if (client_) client_->Stop();
   signals_.cancel();

@@ -8,8 +8,13 @@
 // tied to it with PR_SET_PDEATHSIG). Every process it starts or signals goes
 // through the ProcessSpawner it is given.
 //
-// Elastic mode follows the daemon's generations: ElasticFollower
-// (elastic_follower.h) decides, the agent carries out its actions.
+// What the run does next is never the agent's own decision: it carries out
+// what its decision objects return, and keeps only the mechanics (processes,
+// pipes, timers, the store, the run directory). Static mode: StaticFollower (static_follower.h)
+// decides every start, restart and the exit code. Elastic mode follows the daemon's generations:
+// ElasticFollower (elastic_follower.h) decides. A recovery in place, in either mode:
+// InPlaceRecovery (in_place_recovery.h) says how it goes, and the mode's follower what the node
+// does about it. What each counter (the attempt, the failure restarts) means: static_follower.h.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -24,6 +29,7 @@
 
 #include "launcher/elastic_follower.h"
 #include "launcher/fault_injector.h"
+#include "launcher/in_place_recovery.h"
 #include "launcher/launch_options.h"
 #include "launcher/launch_plan.h"
 #include "launcher/line_splitter.h"
@@ -31,6 +37,8 @@
 #include "launcher/output_tail.h"
 #include "launcher/process_spawner.h"
 #include "launcher/progress_report.h"
+#include "launcher/rendezvous_link.h"
+#include "launcher/static_follower.h"
 #include "launcher/worker_group.h"
 #include "launcher/worker_output.h"
 #include "rendezvous/protocol/messages.h"
@@ -41,7 +49,6 @@ class StoreServer;
 }
 class WarmProcess;
 namespace rdzv {
-class RendezvousClient;
 class RendezvousServer;
 }  // namespace rdzv
 
@@ -59,10 +66,13 @@ class Agent final : public SpawnEvents {
   // given, is the spawner's warm process (warm_process.h): the agent starts
   // it (unless --no-python or --no-warm-workers) and starts workers once it
   // is ready or unusable. REQUIRES: it outlives the agent.
+  // `connect_rendezvous` makes the elastic mode's rendezvous client
+  // (ConnectRendezvous when empty; tests give a fake).
   Agent(boost::asio::io_context& io, ProcessSpawner& spawner, LaunchOptions options,
         LaunchPlan plan, std::optional<rdzv::Assignment> static_assignment,
         std::optional<ElasticConfig> elastic, std::vector<std::string> inherited_env, EnvLookup env,
-        std::vector<int> handled_signals, WarmProcess* warm = nullptr);
+        std::vector<int> handled_signals, WarmProcess* warm = nullptr,
+        RendezvousLinkFactory connect_rendezvous = {});
   ~Agent() override;
 
   // Runs the job to completion. Returns muster's exit code: 0 on success, the
@@ -83,39 +93,46 @@ class Agent final : public SpawnEvents {
   // --standalone, or the c10d rule: see host_rules.h); false when it should
   // but cannot (the error is logged).
   bool ServeRendezvousIfHost();
-  // Carries out the follower's actions in order (agent_elastic.cc).
+  // Carry out the followers' actions in order (static: agent_static.cc;
+  // elastic: agent_elastic.cc).
+  void Follow(const StaticActions& actions);
   void Follow(const FollowerActions& actions);
+  // ReportFailureLocally, in both modes: keeps the group's first failure as
+  // this node's root cause and prints the failure report (nothing when no
+  // worker failed on its own), then, unless recovered in place, why the
+  // failure restarts every worker.
+  void ReportFailureHere(const ReportFailureLocally& report);
+  void PrintFailureReport(const ReportFailureLocally& report);
+  // Both modes: the outcome of the attempt whose output drained.
+  WorkersOutcome OutcomeOfGroup() const;
   void StartGeneration(const rdzv::Assignment& assignment);
-  // Makes `assignment` this node's place (the client, restart count and
-  // store follow it) and logs it; StartGeneration and RejoinGeneration go on
-  // from there.
+  // Makes `assignment` this node's place (the client, attempt and store
+  // follow it) and logs it; StartGeneration and RejoinGeneration go on from
+  // there.
   void EnterGeneration(const rdzv::Assignment& assignment, bool in_place);
   void StopGroup(int sig);
-  // Keeps the group's first failure as this node's root cause and prints the
-  // failure report; nothing when no worker failed on its own.
-  void RecordAndPrintFailures(int restart_count, int max_restarts, bool in_place = false);
   // A failure that restarts every worker although recovery in place is on:
   // says which workers never announced it (a warning when --recovery
   // in-place asked for it, information under auto).
   void LogWhyNotInPlace() const;
-  void SettleElastic();
   Status PrepareRunDirectory();
   // Starts the warm process for Python workers, unless they start cold.
   void StartWarmProcess();
   // Runs `then` once the warm process is ready or unusable (at once without
   // one), unless the run finished meanwhile.
   void AfterWarmUp(std::function<void()> then);
-  Status StartAttempt();
-  // The specs of `local_ranks`' workers in attempt restart_count_, tagged.
-  Result<std::vector<WorkerSpec>> MakeWorkerSpecs(const std::string& attempt_dir,
+  // Starts every local worker as attempt `attempt` (attempt_ becomes it).
+  Status StartAttempt(int attempt);
+  // The specs of `local_ranks`' workers in attempt `attempt`, tagged.
+  Result<std::vector<WorkerSpec>> MakeWorkerSpecs(int attempt, const std::string& attempt_dir,
                                                   const std::vector<int>& local_ranks);
   // Opens the output routes of `specs`' workers.
   Status OpenOutputs(const std::vector<WorkerSpec>& specs, const std::string& attempt_dir);
-  // The specs of `local_ranks`' workers in attempt restart_count_, their
-  // output routes open (an attempt's processes may start in several
-  // batches: in place, the failed ranks).
-  Result<std::vector<WorkerSpec>> PrepareWorkers(const std::vector<int>& local_ranks);
-  std::string AttemptDir() const;
+  // The specs of `local_ranks`' workers in attempt `attempt`, their output
+  // routes open (an attempt's processes may start in several batches: in
+  // place, the failed ranks).
+  Result<std::vector<WorkerSpec>> PrepareWorkers(int attempt, const std::vector<int>& local_ranks);
+  std::string AttemptDir(int attempt) const;
 
   // In-place recovery (agent_in_place.cc; static runs with --recovery
   // in-place): the group pauses the survivors of a failure; once they are
@@ -127,17 +144,16 @@ class Agent final : public SpawnEvents {
   bool RecoversInPlace() const;
   // Control lines a worker wrote on its progress pipe.
   void OnWorkerControl(uint64_t tag, std::string_view bytes);
-  // Moves a recovery on after any group event: report it, rejoin, log its end.
+  // After any group event: feeds InPlaceRecovery and carries out its steps.
   void AdvanceRecovery();
-  // Static: the next attempt, same ranks. Its failed ranks start as soon as
-  // the pause begins; the survivors rejoin once paused.
-  void StartReplacementsEarly();
-  void RejoinInPlace();
+  // Static: StaticFollower's StartReplacements and RejoinAttempt.
+  void StartReplacementsEarly(int attempt);
+  void RejoinAttemptInPlace(int attempt);
   // Elastic: the follower's RejoinWorkers.
   void RejoinGeneration(const rdzv::Assignment& assignment);
-  // Both: tells each survivor its place in `generation` (node_ and
-  // restart_count_ already set) and starts the failed ranks again.
-  void RejoinSurvivors(uint64_t generation);
+  // Both: tells each survivor its place in `generation` (node_ already set),
+  // as attempt `attempt`, and starts the failed ranks again.
+  void RejoinSurvivors(uint64_t generation, int attempt);
   void WaitForSignal();
   // Sets held_output_timer_ for `due` unless it is set for earlier; when it
   // fires, writes every worker's held partial line that is due and sets it
@@ -176,8 +192,11 @@ class Agent final : public SpawnEvents {
 
   std::optional<ElasticConfig> elastic_;
   std::unique_ptr<rdzv::RendezvousServer> embedded_daemon_;
-  std::unique_ptr<rdzv::RendezvousClient> client_;
-  ElasticFollower follower_;  // elastic mode only
+  RendezvousLinkFactory connect_rendezvous_;
+  std::unique_ptr<RendezvousLink> client_;
+  ElasticFollower follower_;        // elastic mode only
+  StaticFollower static_follower_;  // static mode only
+  InPlaceRecovery recovery_;
   // This node's root-cause failure, if any: muster's exit code and the
   // launcher's TORCHELASTIC_ERROR_FILE come from it.
   std::optional<WorkerFailure> local_root_cause_;
@@ -192,13 +211,16 @@ class Agent final : public SpawnEvents {
   // The end of each worker's stderr, for the failure report (cleared with
   // outputs_ at each full restart).
   std::map<uint64_t, OutputTail> stderr_tails_;
-  int restart_count_ = 0;
+  // The attempt (static_follower.h, "Counters") of the workers that run
+  // here, survivors of a recovery under way included: set as an attempt
+  // starts (static), a generation is entered (elastic), a recovery in place
+  // ends recovered (static). Processes started for a recovery are of the
+  // attempt their action names.
+  int attempt_ = 0;
   bool settling_ = false;
   int received_signal_ = 0;
   int exit_code_ = 0;
-  bool done_ = false;
   bool finished_ = false;  // Finish() ran: the loop is stopping
-  uint64_t TagFor(int lr) const { return WorkerGroup::MakeTag(restart_count_, lr); }
 
   std::string run_dir_;
   bool remove_run_dir_ = false;
@@ -210,14 +232,6 @@ class Agent final : public SpawnEvents {
 
   // Each worker's progress pipe, cut into lines for control messages.
   std::map<uint64_t, LineSplitter> control_lines_;
-  // When the recovery under way began (its failure), and when its survivors
-  // were last told to rejoin (unset again when a pause cuts that join short).
-  std::optional<SteadyTime> recovery_began_;
-  std::optional<SteadyTime> rejoin_sent_;
-  bool paused_reported_ = false;      // elastic: the follower heard this pause's WorkersPaused
-  bool attempt_begun_early_ = false;  // static: StartReplacementsEarly took the next attempt
-  int replacements_started_ = 0;      // processes started for the recovery under way
-  bool failures_handled_ = false;     // the recovery's failure was reported and acted on
 
   std::unique_ptr<FaultInjector> injector_;
   boost::asio::steady_timer fault_timer_;

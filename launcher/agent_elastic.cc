@@ -12,7 +12,6 @@
 #include "launcher/failure_report.h"
 #include "launcher/host_rules.h"
 #include "launcher/local_identity.h"
-#include "rendezvous/client/rendezvous_client.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "store/store_server.h"
 
@@ -164,7 +163,7 @@ int Agent::RunElastic() {
     spdlog::error("{}", message);
     Follow(follower_.OnRendezvousFailed());
   };
-  client_ = std::make_unique<rdzv::RendezvousClient>(io_, std::move(client), std::move(callbacks));
+  client_ = connect_rendezvous_(io_, std::move(client), std::move(callbacks));
   WaitForSignal();
   // A node joins once its warm process is ready: its workers, whenever the
   // generation forms, start warm (a node joining a running job warms up
@@ -198,8 +197,7 @@ void Agent::Follow(const FollowerActions& actions) {
     } else if (const auto* failed = std::get_if<ReportFailure>(&action)) {
       client_->ReportWorkerFailure(failed->generation, failed->exit_code, failed->message);
     } else if (const auto* local = std::get_if<ReportFailureLocally>(&action)) {
-      RecordAndPrintFailures(local->restart_count, local->max_restarts);
-      LogWhyNotInPlace();
+      ReportFailureHere(*local);
     } else if (std::holds_alternative<ClearCurrent>(action)) {
       client_->SetCurrent(std::nullopt);
     } else if (std::holds_alternative<SealStore>(action)) {
@@ -219,7 +217,7 @@ void Agent::StopGroup(int sig) {
 
 void Agent::StartGeneration(const rdzv::Assignment& a) {
   EnterGeneration(a, /*in_place=*/false);
-  if (auto s = StartAttempt(); !s.ok()) {
+  if (auto s = StartAttempt(attempt_); !s.ok()) {
     spdlog::error("{}", s.message());
     const bool workers_stopping = group_ && !group_->finished();
     Follow(follower_.OnStartFailed(s.message(), workers_stopping));
@@ -233,12 +231,12 @@ void Agent::StartGeneration(const rdzv::Assignment& a) {
 void Agent::EnterGeneration(const rdzv::Assignment& a, bool in_place) {
   client_->SetCurrent(a);
   node_ = a;
-  // torch namespaces its store keys by TORCHELASTIC_RESTART_COUNT. muster sets
-  // it to generation-1, unique per generation, so every generation (a
+  // torch namespaces its store keys by TORCHELASTIC_RESTART_COUNT, the
+  // attempt: generation-1, unique per generation, so every generation (a
   // membership change included) gets fresh keys. torchrun 1.13 counts only
   // failure restarts (max_restarts - remaining_restarts) and relies on a new
   // store per rendezvous instead; the daemon's restart_count (below) is that.
-  restart_count_ = static_cast<int>(a.generation) - 1;
+  attempt_ = AttemptOf(a.generation);
   // A fresh store per generation: torch >= 2.6 no longer prefixes its keys
   // by attempt, so keys left by an earlier generation would be read as this
   // one's. The daemon forms a generation only after every worker of the
@@ -255,17 +253,7 @@ void Agent::EnterGeneration(const rdzv::Assignment& a, bool in_place) {
       "master={}:{} TORCHELASTIC_RESTART_COUNT={} failure_restarts={}/{}{}",
       a.generation, a.group_rank, a.group_world_size, a.global_rank_offset,
       a.global_rank_offset + a.local_world_size - 1, a.world_size, a.master_addr, a.master_port,
-      restart_count_, a.restart_count, options_.max_restarts, in_place ? " in_place=true" : "");
-}
-
-void Agent::SettleElastic() {
-  WorkersOutcome outcome;
-  outcome.state = group_->state();
-  if (const auto& failures = group_->failures(); !failures.empty()) {
-    outcome.root_cause_exit_code = failures.front().status.ShellCode();
-    outcome.root_cause = failures.front().status.Describe();
-  }
-  Follow(follower_.OnWorkersSettled(outcome));
+      attempt_, a.restart_count, options_.max_restarts, in_place ? " in_place=true" : "");
 }
 
 }  // namespace muster

@@ -8,7 +8,6 @@
 #include <csignal>
 
 #include "launcher/agent.h"
-#include "rendezvous/client/rendezvous_client.h"
 
 namespace muster {
 namespace {

@@ -4,8 +4,11 @@
 // two generations, tells the survivors where they now stand, starts the
 // failed ranks again and logs how the recovery went.
 //
-// Static runs: the agent alone decides; the next attempt keeps the ranks.
-// Elastic runs: ElasticFollower decides. A local failure pauses the local
+// InPlaceRecovery says how a recovery goes (began, failure known, survivors
+// paused, ended); the mode's follower decides what the node does about it.
+// Static runs: StaticFollower; the next attempt keeps the ranks. Its failed
+// ranks start as soon as the pause begins; the survivors rejoin once paused.
+// Elastic runs: ElasticFollower. A local failure pauses the local
 // survivors, then is reported to the daemon (which counts a restart and
 // forms the next generation); a generation that ends for another reason
 // (a failure or death elsewhere, a newcomer) pauses every worker; the next
@@ -16,21 +19,16 @@
 // Restarts: an in-place recovery counts as one restart against
 // --max-restarts, as a restart of every worker would (the failure is the
 // same; only its cost differs). With no restart left the job stops as
-// before. A static recovery that falls back has used its attempt number
-// (its early replacements ran under it), so the restart that follows counts
-// a second one: attempt tags are never reused.
+// before. A static recovery that falls back leaves the attempt as it was:
+// the restart that follows takes the number the recovery began (its early
+// replacements are gone by then, so no spawn tag is met twice).
 #include <spdlog/spdlog.h>
 
 #include "launcher/agent.h"
-#include "rendezvous/client/rendezvous_client.h"
 #include "store/store_server.h"
 
 namespace muster {
 namespace {
-
-double MillisecondsBetween(SteadyTime from, SteadyTime to) {
-  return std::chrono::duration<double, std::milli>(to - from).count();
-}
 
 // Control messages start with a verb; progress lines with a digit, fault
 // reports with "inject" (progress_report.h).
@@ -61,11 +59,11 @@ void Agent::EnableInPlaceRecovery() {
   if (!RecoversInPlace()) return;
   // Elastic: `pause` names the generation, and the daemon keeps the restart count.
   group_->EnableInPlace(
-      {.generation = elastic_ ? node_.generation : static_cast<uint64_t>(restart_count_),
+      {.generation = elastic_ ? node_.generation : static_cast<uint64_t>(attempt_),
        .timeout =
            std::chrono::milliseconds(static_cast<int64_t>(options_.recovery_timeout_s * 1000)),
        .hangs_elsewhere = elastic_ && node_.group_world_size > 1},
-      elastic_ || restart_count_ < options_.max_restarts);
+      elastic_ || static_follower_.may_recover_in_place());
 }
 
 void Agent::OnWorkerControl(uint64_t tag, std::string_view bytes) {
@@ -89,89 +87,58 @@ void Agent::OnWorkerControl(uint64_t tag, std::string_view bytes) {
 void Agent::AdvanceRecovery() {
   if (!group_) return;
   const auto now = std::chrono::steady_clock::now();
-  const WorkerGroup::State state = group_->state();
-  if (state == WorkerGroup::State::kRecovering && !recovery_began_) {
-    recovery_began_ = now;
-    paused_reported_ = false;
-    attempt_begun_early_ = false;
-    failures_handled_ = false;
-    replacements_started_ = 0;
-    spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}", restart_count_,
-                 fmt::join(group_->failed_local_ranks(), ","));
-  } else if (rejoin_sent_ && state == WorkerGroup::State::kRecovering && !group_->joining()) {
-    // The generation the survivors were joining ended first (PauseAll):
-    // this recovery pauses again, and its failure stays handled. The
-    // follower hears of the new pause once they are all paused.
-    rejoin_sent_.reset();
-    paused_reported_ = false;
-    spdlog::info("event=in_place_pause attempt={} failed_local_ranks={} during_join=true",
-                 restart_count_, fmt::join(group_->failed_local_ranks(), ","));
-  }
-  // The failure is known at the start, or (a hang probe) once the workers
-  // that did not answer are killed.
-  if (recovery_began_ && state == WorkerGroup::State::kRecovering && !failures_handled_) {
-    if (const auto& failures = group_->failures(); !failures.empty()) {
-      failures_handled_ = true;
-      // Elastic: the job's failure restarts are the daemon's count, not the
-      // generation number (membership changes make generations too).
-      RecordAndPrintFailures(elastic_ ? node_.restart_count : restart_count_, options_.max_restarts,
-                             /*in_place=*/true);
+  for (const RecoveryStep& step : recovery_.OnGroupEvent(RecoveryViewOf(*group_), now)) {
+    if (const auto* paused = std::get_if<PauseBegan>(&step)) {
+      spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}{}", attempt_,
+                   fmt::join(group_->failed_local_ranks(), ","),
+                   paused->during_join ? " during_join=true" : "");
+    } else if (std::holds_alternative<FailureKnown>(step)) {
       if (elastic_) {
-        Follow(follower_.OnWorkersPausing(failures.front().status.ShellCode(),
-                                          failures.front().status.Describe()));
+        const WorkerFailure& failure = group_->failures().front();
+        Follow(follower_.OnWorkersPausing(failure.status.ShellCode(), failure.status.Describe()));
       } else {
-        StartReplacementsEarly();
+        Follow(static_follower_.OnWorkersPausing());
+      }
+      // What was done about the failure changed the group: read it again.
+      AdvanceRecovery();
+      return;
+    } else if (std::holds_alternative<SurvivorsPaused>(step)) {
+      if (elastic_) {
+        // The follower rejoins them once the next generation is assigned.
+        Follow(follower_.OnWorkersPaused());
+      } else {
+        Follow(static_follower_.OnWorkersPaused());
+      }
+    } else if (const auto* ended = std::get_if<RecoveryEnded>(&step)) {
+      const bool recovered = ended->how == RecoveryEnded::How::kRecovered;
+      if (!elastic_) {
+        static_follower_.OnRecoveryEnded(recovered);
+        attempt_ = static_follower_.attempt();
+      }
+      if (recovered) {
+        spdlog::info("event=in_place_recovered attempt={} paused_ms={:.1f} total_ms={:.1f}",
+                     attempt_, ended->paused_ms, ended->total_ms);
+        EnableInPlaceRecovery();
+      } else if (ended->how == RecoveryEnded::How::kAbandoned) {
+        spdlog::info("event=in_place_abandoned attempt={} why=\"the workers are being stopped\"",
+                     attempt_);
+      } else {
+        spdlog::warn("event=in_place_fallback attempt={} why=\"{}\"; restarting every worker",
+                     attempt_, group_->fallback_reason());
       }
     }
   }
-  if (!recovery_began_) return;
-  if (group_->ready_to_join()) {
-    if (!elastic_) {
-      RejoinInPlace();
-    } else if (!paused_reported_) {
-      // The follower rejoins them once the next generation is assigned.
-      paused_reported_ = true;
-      Follow(follower_.OnWorkersPaused());
-    }
-    return;
-  }
-  if (state == WorkerGroup::State::kRecovering) return;
-  if (state == WorkerGroup::State::kRunning) {
-    spdlog::info("event=in_place_recovered attempt={} paused_ms={:.1f} total_ms={:.1f}",
-                 restart_count_, MillisecondsBetween(*recovery_began_, rejoin_sent_.value_or(now)),
-                 MillisecondsBetween(*recovery_began_, now));
-  } else {
-    // The attempt begun for the recovery did not happen: the restart takes
-    // its number (its early processes are gone before the restart starts:
-    // the group settles first, so no tag is met twice).
-    if (attempt_begun_early_) --restart_count_;
-    if (group_->fallback_reason().empty()) {
-      // Stopped from outside (a signal, the run's end, a fence): no fallback.
-      spdlog::info("event=in_place_abandoned attempt={} why=\"the workers are being stopped\"",
-                   restart_count_);
-    } else {
-      spdlog::warn("event=in_place_fallback attempt={} why=\"{}\"; restarting every worker",
-                   restart_count_, group_->fallback_reason());
-    }
-  }
-  recovery_began_.reset();
-  rejoin_sent_.reset();
-  attempt_begun_early_ = false;
-  if (state == WorkerGroup::State::kRunning) EnableInPlaceRecovery();
 }
 
-void Agent::StartReplacementsEarly() {
-  // The next attempt begins now: its new processes start while the
-  // survivors pause (start-up is most of a replacement's cost), and wait for
-  // the store, sealed until every survivor has left this attempt.
-  ++restart_count_;
-  attempt_begun_early_ = true;
+void Agent::StartReplacementsEarly(int attempt) {
+  // The replacements wait for the store, sealed until every survivor has
+  // left the attempt it recovers from.
   if (store_) store_->Seal();
-  auto specs = PrepareWorkers(group_->failed_local_ranks());
+  auto specs = PrepareWorkers(attempt, group_->failed_local_ranks());
   Status status = specs.status();
   const auto now = std::chrono::steady_clock::now();
   if (status.ok()) {
-    replacements_started_ += static_cast<int>(specs->size());
+    recovery_.OnReplacementsStarted(static_cast<int>(specs->size()));
     status = group_->StartReplacements(std::move(specs).value(), now);
   }
   if (!status.ok()) {
@@ -180,20 +147,21 @@ void Agent::StartReplacementsEarly() {
   }
 }
 
-void Agent::RejoinInPlace() {
+void Agent::RejoinAttemptInPlace(int attempt) {
   // The next attempt meets a store with no key or connection of this one,
   // as a restart of every worker would (StartAttempt).
-  if (store_) store_->Open(static_cast<uint64_t>(restart_count_) + 1);
-  RejoinSurvivors(static_cast<uint64_t>(restart_count_));
+  if (store_) store_->Open(static_cast<uint64_t>(attempt) + 1);
+  RejoinSurvivors(static_cast<uint64_t>(attempt), attempt);
 }
 
 void Agent::RejoinGeneration(const rdzv::Assignment& a) {
   EnterGeneration(a, /*in_place=*/true);
-  RejoinSurvivors(a.generation);
+  RejoinSurvivors(a.generation, attempt_);
 }
 
-void Agent::RejoinSurvivors(uint64_t generation) {
-  rejoin_sent_ = std::chrono::steady_clock::now();
+void Agent::RejoinSurvivors(uint64_t generation, int attempt) {
+  const auto now = std::chrono::steady_clock::now();
+  recovery_.OnRejoinSent(now);
   std::vector<WorkerGroup::Rejoining> survivors;
   for (const int lr : group_->paused_local_ranks()) {
     control::Join join;
@@ -205,7 +173,7 @@ void Agent::RejoinSurvivors(uint64_t generation) {
     join.master_addr = node_.master_addr;
     join.master_port = node_.master_port;
     // Context::StoreNamespace() of the attempt, as its new processes read it.
-    join.store_prefix = "muster/" + std::to_string(restart_count_) + "/";
+    join.store_prefix = "muster/" + std::to_string(attempt) + "/";
     // One line per worker, as a start's spec is: who runs where now.
     spdlog::info(
         "event=in_place_rejoin gen={} rank={} local_rank={} world_size={} group_rank={} "
@@ -219,15 +187,15 @@ void Agent::RejoinSurvivors(uint64_t generation) {
     }
     survivors.push_back({.local_rank = lr, .join = std::move(join)});
   }
-  auto specs = PrepareWorkers(group_->failed_local_ranks());
+  auto specs = PrepareWorkers(attempt, group_->failed_local_ranks());
   Status status = specs.status();
   if (status.ok()) {
-    replacements_started_ += static_cast<int>(specs->size());
-    spdlog::info("event=in_place_join attempt={} survivors={} restarted={}", restart_count_,
-                 survivors.size(), replacements_started_);
-    status = group_->Rejoin(survivors, std::move(specs).value(), *rejoin_sent_);
+    recovery_.OnReplacementsStarted(static_cast<int>(specs->size()));
+    spdlog::info("event=in_place_join attempt={} survivors={} restarted={}", attempt,
+                 survivors.size(), recovery_.replacements_started());
+    status = group_->Rejoin(survivors, std::move(specs).value(), now);
   } else {
-    group_->AbandonRecovery(status.message(), *rejoin_sent_);
+    group_->AbandonRecovery(status.message(), now);
   }
   if (!status.ok()) spdlog::error("{}", status.message());
   AfterGroupEvent();

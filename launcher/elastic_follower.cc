@@ -61,7 +61,13 @@ void ElasticFollower::EndCurrent(FollowerActions& out) {
 
 FollowerActions ElasticFollower::OnWorkersPausing(int exit_code, const std::string& message) {
   FollowerActions out;
-  if (state_ != State::kRunning || !current_) return out;
+  if (state_ == State::kFinished || !current_) return out;
+  // The job's failure restarts are the daemon's count, not the generation
+  // number (membership changes make generations too). A worker that fails
+  // while a pause the follower asked for is under way is reported too.
+  out.emplace_back(
+      ReportFailureLocally{current_->restart_count, current_->max_restarts, /*in_place=*/true});
+  if (state_ != State::kRunning) return out;
   state_ = State::kPausing;
   root_cause_exit_code_ = exit_code;
   pause_failure_ = ReportFailure{current_->generation, exit_code, message};

@@ -3,6 +3,8 @@
 // rendezvous client and the worker group report (events) and carries out
 // what it returns (actions), in order; nothing here touches a process, a
 // socket, the store or a clock. Tests: tests/unit/launcher_elastic_follower_test.cc.
+// Its sibling for static runs: StaticFollower (static_follower.h), which also
+// says what each counter (the attempt, the failure restarts) means.
 //
 // clang-format off
 // States and transitions ("running" below means kRunning, kStopping,
@@ -33,7 +35,10 @@
 //                                                              StopWorkers(SIGTERM)
 //     otherwise --------------------------------------------> unchanged, SealStore
 //   WorkersPausing (a local worker failed; the group pauses the others)
-//     kRunning ---------------------------------------------> kPausing, nothing yet
+//     kRunning ---------------------------------------------> kPausing,
+//                                                              ReportFailureLocally(in place)
+//     kPausing ---------------------------------------------> kPausing,
+//                                                              ReportFailureLocally(in place)
 //   WorkersPaused (every surviving worker paused)
 //     kPausing, after a local failure ----------------------> ReportFailure, ClearCurrent, then:
 //     kPausing ---------------------------------------------> ClearCurrent, then:
@@ -131,9 +136,12 @@ struct ReportFailure {
 };
 // Print the workers' failure report to stderr and keep the first failure as
 // this node's root cause (the error file and exit code come from it).
+// `restart_count`: the failure restarts used so far (static_follower.h,
+// "Counters"); `in_place`: the failure is being recovered in place.
 struct ReportFailureLocally {
   int restart_count = 0;
   int max_restarts = 0;
+  bool in_place = false;
 };
 // Tell the rendezvous client no workers run here now.
 struct ClearCurrent {};
@@ -159,6 +167,7 @@ struct WorkersOutcome {
   // unset when no worker failed on its own.
   std::optional<int> root_cause_exit_code;
   std::string root_cause;
+  int stop_signal = 0;  // kInterrupted: the signal the workers were stopped with
 };
 
 class ElasticFollower {
@@ -200,7 +209,9 @@ class ElasticFollower {
   // stopping them.
   void SetWorkersCanPause(bool can) { workers_can_pause_ = can; }
   // A local worker failed (`exit_code`, `message`) and the group began
-  // pausing the others by itself. REQUIRES: state() is kRunning.
+  // pausing the others by itself: the failure report is printed now, the
+  // daemon hears of it once they paused. In kPausing (a worker failed
+  // while a pause the follower asked for was under way) the report alone.
   FollowerActions OnWorkersPausing(int exit_code, const std::string& message);
   // Every surviving worker paused: after PauseWorkers or OnWorkersPausing;
   // or, in kRunning, a pause the group began with no local failure (a hang

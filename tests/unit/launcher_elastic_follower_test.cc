@@ -51,7 +51,8 @@ std::string Show(const FollowerAction& action) {
   if (const auto* a = std::get_if<ReportFailureLocally>(&action)) {
     return "print failure report restart=" + std::to_string(a->restart_count) + " of " +
            std::to_string(a->max_restarts) +
-           (a->restart_count < a->max_restarts ? ", will restart" : ", last");
+           (a->restart_count < a->max_restarts ? ", will restart" : ", last") +
+           (a->in_place ? ", in place" : "");
   }
   if (std::holds_alternative<PauseWorkers>(action)) return "pause";
   if (const auto* a = std::get_if<RejoinWorkers>(&action)) {
@@ -571,7 +572,8 @@ TEST_CASE("an assignment while pausing waits for the pause, the newest one wins"
 TEST_CASE("a local failure paused in place is reported once every survivor paused",
           "[follower][in-place]") {
   auto follower = RunningGeneration(1);
-  CHECK(follower.OnWorkersPausing(137, "rank 1 killed").empty());
+  CHECK(Show(follower.OnWorkersPausing(137, "rank 1 killed")) ==
+        Lines{"print failure report restart=0 of 3, will restart, in place"});
   CHECK(follower.state() == State::kPausing);
   CHECK(Show(follower.OnWorkersPaused()) ==
         Lines{"report failure gen=1 code=137: rank 1 killed", "clear current"});

@@ -19,4 +19,13 @@ muster_unit_test(launcher_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/launcher_status_table_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_fault_injector_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_warm_fit_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_static_follower_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_in_place_recovery_test.cc
+  LIBS muster_launcher)
+# Whole runs of the agent over a fake spawner and a fake rendezvous: static
+# restarts, recoveries in place and their fallback, elastic generations. No
+# process and no network (the worker store listens on loopback).
+muster_unit_test(launcher_agent_unit_tests
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_agent_test.cc
   LIBS muster_launcher)

@@ -1,0 +1,42 @@
+#include "launcher/rendezvous_link.h"
+
+namespace muster {
+namespace {
+
+class ClientLink final : public RendezvousLink {
+ public:
+  ClientLink(boost::asio::io_context& io, rdzv::ClientOptions options,
+             rdzv::RendezvousClient::Callbacks callbacks)
+      : client_(io, std::move(options), std::move(callbacks)) {}
+
+  void Start() override { client_.Start(); }
+  void Stop() override { client_.Stop(); }
+  void SetCurrent(std::optional<rdzv::Assignment> current) override {
+    client_.SetCurrent(std::move(current));
+  }
+  void ReportWorkerFailure(uint64_t generation, int exit_code,
+                           const std::string& message) override {
+    client_.ReportWorkerFailure(generation, exit_code, message);
+  }
+  void ReportSucceeded(uint64_t generation) override { client_.ReportSucceeded(generation); }
+  void Leave() override { client_.Leave(); }
+  void SuspendTraffic(std::chrono::milliseconds duration) override {
+    client_.SuspendTraffic(duration);
+  }
+  void DelayHeartbeats(std::chrono::milliseconds delay, std::chrono::milliseconds window) override {
+    client_.DelayHeartbeats(delay, window);
+  }
+
+ private:
+  rdzv::RendezvousClient client_;
+};
+
+}  // namespace
+
+std::unique_ptr<RendezvousLink> ConnectRendezvous(boost::asio::io_context& io,
+                                                  rdzv::ClientOptions options,
+                                                  rdzv::RendezvousClient::Callbacks callbacks) {
+  return std::make_unique<ClientLink>(io, std::move(options), std::move(callbacks));
+}
+
+}  // namespace muster

@@ -1,0 +1,166 @@
+// Agent: whole runs of one node's agent with no process and no network. A
+// FakeSpawner plays the workers (launcher_agent_test_support.h: each one
+// says hello, exits, answers pause and join as its script says) and a fake
+// rendezvous link plays the daemon; the agent's own io_context carries every
+// event, as in production. Each test checks what the workers were started
+// with (TORCHELASTIC_RESTART_COUNT, WORLD_SIZE) and muster's exit code.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include "tests/unit/launcher_agent_test_support.h"
+
+namespace muster {
+namespace {
+
+using testing::AgentRun;
+using testing::FakeRendezvous;
+using testing::WorkerScript;
+using Lines = std::vector<std::string>;
+
+constexpr int kFailed = 3;
+
+// --- static mode --------------------------------------------------------------
+
+TEST_CASE("a static run restarts failed workers within max-restarts then succeeds",
+          "[agent][static]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/2);
+  run.options.recovery = LaunchOptions::Recovery::kRestart;
+  // Local rank 1 fails in attempts 0 and 1; attempt 2 succeeds.
+  run.script = [](int attempt, int local_rank) {
+    return WorkerScript{.exit_code = (local_rank == 1 && attempt < 2) ? kFailed : 0};
+  };
+  CHECK(run.RunStatic() == 0);
+  CHECK(run.Started() == Lines{"attempt=0 rank=0", "attempt=0 rank=1", "attempt=1 rank=0",
+                               "attempt=1 rank=1", "attempt=2 rank=0", "attempt=2 rank=1"});
+}
+
+TEST_CASE("a static run gives up after max-restarts with the root cause's exit code",
+          "[agent][static]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/1);
+  run.options.recovery = LaunchOptions::Recovery::kRestart;
+  run.script = [](int /*attempt*/, int local_rank) {
+    return WorkerScript{.exit_code = local_rank == 0 ? kFailed : std::optional<int>()};
+  };
+  CHECK(run.RunStatic() == kFailed);
+  // The survivor of each attempt was stopped with SIGTERM.
+  CHECK(run.Started() ==
+        Lines{"attempt=0 rank=0", "attempt=0 rank=1", "attempt=1 rank=0", "attempt=1 rank=1"});
+  CHECK(run.spawner.signals.size() >= 2);
+}
+
+TEST_CASE("a failed worker is recovered in place: only its rank starts again as the next attempt",
+          "[agent][static][in-place]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/3);
+  // Both workers announce in-place recovery; rank 1 of attempt 0 dies.
+  run.script = [](int attempt, int local_rank) {
+    return WorkerScript{
+        .in_place = true,
+        .exit_code = (attempt == 0 && local_rank == 1) ? kFailed : std::optional<int>()};
+  };
+  CHECK(run.RunStatic() == 0);
+  CHECK(run.Started() == Lines{"attempt=0 rank=0", "attempt=0 rank=1", "attempt=1 rank=1"});
+  // The survivor paused out of attempt 0 and joined attempt 1's store namespace.
+  const Lines control = run.ControlLines();
+  REQUIRE(control.size() == 2);
+  CHECK(control[0] == "pause 0");
+  CHECK(control[1].starts_with(
+      "join 1 RANK=0 WORLD_SIZE=2 GROUP_RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT="));
+  CHECK(control[1].ends_with(" STORE_PREFIX=muster/1/"));
+}
+
+TEST_CASE("a recovery in place that falls back restarts every worker as the next attempt",
+          "[agent][static][in-place]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/3);
+  // Rank 0 cannot pause; rank 1 of attempt 0 dies. Attempt 1 succeeds.
+  run.script = [](int attempt, int local_rank) {
+    if (attempt > 0) return WorkerScript{.in_place = true, .exit_code = 0};
+    return WorkerScript{.in_place = true,
+                        .exit_code = local_rank == 1 ? kFailed : std::optional<int>(),
+                        .refuses_pause = true};
+  };
+  CHECK(run.RunStatic() == 0);
+  // The replacement started early for attempt 1 is stopped with the
+  // survivor; the restart that follows is attempt 1 again, every rank.
+  CHECK(run.Started() == Lines{"attempt=0 rank=0", "attempt=0 rank=1", "attempt=1 rank=1",
+                               "attempt=1 rank=0", "attempt=1 rank=1"});
+}
+
+TEST_CASE("no recovery in place is tried with no restart left", "[agent][static][in-place]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/0);
+  run.script = [](int /*attempt*/, int local_rank) {
+    return WorkerScript{.in_place = true,
+                        .exit_code = local_rank == 1 ? kFailed : std::optional<int>()};
+  };
+  CHECK(run.RunStatic() == kFailed);
+  CHECK(run.Started() == Lines{"attempt=0 rank=0", "attempt=0 rank=1"});
+  CHECK(run.ControlLines().empty());
+}
+
+// --- elastic mode -------------------------------------------------------------
+
+TEST_CASE("an elastic node follows a membership change into the next generation",
+          "[agent][elastic]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/3);
+  FakeRendezvous rendezvous(run.io);
+  // Generation 1 runs until stopped; generation 2's workers succeed.
+  run.script = [](int attempt, int /*local_rank*/) {
+    return WorkerScript{.exit_code = attempt == 0 ? std::optional<int>() : 0};
+  };
+  rendezvous.on_start = [&] { rendezvous.Assign(/*generation=*/1, /*nodes=*/1); };
+  // Once generation 1's workers run, a second node joins.
+  run.on_all_started = [&](int attempt) {
+    if (attempt != 0) return;
+    rendezvous.Waiting("a node joined");
+    rendezvous.Assign(/*generation=*/2, /*nodes=*/2);
+  };
+  rendezvous.on_succeeded = [&](uint64_t) { rendezvous.EndRun(/*succeeded=*/true); };
+  CHECK(run.RunElastic(rendezvous) == 0);
+  CHECK(run.Started() ==
+        Lines{"attempt=0 rank=0", "attempt=0 rank=1", "attempt=1 rank=0", "attempt=1 rank=1"});
+  CHECK(run.WorldSizes() == std::vector<std::string>{"2", "2", "4", "4"});
+  CHECK(rendezvous.join.local_world_size == 2);
+  CHECK(rendezvous.join.max_restarts == 3);
+  CHECK(rendezvous.calls == Lines{"start", "current gen=1", "current none", "current gen=2",
+                                  "succeeded gen=2", "stop"});
+}
+
+TEST_CASE("an elastic node pauses workers that can and rejoins them into the next generation",
+          "[agent][elastic][in-place]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/3);
+  FakeRendezvous rendezvous(run.io);
+  run.script = [](int /*attempt*/, int /*local_rank*/) { return WorkerScript{.in_place = true}; };
+  rendezvous.on_start = [&] { rendezvous.Assign(1, 1); };
+  run.on_all_started = [&](int attempt) {
+    if (attempt != 0) return;
+    rendezvous.Waiting("a node joined");
+    rendezvous.Assign(2, 2);
+  };
+  rendezvous.on_succeeded = [&](uint64_t) { rendezvous.EndRun(true); };
+  CHECK(run.RunElastic(rendezvous) == 0);
+  CHECK(run.Started() == Lines{"attempt=0 rank=0", "attempt=0 rank=1"});
+  const Lines control = run.ControlLines();
+  REQUIRE(control.size() == 4);
+  CHECK(control[0] == "pause 1");
+  CHECK(control[2].starts_with("join 2 RANK=0 WORLD_SIZE=4 "));
+  CHECK(control[2].ends_with(" STORE_PREFIX=muster/1/"));
+  CHECK(rendezvous.calls == Lines{"start", "current gen=1", "current none", "current gen=2",
+                                  "succeeded gen=2", "stop"});
+}
+
+TEST_CASE("an elastic node whose workers fail reports the failure to the daemon",
+          "[agent][elastic]") {
+  AgentRun run(/*nproc=*/1, /*max_restarts=*/3);
+  run.options.recovery = LaunchOptions::Recovery::kRestart;
+  FakeRendezvous rendezvous(run.io, /*local_world_size=*/1);
+  run.script = [](int /*attempt*/, int /*local_rank*/) { return WorkerScript{.exit_code = 7}; };
+  rendezvous.on_start = [&] { rendezvous.Assign(1, 1); };
+  rendezvous.on_failure = [&](uint64_t) { rendezvous.EndRun(false); };
+  CHECK(run.RunElastic(rendezvous) == 7);
+  CHECK(rendezvous.calls ==
+        Lines{"start", "current gen=1", "failure gen=1 code=7", "current none", "stop"});
+}
+
+}  // namespace
+}  // namespace muster
