@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
   if (*replica_options) {
     muster::rdzv::ReplicaStatus starting;
     starting.replicated = true;
-    starting.role = "starting";
+    starting.role = muster::rdzv::replica::Role::kStarting;
     (*server)->SetReplicaStatus(starting);
     auto* raw = server->get();
     replica = std::make_unique<muster::rdzv::replica::ReplicaNode>(
