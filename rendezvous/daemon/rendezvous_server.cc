@@ -277,7 +277,7 @@ void RendezvousServer::ApplyReplicaStatus(ReplicaStatus status, Time now,
   if (change) {
     ++leader_changes_;
     recorded_ = change->takeover.records;
-    DropEverything(*change);
+    DropEverything(std::move(*change));
   }
 }
 
