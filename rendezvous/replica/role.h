@@ -1,6 +1,8 @@
 // Role: what a musterd replica is to the rendezvous. The election
 // (leader_election.h) moves a replica between starting, standby and leader;
-// a daemon without --etcd is standalone, and always serves.
+// a daemon without --etcd is standalone, and always serves. A leaf header:
+// the rendezvous logic (rendezvous/state/replica_status.h) names roles too,
+// without linking the election.
 #pragma once
 
 namespace muster::rdzv::replica {
