@@ -3,7 +3,7 @@
 //
 // Replies follow torch's server byte for byte. Where torch's server would
 // throw and drop the connection (GET of a missing key, ADD on a non-number)
-// the outcome is "close" with a reason. Two deliberate additions:
+// the outcome is "close" with a reason. Three deliberate additions:
 //   - Legacy clients cannot cancel a WAIT that timed out on their side, and
 //     torch 1.13 serializes every operation of a client (one op in flight), so
 //     a new request from a legacy connection that still has a pending WAIT

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/json_type.h"
 #include "common/status.h"
 #include "launcher/cli/extra_options.h"
 #include "launcher/launch_options.h"
@@ -35,16 +36,8 @@ enum class ValueKind {
 // Where a flag may be set (bit set).
 enum Source : unsigned { kFromCommandLine = 1, kFromEnv = 2, kFromConfig = 4, kFromAll = 7 };
 
-// Which JSON types a config-file key accepts (bit set). Numbers and booleans
-// are turned into the text the command line would carry.
-enum JsonType : unsigned {
-  kJsonString = 1,
-  kJsonInteger = 2,
-  kJsonNumber = 4,  // any number, integers included
-  kJsonBool = 8,
-  kJsonArray = 16,   // of strings/integers, joined with ','
-  kJsonObject = 32,  // of scalars, joined as "k=v,k2=v2"
-};
+// Which JSON types a config-file key accepts: common/json_type.h. Numbers
+// and booleans are turned into the text the command line would carry.
 
 // Headings of the --help text, in order.
 enum class FlagGroup { kNodes, kRendezvous, kWorkers, kOutput, kGpus, kCompat, kGeneral, kLaunch };

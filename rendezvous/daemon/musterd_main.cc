@@ -10,14 +10,12 @@
 // agents, and the others refuse them naming the leader (PROTOCOL.md,
 // "Replicas").
 //
-// The config file is JSON with the same keys (`host`, `port`, `token_file`,
-// `metrics_port`, `max_connections`, `etcd`, `advertise`, `etcd_prefix`,
-// `etcd_cacert`, `etcd_cert`, `etcd_key`, and
-// `rdzv_conf` as an object); flags win.
-// It may hold `//` and `/* */` comments, as the packaged
-// /etc/muster/musterd.json does.
-// Values from either source are held to the same ranges, and --rdzv-conf /
-// rdzv_conf keys musterd does not know (a typo) are refused, not ignored.
+// The config file is JSON with the flags' names as keys, with underscores
+// (daemon_flags.h: `port`, `token_file`, `rdzv_conf` as an object, ...);
+// flags win. It may hold `//` and `/* */` comments, as the packaged
+// /etc/muster/musterd.json does. Values from either source are held to the
+// same ranges, and --rdzv-conf / rdzv_conf keys musterd does not know (a
+// typo) are refused, not ignored.
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
@@ -29,10 +27,8 @@
 
 #include <csignal>
 #include <cstdint>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,8 +48,6 @@
 namespace {
 
 using muster::rdzv::DaemonFlags;
-using muster::rdzv::kMaxConnections;
-using muster::rdzv::kMaxPort;
 
 // The replica's options from the flags, or nullopt when --etcd is not given;
 // the error names the bad flag.
@@ -94,36 +88,6 @@ muster::Result<std::optional<muster::rdzv::replica::ReplicaOptions>> ReplicaOpti
   options.key = options.prefix + "musterd/leader";
   options.advertise = flags.advertise;
   return Options(options);
-}
-
-// A JSON integer as int64; nullopt for other types and for integers beyond
-// int64 (so a huge value cannot wrap into range).
-std::optional<int64_t> JsonInteger(const nlohmann::json& value) {
-  if (value.is_number_unsigned()) {
-    const uint64_t u = value.get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-    return static_cast<int64_t>(u);
-  }
-  if (value.is_number_integer()) return value.get<int64_t>();
-  return std::nullopt;
-}
-
-// The merged values (flags over the config file), held to the ranges the
-// flags have; the error quotes the value.
-muster::Status CheckRanges(const DaemonFlags& flags) {
-  auto out_of = [](const std::string& name, int64_t value, int64_t lo, int64_t hi) {
-    return muster::Status::InvalidArgument(name + "=" + std::to_string(value) +
-                                           " must be an integer from " + std::to_string(lo) +
-                                           " to " + std::to_string(hi));
-  };
-  if (flags.port < 0 || flags.port > kMaxPort) return out_of("port", flags.port, 0, kMaxPort);
-  if (flags.metrics_port != -1 && (flags.metrics_port < 0 || flags.metrics_port > kMaxPort)) {
-    return out_of("metrics_port", flags.metrics_port, 0, kMaxPort);
-  }
-  if (flags.max_connections < 1 || flags.max_connections > kMaxConnections) {
-    return out_of("max_connections", flags.max_connections, 1, kMaxConnections);
-  }
-  return muster::Status::Ok();
 }
 
 int Fail(const std::string& message) {
@@ -171,56 +135,15 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  std::map<std::string, std::string> conf;
   if (!flags.config.empty()) {
-    std::ifstream in(flags.config);
-    if (!in) return Fail("--config: cannot read '" + flags.config + "'");
-    auto doc =
-        nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
-    if (doc.is_discarded() || !doc.is_object()) {
-      return Fail("--config: '" + flags.config + "' is not a JSON object");
-    }
-    auto given = [&flags](const char* flag) { return flags.given.contains(flag + 2); };
-    for (auto& [key, value] : doc.items()) {
-      const std::optional<int64_t> integer = JsonInteger(value);
-      if (key == "host" && value.is_string()) {
-        if (!given("--host")) flags.host = value.get<std::string>();
-      } else if (key == "port" && integer) {
-        if (!given("--port")) flags.port = *integer;
-      } else if (key == "token_file" && value.is_string()) {
-        if (!given("--token-file")) flags.token_file = value.get<std::string>();
-      } else if (key == "metrics_port" && integer) {
-        if (!given("--metrics-port")) flags.metrics_port = *integer;
-      } else if (key == "max_connections" && integer) {
-        if (!given("--max-connections")) flags.max_connections = *integer;
-      } else if (key == "etcd" && value.is_string()) {
-        if (!given("--etcd")) flags.etcd = value.get<std::string>();
-      } else if (key == "advertise" && value.is_string()) {
-        if (!given("--advertise")) flags.advertise = value.get<std::string>();
-      } else if (key == "etcd_prefix" && value.is_string()) {
-        if (!given("--etcd-prefix")) flags.etcd_prefix = value.get<std::string>();
-      } else if (key == "etcd_cacert" && value.is_string()) {
-        if (!given("--etcd-cacert")) flags.etcd_tls.cacert = value.get<std::string>();
-      } else if (key == "etcd_cert" && value.is_string()) {
-        if (!given("--etcd-cert")) flags.etcd_tls.cert = value.get<std::string>();
-      } else if (key == "etcd_key" && value.is_string()) {
-        if (!given("--etcd-key")) flags.etcd_tls.key = value.get<std::string>();
-      } else if (key == "rdzv_conf" && value.is_object()) {
-        for (auto& [k, v] : value.items())
-          conf[k] = v.is_string() ? v.get<std::string>() : v.dump();
-        if (auto known = muster::rdzv::Settings::RefuseUnknownKeys(conf); !known.ok()) {
-          return Fail("--config: '" + flags.config + "': " + known.message());
-        }
-      } else {
-        return Fail("--config: key '" + key + "' with value " + value.dump() +
-                    " is unknown or has the wrong type");
-      }
+    if (auto config = muster::rdzv::ApplyDaemonConfigFile(flags); !config.ok()) {
+      return Fail(config.message());
     }
   }
-  if (auto ranges = CheckRanges(flags); !ranges.ok()) {
-    return Fail((flags.config.empty() ? "" : "--config '" + flags.config + "' or flags: ") +
-                ranges.message());
+  if (auto ranges = muster::rdzv::CheckDaemonRanges(flags); !ranges.ok()) {
+    return Fail(ranges.message());
   }
+  std::map<std::string, std::string> conf = flags.config_rdzv_conf;
   auto cli_conf = muster::rdzv::Settings::ParseConfText(flags.rdzv_conf);
   if (!cli_conf.ok()) return Fail("--rdzv-conf: " + cli_conf.status().message());
   if (auto known = muster::rdzv::Settings::RefuseUnknownKeys(*cli_conf); !known.ok()) {
@@ -267,7 +190,7 @@ int main(int argc, char** argv) {
   if (*replica_options) {
     muster::rdzv::ReplicaStatus starting;
     starting.replicated = true;
-    starting.role = "starting";
+    starting.role = muster::rdzv::replica::Role::kStarting;
     (*server)->SetReplicaStatus(starting);
     auto* raw = server->get();
     replica = std::make_unique<muster::rdzv::replica::ReplicaNode>(

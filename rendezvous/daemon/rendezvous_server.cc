@@ -10,26 +10,14 @@
 #include "rendezvous/daemon/status_reply.h"
 #include "rendezvous/protocol/heartbeat_fast_path.h"
 #include "rendezvous/protocol/message_codec.h"
-#include "rendezvous/state/takeover_hold.h"
+#include "rendezvous/state/hello_gate.h"
+#include "rendezvous/state/lead_change.h"
 
 namespace muster::rdzv {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
-
-// Compares in time independent of where the strings differ, so the token
-// cannot be guessed byte by byte from response times.
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  const size_t n = std::max(a.size(), b.size());
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
-  }
-  return diff == 0;
-}
 
 std::string NewDaemonId() {
   std::random_device rd;
@@ -108,10 +96,11 @@ void RendezvousServer::Accept() {
     boost::system::error_code local_ec;
     const auto peer = socket.remote_endpoint(peer_ec);
     const auto local = socket.local_endpoint(local_ec);
-    auto channel = std::make_shared<MessageChannel>(std::move(socket), options_.limits, true);
-    sessions_[conn] = Session{channel, false, std::chrono::steady_clock::now(),
-                              peer_ec ? "" : peer.address().to_string(),
-                              local_ec ? "" : local.address().to_string()};
+    auto channel = std::make_shared<MessageChannel>(std::move(socket), options_.limits,
+                                                    MessageChannel::BadInput::kReply);
+    sessions_[conn] =
+        Session{channel, false, Clock::now(), peer_ec ? "" : peer.address().to_string(),
+                local_ec ? "" : local.address().to_string()};
     channel->Start({[this, conn](Message m) { OnMessage(conn, std::move(m)); },
                     [this, conn](const std::string& why, bool) { OnClosed(conn, why); },
                     [this, conn](uint8_t type, std::string_view payload) {
@@ -126,31 +115,26 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
   auto it = sessions_.find(conn);
   if (it == sessions_.end()) return;
   Session& session = it->second;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::now();
   if (!session.greeted) {
-    const Hello* hello = std::get_if<Hello>(&message);
-    auto refuse = [&](ErrorCode code, const std::string& text) {
+    const HelloAnswer answer = AnswerHello(message, options_.token, daemon_id_, replica_, now);
+    if (answer.verdict == HelloAnswer::Verdict::kWelcome) {
+      session.greeted = true;
+      session.channel->Send(answer.reply);
+      return;
+    }
+    const Error& refusal = std::get<Error>(answer.reply);
+    const std::string name(ErrorCodeName(refusal.code));
+    if (answer.verdict == HelloAnswer::Verdict::kRefused) {
       ++bad_hellos_;
-      const std::string name(ErrorCodeName(code));
-      spdlog::warn("event=refused peer={} code={} why=\"{}\"", session.channel->peer(), name, text);
-      session.channel->Send(Error{code, text, true});
-      session.channel->CloseAfterFlush(name);
-    };
-    if (hello == nullptr) return refuse(ErrorCode::kBadRequest, "the first message must be Hello");
-    if (hello->protocol_version != kProtocolVersion) {
-      return refuse(ErrorCode::kBadVersion, "protocol version " +
-                                                std::to_string(hello->protocol_version) +
-                                                " is not supported (this daemon speaks " +
-                                                std::to_string(kProtocolVersion) + ")");
+      spdlog::warn("event=refused peer={} code={} why=\"{}\"", session.channel->peer(), name,
+                   refusal.message);
+    } else {
+      spdlog::debug("event=redirected peer={} code={} why=\"{}\"", session.channel->peer(), name,
+                    refusal.message);
     }
-    if (!ConstantTimeEquals(hello->token, options_.token)) {
-      return refuse(ErrorCode::kBadToken, hello->token.empty()
-                                              ? "this daemon requires a token (--token-file)"
-                                              : "wrong token");
-    }
-    if (!replica_.Serves(now)) return Redirect(session, now);
-    session.greeted = true;
-    session.channel->Send(Welcome{kProtocolVersion, daemon_id_, ServingEpoch()});
+    session.channel->Send(refusal);
+    session.channel->CloseAfterFlush(name);
     return;
   }
   // A leader whose lease ran out acts on nothing more (Tick drops everyone).
@@ -166,7 +150,7 @@ bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {
   if (!hb) return false;
   auto it = sessions_.find(conn);
   if (it == sessions_.end() || !it->second.greeted) return false;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::now();
   if (!replica_.Serves(now)) return true;  // dropped by Tick
   // Reused, so a heartbeat allocates nothing. Apply() never comes back here:
   // no read completes inside it.
@@ -192,7 +176,7 @@ void RendezvousServer::OnClosed(ConnId conn, const std::string& why) {
   sessions_.erase(it);
   spdlog::debug("event=connection_closed conn={} why=\"{}\"", conn, why);
   if (greeted && !stopped_) {
-    Apply(core_->Handle(DisconnectEvent{conn}, std::chrono::steady_clock::now()));
+    Apply(core_->Handle(DisconnectEvent{conn}, Clock::now()));
   }
 }
 
@@ -209,7 +193,7 @@ void RendezvousServer::Apply(const Actions& actions) {
         AssignmentMessage adjusted = *assigned;
         adjusted.assignment.master_addr =
             MasterAddrFor(assigned->assignment.master_addr, session.peer_addr, session.local_addr);
-        adjusted.epoch = ServingEpoch();
+        adjusted.epoch = ServingEpoch(replica_);
         session.channel->Send(adjusted);
       } else {
         session.channel->Send(send->message);
@@ -225,8 +209,8 @@ void RendezvousServer::Apply(const Actions& actions) {
           continue;
         }
         StatusSnapshot snapshot = status->snapshot;
-        snapshot.replica = ReplicaSummary{replica_.self, replica_.role, replica_.epoch,
-                                          replica_.leader, replica_.replicas};
+        snapshot.replica = ReplicaSummary{replica_.self, replica::RoleName(replica_.role),
+                                          replica_.epoch, replica_.leader, replica_.replicas};
         it->second.channel->SendFrame(StatusReplyFrame(snapshot));
       }
     } else if (const auto* close = std::get_if<CloseAction>(&action)) {
@@ -245,14 +229,9 @@ void RendezvousServer::Apply(const Actions& actions) {
 
 void RendezvousServer::Tick() {
   if (stopped_) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (replica_.leading && !replica_.Serves(now)) {
-    // The election thread steps down at the same moment; this does not wait
-    // for it to say so. Nobody is known to lead until it reads etcd again.
-    ReplicaStatus lapsed = replica_;
-    lapsed.leader.clear();
-    lapsed.fresh = false;
-    ApplyReplicaStatus(std::move(lapsed), now, "the lease ran out before it was renewed");
+  const auto now = Clock::now();
+  if (auto lapsed = LapsedLead(replica_, now)) {
+    ApplyReplicaStatus(std::move(*lapsed), now, "the lease ran out before it was renewed");
   }
   if (last_tick_ && now - *last_tick_ > options_.settings.keep_alive_interval) {
     spdlog::warn("event=daemon_stalled ms={}",
@@ -271,7 +250,7 @@ void RendezvousServer::Tick() {
 void RendezvousServer::Sweep() {
   if (stopped_) return;
   // Slow or silent peers: no Hello in time, or nothing at all for too long.
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::now();
   std::vector<std::shared_ptr<MessageChannel>> expired;
   for (auto& [conn, session] : sessions_) {
     if ((!session.greeted && now - session.opened > options_.settings.hello_timeout) ||
@@ -287,57 +266,31 @@ void RendezvousServer::Sweep() {
 }
 
 void RendezvousServer::SetReplicaStatus(ReplicaStatus status) {
-  ApplyReplicaStatus(std::move(status), std::chrono::steady_clock::now(),
-                     "this replica stepped down");
+  ApplyReplicaStatus(std::move(status), Clock::now(), "this replica stepped down");
 }
 
-void RendezvousServer::ApplyReplicaStatus(ReplicaStatus status,
-                                          std::chrono::steady_clock::time_point now,
+void RendezvousServer::ApplyReplicaStatus(ReplicaStatus status, Time now,
                                           const std::string& why_not_leading) {
-  const bool was_leading = replica_.leading;
-  // A lead whose deadline has passed is no lead: one that arrives late from
-  // the election thread, or one that ran out here (Tick).
-  if (status.leading && !status.Serves(now)) {
-    status.leading = false;
-    status.role = "standby";
-  }
-  replica_ = std::move(status);
-  if (replica_.leading != was_leading) {
+  ReplicaStatus taken = TakeStatus(std::move(status), now);
+  auto change = DecideLeadChange(replica_, taken, options_.settings, now, why_not_leading);
+  replica_ = std::move(taken);
+  if (change) {
     ++leader_changes_;
-    Takeover takeover;
-    if (replica_.leading) {
-      // By then an agent that has not come back has fenced itself
-      // (takeover_hold.h).
-      takeover.rebuild_hold_until = now + TakeoverHold(options_.settings, replica_.lead_margin);
-      takeover.records = replica_.run_records;
-    }
-    recorded_ = takeover.records;
-    DropEverything(replica_.leading
-                       ? "this replica took the lead (epoch " + std::to_string(replica_.epoch) + ")"
-                       : why_not_leading,
-                   std::move(takeover));
+    recorded_ = change->takeover.records;
+    DropEverything(std::move(*change));
   }
 }
 
-void RendezvousServer::DropEverything(const std::string& why, Takeover takeover) {
+void RendezvousServer::DropEverything(LeadChange change) {
   spdlog::info("event=replica_role role={} epoch={} leader={} why=\"{}\" connections={}",
-               replica_.role, replica_.epoch, replica_.leader.empty() ? "-" : replica_.leader, why,
-               sessions_.size());
+               replica::RoleName(replica_.role), replica_.epoch,
+               replica_.leader.empty() ? "-" : replica_.leader, change.why, sessions_.size());
   std::vector<std::shared_ptr<MessageChannel>> open;
   for (auto& [conn, session] : sessions_) open.push_back(session.channel);
   // Forgotten before the closes come back: they find no run to report to.
   sessions_.clear();
-  Settings settings = options_.settings;
-  if (replica_.leading) {
-    // An agent that hears a standby keeps its workers up to failover_timeout
-    // after it last heard this leader (fence_rule.h), which may be up to a
-    // heartbeat later than this leader last heard it: a silent member's
-    // ranks are given away only after both.
-    settings.heartbeat_timeout = std::max(settings.heartbeat_timeout,
-                                          settings.failover_timeout + settings.keep_alive_interval);
-  }
-  core_ = std::make_unique<RendezvousCore>(settings, std::move(takeover));
-  for (auto& channel : open) channel->Close(why);
+  core_ = std::make_unique<RendezvousCore>(change.settings, std::move(change.takeover));
+  for (auto& channel : open) channel->Close(change.why);
 }
 
 void RendezvousServer::PublishRunRecords() {
@@ -350,31 +303,6 @@ void RendezvousServer::PublishRunRecords() {
     changed.push_back(std::move(record));
   }
   if (!changed.empty()) run_record_sink_(std::move(changed));
-}
-
-void RendezvousServer::Redirect(Session& session, std::chrono::steady_clock::time_point now) {
-  // Never itself: a key of its own that outlived its lead (a revoke that
-  // failed), or the moment between its deadline and the next Tick.
-  const bool known = replica_.fresh && !replica_.leader.empty() && replica_.leader != replica_.self;
-  const std::string text =
-      known ? "not the leader: the leader is " + replica_.leader + " (epoch " +
-                  std::to_string(replica_.epoch) + ")"
-            : std::string(replica_.fresh ? "no leader is elected yet"
-                                         : "no leader is known (etcd is out of reach)");
-  const ErrorCode code = known ? ErrorCode::kNotLeader : ErrorCode::kNoLeader;
-  spdlog::debug("event=redirected peer={} code={} why=\"{}\"", session.channel->peer(),
-                ErrorCodeName(code), text);
-  Error refusal{code, text, false};
-  if (known) {
-    refusal.leader = replica_.leader;
-    refusal.epoch = replica_.epoch;
-  }
-  // An agent counts only a current answer towards keeping its workers: one
-  // read from etcd so recently that no leader elected since can have waited
-  // for it longer than its takeover hold allows for.
-  refusal.current = replica_.fresh && now - replica_.view_read_at <= kStandbyViewCurrentFor;
-  session.channel->Send(refusal);
-  session.channel->CloseAfterFlush(std::string(ErrorCodeName(code)));
 }
 
 std::string RendezvousServer::MetricsText() const {
@@ -405,9 +333,9 @@ std::string RendezvousServer::MetricsText() const {
          static_cast<double>(rejected_));
   out << "# HELP muster_replica_role This daemon's role (1 for the current one).\n"
       << "# TYPE muster_replica_role gauge\n";
-  for (const char* role : {"standalone", "starting", "standby", "leader"}) {
-    out << "muster_replica_role{role=\"" << role << "\"} " << (replica_.role == role ? 1 : 0)
-        << "\n";
+  for (const replica::Role role : replica::kRoles) {
+    out << "muster_replica_role{role=\"" << replica::RoleName(role) << "\"} "
+        << (replica_.role == role ? 1 : 0) << "\n";
   }
   metric("muster_replica_epoch", "gauge", "The epoch of the leader this replica knows (0: none).",
          static_cast<double>(replica_.epoch));

@@ -1,7 +1,10 @@
 // RendezvousServer: the daemon shell around RendezvousCore. It accepts agent
-// connections, checks each one's Hello (protocol version, shared token), turns
-// decoded messages into events, carries out the core's actions, and ticks the
-// core every kTickInterval so deadlines (dead nodes, last call) are met.
+// connections, answers each one's Hello as the hello gate decides
+// (rendezvous/state/hello_gate.h: protocol version, shared token, a replica
+// that does not serve), turns decoded messages into events, carries out the
+// core's actions, and ticks the core every kTickInterval so deadlines (dead
+// nodes, last call) are met. A replica's changes of role are carried out as
+// rendezvous/state/lead_change.h decides them.
 //
 // It runs on the caller's io_context and starts no thread: the same server is
 // `musterd`, and is embedded in `muster --standalone` / `is_host=1` agents.
@@ -20,9 +23,10 @@
 #include <unordered_map>
 
 #include "common/status.h"
-#include "rendezvous/daemon/replica_status.h"
 #include "rendezvous/net/message_channel.h"
+#include "rendezvous/state/lead_change.h"
 #include "rendezvous/state/rendezvous_core.h"
+#include "rendezvous/state/replica_status.h"
 
 namespace muster::rdzv {
 
@@ -76,7 +80,7 @@ class RendezvousServer {
   struct Session {
     std::shared_ptr<MessageChannel> channel;
     bool greeted = false;
-    std::chrono::steady_clock::time_point opened;
+    Time opened;
     // The connection's two ends: where the agent connects from, and the
     // daemon's address it reached (told to agents on other hosts in place of
     // a loopback master address: advertised_address.h).
@@ -93,21 +97,15 @@ class RendezvousServer {
   void Sweep();
   // A heartbeat frame in its plain form; false sends it down the general path.
   bool OnHeartbeatFrame(ConnId conn, std::string_view payload);
-  // Takes `status` (demoted when its lead has passed at `now`); a change of
-  // lead drops everything, logged with `why_not_leading` when it is lost.
-  void ApplyReplicaStatus(ReplicaStatus status, std::chrono::steady_clock::time_point now,
-                          const std::string& why_not_leading);
-  // Closes every connection and forgets every run (a change of leader); a
-  // replica taking the lead starts its runs from `takeover`.
-  void DropEverything(const std::string& why, Takeover takeover);
+  // Takes `status` (TakeStatus); a change of lead (DecideLeadChange) drops
+  // everything, logged with `why_not_leading` when it is lost.
+  void ApplyReplicaStatus(ReplicaStatus status, Time now, const std::string& why_not_leading);
+  // Closes every connection and forgets every run; the runs start again in a
+  // new core with the change's settings and takeover.
+  void DropEverything(LeadChange change);
   // Leading: hands the runs' records that changed to the sink; once a tick
   // (50 ms), not per message.
   void PublishRunRecords();
-  // The epoch stamped on Welcome and assignments: this replica's while it
-  // leads, 0 when not replicated.
-  uint64_t ServingEpoch() const { return replica_.leading ? replica_.epoch : 0; }
-  // Refuses a Hello at a replica that does not serve: not_leader or no_leader.
-  void Redirect(Session& session, std::chrono::steady_clock::time_point now);
 
   boost::asio::io_context& io_;
   ServerOptions options_;
@@ -125,7 +123,7 @@ class RendezvousServer {
   uint16_t port_ = 0;
   std::string daemon_id_;
   uint64_t rejected_ = 0;
-  std::optional<std::chrono::steady_clock::time_point> last_tick_;
+  std::optional<Time> last_tick_;
   Actions heartbeat_actions_;
   uint64_t bad_hellos_ = 0;
   bool stopped_ = false;

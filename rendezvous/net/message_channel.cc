@@ -8,12 +8,12 @@
 namespace muster::rdzv {
 namespace asio = boost::asio;
 
-MessageChannel::MessageChannel(asio::ip::tcp::socket socket, Limits limits, bool reply_to_bad_input)
+MessageChannel::MessageChannel(asio::ip::tcp::socket socket, Limits limits, BadInput bad_input)
     : socket_(std::move(socket)),
       limits_(limits),
-      reply_to_bad_input_(reply_to_bad_input),
+      bad_input_(bad_input),
       decoder_(limits.max_frame_bytes),
-      last_activity_(std::chrono::steady_clock::now()) {
+      last_activity_(Clock::now()) {
   boost::system::error_code ec;
   auto endpoint = socket_.remote_endpoint(ec);
   peer_ = ec ? "?" : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
@@ -34,7 +34,7 @@ void MessageChannel::Read() {
           self->CloseOnError(ec);
           return;
         }
-        self->last_activity_ = std::chrono::steady_clock::now();
+        self->last_activity_ = Clock::now();
         self->decoder_.Feed(std::string_view(self->read_buffer_.data(), n));
         for (;;) {
           FrameResult frame = self->decoder_.Next();
@@ -60,7 +60,7 @@ void MessageChannel::Read() {
 }
 
 void MessageChannel::Fail(const std::string& why) {
-  if (reply_to_bad_input_) {
+  if (bad_input_ == BadInput::kReply) {
     Send(Error{ErrorCode::kBadFrame, why, true});
     CloseAfterFlush("bad input: " + why);
   } else {

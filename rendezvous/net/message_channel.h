@@ -3,7 +3,7 @@
 // write queue. Used by the daemon (one per agent) and by the agent's client.
 //
 // Errors never escape: a broken frame or undecodable message makes the
-// channel send Error{kBadFrame, fatal} (when `reply_to_bad_input`) and close;
+// channel send Error{kBadFrame, fatal} (with BadInput::kReply) and close;
 // the on_close handler runs exactly once. Not thread-safe: everything runs on
 // the socket's (single-threaded) executor. Hold it in a shared_ptr; pending
 // operations keep it alive.
@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/clock.h"
 #include "rendezvous/protocol/frame_codec.h"
 #include "rendezvous/protocol/messages.h"
 
@@ -41,7 +42,15 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
     std::function<bool(uint8_t type, std::string_view payload)> on_frame;
   };
 
-  MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, bool reply_to_bad_input);
+  // What a broken frame or an undecodable message gets before the channel
+  // closes: the daemon tells its peer why, an agent just closes.
+  enum class BadInput { kClose, kReply };
+
+  MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, BadInput bad_input);
+  // The same, kReply when `reply_to_bad_input`: for callers not yet naming it.
+  MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, bool reply_to_bad_input)
+      : MessageChannel(std::move(socket), limits,
+                       reply_to_bad_input ? BadInput::kReply : BadInput::kClose) {}
 
   void Start(Handlers handlers);
   // Queues `message`. Returns false (and closes) if the queue limit is
@@ -55,7 +64,7 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   // Closes once every queued frame has been written.
   void CloseAfterFlush(const std::string& why);
   bool is_open() const { return open_; }
-  std::chrono::steady_clock::time_point last_activity() const { return last_activity_; }
+  Time last_activity() const { return last_activity_; }
   std::string peer() const { return peer_; }
 
  private:
@@ -67,7 +76,7 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
 
   boost::asio::ip::tcp::socket socket_;
   Limits limits_;
-  bool reply_to_bad_input_;
+  BadInput bad_input_;
   Handlers handlers_;
   FrameDecoder decoder_;
   // Small: every frame but a large status reply fits, and 10,000 daemon-side
@@ -80,7 +89,7 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   bool close_after_flush_ = false;
   std::string close_reason_;
   std::string peer_;
-  std::chrono::steady_clock::time_point last_activity_;
+  Time last_activity_;
 };
 
 }  // namespace muster::rdzv

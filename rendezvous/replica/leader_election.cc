@@ -5,18 +5,6 @@
 
 namespace muster::rdzv::replica {
 
-const char* RoleName(Role role) {
-  switch (role) {
-    case Role::kStarting:
-      return "starting";
-    case Role::kStandby:
-      return "standby";
-    case Role::kLeader:
-      return "leader";
-  }
-  return "?";
-}
-
 const char* EtcdCallName(EtcdCall call) {
   switch (call) {
     case EtcdCall::kGrantLease:
@@ -52,8 +40,7 @@ std::optional<std::string> CheckElectionSettings(const ElectionSettings& s) {
   return std::nullopt;
 }
 
-LeaderElection::LeaderElection(std::string advertise, ElectionSettings settings,
-                               Clock::time_point now)
+LeaderElection::LeaderElection(std::string advertise, ElectionSettings settings, Time now)
     : advertise_(std::move(advertise)), settings_(settings), retry_at_(now) {}
 
 std::vector<ElectionAction> LeaderElection::Start() {
@@ -63,7 +50,7 @@ std::vector<ElectionAction> LeaderElection::Start() {
   return out;
 }
 
-bool LeaderElection::MayLead(Clock::time_point now) const {
+bool LeaderElection::MayLead(Time now) const {
   return role_ == Role::kLeader && now < lease_valid_until_ - settings_.step_down_margin;
 }
 
@@ -136,8 +123,7 @@ void LeaderElection::OnRead(const LeaderRead& read, std::vector<ElectionAction>&
   CampaignNow(read.sent_at, out);
 }
 
-void LeaderElection::Lead(uint64_t epoch, Clock::time_point read_at,
-                          std::vector<ElectionAction>& out) {
+void LeaderElection::Lead(uint64_t epoch, Time read_at, std::vector<ElectionAction>& out) {
   role_ = Role::kLeader;
   out.emplace_back(BecomeLeader{epoch});
   SetView({.leader = advertise_, .epoch = epoch, .fresh = true}, read_at, out);
@@ -166,7 +152,7 @@ void LeaderElection::OnFailed(const EtcdFailed& failed, std::vector<ElectionActi
   }
 }
 
-void LeaderElection::OnTick(Clock::time_point now, std::vector<ElectionAction>& out) {
+void LeaderElection::OnTick(Time now, std::vector<ElectionAction>& out) {
   if (role_ == Role::kLeader && !MayLead(now)) {
     DropLease(now, "the lease was not renewed in time", out);
   } else if (lease_id_ != 0 && role_ != Role::kLeader && now >= lease_valid_until_) {
@@ -193,8 +179,7 @@ void LeaderElection::OnTick(Clock::time_point now, std::vector<ElectionAction>& 
   }
 }
 
-void LeaderElection::DropLease(Clock::time_point now, const std::string& why,
-                               std::vector<ElectionAction>& out) {
+void LeaderElection::DropLease(Time now, const std::string& why, std::vector<ElectionAction>& out) {
   const int64_t given_up = lease_id_;
   lease_id_ = 0;
   retry_at_ = now;
@@ -207,15 +192,14 @@ void LeaderElection::DropLease(Clock::time_point now, const std::string& why,
   if (given_up != 0) out.emplace_back(RevokeLease{given_up});
 }
 
-void LeaderElection::CampaignNow(Clock::time_point now, std::vector<ElectionAction>& out) {
+void LeaderElection::CampaignNow(Time now, std::vector<ElectionAction>& out) {
   if (campaigning_ || lease_id_ == 0) return;
   if (now >= lease_valid_until_ - settings_.step_down_margin) return;
   campaigning_ = true;
   out.emplace_back(Campaign{lease_id_});
 }
 
-void LeaderElection::SetView(LeaderView view, Clock::time_point read_at,
-                             std::vector<ElectionAction>& out) {
+void LeaderElection::SetView(LeaderView view, Time read_at, std::vector<ElectionAction>& out) {
   view_read_at_ = read_at;
   if (view == view_) return;
   view_ = std::move(view);

@@ -38,9 +38,11 @@
 #include <variant>
 #include <vector>
 
+#include "common/clock.h"
+#include "rendezvous/replica/role.h"
+
 namespace muster::rdzv::replica {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 struct ElectionSettings {
@@ -56,9 +58,6 @@ struct ElectionSettings {
 // (renew_interval < lease_ttl - step_down_margin).
 std::optional<std::string> CheckElectionSettings(const ElectionSettings& settings);
 
-enum class Role { kStarting, kStandby, kLeader };
-const char* RoleName(Role role);  // "starting", "standby", "leader"
-
 // What this replica knows of the leader.
 struct LeaderView {
   std::string leader;  // its advertised HOST:PORT; empty: none (election in progress)
@@ -72,26 +71,26 @@ struct LeaderView {
 struct LeaseGranted {
   int64_t lease_id = 0;
   milliseconds ttl{0};
-  Clock::time_point sent_at;
+  Time sent_at;
 };
 struct KeepAliveDone {
   int64_t lease_id = 0;
   milliseconds ttl{0};  // the TTL etcd renewed it to; 0: the lease is gone
-  Clock::time_point sent_at;
+  Time sent_at;
 };
 struct CampaignDone {
   bool won = false;
   std::string leader;  // the key's value: the winner's advertised address
   uint64_t epoch = 0;  // the key's create_revision
   int64_t lease = 0;   // the lease the key is bound to
-  Clock::time_point sent_at;
+  Time sent_at;
 };
 struct LeaderRead {
   bool present = false;
   std::string leader;
   uint64_t epoch = 0;
   int64_t lease = 0;
-  Clock::time_point sent_at;
+  Time sent_at;
 };
 // An etcd call failed (unreachable, timed out, an error reply).
 enum class EtcdCall { kGrantLease, kKeepAlive, kCampaign, kReadLeader };
@@ -99,10 +98,10 @@ const char* EtcdCallName(EtcdCall call);  // "grant_lease", ...
 struct EtcdFailed {
   EtcdCall call = EtcdCall::kGrantLease;
   std::string why;
-  Clock::time_point at;
+  Time at;
 };
 struct Tick {
-  Clock::time_point now;
+  Time now;
 };
 using ElectionEvent =
     std::variant<LeaseGranted, KeepAliveDone, CampaignDone, LeaderRead, EtcdFailed, Tick>;
@@ -140,7 +139,7 @@ using ElectionAction = std::variant<GrantLease, KeepAlive, Campaign, ReadLeader,
 class LeaderElection {
  public:
   // `advertise`: this replica's HOST:PORT, the value it puts in the key.
-  LeaderElection(std::string advertise, ElectionSettings settings, Clock::time_point now);
+  LeaderElection(std::string advertise, ElectionSettings settings, Time now);
 
   // The first actions (GrantLease). The shell then sends a Tick every few
   // tens of milliseconds, and every action's result as an event.
@@ -151,49 +150,49 @@ class LeaderElection {
   const LeaderView& view() const { return view_; }
   // When the view was last read from etcd (the read's send time), changed
   // or not.
-  Clock::time_point view_read_at() const { return view_read_at_; }
+  Time view_read_at() const { return view_read_at_; }
   // Leader: until when it may act (lease valid minus the margin); a shell
   // checks it before handling anything, so a leader stopped and resumed
   // past it does not act on old input.
-  bool MayLead(Clock::time_point now) const;
+  bool MayLead(Time now) const;
   uint64_t epoch() const { return role_ == Role::kLeader ? view_.epoch : 0; }
   // Leader: the moment MayLead() turns false (unless a renewal moves it).
-  Clock::time_point lead_until() const { return lease_valid_until_ - settings_.step_down_margin; }
+  Time lead_until() const { return lease_valid_until_ - settings_.step_down_margin; }
 
  private:
-  void OnTick(Clock::time_point now, std::vector<ElectionAction>& out);
+  void OnTick(Time now, std::vector<ElectionAction>& out);
   void OnKeepAlive(const KeepAliveDone& done, std::vector<ElectionAction>& out);
   void OnCampaign(const CampaignDone& done, std::vector<ElectionAction>& out);
   void OnRead(const LeaderRead& read, std::vector<ElectionAction>& out);
   void OnFailed(const EtcdFailed& failed, std::vector<ElectionAction>& out);
   // The lease is gone or can no longer be trusted: a leader steps down.
-  void DropLease(Clock::time_point now, const std::string& why, std::vector<ElectionAction>& out);
+  void DropLease(Time now, const std::string& why, std::vector<ElectionAction>& out);
   // Campaigns unless one is under way, or the lease is too close to its end
   // for a win to be of use (it lapses and a new one is granted instead).
-  void CampaignNow(Clock::time_point now, std::vector<ElectionAction>& out);
+  void CampaignNow(Time now, std::vector<ElectionAction>& out);
   // The key names this replica's own live lease: a campaign etcd committed
   // though its answer was lost (a timeout, a retry on another member) is
   // a win all the same.
   bool HoldsKey(int64_t key_lease) const { return key_lease != 0 && key_lease == lease_id_; }
-  void Lead(uint64_t epoch, Clock::time_point read_at, std::vector<ElectionAction>& out);
-  void SetView(LeaderView view, Clock::time_point read_at, std::vector<ElectionAction>& out);
+  void Lead(uint64_t epoch, Time read_at, std::vector<ElectionAction>& out);
+  void SetView(LeaderView view, Time read_at, std::vector<ElectionAction>& out);
 
   const std::string advertise_;
   const ElectionSettings settings_;
   Role role_ = Role::kStarting;
   LeaderView view_;
-  Clock::time_point view_read_at_{};
+  Time view_read_at_{};
 
   int64_t lease_id_ = 0;  // 0: none held
   milliseconds lease_ttl_{0};
-  Clock::time_point lease_valid_until_{};  // last renewal's send time + TTL
-  bool granting_ = false;                  // a GrantLease is in flight
-  bool renewing_ = false;                  // a KeepAlive is in flight
-  bool campaigning_ = false;               // a Campaign is in flight
-  bool reading_ = false;                   // a ReadLeader is in flight
-  Clock::time_point next_renew_{};
-  Clock::time_point next_read_{};
-  Clock::time_point retry_at_{};  // no GrantLease before this after a failure
+  Time lease_valid_until_{};  // last renewal's send time + TTL
+  bool granting_ = false;     // a GrantLease is in flight
+  bool renewing_ = false;     // a KeepAlive is in flight
+  bool campaigning_ = false;  // a Campaign is in flight
+  bool reading_ = false;      // a ReadLeader is in flight
+  Time next_renew_{};
+  Time next_read_{};
+  Time retry_at_{};  // no GrantLease before this after a failure
 };
 
 }  // namespace muster::rdzv::replica

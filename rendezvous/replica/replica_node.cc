@@ -26,7 +26,7 @@ ReplicaNode::ReplicaNode(ReplicaOptions options, std::function<void(ReplicaStatu
       etcd_(options_.etcd, options_.etcd_timeout, options_.etcd_tls),
       election_(options_.advertise, options_.election, Clock::now()) {
   published_.replicated = true;
-  published_.role = RoleName(Role::kStarting);
+  published_.role = Role::kStarting;
   published_.self = options_.advertise;
 }
 
@@ -183,13 +183,13 @@ void ReplicaNode::Publish() {
   status.replicated = true;
   // A new leader serves once it has read the run records of its epoch.
   status.leading = election_.role() == Role::kLeader && records_epoch_ == election_.epoch();
-  status.lead_until = status.leading ? election_.lead_until() : Clock::time_point{};
+  status.lead_until = status.leading ? election_.lead_until() : Time{};
   status.epoch = election_.view().epoch;
   status.leader = election_.view().leader;
   status.fresh = election_.view().fresh;
   // Moves with every read (every 100 ms): a standby's answers need it.
   status.view_read_at = election_.view_read_at();
-  status.role = RoleName(election_.role());
+  status.role = election_.role();
   status.self = options_.advertise;
   status.lead_margin = options_.election.step_down_margin;
   status.replicas = replicas_;

@@ -41,9 +41,9 @@
 #include <thread>
 #include <vector>
 
-#include "rendezvous/daemon/replica_status.h"
 #include "rendezvous/replica/etcd_client.h"
 #include "rendezvous/replica/leader_election.h"
+#include "rendezvous/state/replica_status.h"
 
 namespace muster::rdzv::replica {
 
@@ -99,12 +99,11 @@ class ReplicaNode {
   std::map<std::string, RunRecord, std::less<>> pending_records_;  // under mutex_
   std::map<std::string, RunRecord, std::less<>> leader_records_;
   std::vector<std::string> replicas_;
-  int64_t registered_lease_ = 0;
-  uint64_t records_epoch_ = 0;              // the epoch leader_records_ were read for
-  Clock::time_point stopped_leading_at_{};  // when it last published that it stopped leading  //
-                                            // the lease the registry key was put with
-  Clock::time_point next_registry_read_{};
-  Clock::time_point last_etcd_warning_{};
+  int64_t registered_lease_ = 0;  // the lease the registry key was put with
+  uint64_t records_epoch_ = 0;    // the epoch leader_records_ were read for
+  Time stopped_leading_at_{};     // when it last published that it stopped leading
+  Time next_registry_read_{};
+  Time last_etcd_warning_{};
 };
 
 }  // namespace muster::rdzv::replica

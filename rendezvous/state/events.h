@@ -10,12 +10,13 @@
 #include <variant>
 #include <vector>
 
+#include "common/clock.h"
 #include "rendezvous/protocol/messages.h"
 #include "rendezvous/state/status_snapshot.h"
 
 namespace muster::rdzv {
 
-using Time = std::chrono::steady_clock::time_point;
+using muster::Time;  // common/clock.h: every `now` the logic is given
 using ConnId = uint64_t;
 
 struct MessageEvent {

@@ -66,6 +66,13 @@ size_t NodeTable::member_count() const {
                                            [](const auto& entry) { return entry.second.member; }));
 }
 
+void NodeTable::ClearMembership() {
+  for (auto& [id, node] : nodes_) {
+    node.member = false;
+    node.group_rank = -1;
+  }
+}
+
 void NodeTable::NoteDeadline(const RunNode& node) {
   next_check_ = std::min(next_check_, DeadlineOf(node));
 }

@@ -75,6 +75,9 @@ class NodeTable {
 
   size_t size() const { return nodes_.size(); }
   size_t member_count() const;
+  // No node is a member any more: each one's member flag clears, and its
+  // group rank (meaningful for members only) with it.
+  void ClearMembership();
   Map::iterator begin() { return nodes_.begin(); }
   Map::iterator end() { return nodes_.end(); }
   Map::const_iterator begin() const { return nodes_.begin(); }

@@ -4,7 +4,8 @@
 
 namespace muster::rdzv {
 
-Actions Refusal(ConnId conn, ErrorCode code, std::string message, bool fatal) {
+Actions Refusal(ConnId conn, ErrorCode code, std::string message, Refused how) {
+  const bool fatal = how == Refused::kFatal;
   Actions out;
   out.reserve(2);
   // Each Action is built in the vector from its alternative: g++ 12 at -O2

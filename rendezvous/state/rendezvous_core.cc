@@ -19,7 +19,8 @@ Overloaded(Fs...) -> Overloaded<Fs...>;
 // restarted, or the run was forgotten) is refused, and the agent joins again.
 Actions RefuseUnknownRun(ConnId conn, std::string_view run_id) {
   return Refusal(conn, ErrorCode::kUnknownRun,
-                 "run '" + std::string(run_id) + "' is not known here; join first", false);
+                 "run '" + std::string(run_id) + "' is not known here; join first",
+                 Refused::kMayRetry);
 }
 
 }  // namespace
@@ -76,7 +77,7 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
               return Refusal(conn, ErrorCode::kBadRequest,
                              "this connection already joined run '" + it->second +
                                  "'; use one connection per run",
-                             false);
+                             Refused::kMayRetry);
             }
             RunState* run = find(join.run_id);
             if (run != nullptr && run->ended() && !join.current) {
@@ -118,7 +119,8 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
             return {StatusReplyAction{conn, Status(r.run_id, now)}};
           },
           [&](const auto&) -> Actions {
-            return Refusal(conn, ErrorCode::kBadRequest, "not a request the daemon accepts", true);
+            return Refusal(conn, ErrorCode::kBadRequest, "not a request the daemon accepts",
+                           Refused::kFatal);
           },
       },
       message);

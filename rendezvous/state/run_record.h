@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
+
 namespace muster::rdzv {
 
 struct RunRecord {
@@ -31,7 +33,7 @@ struct RunRecord {
 struct Takeover {
   // Rebuilds wait for the last generation's members until then
   // (RunState); nullopt: close_timeout, as after a daemon restart.
-  std::optional<std::chrono::steady_clock::time_point> rebuild_hold_until;
+  std::optional<Time> rebuild_hold_until;
   // The runs' records by run id, as etcd held them.
   std::map<std::string, RunRecord, std::less<>> records;
   bool operator==(const Takeover&) const = default;

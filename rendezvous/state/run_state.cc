@@ -73,7 +73,7 @@ Actions RunState::RefuseUnknownNode(ConnId conn, std::string_view node_id) const
   return Refusal(conn, ErrorCode::kUnknownNode,
                  "node '" + std::string(node_id) + "' is not part of run '" + run_id_ +
                      "' (declared dead?); join again",
-                 false);
+                 Refused::kMayRetry);
 }
 
 bool RunState::IsCurrentMemberReport(const Node& node, uint64_t generation) const {
@@ -84,7 +84,7 @@ Actions RunState::RefuseStaleGeneration(ConnId conn, uint64_t generation) const 
   return Refusal(conn, ErrorCode::kStaleGeneration,
                  "generation " + std::to_string(generation) + " is not current (" +
                      std::to_string(generation_) + ")",
-                 false);
+                 Refused::kMayRetry);
 }
 
 void RunState::SendAssignment(const Node& node, Actions& out) const {
@@ -136,7 +136,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
                    "--nnodes " + std::to_string(join.min_nodes) + ":" +
                        std::to_string(join.max_nodes) + " differs from run '" + run_id_ + "' (" +
                        std::to_string(min_nodes_) + ":" + std::to_string(max_nodes_) + ")",
-                   true);
+                   Refused::kFatal);
   }
   Actions out;
   if (Node* node = nodes_.Find(join.node_id)) {
@@ -373,11 +373,7 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
                                "; waiting up to join_timeout " +
                                SecondsText(settings_.join_timeout) + "s for replacements";
     Log(out, true, "event=below_min nodes=" + std::to_string(alive));
-    for (auto& [id, node] : nodes_) {
-      node.member = false;
-      node.group_rank = -1;
-      if (node.conn) out.push_back(SendAction{node.conn, Waiting{run_id_, reason}});
-    }
+    WaitForReplacements(reason, out);
     return;
   }
   if (phase_ == Phase::kLastCall && alive < min_nodes_) {
@@ -427,6 +423,13 @@ void RunState::FinishDrainIfDone(Time now, Actions& out) {
   StartGeneration(now, why, out);
 }
 
+void RunState::WaitForReplacements(const std::string& reason, Actions& out) {
+  nodes_.ClearMembership();
+  for (auto& [id, node] : nodes_) {
+    if (node.conn) out.push_back(SendAction{node.conn, Waiting{run_id_, reason}});
+  }
+}
+
 void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
   std::vector<Node*> candidates;
   std::vector<RankCandidate> ranking;
@@ -436,10 +439,7 @@ void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
         RankCandidate{node.member, node.group_rank, node.join_seq, node.local_world_size});
   }
   const RankAssignment ranks = AssignRanks(ranking, max_nodes_);
-  for (Node* node : candidates) {
-    node->member = false;
-    node->group_rank = -1;
-  }
+  nodes_.ClearMembership();
   // A node may report a newer generation than the one a restarted daemon
   // resumed (it saw a round the others missed): never hand that number out again.
   for (const Node* node : candidates) {

@@ -137,6 +137,9 @@ class RunState {
   void EndRun(bool succeeded, const std::string& message, Time now, Actions& out);
   void Log(Actions& out, bool warning, const std::string& line) const;
   void SummarizeGeneration();
+  // The run is below --nnodes MIN: no node is a member, and every connected
+  // one is told to wait (stopping its workers) for `reason`.
+  void WaitForReplacements(const std::string& reason, Actions& out);
 
   // Rebuilding after a daemon restart (run_state_rebuild.cc).
   // Enters kRebuilding: agents report what they run until close_timeout, or
@@ -145,6 +148,9 @@ class RunState {
   // Carries on with the reported generation once all its members are back;
   // once `deadline_passed`, starts a new one without the missing ones.
   void TryFinishRebuild(Time now, bool deadline_passed, Actions& out);
+  // The reporters become the only members, at the ranks their reports name;
+  // the run's restart count rises to the highest one reported.
+  void AdoptReporters(const std::vector<Node*>& reporters);
 
   std::string run_id_;
   Settings settings_;

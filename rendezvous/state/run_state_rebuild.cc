@@ -52,14 +52,8 @@ void RunState::TryFinishRebuild(Time now, bool deadline_passed, Actions& out) {
   if (IsWholeGeneration(reporters)) {
     // Every member of the last generation is back with the same view: carry
     // on with it, and no worker restarts.
-    for (auto& [id, node] : nodes_) node.member = false;
-    for (Node* n : reporters) {
-      n->member = true;
-      n->group_rank = n->reported->group_rank;
-      n->global_rank_offset = n->reported->global_rank_offset;
-      restart_count_ = std::max(restart_count_, n->reported->restart_count);
-      n->reported.reset();
-    }
+    AdoptReporters(reporters);
+    for (Node* n : reporters) n->reported.reset();
     phase_ = Phase::kRunning;
     round_deadline_.reset();
     Log(out, false,
@@ -76,15 +70,7 @@ void RunState::TryFinishRebuild(Time now, bool deadline_passed, Actions& out) {
   if (!deadline_passed) return;
   // Someone did not come back in time: the reporters keep their order, and a
   // new generation starts without the missing nodes.
-  for (auto& [id, node] : nodes_) {
-    node.member = false;
-    node.group_rank = -1;
-  }
-  for (Node* n : reporters) {
-    n->member = true;
-    n->group_rank = n->reported->group_rank;
-    restart_count_ = std::max(restart_count_, n->reported->restart_count);
-  }
+  AdoptReporters(reporters);
   round_opened_ = now;
   if (static_cast<int>(nodes_.size()) >= min_nodes_) {
     StartGeneration(now, "rebuild after daemon restart found missing nodes", out);
@@ -93,11 +79,16 @@ void RunState::TryFinishRebuild(Time now, bool deadline_passed, Actions& out) {
   phase_ = Phase::kGathering;
   gathering_since_ = now;
   round_deadline_.reset();
-  for (auto& [id, node] : nodes_) {
-    node.member = false;
-    if (node.conn) {
-      out.push_back(SendAction{node.conn, Waiting{run_id_, "below --nnodes MIN after rebuild"}});
-    }
+  WaitForReplacements("below --nnodes MIN after rebuild", out);
+}
+
+void RunState::AdoptReporters(const std::vector<Node*>& reporters) {
+  nodes_.ClearMembership();
+  for (Node* n : reporters) {
+    n->member = true;
+    n->group_rank = n->reported->group_rank;
+    n->global_rank_offset = n->reported->global_rank_offset;
+    restart_count_ = std::max(restart_count_, n->reported->restart_count);
   }
 }
 

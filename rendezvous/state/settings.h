@@ -97,6 +97,8 @@ struct Settings {
   // "--rdzv-conf: unknown key 'heartbeat_timout'; known keys: join_timeout, ...".
   // OK when every key is known.
   static Status RefuseUnknownKeys(const std::map<std::string, std::string>& conf);
+
+  bool operator==(const Settings&) const = default;
 };
 
 // A duration as --rdzv-conf writes it, in seconds: "600", "0.5", "2.8".

@@ -10,12 +10,13 @@
 #include "rendezvous/replica/leader_election.h"
 
 using namespace muster::rdzv::replica;
+using muster::Time;
 using std::chrono::milliseconds;
 
 namespace {
 
-const Clock::time_point t0{};
-Clock::time_point At(int ms) { return t0 + milliseconds(ms); }
+const Time t0{};
+Time At(int ms) { return t0 + milliseconds(ms); }
 
 template <typename A>
 const A* Find(const std::vector<ElectionAction>& actions) {

@@ -29,6 +29,7 @@
 
 #include "rendezvous/protocol/frame_codec.h"
 #include "rendezvous/protocol/message_codec.h"
+#include "rendezvous/state/lead_change.h"
 #include "rendezvous/state/rendezvous_core.h"
 
 namespace muster::rdzv::testing {
@@ -278,12 +279,12 @@ class FakeCluster {
 
   // The daemon restarts: a fresh core, every connection gone; agents keep
   // their assignments (to report them with Rejoin).
-  void RestartDaemon() { TakeOver({}); }
-  // Another replica takes the lead, starting from `takeover`.
+  void RestartDaemon() { Replace(RendezvousCore(settings_)); }
+  // Another replica takes the lead, starting from `takeover`. Its core runs
+  // the settings a replica's daemon gives a leader (LeaderSettings), as
+  // production does on a change of lead (DecideLeadChange).
   void TakeOver(Takeover takeover) {
-    core_ = RendezvousCore(settings_, std::move(takeover));
-    conn_agent_.clear();
-    for (Agent& a : agents_) a.conn = 0;
+    Replace(RendezvousCore(LeaderSettings(settings_), std::move(takeover)));
   }
   // What a leader would keep in etcd now, by run id.
   std::map<std::string, RunRecord, std::less<>> Records() const {
@@ -356,6 +357,13 @@ class FakeCluster {
   Time now() const { return now_; }
 
  private:
+  // `core` serves from now on; every connection is gone.
+  void Replace(RendezvousCore core) {
+    core_ = std::move(core);
+    conn_agent_.clear();
+    for (Agent& a : agents_) a.conn = 0;
+  }
+
   static void Append(Actions& to, const Actions& more) {
     to.insert(to.end(), more.begin(), more.end());
   }

@@ -1,7 +1,8 @@
 # Unit tests of the rendezvous state machine (rendezvous/state): every rule of
 # RunState and RendezvousCore on a fake cluster with a hand-driven clock, rank
-# assignment as a table, the status snapshot, a replica taking the lead, and the
-# settings validation. No sockets, no clocks.
+# assignment as a table, the status snapshot, a replica taking the lead, the
+# daemon's answer to a Hello and its changes of lead, and the settings
+# validation. No sockets, no clocks.
 muster_unit_test(rdzv_state_unit_tests
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_round_test.cc
@@ -10,6 +11,8 @@ muster_unit_test(rdzv_state_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_drain_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_rebuild_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_takeover_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_hello_gate_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_lead_change_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_settings_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_status_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_rank_assignment_test.cc

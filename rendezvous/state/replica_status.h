@@ -4,18 +4,20 @@
 //
 // A replica serves agents only while it leads and its lease allows it
 // (now < lead_until); otherwise it answers every Hello with `not_leader`
-// (naming the leader it knows and its epoch) or `no_leader`, and closes.
+// (naming the leader it knows and its epoch) or `no_leader`, and closes
+// (hello_gate.h).
 //
 // Thread-safety: a value.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
+#include "rendezvous/replica/role.h"
 #include "rendezvous/state/run_record.h"
 
 namespace muster::rdzv {
@@ -23,15 +25,15 @@ namespace muster::rdzv {
 struct ReplicaStatus {
   bool replicated = false;
   bool leading = false;
-  std::chrono::steady_clock::time_point lead_until{};  // leading: act only before it
+  Time lead_until{};   // leading: act only before it
   uint64_t epoch = 0;  // the leader's epoch (this replica's when leading); 0: none known
   std::string leader;  // the leader's advertised HOST:PORT; empty: none known
   bool fresh = false;  // the view of the leader was read from etcd within the lease TTL
   // When that view was read (the read's send time): a standby's answer is
   // current while it is recent (rendezvous/state/takeover_hold.h).
-  std::chrono::steady_clock::time_point view_read_at{};
-  std::string role = "standalone";  // "standalone", "starting", "standby", "leader"
-  std::string self;                 // this replica's advertised HOST:PORT
+  Time view_read_at{};
+  replica::Role role = replica::Role::kStandalone;
+  std::string self;  // this replica's advertised HOST:PORT
   // How long before its lease can expire a leader stops serving: a new
   // leader knows every agent last heard the old one at least this long ago.
   std::chrono::milliseconds lead_margin{0};
@@ -40,9 +42,7 @@ struct ReplicaStatus {
   // Leading: the runs' records as etcd held them when it took the lead.
   std::map<std::string, RunRecord, std::less<>> run_records;
 
-  bool Serves(std::chrono::steady_clock::time_point now) const {
-    return !replicated || (leading && now < lead_until);
-  }
+  bool Serves(Time now) const { return !replicated || (leading && now < lead_until); }
   bool operator==(const ReplicaStatus&) const = default;
 };
 
