@@ -45,9 +45,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from bench_procs import Interrupted, alive, free_port, interrupt_on_signals, log, proc_state, tail
-from torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
-                        selected_versions)
+from testlib.torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
+                                selected_versions)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))

@@ -97,6 +97,7 @@ import sys
 import time
 
 import torch_recovery
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from bench_procs import alive, exit_with, free_port, interrupt_on_signals, sigkill
 from bench_scenarios import (RunError, Scenario, add_keep_and_bin_dir_args, add_wait_args, find_binaries,
                              finish, fmt, print_targets, run_alternated, scenario_parser)
@@ -104,7 +105,7 @@ from in_place_logs import RecoveryLog, StepLog
 from torch_in_place_report import report_faults, report_overhead, targets
 from torch_recovery import (agents_to_kill, base_env, descendants, elastic_flags, torchrun_cmd,
                             wait_port)
-from torch_refs import CHROOT_PYTHON, DEFAULT_CHROOT, PYTHON, ROOT, chroot_unavailable_reason
+from testlib.torch_refs import CHROOT_PYTHON, DEFAULT_CHROOT, PYTHON, ROOT, chroot_unavailable_reason
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(ROOT, "examples", "torch", "ddp_in_place.py")

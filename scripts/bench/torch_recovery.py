@@ -93,12 +93,13 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from bench_procs import alive, exit_with, free_port, interrupt_on_signals, log, sigkill, tail
 from bench_scenarios import (RunError, Scenario, add_keep_and_bin_dir_args, add_wait_args, find_binaries,
                              finish, fmt, med, print_block, print_failures, print_header,
                              print_targets, run_alternated, scenario_parser, span, target_line)
-from torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
-                        selected_versions)
+from testlib.torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
+                                selected_versions)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))

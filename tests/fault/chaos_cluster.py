@@ -25,6 +25,8 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "lib"))
+from testlib import netns, procs  # noqa: E402
 SOURCE_DIR = os.environ.get("MUSTER_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "..", "..")))
 BIN_DIR = os.environ.get("MUSTER_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
 HOSTS_SH = os.path.join(SOURCE_DIR, "tests", "fixtures", "netns_hosts.sh")
@@ -33,84 +35,18 @@ PREFIX_STEM = "cx"  # namespaces cx<driver pid>-d, cx<pid>-h<i>; bridge cx<pid>-
 SUBNET = "10.213.66"  # a private /24 of our own; the bridge has no address, so nothing routes it
 
 
-def proc_start_ticks(pid):
-    """The kernel's start time of pid, or None when it is gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
-
-
-def pid_alive(pid, ticks=None):
-    now = proc_start_ticks(pid)
-    return now is not None and (ticks is None or now == ticks)
-
-
-def kill_pid(pid, ticks=None, group=False, sig=signal.SIGKILL):
-    """Signals pid (and its process group when group) if it is still the process we started."""
-    if ticks is not None and proc_start_ticks(pid) != ticks:
-        return
-    targets = [lambda: os.killpg(pid, sig)] if group else []
-    targets.append(lambda: os.kill(pid, sig))
-    for target in targets:
-        try:
-            target()
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def processes_naming(text):
-    """The pids of live (not zombie) processes whose command line contains text."""
-    found = []
-    needle = text.encode()
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                if needle not in f.read():
-                    continue
-        except OSError:
-            continue
-        if proc_start_ticks(int(name)) is not None:
-            found.append(int(name))
-    return found
-
-
-def netns_list():
-    try:
-        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                             timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
-
-
-def netns_pids(ns):
-    res = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
-    return [int(p) for p in res.stdout.split()]
+# What the rest of the suite calls these by (the shared library's names behind them).
+proc_start_ticks = procs.start_ticks
+pid_alive = procs.alive
+kill_pid = procs.kill
+processes_naming = procs.processes_naming
+netns_list = netns.netns_list
+netns_pids = netns.netns_pids
 
 
 def kill_namespace_processes(namespaces):
     """SIGKILLs, by PID, every process inside the given network namespaces."""
-    for _ in range(5):
-        pids = []
-        for ns in namespaces:
-            try:
-                pids += netns_pids(ns)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-        if not pids:
-            return
-        for p in pids:
-            kill_pid(p)
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
-            time.sleep(0.02)
+    netns.kill_namespace_processes(namespaces, rounds=5, wait_s=3)
 
 
 # ---------------------------------------------------------------- registry and reaper

@@ -9,7 +9,8 @@ import os
 import re
 import subprocess
 
-from harness import SOURCE_DIR, base_env, kill_pids, kill_tree, pid_alive, tempdir, wait_for
+from harness import SOURCE_DIR, base_env, kill_tree, pid_alive, tempdir, wait_for
+from testlib import netns
 
 HOSTS_SH = os.path.join(SOURCE_DIR, "tests", "fixtures", "netns_hosts.sh")
 SUBNET = "10.213.7"  # a private /24; the bridge has no address, so the root namespace never routes it
@@ -22,15 +23,7 @@ def host_addr(i):
 
 def kill_namespace_processes(namespaces):
     """SIGKILLs, by PID, every process inside the given network namespaces."""
-    for _ in range(3):
-        pids = []
-        for ns in namespaces:
-            res = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
-            pids += [int(p) for p in res.stdout.split()]
-        if not pids:
-            return
-        kill_pids(pids)
-        wait_for(lambda: not any(pid_alive(p) for p in pids), 5)
+    netns.kill_namespace_processes(namespaces, rounds=3, wait_s=5)
 
 
 class Hosts:

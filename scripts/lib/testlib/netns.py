@@ -1,0 +1,187 @@
+"""Network namespaces for tests and benchmarks that cut a host off (needs root and `ip`).
+
+    kill_namespace_processes(names)  SIGKILL, by pid, whatever runs inside them
+    NodeLink                         one node in a namespace of its own behind a veth pair
+
+The multi-host suites' bridges are made by tests/fixtures/netns_hosts.sh
+(tests/integration/netns_harness.py, tests/fault/chaos_cluster.py); what they leave
+running is killed here.
+"""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+from testlib import procs
+
+IP = shutil.which("ip") or "/usr/sbin/ip"  # PATH may lack /usr/sbin outside a login shell
+NSENTER = shutil.which("nsenter") or "/usr/bin/nsenter"
+PYTHON = "/usr/bin/python3"
+
+
+class NetnsError(Exception):
+    """An `ip` command failed; the message quotes it and its stderr."""
+
+
+def ip(*args):
+    """Runs `ip ARGS` and returns its stdout; NetnsError with its stderr when it fails."""
+    try:
+        res = subprocess.run([IP] + list(args), capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise NetnsError(f"ip {' '.join(args)}: {e}")
+    if res.returncode != 0:
+        raise NetnsError(f"ip {' '.join(args)}: {res.stderr.strip()}")
+    return res.stdout
+
+
+def netns_list():
+    """The names of the network namespaces `ip netns list` shows ([] when it cannot run)."""
+    try:
+        out = subprocess.run([IP, "netns", "list"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def netns_pids(ns):
+    """The pids inside namespace `ns` ([] when it is gone or `ip` cannot run)."""
+    try:
+        res = subprocess.run([IP, "netns", "pids", ns], capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [int(p) for p in res.stdout.split() if p.isdigit()]
+
+
+def kill_namespace_processes(namespaces, rounds=5, wait_s=3.0):
+    """SIGKILLs, by pid (and process group), every process inside the given namespaces,
+    waiting up to wait_s each round for them to go; up to `rounds` rounds, as a dying
+    process may have forked. Returns the pids still alive at the end."""
+    pids = []
+    for _ in range(rounds):
+        pids = [p for ns in namespaces for p in netns_pids(ns)]
+        if not pids:
+            return []
+        procs.kill_pids(pids)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(procs.alive(p) for p in pids):
+            time.sleep(0.02)
+    return [p for p in pids if procs.alive(p)]
+
+
+def unavailable_reason():
+    """Why a namespace and a veth pair cannot be made here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (it creates a network namespace and a veth pair)"
+    for tool in (IP, NSENTER):
+        if not os.access(tool, os.X_OK):
+            return f"needs {os.path.basename(tool)} ({tool} not found)"
+    return None
+
+
+class NodeLink:
+    """A node's network: namespace NS joined to the root namespace by one veth pair, NS-a
+    (root end, SUBNET.1) and NS-b (inside, SUBNET.2); no bridge, no routing. Processes in
+    the root namespace reach SUBNET.1 locally, so cutting the link leaves them their own
+    address. Names carry the pid and a counter (no two runs share one); the /24 is one no
+    address or route here uses yet, under `subnet_stem` (default 10.98). Every NodeLink
+    made is in NodeLink.made, so an exit check can find one left behind."""
+
+    made = []
+
+    def __init__(self, tag="mb", subnet_stem="10.98"):
+        NodeLink.made.append(self)
+        self.ns = f"{tag}{os.getpid()}x{len(NodeLink.made)}"  # interface names: <= 15 chars
+        self.outer, self.inner = f"{self.ns}a", f"{self.ns}b"
+        self.created = []  # ("ns"|"link", name), in creation order
+        subnet = self._pick_subnet(subnet_stem)
+        self.first_addr, self.second_addr = f"{subnet}.1", f"{subnet}.2"
+
+    @staticmethod
+    def _pick_subnet(stem):
+        used = ip("-4", "-o", "addr") + ip("-4", "route", "show", "table", "all")
+        for i in range(250):
+            subnet = f"{stem}.{(os.getpid() + len(NodeLink.made) + i) % 250 + 1}"
+            if f"{subnet}." not in used:
+                return subnet
+        raise NetnsError(f"no free {stem}.x.0/24 for a node's link")
+
+    def up(self):
+        """Creates the namespace and the veth pair, sets both ends up and waits until the
+        namespace reaches the root end's address."""
+        ip("netns", "add", self.ns)
+        self.created.append(("ns", self.ns))
+        ip("link", "add", self.outer, "type", "veth", "peer", "name", self.inner, "netns", self.ns)
+        self.created.append(("link", self.outer))
+        ip("addr", "add", f"{self.first_addr}/24", "dev", self.outer)
+        ip("link", "set", self.outer, "up")
+        ip("-n", self.ns, "link", "set", "lo", "up")
+        ip("-n", self.ns, "addr", "add", f"{self.second_addr}/24", "dev", self.inner)
+        ip("-n", self.ns, "link", "set", self.inner, "up")
+        self._wait_reachable()
+
+    def _wait_reachable(self, timeout=10.0):
+        """Until a TCP connect from inside the namespace to the root end's address succeeds."""
+        with socket.socket() as listener:
+            listener.bind((self.first_addr, 0))
+            listener.listen(1)
+            target = (self.first_addr, listener.getsockname()[1])
+            probe = ("import socket, sys, time\n"
+                     f"end = time.monotonic() + {timeout}\n"
+                     "while time.monotonic() < end:\n"
+                     "    try:\n"
+                     f"        socket.create_connection({target!r}, 0.2).close(); sys.exit(0)\n"
+                     "    except OSError: time.sleep(0.02)\n"
+                     "sys.exit(1)\n")
+            try:
+                res = subprocess.run(self.wrap([PYTHON, "-c", probe]), capture_output=True,
+                                     text=True, timeout=timeout + 5)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise NetnsError(f"probing {self.first_addr} from {self.ns}: {e}")
+            if res.returncode != 0:
+                raise NetnsError(f"{self.ns} cannot reach {self.first_addr}: {res.stderr.strip()}")
+
+    def wrap(self, cmd):
+        """cmd run inside the namespace; nsenter execs it, so the pid is cmd's own (and,
+        unlike `ip netns exec`, the mount namespace stays the caller's)."""
+        return [NSENTER, f"--net=/run/netns/{self.ns}", "--"] + list(cmd)
+
+    def cut(self):
+        """The fault: the namespace's end set down. Its processes lose every connection
+        silently (no RST); the root end only loses its carrier, so the root namespace keeps
+        its address (local traffic does not use the link)."""
+        ip("-n", self.ns, "link", "set", self.inner, "down")
+
+    def pids(self):
+        """Processes inside the namespace."""
+        return netns_pids(self.ns)
+
+    def teardown(self):
+        """SIGKILLs, by pid, every process left inside the namespace, then deletes the veth
+        pair and the namespace. Returns what could not be removed (empty when all is gone)."""
+        problems = []
+        if any(kind == "ns" for kind, _ in self.created):
+            left = kill_namespace_processes([self.ns], rounds=250, wait_s=0.02)
+            if left:
+                problems.append(f"processes still inside {self.ns}: {left}")
+        # the veth first (deleting one end deletes its peer), then the namespace; what
+        # could not be deleted shows in leftovers()
+        for kind, name in reversed(self.created):
+            try:
+                subprocess.run([IP, "link", "del", name] if kind == "link" else
+                               [IP, "netns", "del", name], capture_output=True, timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.created = []
+        return problems + self.leftovers()
+
+    def leftovers(self):
+        """This link's namespace or interfaces still present."""
+        try:
+            names = ip("netns", "list") + ip("-o", "link")
+        except NetnsError as e:
+            return [str(e)]
+        return [x.strip() for x in names.splitlines() if re.search(rf"\b{self.ns}[ab]?\b", x)]
