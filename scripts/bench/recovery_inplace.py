@@ -97,3 +97,4 @@ if __name__ == "__main__":
     finally:
         if check_leftovers() and status == 0:
             status = 1
+    sys.exit(status)
