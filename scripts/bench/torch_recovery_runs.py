@@ -5,7 +5,6 @@ the launchers' command lines."""
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -15,6 +14,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from bench_procs import alive, log, tail  # noqa: E402
 from bench_scenarios import RunError  # noqa: E402
+from testlib import procs  # noqa: E402
 from testlib.torch_refs import CHROOT_PYTHON, COMPAT  # noqa: E402
 
 
@@ -399,17 +399,8 @@ class Run:
             st = proc_stat(w.pid)
             if st and w.starttime is not None and st[2] == w.starttime and w.pid not in victims:
                 victims.append(w.pid)
-        for pid in victims:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        for p in live:
-            for fn in (lambda: os.killpg(p.pid, signal.SIGKILL), lambda: os.kill(p.pid, signal.SIGKILL)):
-                try:
-                    fn()
-                except (ProcessLookupError, PermissionError):
-                    pass
+        procs.kill_pids(victims, group=False)
+        procs.kill_pids([p.pid for p in live])  # each launcher's process group, then itself
         for p in self.procs:
             try:
                 p.wait(timeout=10)

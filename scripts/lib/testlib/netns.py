@@ -2,6 +2,7 @@
 
     kill_namespace_processes(names)  SIGKILL, by pid, whatever runs inside them
     NodeLink                         one node in a namespace of its own behind a veth pair
+    BridgedHosts                     N hosts on a bridge the root namespace is the gateway of
 
 The multi-host suites' bridges are made by tests/fixtures/netns_hosts.sh
 (tests/integration/netns_harness.py, tests/fault/chaos_cluster.py); what they leave
@@ -21,7 +22,7 @@ NSENTER = shutil.which("nsenter") or "/usr/bin/nsenter"
 PYTHON = "/usr/bin/python3"
 
 
-class NetnsError(Exception):
+class NetnsError(RuntimeError):
     """An `ip` command failed; the message quotes it and its stderr."""
 
 
@@ -185,3 +186,83 @@ class NodeLink:
         except NetnsError as e:
             return [str(e)]
         return [x.strip() for x in names.splitlines() if re.search(rf"\b{self.ns}[ab]?\b", x)]
+
+
+class BridgedHosts:
+    """`hosts` namespaces TAG-h1..hN on a bridge TAG-br whose address (SUBNET.1, the
+    gateway) the root namespace holds, so processes here serve the hosts; host i is
+    SUBNET.(11+i). TAG carries the pid; the /24 is a free 10.97.x. setup() raises
+    RuntimeError (NetnsError) when a step fails; teardown() removes what setup made."""
+
+    def __init__(self, hosts=3):
+        tag = f"rr{os.getpid() % 100000}"
+        self.bridge = f"{tag}-br"
+        self.names = [f"{tag}-h{i + 1}" for i in range(hosts)]  # namespace = host veth name
+        self.peer = [f"{tag}-n{i + 1}" for i in range(hosts)]  # the end inside the namespace
+        self.subnet = self._pick_subnet()
+        self.gateway = f"{self.subnet}.1"
+        self.addrs = [f"{self.subnet}.{11 + i}" for i in range(hosts)]
+        self.created = []  # ("ns"|"link", name), in creation order
+
+    @staticmethod
+    def _pick_subnet():
+        used = ip("-4", "-o", "addr")
+        for third in range(os.getpid() % 200 + 20, 255):
+            prefix = f"10.97.{third}"
+            if f" {prefix}." not in used:
+                return prefix
+        raise RuntimeError("no free 10.97.x.0/24 subnet")
+
+    def _ip(self, *args, ns=None):
+        ip(*((["-n", ns] if ns else []) + list(args)))
+
+    def setup(self):
+        self._ip("link", "add", self.bridge, "type", "bridge")
+        self.created.append(("link", self.bridge))
+        self._ip("addr", "add", f"{self.gateway}/24", "dev", self.bridge)
+        self._ip("link", "set", self.bridge, "up")
+        for name, peer, addr in zip(self.names, self.peer, self.addrs):
+            self._ip("netns", "add", name)
+            self.created.append(("ns", name))
+            self._ip("link", "add", name, "type", "veth", "peer", "name", peer, "netns", name)
+            self.created.append(("link", name))
+            self._ip("link", "set", name, "master", self.bridge)
+            self._ip("link", "set", name, "up")
+            self._ip("link", "set", "lo", "up", ns=name)
+            self._ip("addr", "add", f"{addr}/24", "dev", peer, ns=name)
+            self._ip("link", "set", peer, "up", ns=name)
+        self.wait_reachable()
+
+    def wait_reachable(self, timeout=10):
+        """Until a TCP connect from every namespace to the bridge address succeeds."""
+        with socket.socket() as listener:
+            listener.bind((self.gateway, 0))
+            listener.listen(16)
+            target = (self.gateway, listener.getsockname()[1])
+            probe = ("import socket,sys,time\n"
+                     "for _ in range(200):\n"
+                     "    try:\n"
+                     f"        socket.create_connection({target!r}, 0.2).close(); sys.exit(0)\n"
+                     "    except OSError: time.sleep(0.05)\n"
+                     "sys.exit(1)\n")
+            for i, name in enumerate(self.names):
+                res = subprocess.run(self.wrap(i, [PYTHON, "-c", probe]), capture_output=True,
+                                     text=True, timeout=timeout + 5)
+                if res.returncode != 0:
+                    raise RuntimeError(f"{name} cannot reach {self.gateway}: {res.stderr.strip()}")
+                listener.accept()[0].close()
+
+    def link(self, host_index, up):
+        self._ip("link", "set", self.names[host_index], "up" if up else "down")
+
+    def wrap(self, host_index, args):
+        return [NSENTER, f"--net=/run/netns/{self.names[host_index]}", "--"] + args
+
+    def teardown(self):
+        # veths first, then namespaces, then the bridge.
+        for kind, name in [c for c in reversed(self.created) if c[1] != self.bridge]:
+            cmd = [IP, "link", "del", name] if kind == "link" else [IP, "netns", "del", name]
+            subprocess.run(cmd, capture_output=True)
+        if ("link", self.bridge) in self.created:
+            subprocess.run([IP, "link", "del", self.bridge], capture_output=True)
+        self.created = []
