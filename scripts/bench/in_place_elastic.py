@@ -172,193 +172,231 @@ def elastic_fault_free(args):
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def elastic_run(variant, args, reference_weights, tag=""):
-    """One two-agent job under args.fault (see the module's doc). Returns the measurements."""
-    fault = args.fault
-    run_dir = tempfile.mkdtemp(prefix=f"muster-bench-{fault}-{variant}-")
-    RUN_DIRS.append(run_dir)
-    out_file = os.path.join(run_dir, "weights.bin")
-    err_path = os.path.join(run_dir, "agent1.err")
-    port = free_port()
-    run_id = f"bench-{os.getpid()}-{tag}{variant}".rstrip("-")
-    env = base_env()
-    env["TMPDIR"] = run_dir  # the agents' run directories, a killed one's included
-    a1 = a2 = None
-    a2_files = []
-    err_file = None
-    known = set()
-    link = None  # link-down: the second node's network
-    lines = []  # (t, "out"/"err", rank or None, text): the first agent's output
-    zero = None
-    fault_t = None
-    stopped = False
-    try:
-        def start(cmd, stdout, stderr):
-            try:
-                return subprocess.Popen(cmd, env=env, cwd=run_dir, stdin=subprocess.DEVNULL,
-                                        stdout=stdout, stderr=stderr, bufsize=0,
-                                        start_new_session=True)
-            except OSError as e:
-                raise RunFailed(f"cannot start {cmd[0]}: {e}")
+class ElasticRun:
+    """One two-agent job under args.fault (see the module's doc). start() starts the first
+    agent (and, for link-down, the second node's link); read() follows the first agent's
+    output until it closes, starting the second agent and injecting the fault from the
+    lines as they arrive; finish() checks how the job ended and returns the measurements;
+    cleanup() kills whatever the run left and removes (or keeps) its directory."""
 
-        if fault == "link-down":
-            link = NodeLink()
+    def __init__(self, variant, args, tag):
+        self.variant, self.args, self.fault, self.tag = variant, args, args.fault, tag
+        self.run_dir = tempfile.mkdtemp(prefix=f"muster-bench-{self.fault}-{variant}-")
+        RUN_DIRS.append(self.run_dir)
+        self.out_file = os.path.join(self.run_dir, "weights.bin")
+        self.err_path = os.path.join(self.run_dir, "agent1.err")
+        self.port = free_port()
+        self.run_id = f"bench-{os.getpid()}-{tag}{variant}".rstrip("-")
+        self.env = base_env()
+        self.env["TMPDIR"] = self.run_dir  # the agents' run directories, a killed one's included
+        self.a1 = self.a2 = None
+        self.a2_files = []
+        self.err_file = None
+        self.known = set()
+        self.link = None  # link-down: the second node's network
+        self.lines = []  # (t, "out"/"err", rank or None, text): the first agent's output
+        self.zero = None
+        self.fault_t = None
+        self.stopped = False
+        self.deadline = None
+        # what the first agent's output showed
+        self.a2_started = None  # t
+        self.world = None  # world size of rank 0's current generation
+        self.before = self.after = None  # {rank: pid} on the first node
+        self.second_workers = {}  # {rank: pid} on the second node before the fault
+        self.boundary = None  # (t, step the job went on from)
+        self.boundary_world = None
+        self.live_source = None
+        self.first_after = None  # (t, step)
+        self.detected = None  # t of the daemon's node_dead line (agent faults)
+        self.generation_after = None  # t of the first event=generation line after the fault
+        self.admit_drain = self.admit = None  # t (node-join)
+        self.admit_world = None
+        self.cont_t = None
+        self.generations_after = 0  # event=generation lines after the fault (or the joiner's start)
+        self.last_before_fault = 0
+        self.last_before_recovery = 0
+        self.last_step = 0
+        self.steps_before = []
+
+    def _spawn(self, cmd, stdout, stderr):
+        try:
+            return subprocess.Popen(cmd, env=self.env, cwd=self.run_dir, stdin=subprocess.DEVNULL,
+                                    stdout=stdout, stderr=stderr, bufsize=0, start_new_session=True)
+        except OSError as e:
+            raise RunFailed(f"cannot start {cmd[0]}: {e}")
+
+    def _start_second(self):
+        out = open(os.path.join(self.run_dir, "agent2.out"), "w")
+        err = open(os.path.join(self.run_dir, "agent2.err"), "w")
+        self.a2_files.extend([out, err])
+        args, link = self.args, self.link
+        if link is None:
+            return self._spawn(elastic_agent_cmd(self.variant, args, self.port, self.run_id,
+                                                 self.run_dir, None), out, err)
+        return self._spawn(link.wrap(elastic_agent_cmd(self.variant, args, self.port, self.run_id,
+                                                       self.run_dir, None, self.host,
+                                                       link.second_addr)), out, err)
+
+    def start(self):
+        """Sets up the second node's link (link-down) and starts the first agent; returns the
+        reader of its output."""
+        if self.fault == "link-down":
+            self.link = NodeLink()
             try:
-                link.up()
+                self.link.up()
             except NetnsError as e:
                 raise RunFailed(str(e))
         # link-down: the rendezvous on the root end's address, the second node behind the link
-        host = link.first_addr if link else "127.0.0.1"
+        self.host = self.link.first_addr if self.link else "127.0.0.1"
+        self.a1 = self._spawn(elastic_agent_cmd(self.variant, self.args, self.port, self.run_id,
+                                                self.run_dir, self.out_file, self.host,
+                                                self.link.first_addr if self.link else None),
+                              subprocess.PIPE, subprocess.PIPE)
+        reader = LineReader({self.a1.stdout.fileno(): "out", self.a1.stderr.fileno(): "err"})
+        self.err_file = open(self.err_path, "w")
+        return reader
 
-        def start_second():
-            out = open(os.path.join(run_dir, "agent2.out"), "w")
-            err = open(os.path.join(run_dir, "agent2.err"), "w")
-            a2_files.extend([out, err])
-            if link is None:
-                return start(elastic_agent_cmd(variant, args, port, run_id, run_dir, None), out, err)
-            return start(link.wrap(elastic_agent_cmd(variant, args, port, run_id, run_dir, None,
-                                                     host, link.second_addr)), out, err)
-
-        a1 = start(elastic_agent_cmd(variant, args, port, run_id, run_dir, out_file, host,
-                                     link.first_addr if link else None),
-                   subprocess.PIPE, subprocess.PIPE)
-        reader = LineReader({a1.stdout.fileno(): "out", a1.stderr.fileno(): "err"})
-        err_file = open(err_path, "w")
-        a2_started = None  # t
-        world = None  # world size of rank 0's current generation
-        before = after = None  # {rank: pid} on the first node
-        second_workers = {}  # {rank: pid} on the second node before the fault
-        boundary = None  # (t, step the job went on from)
-        boundary_world = None
-        live_source = None
-        first_after = None  # (t, step)
-        detected = None  # t of the daemon's node_dead line (agent faults)
-        generation_after = None  # t of the first event=generation line after the fault
-        admit_drain = admit = None  # t (node-join)
-        admit_world = None
-        cont_t = None
-        generations_after = 0  # event=generation lines after the fault (or the joiner's start)
-        last_before_fault = 0
-        last_before_recovery = 0
-        last_step = 0
-        steps_before = []
-        deadline = time.monotonic() + ELASTIC_TIMEOUT
+    def read(self, reader):
+        """Follows the first agent's output until it closes (ELASTIC_TIMEOUT at most)."""
+        self.deadline = time.monotonic() + ELASTIC_TIMEOUT
         while not reader.done:
-            left = deadline - time.monotonic()
+            left = self.deadline - time.monotonic()
             if left <= 0:
                 raise RunFailed(f"the first agent did not exit within {ELASTIC_TIMEOUT:.0f} s")
             for t, src, raw in reader.poll(min(left, 1.0)):
-                if zero is None:
-                    zero = t
+                if self.zero is None:
+                    self.zero = t
                 if src == "err":
-                    err_file.write(raw + "\n")
-                    lines.append((t, src, None, raw))
-                    if a2 is None and fault != "node-join" and AGENT_JOIN_RE.search(raw):
-                        # The first agent serves the rendezvous and joined it: the second
-                        # joins now, and the round closes at MAX (2) nodes, one generation.
-                        a2 = start_second()
-                        a2_started = t
-                    if GENERATION_RE.search(raw) and (fault_t is not None or
-                                                      (fault == "node-join" and a2 is not None)):
-                        generations_after += 1
-                    if fault_t is not None and fault != "node-join":
-                        if detected is None and NODE_DEAD_RE.search(raw):
-                            detected = t
-                        if generation_after is None and GENERATION_RE.search(raw):
-                            generation_after = t
-                    if fault == "node-join" and a2 is not None:
-                        if admit_drain is None and ADMIT_DRAIN_RE.search(raw):
-                            admit_drain = t
-                        m = ADMIT_GEN_RE.search(raw)
-                        if admit is None and m:
-                            admit, admit_world = t, int(m.group(2))
-                            if admit_drain is None:
-                                admit_drain = t  # nothing was running to drain
-                    continue
-                m = PREFIX_RE.match(raw)
-                rank = int(m.group(1)) if m else None
-                text = raw[m.end():] if m else raw
-                lines.append((t, src, rank, text))
-                if rank not in (None, 0):
-                    continue
-                wm = WORLD_RE.match(text)
-                rm = RECOVERED_WS_RE.match(text)
-                if wm:
-                    world = int(wm.group(1))
-                if rm:
-                    world = int(rm.group(3))
-                sm = STEP_RE.match(text)
-                started_fault = fault_t is not None if fault != "node-join" else a2 is not None
-                if started_fault and boundary is None:
-                    rs = RESUMED_RE.match(text)
-                    if rm or rs:
-                        boundary = (t, int((rm or rs).group(1)))
-                        boundary_world = world
-                        live_source = int(rm.group(2)) if rm else None
-                        continue
-                    if sm and int(sm.group(1)) <= last_before_recovery:
-                        # started over without a recovered/resumed line: from step 0
-                        boundary = (t, int(sm.group(1)) - 1)
-                        boundary_world = world
-                if not sm:
-                    continue
-                step = int(sm.group(1))
-                last_step = step
-                if not started_fault:
-                    last_before_fault = max(last_before_fault, step)
-                    steps_before.append(t)
-                if boundary is None:
-                    last_before_recovery = max(last_before_recovery, step)
-                elif first_after is None:
-                    first_after = (t, step)
-                    after = workers(a1.pid, args.nproc)
-                    known.update(after.values())
-                    if fault == "agent-stop" and stopped:
-                        os.kill(a2.pid, signal.SIGCONT)
-                        stopped = False
-                        cont_t = time.monotonic()
-                if started_fault or step < args.kill_step:
-                    continue
-                if fault == "node-join":
-                    before = workers(a1.pid, args.nproc)
-                    known.update(before.values())
-                    if len(before) != args.nproc:
-                        raise RunFailed(f"found the first node's workers {before}, "
-                                        f"expected {args.nproc}")
-                    a2 = start_second()
-                    a2_started = time.monotonic()
-                elif a2 is not None and world == 2 * args.nproc:
-                    second_workers = workers(a2.pid, args.nproc, timeout=0.5)
-                    if len(second_workers) != args.nproc:
-                        continue  # not yet: the next step
-                    before = workers(a1.pid, args.nproc)
-                    known.update(before.values())
-                    known.update(second_workers.values())
-                    if len(before) != args.nproc:
-                        raise RunFailed(f"found the first node's workers {before}, "
-                                        f"expected {args.nproc}")
-                    if fault == "link-down":
-                        try:
-                            link.cut()
-                        except NetnsError as e:
-                            raise RunFailed(str(e))
-                        fault_t = time.monotonic()  # `ip` returns right after the link is down
-                    else:
-                        fault_t = time.monotonic()
-                        if fault == "agent-kill":
-                            os.kill(a2.pid, signal.SIGKILL)
-                        else:
-                            os.kill(a2.pid, signal.SIGSTOP)
-                            stopped = True
+                    self._on_agent_line(t, raw)
+                else:
+                    self._on_worker_line(t, src, raw)
+
+    def _on_agent_line(self, t, raw):
+        """A line of the first agent's stderr: its events and the daemon's it serves."""
+        fault = self.fault
+        self.err_file.write(raw + "\n")
+        self.lines.append((t, "err", None, raw))
+        if self.a2 is None and fault != "node-join" and AGENT_JOIN_RE.search(raw):
+            # The first agent serves the rendezvous and joined it: the second
+            # joins now, and the round closes at MAX (2) nodes, one generation.
+            self.a2 = self._start_second()
+            self.a2_started = t
+        if GENERATION_RE.search(raw) and (self.fault_t is not None or
+                                          (fault == "node-join" and self.a2 is not None)):
+            self.generations_after += 1
+        if self.fault_t is not None and fault != "node-join":
+            if self.detected is None and NODE_DEAD_RE.search(raw):
+                self.detected = t
+            if self.generation_after is None and GENERATION_RE.search(raw):
+                self.generation_after = t
+        if fault == "node-join" and self.a2 is not None:
+            if self.admit_drain is None and ADMIT_DRAIN_RE.search(raw):
+                self.admit_drain = t
+            m = ADMIT_GEN_RE.search(raw)
+            if self.admit is None and m:
+                self.admit, self.admit_world = t, int(m.group(2))
+                if self.admit_drain is None:
+                    self.admit_drain = t  # nothing was running to drain
+
+    def _on_worker_line(self, t, src, raw):
+        """A line of the first agent's stdout: its workers' output, rank 0's read."""
+        args = self.args
+        m = PREFIX_RE.match(raw)
+        rank = int(m.group(1)) if m else None
+        text = raw[m.end():] if m else raw
+        self.lines.append((t, src, rank, text))
+        if rank not in (None, 0):
+            return
+        wm = WORLD_RE.match(text)
+        rm = RECOVERED_WS_RE.match(text)
+        if wm:
+            self.world = int(wm.group(1))
+        if rm:
+            self.world = int(rm.group(3))
+        sm = STEP_RE.match(text)
+        started_fault = (self.fault_t is not None if self.fault != "node-join"
+                         else self.a2 is not None)
+        if started_fault and self.boundary is None:
+            rs = RESUMED_RE.match(text)
+            if rm or rs:
+                self.boundary = (t, int((rm or rs).group(1)))
+                self.boundary_world = self.world
+                self.live_source = int(rm.group(2)) if rm else None
+                return
+            if sm and int(sm.group(1)) <= self.last_before_recovery:
+                # started over without a recovered/resumed line: from step 0
+                self.boundary = (t, int(sm.group(1)) - 1)
+                self.boundary_world = self.world
+        if not sm:
+            return
+        step = int(sm.group(1))
+        self.last_step = step
+        if not started_fault:
+            self.last_before_fault = max(self.last_before_fault, step)
+            self.steps_before.append(t)
+        if self.boundary is None:
+            self.last_before_recovery = max(self.last_before_recovery, step)
+        elif self.first_after is None:
+            self.first_after = (t, step)
+            self.after = workers(self.a1.pid, args.nproc)
+            self.known.update(self.after.values())
+            if self.fault == "agent-stop" and self.stopped:
+                os.kill(self.a2.pid, signal.SIGCONT)
+                self.stopped = False
+                self.cont_t = time.monotonic()
+        if started_fault or step < args.kill_step:
+            return
+        self._at_kill_step()
+
+    def _at_kill_step(self):
+        """Rank 0 reached --kill-step and the fault has not begun: node-join starts the
+        second agent; the other faults hit it once its workers run at world size 2P."""
+        args, fault = self.args, self.fault
+        if fault == "node-join":
+            self.before = workers(self.a1.pid, args.nproc)
+            self.known.update(self.before.values())
+            if len(self.before) != args.nproc:
+                raise RunFailed(f"found the first node's workers {self.before}, "
+                                f"expected {args.nproc}")
+            self.a2 = self._start_second()
+            self.a2_started = time.monotonic()
+        elif self.a2 is not None and self.world == 2 * args.nproc:
+            self.second_workers = workers(self.a2.pid, args.nproc, timeout=0.5)
+            if len(self.second_workers) != args.nproc:
+                return  # not yet: the next step
+            self.before = workers(self.a1.pid, args.nproc)
+            self.known.update(self.before.values())
+            self.known.update(self.second_workers.values())
+            if len(self.before) != args.nproc:
+                raise RunFailed(f"found the first node's workers {self.before}, "
+                                f"expected {args.nproc}")
+            if fault == "link-down":
+                try:
+                    self.link.cut()
+                except NetnsError as e:
+                    raise RunFailed(str(e))
+                self.fault_t = time.monotonic()  # `ip` returns right after the link is down
+            else:
+                self.fault_t = time.monotonic()
+                if fault == "agent-kill":
+                    os.kill(self.a2.pid, signal.SIGKILL)
+                else:
+                    os.kill(self.a2.pid, signal.SIGSTOP)
+                    self.stopped = True
+
+    def finish(self, reference_weights):
+        """Waits for the agents, checks how the job ended and returns the measurements."""
+        args, fault, a1, a2 = self.args, self.fault, self.a1, self.a2
         try:
-            rc = a1.wait(timeout=max(1.0, deadline - time.monotonic()))
+            rc = a1.wait(timeout=max(1.0, self.deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             raise RunFailed("the first agent's output closed but it did not exit")
         a2_rc = None
         if a2 is not None:
-            if stopped:  # never recovered: let it go on so that it can be reaped
+            if self.stopped:  # never recovered: let it go on so that it can be reaped
                 os.kill(a2.pid, signal.SIGCONT)
-                stopped = False
+                self.stopped = False
             try:
                 # Cut off, the second agent cannot learn that the job ended: not waited for.
                 a2_rc = a2.wait(timeout=0 if fault == "link-down" else SECOND_AGENT_EXIT)
@@ -368,83 +406,94 @@ def elastic_run(variant, args, reference_weights, tag=""):
             raise RunFailed(f"the first agent exited with status {rc}")
         if fault == "node-join" and a2_rc != 0:
             raise RunFailed(f"the second agent exited with status {a2_rc}")
-        if last_step != args.steps:
-            raise RunFailed(f"rank 0's last step was {last_step}, not {args.steps}")
+        if self.last_step != args.steps:
+            raise RunFailed(f"rank 0's last step was {self.last_step}, not {args.steps}")
         try:
-            with open(out_file, "rb") as f:
+            with open(self.out_file, "rb") as f:
                 weights = f.read()
         except OSError as e:
             raise RunFailed(f"no weights file: {e}")
         if fault == "node-join":
             if a2 is None:
                 raise RunFailed(f"rank 0 never printed step {args.kill_step}")
-            if admit is None:
+            if self.admit is None:
                 raise RunFailed("no generation 'admitting new nodes' before the end "
                                 "(raise --steps)")
-        elif fault_t is None:
+        elif self.fault_t is None:
             raise RunFailed(f"no step >= {args.kill_step} at world size {2 * args.nproc} "
                             f"with the second node's workers running")
-        if boundary is None or first_after is None:
+        if self.boundary is None or self.first_after is None:
             raise RunFailed("no step after a recovered/resumed line")
         want_world = 2 * args.nproc if fault == "node-join" else args.nproc
-        if boundary_world != want_world:
-            raise RunFailed(f"the job went on at world size {boundary_world}, not {want_world}")
-        err_text = "\n".join(x for _, s, _, x in lines if s == "err")
+        if self.boundary_world != want_world:
+            raise RunFailed(f"the job went on at world size {self.boundary_world}, not {want_world}")
+        err_text = "\n".join(x for _, s, _, x in self.lines if s == "err")
         total = [float(x) for x in TOTAL_MS_RE.findall(err_text)]
         joined = [int(x) for x in JOIN_RE.findall(err_text)]
-        start = admit if fault == "node-join" else fault_t
-        gaps = [b - a for a, b in zip(steps_before, steps_before[1:])]
+        start = self.admit if fault == "node-join" else self.fault_t
+        gaps = [b - a for a, b in zip(self.steps_before, self.steps_before[1:])]
+        before, after, first_after = self.before, self.after, self.first_after
         result = {
             "step_ms": statistics.median(gaps) * 1000 if gaps else None,
             "ms": (first_after[0] - start) * 1000,
-            "redone": last_before_recovery - boundary[1],
-            "last_before_fault": last_before_fault,
-            "last_before_recovery": last_before_recovery,
-            "went_on_from": boundary[1],
+            "redone": self.last_before_recovery - self.boundary[1],
+            "last_before_fault": self.last_before_fault,
+            "last_before_recovery": self.last_before_recovery,
+            "went_on_from": self.boundary[1],
             "first_step_after": first_after[1],
-            "live_source": live_source,
+            "live_source": self.live_source,
             "restarted": len(set(after.values()) - set(before.values())),
             "survivors_kept": len(after) == args.nproc and set(after.values()) == set(before.values()),
             "agent_total_ms": total[0] if total else None,
             "agent_restarted": joined[0] if joined else None,
             "weights_equal": weights == reference_weights,
             "second_rc": a2_rc,
-            "generations_after": generations_after,
+            "generations_after": self.generations_after,
         }
         if fault == "node-join":
             result.update({
-                "from_drain_ms": (first_after[0] - admit_drain) * 1000,
-                "admitted_after_ms": (admit - a2_started) * 1000,
-                "admit_world": admit_world,
+                "from_drain_ms": (first_after[0] - self.admit_drain) * 1000,
+                "admitted_after_ms": (self.admit - self.a2_started) * 1000,
+                "admit_world": self.admit_world,
             })
         else:
+            fault_t = self.fault_t
             result.update({
-                "detected_ms": None if detected is None else (detected - fault_t) * 1000,
-                "generation_ms": None if generation_after is None else (generation_after - fault_t) * 1000,
+                "detected_ms": None if self.detected is None else (self.detected - fault_t) * 1000,
+                "generation_ms": (None if self.generation_after is None
+                                  else (self.generation_after - fault_t) * 1000),
                 # agent-kill: they die with their agent (PR_SET_PDEATHSIG); link-down: the cut
                 # agent fences them by itself; by the first agent's exit here
                 "second_workers_gone": (None if fault == "agent-stop" else
-                                        not any(alive(p) for p in second_workers.values())),
-                "cont_after_ms": None if cont_t is None else (cont_t - fault_t) * 1000,
+                                        not any(alive(p) for p in self.second_workers.values())),
+                "cont_after_ms": None if self.cont_t is None else (self.cont_t - fault_t) * 1000,
             })
         if not result["weights_equal"]:
             raise RunFailed(f"final weights differ from the fault-free run's "
                             f"({len(weights)} vs {len(reference_weights)} bytes)")
         return result
-    except RunFailed as e:
+
+    def failure(self, e):
+        """`e` with the tails of both agents' output, for the report."""
+        lines = self.lines
         tail = "\n".join(f"    [rank{r}]: {x}" if r is not None else f"    {x}"
                          for _, s, r, x in [l for l in lines if l[1] == "out"][-15:])
         err_tail = "\n".join(f"    {x}" for _, s, _, x in [l for l in lines if l[1] == "err"][-15:])
         tail2 = ""
         for name in ("agent2.out", "agent2.err"):
             try:
-                with open(os.path.join(run_dir, name), errors="replace") as f:
+                with open(os.path.join(self.run_dir, name), errors="replace") as f:
                     tail2 += f"  {name} tail:\n" + "".join("    " + x for x in f.readlines()[-8:])
             except OSError:
                 pass
-        raise RunFailed(f"{LABELS.get(variant, variant)}: {e}\n  first agent's stdout tail:\n{tail}\n"
-                        f"  first agent's stderr tail:\n{err_tail}\n{tail2}") from None
-    finally:
+        return RunFailed(f"{LABELS.get(self.variant, self.variant)}: {e}\n"
+                         f"  first agent's stdout tail:\n{tail}\n"
+                         f"  first agent's stderr tail:\n{err_tail}\n{tail2}")
+
+    def cleanup(self):
+        """Kills what the run started (by pid, and whatever still runs in its directory),
+        tears the link down, and removes the run's directory (or keeps it under --keep)."""
+        a1, a2, run_dir = self.a1, self.a2, self.run_dir
         for p in (a2, a1):
             if p is not None:
                 try:
@@ -464,29 +513,41 @@ def elastic_run(variant, args, reference_weights, tag=""):
                     p.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     pass
-        for pid in known:
+        for pid in self.known:
             if in_dir(pid, run_dir) or belongs_to(pid, run_dir):
                 kill_pid_and_group(pid)
         sweep(run_dir)
-        if link is not None:
+        if self.link is not None:
             # the lost node: whatever still runs inside its namespace, the veth, the namespace
-            for problem in link.teardown():
-                log(f"warning: {fault} cleanup: {problem}")
-        for p in (a1,):
-            if p is not None:
-                for s in (p.stdout, p.stderr):
-                    if s:
-                        s.close()
-        for f in a2_files + ([err_file] if err_file else []):
+            for problem in self.link.teardown():
+                log(f"warning: {self.fault} cleanup: {problem}")
+        if a1 is not None:
+            for s in (a1.stdout, a1.stderr):
+                if s:
+                    s.close()
+        for f in self.a2_files + ([self.err_file] if self.err_file else []):
             f.close()
-        if args.keep:
+        if self.args.keep:
             # the first agent's output with arrival times relative to the fault
-            base = fault_t if fault_t is not None else (zero or 0.0)
+            base = self.fault_t if self.fault_t is not None else (self.zero or 0.0)
             with open(os.path.join(run_dir, "agent1.txt"), "w") as f:
-                for t, s, r, x in lines:
+                for t, s, r, x in self.lines:
                     f.write(f"{(t - base) * 1000:+10.1f} ms {s} " +
                             (f"[rank{r}]: " if r is not None else "") + x + "\n")
-            os.makedirs(args.keep, exist_ok=True)
-            shutil.move(run_dir, os.path.join(args.keep, f"{tag}{variant}"))
+            os.makedirs(self.args.keep, exist_ok=True)
+            shutil.move(run_dir, os.path.join(self.args.keep, f"{self.tag}{self.variant}"))
         else:
             shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def elastic_run(variant, args, reference_weights, tag=""):
+    """One two-agent job under args.fault (see the module's doc). Returns the measurements;
+    RunFailed (with both agents' output tails) when the job or a check failed."""
+    run = ElasticRun(variant, args, tag)
+    try:
+        run.read(run.start())
+        return run.finish(reference_weights)
+    except RunFailed as e:
+        raise run.failure(e) from None
+    finally:
+        run.cleanup()
