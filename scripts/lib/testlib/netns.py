@@ -1,12 +1,12 @@
 """Network namespaces for tests and benchmarks that cut a host off (needs root and `ip`).
 
     kill_namespace_processes(names)  SIGKILL, by pid, whatever runs inside them
+    BridgeHosts                      N hosts and a daemon's namespace on a bridge with no
+                                     address (tests/fixtures/netns_hosts.sh): the
+                                     multi-host tests and the chaos suite
+    remove_stale_bridges(stem)       what runs of them that died before their teardown left
     NodeLink                         one node in a namespace of its own behind a veth pair
     BridgedHosts                     N hosts on a bridge the root namespace is the gateway of
-
-The multi-host suites' bridges are made by tests/fixtures/netns_hosts.sh
-(tests/integration/netns_harness.py, tests/fault/chaos_cluster.py); what they leave
-running is killed here.
 """
 import os
 import re
@@ -20,6 +20,8 @@ from testlib import procs
 IP = shutil.which("ip") or "/usr/sbin/ip"  # PATH may lack /usr/sbin outside a login shell
 NSENTER = shutil.which("nsenter") or "/usr/bin/nsenter"
 PYTHON = "/usr/bin/python3"
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+HOSTS_SH = os.path.join(ROOT, "tests", "fixtures", "netns_hosts.sh")
 
 
 class NetnsError(RuntimeError):
@@ -71,6 +73,82 @@ def kill_namespace_processes(namespaces, rounds=5, wait_s=3.0):
         while time.monotonic() < deadline and any(procs.alive(p) for p in pids):
             time.sleep(0.02)
     return [p for p in pids if procs.alive(p)]
+
+
+class BridgeHosts:
+    """Namespaces PREFIX-h1..hN (the hosts) and PREFIX-d (a daemon's) on bridge PREFIX-br,
+    made and removed by tests/fixtures/netns_hosts.sh. PREFIX-d holds SUBNET.1, host i
+    SUBNET.(10+i); the bridge has no address, so the root namespace routes nothing there.
+    Setting host i's bridge port down (link(i, "down")) makes it vanish silently: no RST,
+    its connections just hang. PREFIX names the owner (a stem and its pid), at most 10
+    characters. Needs root."""
+
+    def __init__(self, n, prefix, subnet):
+        self.n = n
+        self.prefix = prefix
+        self.subnet = subnet
+        self.daemon_addr = f"{subnet}.1"
+
+    def up(self):
+        """Creates the bridge and the namespaces; NetnsError with the script's stderr."""
+        try:
+            res = subprocess.run([HOSTS_SH, "up", str(self.n), self.prefix, self.subnet],
+                                 capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise NetnsError(f"hosts.sh up failed: {e}")
+        if res.returncode != 0:
+            raise NetnsError(f"hosts.sh up failed ({res.returncode}): {res.stderr.strip()}")
+
+    def down(self):
+        """SIGKILLs, by pid, whatever still runs in the namespaces, then removes veths,
+        namespaces and bridge. Never fails when they are gone already."""
+        kill_namespace_processes(self.namespaces())
+        subprocess.run([HOSTS_SH, "down", self.prefix], capture_output=True, timeout=60)
+
+    def ns(self, where):
+        """The namespace of "daemon" or of host `where` (1..n)."""
+        return f"{self.prefix}-d" if where == "daemon" else f"{self.prefix}-h{where}"
+
+    def namespaces(self):
+        return [self.ns("daemon")] + [self.ns(i) for i in range(1, self.n + 1)]
+
+    def host_addr(self, i):
+        return f"{self.subnet}.{10 + i}"
+
+    def interface(self, i):
+        """The interface inside host i's namespace that holds its address."""
+        return f"{self.prefix}-h{i}i"
+
+    def wrap(self, where, args):
+        """args run inside the namespace of `where`; `ip netns exec` execs them, so the
+        pid is theirs."""
+        return [IP, "netns", "exec", self.ns(where)] + list(args)
+
+    def link(self, i, state):
+        """Sets the root-namespace end of host i's veth (its bridge port) "up" or "down"."""
+        subprocess.run([IP, "link", "set", f"{self.prefix}-h{i}", state], check=True, timeout=10)
+
+    def leftovers(self):
+        """The namespaces and interfaces of this prefix still present."""
+        links = subprocess.run([IP, "-o", "link"], capture_output=True, text=True).stdout
+        return [x for x in netns_list() + links.splitlines() if f"{self.prefix}-" in x]
+
+
+def remove_stale_bridges(stem):
+    """Tears down the BridgeHosts of earlier runs (prefix STEM<pid>) whose process is gone
+    (killed before their teardown); returns the prefixes removed."""
+    names = netns_list()
+    links = subprocess.run([IP, "-o", "link"], capture_output=True, text=True).stdout
+    owners = set(re.findall(rf"\b{stem}(\d+)-(?:d|h\d+|br)\b", " ".join(names) + "\n" + links))
+    removed = []
+    for owner in sorted(owners, key=int):
+        if int(owner) == os.getpid() or procs.alive(int(owner)):
+            continue
+        prefix = f"{stem}{owner}"
+        kill_namespace_processes([ns for ns in names if ns.startswith(prefix + "-")])
+        subprocess.run([HOSTS_SH, "down", prefix], capture_output=True, timeout=60)
+        removed.append(prefix)
+    return removed
 
 
 def unavailable_reason():
