@@ -49,6 +49,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from bench_procs import Interrupted, alive, free_port, interrupt_on_signals, log, proc_state, tail
 from testlib.procs import kill_tree  # noqa: E402
 from testlib.netns import BridgedHosts  # noqa: E402
+from testlib.ports import bound_port  # noqa: E402
 from testlib.torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
                                 selected_versions)
 
@@ -236,9 +237,9 @@ def musterd_generation_time(err_path, after):
 def wait_listening(path, timeout=10):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        m = re.search(r"listening on [^\s:]+:(\d+)", open(path).read())
-        if m:
-            return int(m.group(1))
+        port = bound_port(open(path).read())
+        if port is not None:
+            return port
         time.sleep(0.01)
     raise RuntimeError(f"musterd did not start: {tail(path)}")
 

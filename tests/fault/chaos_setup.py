@@ -3,7 +3,6 @@ replicas, the agents, and the fault-free reference run.
 """
 import math
 import os
-import re
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import chaos_torch  # noqa: E402
 from chaos_checks import InvariantError  # noqa: E402
 from chaos_common import (ALL_KINDS, HANG_TIMEOUT, MUSTER, MUSTERD, RDZV_CONF, RUN_ID, TRAIN,
                           WRAPPER)  # noqa: E402
+from testlib.ports import bound_port  # noqa: E402
 
 
 class Setup:
@@ -140,9 +140,9 @@ class Setup:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             for _, source, stream, text in self.log.since():
-                m = re.search(r"listening on [^:]+:(\d+)", text)
-                if source == proc.name and stream == "out" and m:
-                    self.port = int(m.group(1))
+                port = bound_port(text)
+                if source == proc.name and stream == "out" and port is not None:
+                    self.port = port
                     self.daemon = proc
                     self.daemons.append(proc)
                     return proc

@@ -6,11 +6,11 @@ set DEV down` on the veth end in the root namespace) makes it vanish silently:
 no RST, its connections just hang. Needs root.
 """
 import os
-import re
 import subprocess
 
 from harness import base_env, kill_tree, tempdir, wait_for
 from testlib import netns
+from testlib.ports import bound_port
 
 SUBNET = "10.213.7"  # a private /24; the bridge has no address, so the root namespace never routes it
 DAEMON_ADDR = f"{SUBNET}.1"
@@ -72,10 +72,10 @@ class Hosts(netns.BridgeHosts):
         found = {}
 
         def listening():
-            m = re.search(r"listening on [^:]+:(\d+)", self.log(proc, "out"))
-            if m:
-                found["port"] = int(m.group(1))
-            return m is not None or proc.poll() is not None
+            port = bound_port(self.log(proc, "out"))
+            if port is not None:
+                found["port"] = port
+            return port is not None or proc.poll() is not None
 
         wait_for(listening, 10)
         if "port" not in found:

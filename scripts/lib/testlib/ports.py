@@ -24,8 +24,11 @@ port that must be known before the server starts (an endpoint several agents are
 A server that binds without SO_REUSEADDR cannot use a free_port(): give it --port 0
 instead.
 """
+import re
 import socket
 import threading
+
+_BOUND_RE = re.compile(r"listening on \S*:(\d+)")
 
 _held = []  # the reserving sockets: open until the process exits
 _lock = threading.Lock()
@@ -44,3 +47,11 @@ def free_port(host="0.0.0.0"):
     with _lock:
         _held.append(s)
     return s.getsockname()[1]
+
+
+def bound_port(text):
+    """The port a server announced it bound, from its output: musterd prints "musterd
+    listening on HOST:PORT" once bound (with --port 0, the kernel's choice). None when
+    `text` holds no such line yet."""
+    m = _BOUND_RE.search(text)
+    return int(m.group(1)) if m else None
