@@ -104,7 +104,6 @@ FAULT_TEXT = {"agent-kill": "SIGKILL of the second agent", "agent-stop": "SIGSTO
               "link-down": "the second node's link set down (its own network namespace)"}
 FAULT_SHORT = {"agent-kill": "SIGKILL", "agent-stop": "SIGSTOP", "link-down": "link down"}
 
-_ports_handed_out = set()
 
 def elastic_agent_cmd(variant, args, port, run_id, run_dir, out_file, host="127.0.0.1",
                       local_addr=None):

@@ -39,7 +39,6 @@ class RunFailed(Exception):
     pass
 
 
-
 # ---- processes --------------------------------------------------------------------------
 
 children = procs.children

@@ -247,7 +247,6 @@ def one_run(variant, args, reference_weights=None, tag=""):
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
-
 def worker_kill_main(args):
     """--fault worker-kill: in-place, restart and (unless --torchrun none) torchrun,
     alternated; prints the table and the target's verdict."""

@@ -364,6 +364,7 @@ class Chaos(Setup, Observer, Invariants, Faults, ReplicaFaults, StorageFaults, R
                                           f"{chaos_torch.TOLERANCE:g} ({final} vs "
                                           f"reference.log.weights)"), "the end")
 
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=1)

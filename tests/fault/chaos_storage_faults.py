@@ -49,7 +49,6 @@ class Inotify:
         os.close(self.fd)
 
 
-
 class StorageFaults:
     """The checkpoint faults. A part of chaos.Chaos: its methods share the run's state on self."""
 
