@@ -42,18 +42,8 @@ class RunFailed(Exception):
 # ---- processes --------------------------------------------------------------------------
 
 children = procs.children
+descendants = procs.descendants
 kill_pid_and_group = procs.kill_tree
-
-
-def descendants(pid):
-    """pid's descendants, following /proc/PID/task/*/children."""
-    result, todo = [], [pid]
-    while todo:
-        for c in children(todo.pop()):
-            if c not in result:
-                result.append(c)
-                todo.append(c)
-    return result
 
 
 def env_rank(pid):

@@ -75,6 +75,32 @@ def kill_namespace_processes(namespaces, rounds=5, wait_s=3.0):
     return [p for p in pids if procs.alive(p)]
 
 
+def wait_reachable(addr, inside, timeout=10.0):
+    """Until a TCP connect to `addr` (an address of this namespace) succeeds from inside each
+    namespace of `inside` ({name: a function that wraps a command to run there}), probed in
+    turn; NetnsError naming the first that cannot within `timeout` s."""
+    with socket.socket() as listener:
+        listener.bind((addr, 0))
+        listener.listen(16)
+        target = (addr, listener.getsockname()[1])
+        probe = ("import socket, sys, time\n"
+                 f"end = time.monotonic() + {timeout}\n"
+                 "while time.monotonic() < end:\n"
+                 "    try:\n"
+                 f"        socket.create_connection({target!r}, 0.2).close(); sys.exit(0)\n"
+                 "    except OSError: time.sleep(0.02)\n"
+                 "sys.exit(1)\n")
+        for name, wrap in inside.items():
+            try:
+                res = subprocess.run(wrap([PYTHON, "-c", probe]), capture_output=True, text=True,
+                                     timeout=timeout + 5)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise NetnsError(f"probing {addr} from {name}: {e}")
+            if res.returncode != 0:
+                raise NetnsError(f"{name} cannot reach {addr}: {res.stderr.strip()}")
+            listener.accept()[0].close()
+
+
 class BridgeHosts:
     """Namespaces PREFIX-h1..hN (the hosts) and PREFIX-d (a daemon's) on bridge PREFIX-br,
     made and removed by tests/fixtures/netns_hosts.sh. PREFIX-d holds SUBNET.1, host i
@@ -204,24 +230,7 @@ class NodeLink:
 
     def _wait_reachable(self, timeout=10.0):
         """Until a TCP connect from inside the namespace to the root end's address succeeds."""
-        with socket.socket() as listener:
-            listener.bind((self.first_addr, 0))
-            listener.listen(1)
-            target = (self.first_addr, listener.getsockname()[1])
-            probe = ("import socket, sys, time\n"
-                     f"end = time.monotonic() + {timeout}\n"
-                     "while time.monotonic() < end:\n"
-                     "    try:\n"
-                     f"        socket.create_connection({target!r}, 0.2).close(); sys.exit(0)\n"
-                     "    except OSError: time.sleep(0.02)\n"
-                     "sys.exit(1)\n")
-            try:
-                res = subprocess.run(self.wrap([PYTHON, "-c", probe]), capture_output=True,
-                                     text=True, timeout=timeout + 5)
-            except (OSError, subprocess.TimeoutExpired) as e:
-                raise NetnsError(f"probing {self.first_addr} from {self.ns}: {e}")
-            if res.returncode != 0:
-                raise NetnsError(f"{self.ns} cannot reach {self.first_addr}: {res.stderr.strip()}")
+        wait_reachable(self.first_addr, {self.ns: self.wrap}, timeout)
 
     def wrap(self, cmd):
         """cmd run inside the namespace; nsenter execs it, so the pid is cmd's own (and,
@@ -313,22 +322,8 @@ class BridgedHosts:
 
     def wait_reachable(self, timeout=10):
         """Until a TCP connect from every namespace to the bridge address succeeds."""
-        with socket.socket() as listener:
-            listener.bind((self.gateway, 0))
-            listener.listen(16)
-            target = (self.gateway, listener.getsockname()[1])
-            probe = ("import socket,sys,time\n"
-                     "for _ in range(200):\n"
-                     "    try:\n"
-                     f"        socket.create_connection({target!r}, 0.2).close(); sys.exit(0)\n"
-                     "    except OSError: time.sleep(0.05)\n"
-                     "sys.exit(1)\n")
-            for i, name in enumerate(self.names):
-                res = subprocess.run(self.wrap(i, [PYTHON, "-c", probe]), capture_output=True,
-                                     text=True, timeout=timeout + 5)
-                if res.returncode != 0:
-                    raise RuntimeError(f"{name} cannot reach {self.gateway}: {res.stderr.strip()}")
-                listener.accept()[0].close()
+        wait_reachable(self.gateway, {name: (lambda cmd, i=i: self.wrap(i, cmd))
+                                      for i, name in enumerate(self.names)}, timeout)
 
     def link(self, host_index, up):
         self._ip("link", "set", self.names[host_index], "up" if up else "down")
