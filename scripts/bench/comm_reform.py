@@ -34,9 +34,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from testlib.ports import free_port  # noqa: E402
+from testlib.torch_refs import PYTHON  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch 1.13
 
 TORCH_INIT = r'''
 import datetime, os, sys, time

@@ -14,13 +14,13 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from bench_procs import alive, log  # noqa: E402
 from testlib import netns, procs  # noqa: E402
+from testlib.torch_refs import PYTHON  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 BIN = os.environ.get("MUSTER_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 MUSTER = os.path.join(BIN, "muster")
 TRAIN = os.path.join(BIN, "muster-train")
-PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch
 RUN_DIRS = []  # every run's directory: no process may be left running in one
 TARGET_REDONE = 1  # steps redone after an in-place recovery, at most (every fault)
 

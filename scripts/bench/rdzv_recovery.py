@@ -50,13 +50,12 @@ from bench_procs import Interrupted, alive, free_port, interrupt_on_signals, log
 from testlib.procs import kill_tree  # noqa: E402
 from testlib.netns import BridgedHosts  # noqa: E402
 from testlib.ports import bound_port  # noqa: E402
-from testlib.torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
-                                selected_versions)
+from testlib.torch_refs import (CHROOT_PYTHON, COMPAT, PYTHON, add_reference_args,  # noqa: E402
+                                chroot_unavailable_reason, selected_versions)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 GEN_DUMP = os.path.join(ROOT, "tests", "integration", "workers", "gen_dump.py")
-PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch
 NPROC = 2
 SURVIVOR_WORKERS = 4
 TARGETS = {"kill-9": 0.25, "sigstop": 1.5, "link-down": 1.5}  # muster detection targets (s)

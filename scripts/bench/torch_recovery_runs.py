@@ -15,13 +15,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from bench_procs import alive, log, tail  # noqa: E402
 from bench_scenarios import RunError  # noqa: E402
 from testlib import procs  # noqa: E402
-from testlib.torch_refs import CHROOT_PYTHON, COMPAT  # noqa: E402
+from testlib.torch_refs import CHROOT_PYTHON, COMPAT, PYTHON  # noqa: E402
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 SCRIPT = os.path.join(HERE, "torch_ddp_ckpt.py")
-PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch 1.13
 SCENARIOS = ("worker-kill", "agent-kill", "first-step")
 LABELS = {"warm": "muster warm", "cold": "muster cold", "1.13": "torchrun 1.13",
           "2.14": "torchrun 2.14 (chroot)"}

@@ -27,10 +27,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "lib"))
 from testlib import netns, procs  # noqa: E402
+from testlib.torch_refs import PYTHON  # noqa: E402
 SOURCE_DIR = os.environ.get("MUSTER_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "..", "..")))
 BIN_DIR = os.environ.get("MUSTER_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
 HOSTS_SH = netns.HOSTS_SH
-PYTHON = "/usr/bin/python3"
 PREFIX_STEM = "cx"  # namespaces cx<driver pid>-d, cx<pid>-h<i>; bridge cx<pid>-br
 SUBNET = "10.213.66"  # a private /24 of our own; the bridge has no address, so nothing routes it
 
