@@ -6,7 +6,8 @@ import time
 from bench_procs import Interrupted, log
 from in_place_elastic import (ELASTIC_TARGET_MS, FAULT_SHORT, FAULT_TEXT, TORCHRUN_ELASTIC,
                               elastic_fault_free, elastic_run)
-from in_place_runs import LABELS, TARGET_REDONE, RunFailed, med_range, run_alternated
+from in_place_runs import (LABELS, TARGET_REDONE, RunFailed, med_range, print_verdict,
+                           run_alternated)
 
 
 def elastic_main(args):
@@ -149,9 +150,5 @@ def elastic_main(args):
             missed.append("processes restarted " + ",".join(str(r["restarted"]) for r in rs))
         if not all(r["survivors_kept"] for r in rs):
             missed.append("a survivor's pid changed")
-    ok = not missed
-    print(f"in-place: {'PASS' if ok else 'FAIL (' + '; '.join(missed) + ')'}")
-    for f in failures:
-        print(f"FAILED RUN: {f}")
-    return 0 if ok and not failures else 1
+    return print_verdict(missed, failures)
 

@@ -212,6 +212,16 @@ def run_alternated(args, variants, run, describe):
     return results, failures
 
 
+def print_verdict(missed, failures):
+    """Prints "in-place: PASS", or FAIL with the targets `missed`, and each failed run;
+    returns the exit status: 0 when every target was met and no run failed, else 1."""
+    ok = not missed
+    print(f"in-place: {'PASS' if ok else 'FAIL (' + '; '.join(missed) + ')'}")
+    for f in failures:
+        print(f"FAILED RUN: {f}")
+    return 0 if ok and not failures else 1
+
+
 def check_leftovers():
     """0, or 1 (with a line saying which) when a process this bench started still runs, or
     a namespace or veth of --fault link-down is still there (then removed)."""

@@ -58,7 +58,7 @@ from bench_procs import Interrupted, alive, log  # noqa: E402
 from in_place_runs import (JOIN_RE, LABELS, MUSTER, PREFIX_RE, PYTHON,  # noqa: E402
                            RECOVERED_RE, RESUMED_RE, RUN_DIRS, STEP_RE, TARGET_REDONE,
                            TOTAL_MS_RE, TRAIN, RunFailed, base_env, cleanup, med_range,
-                           run_alternated, startup_ms, workers)
+                           print_verdict, run_alternated, startup_ms, workers)
 from testlib.torch_refs import COMPAT  # noqa: E402
 
 VICTIM = 1  # the rank the bench kills
@@ -336,8 +336,4 @@ def worker_kill_main(args):
             missed.append("processes restarted " + ",".join(str(r["restarted"]) for r in rs))
         if not all(r["survivors_kept"] for r in rs):
             missed.append("a survivor's pid changed")
-    ok = not missed
-    print(f"in-place: {'PASS' if ok else 'FAIL (' + '; '.join(missed) + ')'}")
-    for f in failures:
-        print(f"FAILED RUN: {f}")
-    return 0 if ok and not failures else 1
+    return print_verdict(missed, failures)
