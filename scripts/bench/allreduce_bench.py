@@ -24,8 +24,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib.torch_refs import PYTHON  # noqa: E402  (Debian's interpreter, the one with torch)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch
 DEFAULT_SIZES = [1024 * 4 ** k for k in range(10)]  # 1 KB .. 256 MB
 TARGET_FROM_BYTES = 1 << 20
 RESULT = re.compile(r"size=(\d+) median_s=([0-9.e+-]+)")

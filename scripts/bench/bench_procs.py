@@ -1,12 +1,18 @@
 """What the recovery benchmarks (rdzv_recovery.py, recovery_inplace.py,
 torch_recovery.py, torch_in_place.py) share: a signal turned into an exception so
 that a run's cleanup always happens (and a main() that exits 130 on it), progress
-lines, process states from /proc, SIGKILL of a few pids, a log's tail and a free
-port."""
+lines and a log's tail; and, from the shared library (scripts/lib/testlib), process
+states, SIGKILL of a few pids and a free port."""
 import os
 import signal
-import socket
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib import ports, procs  # noqa: E402
+
+proc_state = procs.state
+alive = procs.alive
+free_port = ports.free_port
 
 
 class Interrupted(Exception):
@@ -37,29 +43,9 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def proc_state(pid):
-    """(state letter, ppid) of `pid` from /proc, or (None, None) when gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return fields[0], int(fields[1])
-    except (OSError, IndexError, ValueError):
-        return None, None
-
-
-def alive(pid):
-    """True if `pid` exists and is neither a zombie nor dead."""
-    state, _ = proc_state(pid)
-    return state is not None and state not in ("Z", "X")
-
-
 def sigkill(pids):
-    """SIGKILLs each of `pids`; one that is gone already is passed over."""
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    """SIGKILLs each of `pids` (not their groups); one that is gone already is passed over."""
+    procs.kill_pids(pids, group=False)
 
 
 def tail(path, n=8):
@@ -68,9 +54,3 @@ def tail(path, n=8):
             return "".join(f.readlines()[-n:])
     except OSError:
         return ""
-
-
-def free_port(host="127.0.0.1"):
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]

@@ -26,8 +26,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from bench_procs import log
-from torch_refs import ROOT
+from testlib.torch_refs import ROOT
 
 
 class RunError(Exception):

@@ -31,10 +31,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib.ports import free_port  # noqa: E402
+from testlib.torch_refs import PYTHON  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch 1.13
 
 TORCH_INIT = r'''
 import datetime, os, sys, time
@@ -51,13 +53,6 @@ dist.barrier()
 print(f"init_ms={ms:.1f}", flush=True)
 dist.destroy_process_group()
 '''
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_store(bin_dir):

@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,16 +40,14 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib.ports import free_port  # noqa: E402
+from testlib.procs import alive  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ETCD = "/usr/bin/etcd"
 LEADER_RE = re.compile(r"event=replica_leader epoch=(\d+)")
 GEN_DUMP = os.path.join(ROOT, "tests", "integration", "workers", "gen_dump.py")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait(predicate, timeout, what):
@@ -236,11 +233,6 @@ def agent_runs(args, replicas, work):
         print(f"| + a node's SIGKILL 1 s later: survivors run the next generation | "
               f"{statistics.median(stepped):.0f} ms ({min(stepped):.0f}–{max(stepped):.0f}) | "
               f"{len(stepped)} |")
-
-
-def alive(pid):
-    """Whether `pid` is still there (its agent reaps it when it dies)."""
-    return os.path.exists(f"/proc/{pid}")
 
 
 def main():

@@ -15,7 +15,7 @@ worker's time.time(): the benchmark uses the same clock (a chroot's included).
 import re
 import statistics
 
-from torch_recovery import Worker
+from torch_recovery_runs import Worker
 
 
 class Step:
@@ -26,8 +26,8 @@ class Step:
 
 
 class StepLog:
-    """The lines of one STEP log, read incrementally. `workers` ({pid: torch_recovery.Worker},
-    its starttime read when first seen) lets torch_recovery.Run.kill_all kill the workers a
+    """The lines of one STEP log, read incrementally. `workers` ({pid: torch_recovery_runs.Worker},
+    its starttime read when first seen) lets torch_recovery_runs.Run.kill_all kill the workers a
     killed launcher left behind."""
 
     LINE = re.compile(r"STEP (\d+) (\d+) (\d+) ([\d.]+)$")

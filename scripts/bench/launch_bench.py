@@ -32,8 +32,9 @@ import subprocess
 import sys
 import time
 
-from torch_refs import (CHROOT_PYTHON, COMPAT, NO_LIBUV, ROOT, add_reference_args,
-                        chroot_unavailable_reason, selected_versions)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib.torch_refs import (CHROOT_PYTHON, COMPAT, NO_LIBUV, ROOT, add_reference_args,
+                                chroot_unavailable_reason, selected_versions)
 
 
 def run(cmd, env=None):

@@ -45,14 +45,17 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from bench_procs import Interrupted, alive, free_port, interrupt_on_signals, log, proc_state, tail
-from torch_refs import (CHROOT_PYTHON, COMPAT, add_reference_args, chroot_unavailable_reason,
-                        selected_versions)
+from testlib.procs import kill_tree  # noqa: E402
+from testlib.netns import BridgedHosts  # noqa: E402
+from testlib.ports import bound_port  # noqa: E402
+from testlib.torch_refs import (CHROOT_PYTHON, COMPAT, PYTHON, add_reference_args,  # noqa: E402
+                                chroot_unavailable_reason, selected_versions)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 GEN_DUMP = os.path.join(ROOT, "tests", "integration", "workers", "gen_dump.py")
-PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch
 NPROC = 2
 SURVIVOR_WORKERS = 4
 TARGETS = {"kill-9": 0.25, "sigstop": 1.5, "link-down": 1.5}  # muster detection targets (s)
@@ -83,14 +86,6 @@ def spawn(args, log_prefix, env=None):
     return proc
 
 
-def kill_pid_and_group(pid):
-    for fn in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            fn()
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
 def kill_workers_of(out_dir):
     """Kills the workers recorded in out_dir that still run gen_dump.py on out_dir."""
     for rec in read_records(out_dir).values():
@@ -101,7 +96,7 @@ def kill_workers_of(out_dir):
         except OSError:
             continue
         if GEN_DUMP.encode() in cmd and out_dir.encode() in cmd:  # not a reused pid
-            kill_pid_and_group(pid)
+            kill_tree(pid)
 
 
 def cleanup_procs(procs, out_dir):
@@ -110,7 +105,7 @@ def cleanup_procs(procs, out_dir):
             os.kill(p.pid, signal.SIGCONT)
         except (ProcessLookupError, PermissionError):
             pass
-        kill_pid_and_group(p.pid)
+        kill_tree(p.pid)
     for p in procs:
         try:
             p.wait(timeout=5)
@@ -182,84 +177,6 @@ class Watcher:
 # ---------------------------------------------------------------------------
 # Network namespaces: one bridge in the root namespace, one namespace per host.
 
-class NetNs:
-    def __init__(self, hosts=3):
-        tag = f"rr{os.getpid() % 100000}"
-        self.bridge = f"{tag}-br"
-        self.names = [f"{tag}-h{i + 1}" for i in range(hosts)]  # namespace = host veth name
-        self.peer = [f"{tag}-n{i + 1}" for i in range(hosts)]  # the end inside the namespace
-        self.subnet = self._pick_subnet()
-        self.gateway = f"{self.subnet}.1"
-        self.addrs = [f"{self.subnet}.{11 + i}" for i in range(hosts)]
-        self.created = []  # ("ns"|"link", name), in creation order
-
-    @staticmethod
-    def _pick_subnet():
-        used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
-        for third in range(os.getpid() % 200 + 20, 255):
-            prefix = f"10.97.{third}"
-            if f" {prefix}." not in used:
-                return prefix
-        raise RuntimeError("no free 10.97.x.0/24 subnet")
-
-    def _ip(self, *args, ns=None):
-        cmd = (["ip", "-n", ns] if ns else ["ip"]) + list(args)
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)}: {res.stderr.strip()}")
-
-    def setup(self):
-        self._ip("link", "add", self.bridge, "type", "bridge")
-        self.created.append(("link", self.bridge))
-        self._ip("addr", "add", f"{self.gateway}/24", "dev", self.bridge)
-        self._ip("link", "set", self.bridge, "up")
-        for name, peer, addr in zip(self.names, self.peer, self.addrs):
-            self._ip("netns", "add", name)
-            self.created.append(("ns", name))
-            self._ip("link", "add", name, "type", "veth", "peer", "name", peer, "netns", name)
-            self.created.append(("link", name))
-            self._ip("link", "set", name, "master", self.bridge)
-            self._ip("link", "set", name, "up")
-            self._ip("link", "set", "lo", "up", ns=name)
-            self._ip("addr", "add", f"{addr}/24", "dev", peer, ns=name)
-            self._ip("link", "set", peer, "up", ns=name)
-        self.wait_reachable()
-
-    def wait_reachable(self, timeout=10):
-        """Until a TCP connect from every namespace to the bridge address succeeds."""
-        with socket.socket() as listener:
-            listener.bind((self.gateway, 0))
-            listener.listen(16)
-            target = (self.gateway, listener.getsockname()[1])
-            probe = ("import socket,sys,time\n"
-                     "for _ in range(200):\n"
-                     "    try:\n"
-                     f"        socket.create_connection({target!r}, 0.2).close(); sys.exit(0)\n"
-                     "    except OSError: time.sleep(0.05)\n"
-                     "sys.exit(1)\n")
-            for i, name in enumerate(self.names):
-                res = subprocess.run(self.wrap(i, [PYTHON, "-c", probe]), capture_output=True,
-                                     text=True, timeout=timeout + 5)
-                if res.returncode != 0:
-                    raise RuntimeError(f"{name} cannot reach {self.gateway}: {res.stderr.strip()}")
-                listener.accept()[0].close()
-
-    def link(self, host_index, up):
-        self._ip("link", "set", self.names[host_index], "up" if up else "down")
-
-    def wrap(self, host_index, args):
-        return ["nsenter", f"--net=/run/netns/{self.names[host_index]}", "--"] + args
-
-    def teardown(self):
-        # veths first, then namespaces, then the bridge.
-        for kind, name in [c for c in reversed(self.created) if c[1] != self.bridge]:
-            cmd = ["ip", "link", "del", name] if kind == "link" else ["ip", "netns", "del", name]
-            subprocess.run(cmd, capture_output=True)
-        if ("link", self.bridge) in self.created:
-            subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
-        self.created = []
-
-
 def netns_unavailable_reason():
     if os.geteuid() != 0:
         return "needs root"
@@ -319,9 +236,9 @@ def musterd_generation_time(err_path, after):
 def wait_listening(path, timeout=10):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        m = re.search(r"listening on [^\s:]+:(\d+)", open(path).read())
-        if m:
-            return int(m.group(1))
+        port = bound_port(open(path).read())
+        if port is not None:
+            return port
         time.sleep(0.01)
     raise RuntimeError(f"musterd did not start: {tail(path)}")
 
@@ -503,7 +420,7 @@ def main():
         if "link-down" in faults:
             reason = netns_unavailable_reason()
             if reason is None:
-                netns = NetNs()
+                netns = BridgedHosts()
                 try:
                     netns.setup()
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:

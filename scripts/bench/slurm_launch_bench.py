@@ -43,11 +43,13 @@ import os
 import re
 import shlex
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib.ports import free_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -85,12 +87,6 @@ LABELS = {
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return s.getsockname()[1]
 
 
 def torchrun_cmd(args, extra, worker, out):

@@ -82,7 +82,7 @@ Runs alternate the columns, the order reversed every other run, --settle s apart
 Every process is started in a session of its own; after each run (and on
 SIGTERM/SIGINT/SIGHUP) the launchers' process trees, every worker seen in the
 STEP log (pid and start time checked) and the process groups are SIGKILLed
-(torch_recovery.Run.kill_all); temp dirs are removed unless a run failed (then
+(torch_recovery_runs.Run.kill_all); temp dirs are removed unless a run failed (then
 kept and named) or --keep.
 
 Exit status: 0; 1 when a muster run failed or a target was MISSED (torchrun's
@@ -96,32 +96,33 @@ import subprocess
 import sys
 import time
 
-import torch_recovery
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import torch_recovery_runs  # noqa: E402
 from bench_procs import alive, exit_with, free_port, interrupt_on_signals, sigkill
 from bench_scenarios import (RunError, Scenario, add_keep_and_bin_dir_args, add_wait_args, find_binaries,
                              finish, fmt, print_targets, run_alternated, scenario_parser)
 from in_place_logs import RecoveryLog, StepLog
 from torch_in_place_report import report_faults, report_overhead, targets
-from torch_recovery import (agents_to_kill, base_env, descendants, elastic_flags, torchrun_cmd,
-                            wait_port)
-from torch_refs import CHROOT_PYTHON, DEFAULT_CHROOT, PYTHON, ROOT, chroot_unavailable_reason
+from torch_recovery_agent_kill import agents_to_kill, elastic_flags, wait_port
+from torch_recovery_runs import base_env, descendants, torchrun_cmd
+from testlib.torch_refs import CHROOT_PYTHON, DEFAULT_CHROOT, PYTHON, ROOT, chroot_unavailable_reason
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(ROOT, "examples", "torch", "ddp_in_place.py")
 PLAIN = os.path.join(HERE, "ddp_plain.py")
 PACKAGE = os.path.join(ROOT, "python")
 SCENARIOS = ("worker-kill", "agent-kill", "node-join", "overhead")
-AGENTS, AGENT_NPROC = torch_recovery.AGENTS, torch_recovery.AGENT_NPROC
+AGENTS, AGENT_NPROC = torch_recovery_runs.AGENTS, torch_recovery_runs.AGENT_NPROC
 # The bench's PYTHONPATH (the package) shows in the printed command lines too.
-torch_recovery.SHOWN_ENV = torch_recovery.SHOWN_ENV + ("PYTHONPATH",)
+torch_recovery_runs.SHOWN_ENV = torch_recovery_runs.SHOWN_ENV + ("PYTHONPATH",)
 OVERHEAD_SKIP = 20  # the steps before this one are warm-up
 # An agent's line on entering a generation: its ranks and the world size.
 GENERATION = re.compile(r"event=generation gen=\d+ group_rank=\d+ group_world_size=\d+ "
                         r"ranks=(\d+)\.\.(\d+) world_size=(\d+)")
 
 
-class Run(torch_recovery.Run):
-    """torch_recovery's Run (processes, cleanup, temp dir) over a STEP log."""
+class Run(torch_recovery_runs.Run):
+    """torch_recovery_runs.Run (processes, cleanup, temp dir) over a STEP log."""
 
     def __init__(self, workroot, name):
         super().__init__(workroot, name)
@@ -380,7 +381,7 @@ def overhead(args, column, run):
         raise RunError(f"did not finish {args.overhead_steps} steps within {args.timeout:.0f} s")
     run.traces.poll()
     if rc != 0:
-        raise RunError(f"muster exited with {rc}: {torch_recovery.tail(launcher.err_path, 6)}")
+        raise RunError(f"muster exited with {rc}: {torch_recovery_runs.tail(launcher.err_path, 6)}")
     gaps, means = run.traces.intervals(OVERHEAD_SKIP)
     if not gaps:
         raise RunError("no step intervals in the log")

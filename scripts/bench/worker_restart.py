@@ -30,8 +30,9 @@ import shutil
 import tempfile
 import time
 
-from torch_refs import (CHROOT_PYTHON, COMPAT, MUSTER, PYTHON, add_reference_args,
-                        chroot_unavailable_reason, selected_versions)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from testlib.torch_refs import (CHROOT_PYTHON, COMPAT, MUSTER, PYTHON, add_reference_args,
+                                chroot_unavailable_reason, selected_versions)
 
 
 WORKER = r"""

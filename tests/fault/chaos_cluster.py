@@ -7,7 +7,7 @@
   removes everything registered.
   cleanup() is the same code, run by the driver itself at the end.
 - Hosts: NetnsHosts puts each host (and musterd) in its own network namespace on
-  a bridge with tests/fixtures/netns_hosts.sh (addresses SUBNET.1 for the daemon,
+  a bridge (testlib.netns.BridgeHosts: addresses SUBNET.1 for the daemon,
   SUBNET.(10+i) for host i), cuts links, and partitions a host from the daemon
   (or from every replica) with nftables; LoopbackHosts runs everything on
   127.0.0.1.
@@ -25,92 +25,28 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "lib"))
+from testlib import netns, procs  # noqa: E402
+from testlib.torch_refs import PYTHON  # noqa: E402
 SOURCE_DIR = os.environ.get("MUSTER_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "..", "..")))
 BIN_DIR = os.environ.get("MUSTER_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
-HOSTS_SH = os.path.join(SOURCE_DIR, "tests", "fixtures", "netns_hosts.sh")
-PYTHON = "/usr/bin/python3"
+HOSTS_SH = netns.HOSTS_SH
 PREFIX_STEM = "cx"  # namespaces cx<driver pid>-d, cx<pid>-h<i>; bridge cx<pid>-br
 SUBNET = "10.213.66"  # a private /24 of our own; the bridge has no address, so nothing routes it
 
 
-def proc_start_ticks(pid):
-    """The kernel's start time of pid, or None when it is gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
-
-
-def pid_alive(pid, ticks=None):
-    now = proc_start_ticks(pid)
-    return now is not None and (ticks is None or now == ticks)
-
-
-def kill_pid(pid, ticks=None, group=False, sig=signal.SIGKILL):
-    """Signals pid (and its process group when group) if it is still the process we started."""
-    if ticks is not None and proc_start_ticks(pid) != ticks:
-        return
-    targets = [lambda: os.killpg(pid, sig)] if group else []
-    targets.append(lambda: os.kill(pid, sig))
-    for target in targets:
-        try:
-            target()
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def processes_naming(text):
-    """The pids of live (not zombie) processes whose command line contains text."""
-    found = []
-    needle = text.encode()
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                if needle not in f.read():
-                    continue
-        except OSError:
-            continue
-        if proc_start_ticks(int(name)) is not None:
-            found.append(int(name))
-    return found
-
-
-def netns_list():
-    try:
-        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                             timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
-
-
-def netns_pids(ns):
-    res = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
-    return [int(p) for p in res.stdout.split()]
+# What the rest of the suite calls these by (the shared library's names behind them).
+proc_start_ticks = procs.start_ticks
+pid_alive = procs.alive
+kill_pid = procs.kill
+processes_naming = procs.processes_naming
+netns_list = netns.netns_list
+netns_pids = netns.netns_pids
 
 
 def kill_namespace_processes(namespaces):
     """SIGKILLs, by PID, every process inside the given network namespaces."""
-    for _ in range(5):
-        pids = []
-        for ns in namespaces:
-            try:
-                pids += netns_pids(ns)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-        if not pids:
-            return
-        for p in pids:
-            kill_pid(p)
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
-            time.sleep(0.02)
+    netns.kill_namespace_processes(namespaces, rounds=5, wait_s=3)
 
 
 # ---------------------------------------------------------------- registry and reaper
@@ -220,18 +156,7 @@ def start_reaper(registry_path):
 
 def remove_stale_namespaces():
     """Tears down namespaces of earlier chaos runs whose driver (and reaper) are gone."""
-    names = netns_list()
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    owners = set(re.findall(rf"\b{PREFIX_STEM}(\d+)-(?:d|h\d+|br)\b", " ".join(names) + links))
-    removed = []
-    for owner in sorted(owners, key=int):
-        if pid_alive(int(owner)):
-            continue
-        prefix = f"{PREFIX_STEM}{owner}"
-        kill_namespace_processes([ns for ns in names if ns.startswith(prefix + "-")])
-        subprocess.run([HOSTS_SH, "down", prefix], capture_output=True, timeout=60)
-        removed.append(prefix)
-    return removed
+    return netns.remove_stale_bridges(PREFIX_STEM)
 
 
 # ---------------------------------------------------------------- logs and processes
@@ -330,7 +255,7 @@ class LoopbackHosts:
         return []
 
 
-class NetnsHosts:
+class NetnsHosts(netns.BridgeHosts):
     """Hosts in network namespaces PREFIX-h1..hN, musterd in PREFIX-d, on a bridge. With
     replicas (chaos_replicas.py) N counts the replicas' hosts too, after the agents';
     PREFIX-d then holds etcd."""
@@ -338,38 +263,12 @@ class NetnsHosts:
     netns = True
 
     def __init__(self, n):
-        self.n = n
-        self.prefix = f"{PREFIX_STEM}{os.getpid()}"
-        self.daemon_addr = f"{SUBNET}.1"
+        super().__init__(n, f"{PREFIX_STEM}{os.getpid()}", SUBNET)
 
     def up(self, registry):
+        """Registers the prefix (the reaper removes it), then makes the hosts."""
         registry.add("netns", self.prefix)
-        res = subprocess.run([HOSTS_SH, "up", str(self.n), self.prefix, SUBNET],
-                             capture_output=True, text=True, timeout=60)
-        if res.returncode != 0:
-            raise RuntimeError(f"hosts.sh up failed ({res.returncode}): {res.stderr.strip()}")
-
-    def ns(self, where):
-        return f"{self.prefix}-d" if where == "daemon" else f"{self.prefix}-h{where}"
-
-    def host_addr(self, i):
-        return f"{SUBNET}.{10 + i}"
-
-    def interface(self, i):
-        """The interface inside host i's namespace that holds its address (the
-        machine's hostname resolves to loopback there, as on the host)."""
-        return f"{self.prefix}-h{i}i"
-
-    def wrap(self, where, args):
-        """ip netns exec execs the command: the pid is the command's."""
-        return ["ip", "netns", "exec", self.ns(where)] + list(args)
-
-    def namespaces(self):
-        return [self.ns("daemon")] + [self.ns(i) for i in range(1, self.n + 1)]
-
-    def link(self, i, state):
-        """Sets the root-namespace end of host i's veth (its bridge port) up or down."""
-        subprocess.run(["ip", "link", "set", f"{self.prefix}-h{i}", state], check=True, timeout=10)
+        super().up()
 
     def partition(self, i, port, on, addrs=None):
         """Drops, inside host i's namespace, all traffic to and from port on the daemon's
@@ -388,11 +287,6 @@ class NetnsHosts:
                    f"}}\n")
         subprocess.run(["ip", "netns", "exec", ns, nft_path(), "-f", "-"], input=ruleset, text=True,
                        check=True, capture_output=True, timeout=10)
-
-    def leftovers(self):
-        netns = " ".join(netns_list())
-        links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-        return [x for x in (netns.split() + links.splitlines()) if f"{self.prefix}-" in x]
 
 
 def nft_path():

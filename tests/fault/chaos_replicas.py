@@ -26,8 +26,8 @@ import time
 import chaos_cluster as cluster
 from chaos_checks import InvariantError
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from harness import free_port  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "lib"))
+from testlib.ports import free_port  # noqa: E402
 
 ETCD = "/usr/bin/etcd"
 MUSTERD = os.path.join(cluster.BIN_DIR, "musterd")

@@ -22,17 +22,8 @@ import os
 import sys
 import time
 
-
-def proc_start_ticks(pid):
-    """The kernel's start time of pid (clock ticks since boot), or None when gone/zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])  # field 22 of stat; fields[0] is field 3
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "lib"))
+from testlib.procs import start_ticks as proc_start_ticks  # noqa: E402
 
 
 def write_record(record_dir, train_args):

@@ -13,6 +13,7 @@ import re
 import subprocess
 
 from harness import BIN_DIR, MUSTER, base_env, check, start, wait_for, worker
+from testlib.ports import bound_port
 
 MUSTERD = os.path.join(BIN_DIR, "musterd")
 GEN_DUMP = worker("gen_dump.py")
@@ -24,9 +25,9 @@ def start_musterd(port=0, extra=(), env=None, log=None):
     proc = start([MUSTERD, "--host", "127.0.0.1", "--port", str(port)] + list(extra), env=env,
                  stderr=log or subprocess.PIPE)
     line = proc.stdout.readline()
-    match = re.search(r"listening on [^:]+:(\d+)", line)
-    check(match is not None, f"musterd did not start: {line!r}")
-    return proc, int(match.group(1))
+    port = bound_port(line)
+    check(port is not None, f"musterd did not start: {line!r}")
+    return proc, port
 
 
 def agent_args(endpoint, local_addr, out_dir, nnodes="2:3", nproc=2, run_id="job", conf="",

@@ -8,9 +8,6 @@ is killed by PID (its whole process group) when the test ends, pass or fail.
 """
 import json
 import os
-import random
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,10 +15,20 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "lib"))
+from testlib import ports, procs, torch_refs  # noqa: E402
+
+PYTHON = torch_refs.PYTHON  # Debian's interpreter, the one with torch
+# The shared ports and processes, under the names the tests import them by.
+free_port = ports.free_port
+pid_alive = procs.alive
+descendants = procs.descendants
+kill_tree = procs.kill_tree
+kill_pids = procs.kill_pids
+
 SOURCE_DIR = os.environ.get("MUSTER_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "..", "..")))
 BIN_DIR = os.environ.get("MUSTER_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
 MUSTER = os.path.join(BIN_DIR, "muster")
-PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch
 WORKERS = os.path.join(HERE, "workers")
 TORCH_SCRIPTS = os.path.join(SOURCE_DIR, "tests", "torch")
 
@@ -73,50 +80,6 @@ def run_muster(args, env=None, timeout=60):
     return run([MUSTER] + list(args), env=env, timeout=timeout)
 
 
-def kill_tree(pid):
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            target()
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def kill_pids(pids):
-    for pid in pids:
-        kill_tree(pid)
-
-
-def pid_alive(pid):
-    """True if `pid` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        return state != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-
-
-def descendants(pid):
-    """Every live descendant of `pid` (zombies excluded), read from /proc."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z":
-            parents.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def wait_for(predicate, timeout, interval=0.02):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -124,38 +87,6 @@ def wait_for(predicate, timeout, interval=0.02):
             return True
         time.sleep(interval)
     return predicate()
-
-
-_handed_out_ports = set()
-
-
-def _ephemeral_low():
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def free_port():
-    """A port free now, for muster to bind itself later. Drawn below the
-    kernel's ephemeral range: a port the kernel hands out for bind(0) or a
-    connect (another test's store, a client socket) could take it in between,
-    and an agent whose endpoint port is taken joins whoever holds it. Never
-    the same port twice in one test process."""
-    low = _ephemeral_low()
-    for _ in range(1000):
-        port = random.randrange(20000, low) if low > 20000 else random.randrange(1024, low)
-        if port in _handed_out_ports:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("0.0.0.0", port))
-            except OSError:
-                continue
-        _handed_out_ports.add(port)
-        return port
-    raise RuntimeError(f"no free port below the ephemeral range (from {low})")
 
 
 def worker(name):

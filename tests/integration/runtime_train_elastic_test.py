@@ -20,6 +20,7 @@ from elastic_harness import start_musterd, wait_exit
 from harness import MUSTER, base_env, check, run, run_tests, start, tempdir, test, wait_for
 import train_harness
 from train_harness import TRAIN, max_relative_difference, read_floats
+from testlib import procs  # on the path through harness
 
 RDZV_CONF = "last_call_timeout=0.5"
 STEPS = 60
@@ -55,12 +56,7 @@ def worker_ranks(agent):
     for p in os.listdir("/proc"):
         if not p.isdigit():
             continue
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
-            continue
-        if ppid == agent.pid:
+        if procs.state(p)[1] == agent.pid:
             rank = rank_of(int(p))
             if rank is not None:
                 ranks.append(rank)

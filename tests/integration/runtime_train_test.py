@@ -26,6 +26,7 @@ from harness import (BIN_DIR, base_env, check, free_port, run, run_muster, run_t
                      test, wait_for, MUSTER)
 import train_harness
 from train_harness import TRAIN, final_loss, max_relative_difference, read_floats
+from testlib import procs  # on the path through harness
 
 TEST_BIN_DIR = os.environ.get("MUSTER_TEST_BIN_DIR", os.path.join(BIN_DIR, "..", "tests"))
 GRAD_AVG = os.path.join(TEST_BIN_DIR, "runtime_grad_avg_main")
@@ -189,14 +190,8 @@ def a_worker_killed_mid_run_resumes_from_the_checkpoint_with_the_same_result():
 
 
 def _is_train_worker(pid, muster_pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv0 = f.read().split(b"\0")[0]
-        return ppid == muster_pid and argv0.endswith(b"muster-train")
-    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
-        return False
+    _, ppid = procs.state(pid)
+    return ppid == muster_pid and procs.cmdline(pid).split(b"\0")[0].endswith(b"muster-train")
 
 
 @test

@@ -19,10 +19,8 @@ reason printed, when not root or when its chroot has not been built.
 import os
 from dataclasses import dataclass
 
-from harness import PYTHON, SOURCE_DIR, Skip, base_env, test
-
-CHROOTS = os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots")
-CHROOT_PYTHON = os.path.join(SOURCE_DIR, "tests", "torch", "chroot_python.sh")
+from harness import PYTHON, Skip, base_env, test
+from testlib.torch_refs import CHROOT_PYTHON, CHROOTS
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "scripts", "lib"))
+from testlib.procs import alive  # noqa: E402
+
 out_dir = sys.argv[1]
 args = sys.argv[2:]
 run_seconds = 3600.0
@@ -30,15 +34,6 @@ if "--fail" in args:
 
 gen = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
 rank = int(os.environ["RANK"])
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
 
 overlap = []
 for name in os.listdir(out_dir):

@@ -1,7 +1,8 @@
-"""The torchrun references the benchmarks run beside muster, in the same run
-(and the paths they share: MUSTER, PYTHON, ROOT):
-Debian's torchrun 1.13 on this host, and torchrun 2.14 from the Debian sid
-chroot that scripts/torch_chroots.sh builds (root only).
+"""The torch installations the tests and benchmarks run against, and the torchrun
+references the benchmarks run beside muster, in the same run (and the paths they share:
+MUSTER, PYTHON, ROOT): Debian's torch 1.13 on this host (/usr/bin/python3), and torch 2.6
+and 2.14 from the Debian trixie and sid chroots that scripts/torch_chroots.sh builds under
+CHROOTS (root only), entered through CHROOT_PYTHON.
 
     add_reference_args(parser)             --torchrun 1.13,2.14 and --torch-chroot DIR
     versions = selected_versions(parser, args)
@@ -10,14 +11,14 @@ chroot that scripts/torch_chroots.sh builds (root only).
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-COMPAT = os.path.join(HERE, "torchrun_compat.py")
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+COMPAT = os.path.join(ROOT, "scripts", "bench", "torchrun_compat.py")
 NO_LIBUV = os.path.join(ROOT, "tests", "torch", "no_libuv.py")
 CHROOT_PYTHON = os.path.join(ROOT, "tests", "torch", "chroot_python.sh")
 MUSTER = os.path.join(os.environ.get("MUSTER_BIN_DIR", os.path.join(ROOT, "build", "bin")), "muster")
 PYTHON = "/usr/bin/python3"  # Debian's interpreter, the one with torch 1.13
-DEFAULT_CHROOT = os.path.join(os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots"),
-                              "sid")
+CHROOTS = os.environ.get("MUSTER_TORCH_CHROOTS", "/var/cache/muster/torch-chroots")
+DEFAULT_CHROOT = os.path.join(CHROOTS, "sid")
 VERSIONS = ("1.13", "2.14")
 
 
