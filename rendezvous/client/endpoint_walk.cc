@@ -132,6 +132,13 @@ void EndpointWalk::Answered() {
   heard_in_sweep_ = true;
 }
 
+size_t EndpointWalk::LeftInSweep() const {
+  const size_t candidates = Candidates();
+  const size_t listed = failed_in_sweep_ < candidates ? candidates - failed_in_sweep_ : 1;
+  // A leader named out of the list comes before the rest of the sweep.
+  return listed + (redirect_ ? 1 : 0);
+}
+
 void EndpointWalk::AfterWelcome() {
   Answered();
   EndSweep();

@@ -82,6 +82,10 @@ class EndpointWalk {
   void Answered();
   // Current() served this agent (it answered, too).
   void AfterWelcome();
+  // How many attempts this sweep has left before it pauses, Current()
+  // included (at least 1): the endpoints that share the time left before
+  // the fence (fence_rule.h, AttemptBound).
+  size_t LeftInSweep() const;
 
   // The time the decisions below are made at (suspicions run out); returns
   // the walk, for chaining.

@@ -136,7 +136,13 @@ void RendezvousClient::Connect() {
   connecting_ = true;
   // A host whose link is down never answers: give up on the attempt in time
   // to try again (and so that silence, not refusal, is what we remember).
-  connect_deadline_.expires_after(AttemptDeadline());
+  // While the fence clock runs, the attempt takes only its share of the
+  // time left, so that the endpoints after it are still tried in time.
+  const auto now = std::chrono::steady_clock::now();
+  attempt_bound_ = AttemptBound(AttemptDeadline(), FenceCheck(now), now, WalkNow().LeftInSweep());
+  fence_cutoff_.reset();
+  if (attempt_bound_ < AttemptDeadline()) fence_cutoff_ = now + attempt_bound_;
+  connect_deadline_.expires_after(attempt_bound_);
   connect_deadline_.async_wait([socket](const boost::system::error_code& ec) {
     if (!ec) {
       boost::system::error_code ignored;
@@ -158,7 +164,7 @@ void RendezvousClient::Connect() {
             AttemptFailed(target,
                           refused ? "refused the connection"
                           : connect_ec == asio::error::operation_aborted
-                              ? "did not answer within " + SecondsText(AttemptDeadline()) + " s"
+                              ? "did not answer within " + SecondsText(attempt_bound_) + " s"
                               : connect_ec.message());
             // A live host with no replica on its port proves nothing of the
             // other replicas: no answer for the replicated fence rule.
@@ -220,13 +226,27 @@ void RendezvousClient::OnConnected(tcp::socket socket) {
   if (const Message* report = last_report_.pending()) attempt_->Send(*report);
   // A process that accepts but never answers (stopped, hung) is no leader:
   // give up on it as on a connect that times out.
-  greet_deadline_.expires_after(AttemptDeadline());
-  greet_deadline_.async_wait([this, raw](const boost::system::error_code& wait_ec) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto greet_by =
+      fence_cutoff_ ? std::min(now + AttemptDeadline(), *fence_cutoff_) : now + AttemptDeadline();
+  const auto greet_wait = std::chrono::duration_cast<std::chrono::milliseconds>(greet_by - now);
+  greet_deadline_.expires_at(greet_by);
+  greet_deadline_.async_wait([this, raw, greet_wait](const boost::system::error_code& wait_ec) {
     if (wait_ec || attempt_.get() != raw) return;
     walk_.Suspect(walk_.Current(), std::chrono::steady_clock::now());
-    attempt_->Close("accepted the connection but did not answer within " +
-                    SecondsText(AttemptDeadline()) + " s");
+    attempt_->Close("accepted the connection but did not answer within " + SecondsText(greet_wait) +
+                    " s");
   });
+}
+
+std::optional<std::chrono::steady_clock::time_point> RendezvousClient::FenceCheck(
+    std::chrono::steady_clock::time_point now) const {
+  // Only replicas offer another answer worth the time; before the first
+  // contact, or once fenced, nothing runs here to keep.
+  if (!replicated_ || fenced_ || !contact_wait_ || !contact_wait_->contacted()) return std::nullopt;
+  const FenceDecision decision =
+      DecideReplicatedFence(last_contact_, last_answer_, now, options_.settings);
+  return decision.kind == FenceDecision::Kind::kWait ? decision.next_check : now;
 }
 
 std::chrono::milliseconds RendezvousClient::AttemptDeadline() const {

@@ -97,6 +97,10 @@ class RendezvousClient {
   void OnConnected(boost::asio::ip::tcp::socket socket);
   // How long a connect, or a Hello, may go unanswered.
   std::chrono::milliseconds AttemptDeadline() const;
+  // When the fence is decided next while its clock runs for replicas
+  // (nullopt: it does not): attempts share the time left (AttemptBound).
+  std::optional<std::chrono::steady_clock::time_point> FenceCheck(
+      std::chrono::steady_clock::time_point now) const;
   // Routes a message to the attempt's handler or the served one's; a
   // connection replaced since is ignored.
   void OnChannelMessage(const MessageChannel* from, const Message& message);
@@ -143,6 +147,10 @@ class RendezvousClient {
   std::shared_ptr<MessageChannel> channel_;  // the connection served (after a Welcome)
   std::shared_ptr<MessageChannel> attempt_;  // one being greeted, or a probe
   std::string attempt_local_addr_;
+  std::chrono::milliseconds attempt_bound_{0};  // the connect's deadline
+  // Set when the fence clock cut the attempt short: the Hello's answer is due
+  // by then too.
+  std::optional<std::chrono::steady_clock::time_point> fence_cutoff_;
   bool connecting_ = false;  // a resolve or connect is under way
   bool probing_ = false;     // attempts while the served connection is quiet
   boost::asio::steady_timer heartbeat_timer_;

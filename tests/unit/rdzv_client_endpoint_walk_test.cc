@@ -100,8 +100,10 @@ TEST_CASE("a suspect endpoint is passed by until its suspicion runs out", "[rdzv
   CHECK(walk.IsSuspect(kA, t0));
   CHECK(walk.At(t0).AfterFailure(false, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kB);
+  CHECK(walk.LeftInSweep() == 2);  // B and C, not the suspect A
   CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(0));
   CHECK(walk.Current() == kC);
+  CHECK(walk.LeftInSweep() == 1);  // C alone shares the time before the fence
   // B and C answered: the sweep is over without A's timeout.
   CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(99));
   CHECK(walk.Current() == kB);
