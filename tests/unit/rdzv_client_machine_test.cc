@@ -114,14 +114,19 @@ TEST_CASE("a standby's not_leader sends the next attempt to the leader it names"
   CHECK(Only(c.Fire(ClientTimer::kRetry), {"connect"}) == Lines{"connect 10.0.0.2:29400 #2"});
 }
 
+// Served by A (epoch 1) from the start, then quiet past a missed ack:
+// max(1.5 x 500 ms, 1000 ms / 3 + 500 ms) = 833 ms. Returns kQuiet's lines.
+Lines ServedThenQuiet(Client& c) {
+  c.Start();
+  c.Serve(1, 1);
+  c.AdvanceTo(833ms);
+  return c.Fire(ClientTimer::kQuiet);
+}
+
 TEST_CASE("a quiet leader is probed beside its open connection until it is heard again",
           "[rdzv][client][machine]") {
   Client c({kA, kB, kC});
-  c.Start();
-  c.Serve(1, 1);
-  // A missed ack: max(1.5 x 500 ms, 1000 ms / 3 + 500 ms).
-  c.AdvanceTo(833ms);
-  CHECK(c.Fire(ClientTimer::kQuiet) == Lines{"arm retry @+833ms"});
+  CHECK(ServedThenQuiet(c) == Lines{"arm retry @+833ms"});
   CHECK(c.machine().state() == State::kProbing);
   CHECK(Only(c.Fire(ClientTimer::kRetry), {"connect", "close"}) ==
         Lines{"connect 10.0.0.2:29400 #2"});  // #1 stays open
@@ -133,10 +138,7 @@ TEST_CASE("a quiet leader is probed beside its open connection until it is heard
 TEST_CASE("while the fence clock runs, a slow endpoint takes only its share of the time left",
           "[rdzv][client][machine]") {
   Client c({kA, kB, kC});
-  c.Start();
-  c.Serve(1, 1);
-  c.AdvanceTo(833ms);
-  c.Fire(ClientTimer::kQuiet);
+  ServedThenQuiet(c);
   // B and C share the 167 ms left before the fence decides at 1000 ms.
   CHECK(Only(c.Fire(ClientTimer::kRetry), {"connect", "arm attempt"}) ==
         Lines{"connect 10.0.0.2:29400 #2", "arm attempt @+917ms"});
@@ -183,10 +185,7 @@ TEST_CASE("a daemon silent for fence_timeout is fenced, a refusing one is not",
 TEST_CASE("replicas: no answer since the leader went quiet fences at fence_timeout",
           "[rdzv][client][machine]") {
   Client c({kA, kB});
-  c.Start();
-  c.Serve(1, 1);
-  c.AdvanceTo(833ms);
-  c.Fire(ClientTimer::kQuiet);
+  ServedThenQuiet(c);
   c.Fire(ClientTimer::kRetry);
   c.AdvanceTo(840ms);
   c.ConnectFailed(2, ConnectError::kRefused);  // a refusal is no answer
