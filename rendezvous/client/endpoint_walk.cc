@@ -29,7 +29,8 @@ Result<Endpoint> ParseLeader(std::string_view text) {
 
 EndpointWalk::EndpointWalk(std::vector<Endpoint> endpoints) : endpoints_(std::move(endpoints)) {}
 
-std::chrono::milliseconds EndpointWalk::AfterFailure(bool replica_answered, double unit_random) {
+std::chrono::milliseconds EndpointWalk::AfterFailure(AttemptEnd end, double unit_random) {
+  const bool replica_answered = end == AttemptEnd::kStandbyAnswered;
   failed_texts_.insert(Current().Text());
   answered_in_sweep_ = answered_in_sweep_ || replica_answered;
   heard_in_sweep_ = heard_in_sweep_ || replica_answered;
@@ -58,7 +59,7 @@ std::chrono::milliseconds EndpointWalk::AfterFailure(bool replica_answered, doub
   }
   // A whole sweep failed: pause before the next one.
   std::chrono::milliseconds delay;
-  if (answered_in_sweep_) {
+  if (answered_in_sweep_ && pace_ == Pace::kElection) {
     // An election is under way (or the leader's lease still runs): look
     // again as often as the standbys read etcd.
     quiet_sweeps_ = 0;
@@ -86,7 +87,7 @@ std::chrono::milliseconds EndpointWalk::AfterRedirect(const Endpoint& leader, do
   // up and reachable from etcd, whatever it did before. Cleared before the
   // sweep is counted, so it counts among the candidates again.
   if (newly_elected) suspect_until_.erase(leader.Text());
-  const auto delay = AfterFailure(/*replica_answered=*/true, unit_random);
+  const auto delay = AfterFailure(AttemptEnd::kStandbyAnswered, unit_random);
   // Not the standby that named it (a replica never names itself, but a
   // confused one must not loop here), nor a leader that failed in this
   // sweep or is suspect, unless it was elected since.
@@ -130,6 +131,13 @@ bool EndpointWalk::Skipped(size_t index) const {
 void EndpointWalk::Answered() {
   suspect_until_.erase(Current().Text());
   heard_in_sweep_ = true;
+}
+
+size_t EndpointWalk::LeftInSweep() const {
+  const size_t candidates = Candidates();
+  const size_t listed = failed_in_sweep_ < candidates ? candidates - failed_in_sweep_ : 1;
+  // A leader named out of the list comes before the rest of the sweep.
+  return listed + (redirect_ ? 1 : 0);
 }
 
 void EndpointWalk::AfterWelcome() {

@@ -11,9 +11,10 @@
 //     leader elected since (a higher epoch), which is followed whatever
 //     failed before;
 //   - once every endpoint has failed (one sweep), the next sweep starts after
-//     a pause: 50-100 ms (jittered), about a standby's poll period, when some replica answered in
-//     the sweep (an election is under way), otherwise the usual jittered
-//     backoff (common/backoff.h, 50 ms doubling to 500 ms);
+//     a pause: 50-100 ms (jittered), about a standby's poll period, when some
+//     standby answered in the sweep (an election is under way) and the pace
+//     is kElection, otherwise the usual jittered backoff (common/backoff.h,
+//     50 ms doubling to 500 ms);
 //   - a Welcome ends the walk: the next failure starts a sweep from the
 //     endpoint that served;
 //   - an endpoint that gave no answer (a connect or a Hello that timed out,
@@ -56,6 +57,17 @@ Result<Endpoint> ParseLeader(std::string_view text);
 
 class EndpointWalk {
  public:
+  // How an attempt that did not serve this agent ended.
+  enum class AttemptEnd {
+    kNoAnswer,        // refused, timed out, closed, or never tried (no such host, traffic cut)
+    kStandbyAnswered  // a standby answered, naming no leader to follow
+  };
+  // How soon a sweep in which a standby answered starts again.
+  enum class Pace {
+    kElection,  // workers may run here: at the standbys' poll period (kElectionPoll)
+    kBackoff    // this agent has fenced: nothing is urgent, the usual backoff
+  };
+
   explicit EndpointWalk(std::vector<Endpoint> endpoints);
 
   // More than one endpoint: the agent talks to replicas.
@@ -64,10 +76,12 @@ class EndpointWalk {
   // Where the next attempt goes.
   const Endpoint& Current() const { return redirect_ ? *redirect_ : endpoints_[index_]; }
 
-  // The attempt at Current() failed: refused, silent, or a standby that knows
-  // no leader (`replica_answered`). Returns the delay before the next one.
-  // `unit_random` in [0, 1) jitters the backoff.
-  std::chrono::milliseconds AfterFailure(bool replica_answered, double unit_random);
+  // The attempt at Current() did not serve this agent (`end` says how).
+  // Returns the delay before the next one. `unit_random` in [0, 1) jitters
+  // the backoff.
+  std::chrono::milliseconds AfterFailure(AttemptEnd end, double unit_random);
+  // The pause after a sweep a standby answered in; kElection until set.
+  void set_pace(Pace pace) { pace_ = pace; }
   // A standby named `leader`: the next attempt goes there unless it failed in
   // this sweep or is suspect. The delay is AfterFailure's with an answer:
   // none within a sweep, the poll pause at its end. `newly_elected`: the
@@ -82,6 +96,10 @@ class EndpointWalk {
   void Answered();
   // Current() served this agent (it answered, too).
   void AfterWelcome();
+  // How many attempts this sweep has left before it pauses, Current()
+  // included (at least 1): the endpoints that share the time left before
+  // the fence (fence_rule.h, AttemptBound).
+  size_t LeftInSweep() const;
 
   // The time the decisions below are made at (suspicions run out); returns
   // the walk, for chaining.
@@ -107,6 +125,7 @@ class EndpointWalk {
   bool heard_in_sweep_ = false;         // any replica answered (Answered, or the above)
   bool suspects_too_ = false;           // this sweep goes on to the suspect endpoints
   int quiet_sweeps_ = 0;                // sweeps in a row with no replica answering
+  Pace pace_ = Pace::kElection;
   std::map<std::string, std::chrono::steady_clock::time_point> suspect_until_;  // by Text()
   std::chrono::steady_clock::time_point now_{};
   // Listed endpoints a sweep tries: those not suspect, or all when every one

@@ -58,4 +58,18 @@ FenceDecision DecideReplicatedFence(
   return d;
 }
 
+std::chrono::milliseconds AttemptBound(
+    std::chrono::milliseconds usual,
+    std::optional<std::chrono::steady_clock::time_point> fence_check,
+    std::chrono::steady_clock::time_point now, size_t left_in_sweep) {
+  if (!fence_check) return usual;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*fence_check - now);
+  // Ceiling division: shares that add up to the time left, not less.
+  const auto share =
+      (left + std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(
+                  std::max<size_t>(left_in_sweep, 1) - 1))) /
+      static_cast<std::chrono::milliseconds::rep>(std::max<size_t>(left_in_sweep, 1));
+  return std::clamp(share, kMinAttempt, std::max(usual, kMinAttempt));
+}
+
 }  // namespace muster::rdzv

@@ -79,4 +79,17 @@ FenceDecision DecideReplicatedFence(
     std::optional<std::chrono::steady_clock::time_point> last_answer,
     std::chrono::steady_clock::time_point now, const Settings& settings);
 
+// How long one attempt at a replica may take while the fence clock runs
+// (PROTOCOL.md, "Agents and failover"): `usual` (the attempt deadline), but
+// no more than an even share of the time left before the fence decides
+// (`fence_check`, nullopt: no fence clock runs) among the `left_in_sweep`
+// endpoints the walk has yet to try, the current one included, so that a
+// slow endpoint cannot use up the time a healthy standby behind it needs to
+// answer. Never less than kMinAttempt: an attempt must have a chance.
+inline constexpr std::chrono::milliseconds kMinAttempt{20};
+std::chrono::milliseconds AttemptBound(
+    std::chrono::milliseconds usual,
+    std::optional<std::chrono::steady_clock::time_point> fence_check,
+    std::chrono::steady_clock::time_point now, size_t left_in_sweep);
+
 }  // namespace muster::rdzv

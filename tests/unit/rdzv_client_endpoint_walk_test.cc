@@ -12,62 +12,79 @@ using std::chrono::milliseconds;
 const Endpoint kA{"10.0.0.1", 29400};
 const Endpoint kB{"10.0.0.2", 29400};
 const Endpoint kC{"10.0.0.3", 29400};
+constexpr auto kNoAnswer = EndpointWalk::AttemptEnd::kNoAnswer;
+constexpr auto kStandbyAnswered = EndpointWalk::AttemptEnd::kStandbyAnswered;
 
 TEST_CASE("one endpoint backs off as a single daemon always did", "[rdzv][client][walk]") {
   EndpointWalk walk({kA});
   CHECK_FALSE(walk.replicated());
-  CHECK(walk.AfterFailure(false, 0.999) == milliseconds(49));
-  CHECK(walk.AfterFailure(false, 0.999) == milliseconds(99));
-  CHECK(walk.AfterFailure(false, 0.999) == milliseconds(199));
-  CHECK(walk.AfterFailure(false, 0.999) == milliseconds(399));
-  CHECK(walk.AfterFailure(false, 0.999) == milliseconds(499));  // capped
+  CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(49));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(99));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(199));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(399));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(499));  // capped
   CHECK(walk.Current() == kA);
   walk.AfterWelcome();
-  CHECK(walk.AfterFailure(false, 0.0) == milliseconds(25));  // from the start again
+  CHECK(walk.AfterFailure(kNoAnswer, 0.0) == milliseconds(25));  // from the start again
 }
 
 TEST_CASE("failed replicas are passed at once, a whole sweep pauses", "[rdzv][client][walk]") {
   EndpointWalk walk({kA, kB, kC});
   CHECK(walk.replicated());
   CHECK(walk.Current() == kA);
-  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kB);
-  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kC);
-  CHECK(walk.AfterFailure(false, 0.999) == milliseconds(49));  // nobody answered: backoff
+  CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(49));  // nobody answered: backoff
   CHECK(walk.Current() == kA);
-  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));
-  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));
-  CHECK(walk.AfterFailure(false, 0.999) == milliseconds(99));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(99));
 }
 
 TEST_CASE("during an election the sweeps come at the standbys' poll period",
           "[rdzv][client][walk]") {
   EndpointWalk walk({kA, kB, kC});
   for (int sweep = 0; sweep < 5; ++sweep) {
-    CHECK(walk.AfterFailure(false, 0.999) == milliseconds(0));  // A: the dead leader
-    CHECK(walk.AfterFailure(true, 0.999) == milliseconds(0));   // B: no_leader
-    CHECK(walk.AfterFailure(true, 0.999) == milliseconds(99));  // C: no_leader
+    CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(0));          // A: the dead leader
+    CHECK(walk.AfterFailure(kStandbyAnswered, 0.999) == milliseconds(0));   // B: no_leader
+    CHECK(walk.AfterFailure(kStandbyAnswered, 0.999) == milliseconds(99));  // C: no_leader
   }
+}
+
+TEST_CASE("once fenced, a sweep a standby answered in backs off", "[rdzv][client][walk]") {
+  EndpointWalk walk({kA, kB, kC});
+  walk.set_pace(EndpointWalk::Pace::kBackoff);
+  CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(0));         // A: the dead leader
+  CHECK(walk.AfterFailure(kStandbyAnswered, 0.999) == milliseconds(0));  // B: no_leader
+  CHECK(walk.AfterFailure(kStandbyAnswered, 0.999) == milliseconds(49));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(0));
+  CHECK(walk.AfterFailure(kStandbyAnswered, 0.999) == milliseconds(0));
+  CHECK(walk.AfterFailure(kStandbyAnswered, 0.999) == milliseconds(99));
+  walk.set_pace(EndpointWalk::Pace::kElection);  // served again
+  CHECK(walk.AfterFailure(kNoAnswer, 0.999) == milliseconds(0));
+  CHECK(walk.AfterFailure(kStandbyAnswered, 0.999) == milliseconds(0));
+  CHECK(walk.AfterFailure(kStandbyAnswered, 0.999) == milliseconds(99));
 }
 
 TEST_CASE("a standby's redirect is followed at once, a failed leader once per sweep",
           "[rdzv][client][walk]") {
   EndpointWalk walk({kA, kB, kC});
   // A is the dead leader whose lease still runs: B and C still name it.
-  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kB);
   CHECK(walk.AfterRedirect(kA, 0.5) == milliseconds(0));  // A failed in this sweep: not again
   CHECK(walk.Current() == kC);
   CHECK(walk.AfterRedirect(kA, 0.999) == milliseconds(99));  // sweep over, someone answered
   CHECK(walk.Current() == kA);                               // named, and first in the list anyway
-  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
   // C took the lead: B now names it, and the walk goes there before C's turn.
   CHECK(walk.AfterRedirect(kC, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kC);
   walk.AfterWelcome();
   // C dies later: the walk goes on after C.
-  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kA);
 }
 
@@ -76,12 +93,12 @@ TEST_CASE("a leader outside the list is followed and then left", "[rdzv][client]
   EndpointWalk walk({kA, kB});
   CHECK(walk.AfterRedirect(other, 0.5) == milliseconds(0));
   CHECK(walk.Current() == other);
-  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kB);
   // The sweep is over: the named leader comes first after the pause.
   CHECK(walk.AfterRedirect(other, 0.999) == milliseconds(99));
   CHECK(walk.Current() == other);
-  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kA);
 }
 
@@ -98,22 +115,24 @@ TEST_CASE("a suspect endpoint is passed by until its suspicion runs out", "[rdzv
   // A, the leader, went quiet: the probe starts after it.
   walk.Suspect(kA, t0);
   CHECK(walk.IsSuspect(kA, t0));
-  CHECK(walk.At(t0).AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.At(t0).AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kB);
-  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(0));
+  CHECK(walk.LeftInSweep() == 2);  // B and C, not the suspect A
+  CHECK(walk.At(t0).AfterFailure(kStandbyAnswered, 0.999) == milliseconds(0));
   CHECK(walk.Current() == kC);
+  CHECK(walk.LeftInSweep() == 1);  // C alone shares the time before the fence
   // B and C answered: the sweep is over without A's timeout.
-  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(99));
+  CHECK(walk.At(t0).AfterFailure(kStandbyAnswered, 0.999) == milliseconds(99));
   CHECK(walk.Current() == kB);
-  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(0));
+  CHECK(walk.At(t0).AfterFailure(kStandbyAnswered, 0.999) == milliseconds(0));
   CHECK(walk.Current() == kC);
-  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(99));
+  CHECK(walk.At(t0).AfterFailure(kStandbyAnswered, 0.999) == milliseconds(99));
   // Later A is tried again.
   const auto later = t0 + EndpointWalk::kSuspectFor;
   CHECK_FALSE(walk.IsSuspect(kA, later));
-  CHECK(walk.At(later).AfterFailure(true, 0.5) == milliseconds(0));
+  CHECK(walk.At(later).AfterFailure(kStandbyAnswered, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kC);
-  CHECK(walk.At(later).AfterFailure(true, 0.5) == milliseconds(0));
+  CHECK(walk.At(later).AfterFailure(kStandbyAnswered, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kA);
 }
 
@@ -129,12 +148,12 @@ TEST_CASE("a leader elected since it failed is followed, suspect or not", "[rdzv
   // since A answered.
   CHECK(walk.At(t0).AfterRedirect(kC, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kC);
-  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(99));
+  CHECK(walk.At(t0).AfterFailure(kNoAnswer, 0.999) == milliseconds(99));
   CHECK(walk.Current() == kA);
   // Without a newer epoch, A naming B is not followed while B is suspect.
   CHECK(walk.At(t0).AfterRedirect(kB, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kC);
-  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(99));
+  CHECK(walk.At(t0).AfterFailure(kNoAnswer, 0.999) == milliseconds(99));
   CHECK(walk.Current() == kA);
   // B won the election since: followed at once, and no longer suspect.
   CHECK(walk.At(t0).AfterRedirect(kB, 0.5, /*newly_elected=*/true) == milliseconds(0));
@@ -146,17 +165,17 @@ TEST_CASE("a leader elected after it answered as a standby is followed in the sa
           "[rdzv][client][walk]") {
   const Endpoint kD{"10.0.0.4", 29400};
   EndpointWalk walk({kA, kB, kC, kD});
-  CHECK(walk.AfterFailure(false, 0.5) == milliseconds(0));  // A: the dead leader
+  CHECK(walk.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));  // A: the dead leader
   CHECK(walk.Current() == kB);
-  CHECK(walk.AfterFailure(true, 0.5) == milliseconds(0));  // B: no leader yet
+  CHECK(walk.AfterFailure(kStandbyAnswered, 0.5) == milliseconds(0));  // B: no leader yet
   CHECK(walk.Current() == kC);
   // C names B, just elected: B is tried now, not after D and a pause.
   CHECK(walk.AfterRedirect(kB, 0.5, /*newly_elected=*/true) == milliseconds(0));
   CHECK(walk.Current() == kB);
   // The same answer of an epoch heard before: B failed in this sweep.
   EndpointWalk again({kA, kB, kC, kD});
-  CHECK(again.AfterFailure(false, 0.5) == milliseconds(0));
-  CHECK(again.AfterFailure(true, 0.5) == milliseconds(0));
+  CHECK(again.AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
+  CHECK(again.AfterFailure(kStandbyAnswered, 0.5) == milliseconds(0));
   CHECK(again.AfterRedirect(kB, 0.5) == milliseconds(0));
   CHECK(again.Current() == kD);
 }
@@ -170,21 +189,21 @@ TEST_CASE("a sweep nobody answered goes on to the suspects before it pauses",
   // suspect), and A, which served since, was killed: it refuses.
   walk.Suspect(kB, t0);
   walk.Suspect(kC, t0);
-  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(0));
+  CHECK(walk.At(t0).AfterFailure(kNoAnswer, 0.999) == milliseconds(0));
   CHECK(walk.Current() == kB);  // not A again after a backoff
   // B answers as a standby that knows no leader: it is no longer suspect.
   walk.Answered();
   CHECK_FALSE(walk.IsSuspect(kB, t0));
   CHECK(walk.IsSuspect(kC, t0));
-  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(0));
+  CHECK(walk.At(t0).AfterFailure(kStandbyAnswered, 0.999) == milliseconds(0));
   CHECK(walk.Current() == kC);  // the sweep finishes what it began
-  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(99));
+  CHECK(walk.At(t0).AfterFailure(kNoAnswer, 0.999) == milliseconds(99));
   CHECK(walk.Current() == kA);
   // The next sweep heard B: C, still suspect, is passed by.
-  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(0));
+  CHECK(walk.At(t0).AfterFailure(kNoAnswer, 0.999) == milliseconds(0));
   CHECK(walk.Current() == kB);
   walk.Answered();
-  CHECK(walk.At(t0).AfterFailure(true, 0.999) == milliseconds(99));
+  CHECK(walk.At(t0).AfterFailure(kStandbyAnswered, 0.999) == milliseconds(99));
   CHECK(walk.Current() == kA);
 }
 
@@ -196,7 +215,7 @@ TEST_CASE("an endpoint that serves is no longer suspect", "[rdzv][client][walk]"
   walk.At(t0).AfterWelcome();
   CHECK_FALSE(walk.IsSuspect(kA, t0));
   // Its close later is one refusal among candidates, not a suspect's.
-  CHECK(walk.At(t0).AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.At(t0).AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kB);
 }
 
@@ -206,9 +225,9 @@ TEST_CASE("when every endpoint is suspect, every one is tried", "[rdzv][client][
   EndpointWalk walk({kA, kB});
   walk.Suspect(kA, t0);
   walk.Suspect(kB, t0);
-  CHECK(walk.At(t0).AfterFailure(false, 0.5) == milliseconds(0));
+  CHECK(walk.At(t0).AfterFailure(kNoAnswer, 0.5) == milliseconds(0));
   CHECK(walk.Current() == kB);
-  CHECK(walk.At(t0).AfterFailure(false, 0.999) == milliseconds(49));
+  CHECK(walk.At(t0).AfterFailure(kNoAnswer, 0.999) == milliseconds(49));
   CHECK(walk.Current() == kA);
 }
 

@@ -187,5 +187,32 @@ TEST_CASE("only a standby answer that predates a takeover keeps workers", "[rdzv
   }
 }
 
+TEST_CASE("while the fence clock runs, the endpoints left share the time before it",
+          "[rdzv][client][fence]") {
+  const Clock::time_point now{milliseconds(10'000)};
+  const milliseconds usual(500);
+  struct Row {
+    const char* situation;
+    std::optional<Clock::time_point> fence_check;
+    size_t left_in_sweep;
+    milliseconds want;
+  };
+  const Row rows[] = {
+      {"no fence clock: the usual deadline", std::nullopt, 3, usual},
+      {"plenty of time: the usual deadline", now + milliseconds(3'000), 2, usual},
+      {"a leader quiet 833 ms of 1 s: two endpoints share 167 ms", now + milliseconds(167), 2,
+       milliseconds(84)},
+      {"the last endpoint of the sweep takes all that is left", now + milliseconds(90), 1,
+       milliseconds(90)},
+      {"the fence is due: an attempt still gets its minimum", now, 2, kMinAttempt},
+      {"the fence is past: an attempt still gets its minimum", now - milliseconds(5), 1,
+       kMinAttempt},
+  };
+  for (const Row& row : rows) {
+    INFO(row.situation);
+    CHECK(AttemptBound(usual, row.fence_check, now, row.left_in_sweep) == row.want);
+  }
+}
+
 }  // namespace
 }  // namespace muster::rdzv

@@ -1,0 +1,499 @@
+#include "rendezvous/client/client_machine.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace muster::rdzv {
+namespace {
+
+using std::chrono::milliseconds;
+
+ClientLog Debug(std::string line) { return {ClientLog::Level::kDebug, std::move(line)}; }
+ClientLog Info(std::string line) { return {ClientLog::Level::kInfo, std::move(line)}; }
+ClientLog Warn(std::string line) { return {ClientLog::Level::kWarn, std::move(line)}; }
+
+std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
+
+}  // namespace
+
+ClientMachine::ClientMachine(ClientOptions options, uint64_t seed)
+    : options_(std::move(options)),
+      random_(seed),
+      walk_(options_.endpoints),
+      replicated_(walk_.replicated()) {}
+
+ClientMachine::State ClientMachine::state() const {
+  if (stopped_) return State::kStopped;
+  if (served_) return probing_ ? State::kProbing : State::kServed;
+  if (fenced_) return State::kFenced;
+  return attempt_ && attempt_->open ? State::kGreeting : State::kConnecting;
+}
+
+ClientActions ClientMachine::Start(ClientTime now) {
+  ClientActions out;
+  if (options_.endpoints.empty()) {
+    stopped_ = true;
+    out.push_back(GiveUp{"no rendezvous endpoint given"});
+    return out;
+  }
+  last_contact_ = now;
+  const auto [contact_limit, limit_name] = FirstContactLimit(options_.settings);
+  contact_wait_.emplace(contact_limit, limit_name, now);
+  out.push_back(ArmTimer{ClientTimer::kFirstContact, contact_wait_->deadline()});
+  Connect(now, out);
+  out.push_back(ArmTimer{ClientTimer::kHeartbeat, now + options_.settings.keep_alive_interval});
+  out.push_back(ArmTimer{ClientTimer::kFence, now + options_.settings.fence_timeout});
+  return out;
+}
+
+ClientActions ClientMachine::Stop() {
+  ClientActions out;
+  if (stopped_) return out;
+  stopped_ = true;
+  for (ClientTimer timer : {ClientTimer::kHeartbeat, ClientTimer::kRetry, ClientTimer::kAttempt,
+                            ClientTimer::kFence, ClientTimer::kQuiet, ClientTimer::kFirstContact}) {
+    out.push_back(CancelTimer{timer});
+  }
+  if (attempt_) out.push_back(CloseLink{attempt_->id, "client stopping"});
+  attempt_.reset();
+  if (served_) out.push_back(CloseLink{served_->id, "client stopping"});
+  served_.reset();
+  return out;
+}
+
+void ClientMachine::Send(const Message& message, ClientActions& out) const {
+  if (served_) out.push_back(SendTo{served_->id, message});
+}
+
+Heartbeat ClientMachine::MakeHeartbeat() const {
+  return {options_.join.run_id, options_.join.node_id, current_ ? current_->generation : 0};
+}
+
+Join ClientMachine::MakeJoin() const {
+  Join join = options_.join;
+  if (join.store_addr.empty()) join.store_addr = local_addr_;
+  join.current = current_;
+  join.last_generation = highest_assigned_;
+  return join;
+}
+
+ClientActions ClientMachine::SetCurrent(std::optional<Assignment> current) {
+  ClientActions out;
+  if (stopped_) return out;
+  if (current) last_report_.ForgetBefore(current->generation);
+  const bool workers_stopped = current_ && !current;
+  current_ = std::move(current);
+  // A draining daemon starts the next generation once every member said its
+  // workers are gone: say so now, not at the next heartbeat.
+  if (workers_stopped) Send(MakeHeartbeat(), out);
+  return out;
+}
+
+ClientActions ClientMachine::ReportWorkerFailure(uint64_t generation, int exit_code,
+                                                 const std::string& message) {
+  ClientActions out;
+  last_report_.Record(generation, WorkerFailed{options_.join.run_id, options_.join.node_id,
+                                               generation, exit_code, message});
+  if (!stopped_) Send(*last_report_.pending(), out);
+  return out;
+}
+
+ClientActions ClientMachine::ReportSucceeded(uint64_t generation) {
+  ClientActions out;
+  last_report_.Record(generation,
+                      WorkersSucceeded{options_.join.run_id, options_.join.node_id, generation});
+  if (!stopped_) Send(*last_report_.pending(), out);
+  return out;
+}
+
+ClientActions ClientMachine::Leave() {
+  ClientActions out;
+  if (!stopped_) Send(rdzv::Leave{options_.join.run_id, options_.join.node_id}, out);
+  return out;
+}
+
+double ClientMachine::UnitRandom() {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  return unit(random_);
+}
+
+std::chrono::milliseconds ClientMachine::AttemptDeadline() const {
+  // With replicas, another one may answer: do not wait on a dead host long.
+  return replicated_
+             ? std::min(options_.settings.connect_timeout, options_.settings.keep_alive_interval)
+             : options_.settings.connect_timeout;
+}
+
+std::optional<ClientTime> ClientMachine::FenceCheck(ClientTime now) const {
+  // Only replicas offer another answer worth the time; before the first
+  // contact, or once fenced, nothing runs here to keep.
+  if (!replicated_ || fenced_ || !contact_wait_ || !contact_wait_->contacted()) return std::nullopt;
+  const FenceDecision decision =
+      DecideReplicatedFence(last_contact_, last_answer_, now, options_.settings);
+  return decision.kind == FenceDecision::Kind::kWait ? decision.next_check : now;
+}
+
+std::chrono::milliseconds ClientMachine::QuietAfter() const {
+  // The leader acks every heartbeat, at most every fence_timeout / 3: past
+  // one such gap and a heartbeat more, an ack is missing.
+  const auto& s = options_.settings;
+  return std::max(s.keep_alive_interval * 3 / 2, s.fence_timeout / 3 + s.keep_alive_interval);
+}
+
+void ClientMachine::Connect(ClientTime now, ClientActions& out) {
+  // One attempt at a time: its outcome moves the walk on.
+  if (stopped_ || attempt_) return;
+  // Probing stops once the leader is heard again or the attempt was adopted.
+  if (served_ && !probing_) return;
+  // A host whose link is down never answers: give up on the attempt in time
+  // to try again (and so that silence, not refusal, is what is remembered).
+  // While the fence clock runs, the attempt takes only its share of the
+  // time left, so that the endpoints after it are still tried in time.
+  attempt_bound_ = AttemptBound(AttemptDeadline(), FenceCheck(now), now, WalkAt(now).LeftInSweep());
+  fence_cutoff_.reset();
+  if (attempt_bound_ < AttemptDeadline()) fence_cutoff_ = now + attempt_bound_;
+  attempt_ = Link{next_link_++, walk_.Current(), "", false};
+  out.push_back(ConnectTo{attempt_->id, attempt_->endpoint});
+  out.push_back(ArmTimer{ClientTimer::kAttempt, now + attempt_bound_});
+}
+
+void ClientMachine::ScheduleRetry(std::chrono::milliseconds delay, ClientTime now,
+                                  ClientActions& out) {
+  if (stopped_) return;
+  out.push_back(ArmTimer{ClientTimer::kRetry, now + delay});
+}
+
+void ClientMachine::NoteFailure(const Endpoint& endpoint, const std::string& cause, ClientTime now,
+                                ClientActions& out) {
+  out.push_back(
+      Debug("event=rdzv_attempt_failed endpoint=" + endpoint.Text() + " why=" + Quoted(cause)));
+  if (auto warning = contact_wait_->OnAttemptFailed(endpoint, cause, now)) {
+    out.push_back(Warn(*warning));
+  }
+}
+
+void ClientMachine::CloseAttempt(const std::string& why, ClientActions& out) {
+  out.push_back(CancelTimer{ClientTimer::kAttempt});
+  out.push_back(CloseLink{attempt_->id, why});
+  attempt_.reset();
+}
+
+void ClientMachine::AttemptFailed(const std::string& why, bool refused, ClientTime now,
+                                  ClientActions& out) {
+  const Endpoint endpoint = attempt_->endpoint;
+  CloseAttempt(why, out);
+  NoteFailure(endpoint, refused ? "closed the connection before answering" : why, now, out);
+  if (!served_) latest_failure_ = FailureOf(refused);
+  const auto delay = WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kNoAnswer, UnitRandom());
+  // A leader still served (a probe that found nothing better, or the leader
+  // heard again) needs no more attempts.
+  if (served_ && !probing_) return;
+  ScheduleRetry(delay, now, out);
+}
+
+ClientActions ClientMachine::OnConnected(LinkId link, const std::string& local_addr,
+                                         ClientTime now) {
+  ClientActions out;
+  if (stopped_ || !attempt_ || attempt_->id != link || attempt_->open) return out;
+  attempt_->open = true;
+  attempt_->local_addr = local_addr;
+  out.push_back(SendTo{link, Hello{kProtocolVersion, options_.token, options_.join.node_id}});
+  // The Join goes with the Hello (a standby ignores it): a leader answers
+  // both at once. A probe's Join reaching the leader that served us moves
+  // this node to the new connection, which is harmless.
+  Join join = MakeJoin();
+  if (join.store_addr.empty()) join.store_addr = local_addr;
+  out.push_back(SendTo{link, join});
+  // A report sent while disconnected was dropped, and a restarted daemon
+  // never saw one: repeat the last outcome after the Join. (A stale one is
+  // refused as a stale generation, which is harmless.)
+  if (const Message* report = last_report_.pending()) out.push_back(SendTo{link, *report});
+  // A process that accepts but never answers (stopped, hung) is no leader:
+  // give up on it as on a connect that times out.
+  ClientTime greet_by = now + AttemptDeadline();
+  if (fence_cutoff_) greet_by = std::min(greet_by, *fence_cutoff_);
+  out.push_back(ArmTimer{ClientTimer::kAttempt, greet_by});
+  attempt_bound_ = std::chrono::duration_cast<milliseconds>(greet_by - now);
+  return out;
+}
+
+ClientActions ClientMachine::OnConnectFailed(LinkId link, ConnectError error,
+                                             const std::string& cause, ClientTime now) {
+  ClientActions out;
+  if (stopped_ || !attempt_ || attempt_->id != link || attempt_->open) return out;
+  const Endpoint endpoint = attempt_->endpoint;
+  out.push_back(CancelTimer{ClientTimer::kAttempt});
+  attempt_.reset();
+  const bool refused = error == ConnectError::kRefused;
+  latest_failure_ = FailureOf(refused);
+  NoteFailure(endpoint, cause, now, out);
+  // A live host with no replica on its port proves nothing of the other
+  // replicas; a host that never answered is suspect.
+  if (error == ConnectError::kSilent) walk_.Suspect(endpoint, now);
+  ScheduleRetry(WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kNoAnswer, UnitRandom()), now,
+                out);
+  return out;
+}
+
+ClientActions ClientMachine::OnMessage(LinkId link, const Message& message, ClientTime now) {
+  ClientActions out;
+  if (stopped_) return out;
+  if (attempt_ && attempt_->open && attempt_->id == link) {
+    OnAttemptMessage(message, now, out);
+  } else if (served_ && served_->id == link) {
+    OnServedMessage(message, now, out);
+  }
+  return out;
+}
+
+ClientActions ClientMachine::OnClosed(LinkId link, const std::string& why, bool peer_gone,
+                                      ClientTime now) {
+  ClientActions out;
+  if (stopped_) return out;
+  if (attempt_ && attempt_->id == link) {
+    AttemptFailed(why, peer_gone, now, out);
+  } else if (served_ && served_->id == link) {
+    OnServedLost(why, peer_gone, now, out);
+  }
+  return out;
+}
+
+ClientActions ClientMachine::OnTimer(ClientTimer timer, ClientTime now) {
+  ClientActions out;
+  if (stopped_) return out;
+  switch (timer) {
+    case ClientTimer::kHeartbeat:
+      Send(MakeHeartbeat(), out);
+      out.push_back(ArmTimer{ClientTimer::kHeartbeat, now + options_.settings.keep_alive_interval});
+      break;
+    case ClientTimer::kRetry:
+      Connect(now, out);
+      break;
+    case ClientTimer::kAttempt:
+      if (!attempt_) break;
+      walk_.Suspect(attempt_->endpoint, now);
+      if (attempt_->open) {
+        AttemptFailed("accepted the connection but did not answer within " +
+                          SecondsText(attempt_bound_) + " s",
+                      /*refused=*/false, now, out);
+      } else {
+        // The host never answered the connect: silence, not refusal.
+        const Endpoint endpoint = attempt_->endpoint;
+        CloseAttempt("no answer to the connect", out);
+        latest_failure_ = ContactFailure::kSilent;
+        NoteFailure(endpoint, "did not answer within " + SecondsText(attempt_bound_) + " s", now,
+                    out);
+        ScheduleRetry(WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kNoAnswer, UnitRandom()),
+                      now, out);
+      }
+      break;
+    case ClientTimer::kFence:
+      DecideFence(now, out);
+      break;
+    case ClientTimer::kQuiet:
+      StartProbing(now, out);
+      break;
+    case ClientTimer::kFirstContact:
+      if (!contact_wait_->Expired(now)) break;
+      {
+        const std::string message = contact_wait_->GiveUpMessage();
+        out = Stop();
+        out.push_back(GiveUp{message});
+      }
+      break;
+  }
+  return out;
+}
+
+void ClientMachine::OnAttemptMessage(const Message& message, ClientTime now, ClientActions& out) {
+  if (const auto* error = std::get_if<Error>(&message)) {
+    if (error->code == ErrorCode::kNotLeader || error->code == ErrorCode::kNoLeader) {
+      // A standby: an answer, never contact (it serves nobody).
+      return OnStandbyAnswer(*error, now, out);
+    }
+    if (RefusedForGood(*error, out)) return;
+    out.push_back(Debug("event=rdzv_error code=" + std::string(error->code_name()) +
+                        " message=" + Quoted(error->message)));
+    return;
+  }
+  const auto* welcome = std::get_if<Welcome>(&message);
+  if (welcome == nullptr) return;  // nothing comes before the Welcome
+  if (welcome->epoch != 0) replicated_ = true;
+  if (welcome->epoch < epoch_seen_) {
+    // A deposed leader that has not noticed yet: not contact either.
+    out.push_back(Warn("event=rdzv_stale_leader endpoint=" + attempt_->endpoint.Text() + " epoch=" +
+                       std::to_string(welcome->epoch) + " seen=" + std::to_string(epoch_seen_)));
+    return AttemptFailed("a leader of an older epoch", /*refused=*/false, now, out);
+  }
+  epoch_seen_ = welcome->epoch;
+  served_epoch_ = welcome->epoch;
+  // Adopted: the attempt is the link served from now on; one it replaces (a
+  // leader gone quiet) is closed.
+  out.push_back(CancelTimer{ClientTimer::kAttempt});
+  std::optional<Link> replaced = std::exchange(served_, std::move(attempt_));
+  attempt_.reset();
+  local_addr_ = served_->local_addr;
+  probing_ = false;
+  if (replaced) out.push_back(CloseLink{replaced->id, "replaced by a connection to the leader"});
+  walk_.AfterWelcome();
+  last_answer_.reset();
+  OnServedMessage(message, now, out);  // contact
+}
+
+void ClientMachine::OnStandbyAnswer(const Error& error, ClientTime now, ClientActions& out) {
+  replicated_ = true;
+  // Only evidence that no leader has taken over since this agent was served
+  // buys time (fence_rule.h, R2; takeover_hold.h).
+  if (StandbyAnswerPredatesTakeover(error, served_epoch_)) last_answer_ = now;
+  out.push_back(Debug("event=rdzv_standby endpoint=" + attempt_->endpoint.Text() + " code=" +
+                      std::string(error.code_name()) + " message=" + Quoted(error.message)));
+  walk_.Answered();
+  CloseAttempt("answered by a standby", out);
+  std::optional<Endpoint> leader;
+  if (!error.leader.empty()) {
+    if (auto parsed = ParseLeader(error.leader); parsed.ok()) {
+      leader = *parsed;
+    } else {
+      out.push_back(Warn("event=rdzv_bad_leader leader=" + Quoted(error.leader)));
+    }
+  }
+  // A leader of a higher epoch than any heard before was elected since
+  // whatever failure the walk holds against it.
+  const bool newly_elected = leader && error.epoch > epoch_seen_;
+  epoch_seen_ = std::max(epoch_seen_, error.epoch);
+  const auto delay =
+      leader ? WalkAt(now).AfterRedirect(*leader, UnitRandom(), newly_elected)
+             : WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kStandbyAnswered, UnitRandom());
+  // A leader still served (a probe that found nothing better, or the leader
+  // heard again) needs no more attempts.
+  if (served_ && !probing_) return;
+  ScheduleRetry(delay, now, out);
+}
+
+void ClientMachine::OnServedMessage(const Message& message, ClientTime now, ClientActions& out) {
+  if (probing_) {
+    // The leader is heard again: no need to look further.
+    probing_ = false;
+    if (attempt_) AttemptFailed("the leader answered again", /*refused=*/false, now, out);
+  }
+  last_contact_ = now;
+  latest_failure_ = ContactFailure::kNone;
+  out.push_back(ArmTimer{ClientTimer::kFence, now + options_.settings.fence_timeout});
+  if (replicated_) out.push_back(ArmTimer{ClientTimer::kQuiet, now + QuietAfter()});
+  if (std::holds_alternative<Welcome>(message)) {
+    contact_wait_->OnContact();
+    out.push_back(CancelTimer{ClientTimer::kFirstContact});
+    // Said at the level the loss was: whoever read that needs this.
+    if (std::exchange(lost_, false) || fenced_) {
+      out.push_back(Warn("event=rdzv_reconnected endpoint=" + served_->endpoint.Text()));
+    }
+    if (replicated_) {
+      out.push_back(Info("event=rdzv_leader endpoint=" + served_->endpoint.Text() +
+                         " epoch=" + std::to_string(epoch_seen_)));
+    }
+    fenced_ = false;
+    walk_.set_pace(EndpointWalk::Pace::kElection);
+    return;
+  }
+  if (const auto* error = std::get_if<Error>(&message)) {
+    if (RefusedForGood(*error, out)) return;
+    if (error->code == ErrorCode::kUnknownNode || error->code == ErrorCode::kUnknownRun) {
+      // The daemon no longer counts us in (it restarted, or declared us
+      // dead): join again; the answer says whether our workers may go on.
+      Send(MakeJoin(), out);
+      return;
+    }
+    out.push_back(Debug("event=rdzv_error code=" + std::string(error->code_name()) +
+                        " message=" + Quoted(error->message)));
+    return;
+  }
+  if (const auto* waiting = std::get_if<Waiting>(&message)) {
+    out.push_back(DeliverWaiting{waiting->reason});
+    // No workers here (or none left): a draining daemon need not wait for
+    // the next heartbeat to know.
+    if (!current_) Send(MakeHeartbeat(), out);
+    return;
+  }
+  if (const auto* assignment = std::get_if<AssignmentMessage>(&message)) {
+    if (assignment->epoch < epoch_seen_) {
+      out.push_back(Warn(
+          "event=rdzv_stale_assignment gen=" + std::to_string(assignment->assignment.generation) +
+          " epoch=" + std::to_string(assignment->epoch) + " seen=" + std::to_string(epoch_seen_)));
+      return;
+    }
+    last_report_.ForgetBefore(assignment->assignment.generation);
+    highest_assigned_ = std::max(highest_assigned_, assignment->assignment.generation);
+    out.push_back(DeliverAssignment{assignment->assignment});
+    return;
+  }
+  if (const auto* ended = std::get_if<RunEnded>(&message)) {
+    out.push_back(DeliverRunEnded{ended->succeeded, ended->message});
+    return;
+  }
+}
+
+void ClientMachine::OnServedLost(const std::string& why, bool peer_gone, ClientTime now,
+                                 ClientActions& out) {
+  out.push_back(Warn("event=rdzv_connection_lost endpoint=" + served_->endpoint.Text() +
+                     " why=" + Quoted(why) + "; reconnecting"));
+  lost_ = true;
+  served_.reset();
+  out.push_back(CancelTimer{ClientTimer::kQuiet});
+  latest_failure_ = FailureOf(peer_gone);
+  // The leader that served this agent closed it: no leader took over yet.
+  if (peer_gone) last_answer_ = now;
+  const bool was_probing = std::exchange(probing_, false);
+  // A probe under way carries the walk on.
+  if (was_probing && attempt_) return;
+  ScheduleRetry(WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kNoAnswer, UnitRandom()), now,
+                out);
+}
+
+bool ClientMachine::RefusedForGood(const Error& error, ClientActions& out) {
+  if (!error.fatal && error.code != ErrorCode::kBadToken && error.code != ErrorCode::kBadVersion) {
+    return false;
+  }
+  const std::string where = walk_.Current().Text();
+  for (ClientAction& action : Stop()) out.push_back(std::move(action));
+  out.push_back(GiveUp{"the rendezvous at " + where + " refused this agent: " + error.message +
+                       " (" + std::string(error.code_name()) + ")"});
+  return true;
+}
+
+void ClientMachine::StartProbing(ClientTime now, ClientActions& out) {
+  if (!served_ || probing_) return;
+  // A timer that fired as a message re-armed it.
+  if (now - last_contact_ < QuietAfter()) return;
+  out.push_back(
+      Warn("event=rdzv_leader_quiet endpoint=" + served_->endpoint.Text() + " ms=" +
+           std::to_string(std::chrono::duration_cast<milliseconds>(now - last_contact_).count())));
+  // The link stays: the leader may only be slow, and hears our heartbeats
+  // meanwhile. The walk looks for whoever leads now, and the replicas'
+  // answers keep the workers (fence_rule.h).
+  probing_ = true;
+  walk_.Suspect(walk_.Current(), now);
+  ScheduleRetry(WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kNoAnswer, UnitRandom()), now,
+                out);
+}
+
+void ClientMachine::DecideFence(ClientTime now, ClientActions& out) {
+  // Before the first contact nothing runs here to fence; ContactWait bounds
+  // that wait instead.
+  if (fenced_ || !contact_wait_->contacted()) return;
+  const FenceDecision decision =
+      replicated_ ? DecideReplicatedFence(last_contact_, last_answer_, now, options_.settings)
+                  : rdzv::DecideFence(last_contact_, latest_failure_, now, options_.settings);
+  if (decision.kind == FenceDecision::Kind::kWait) {
+    out.push_back(ArmTimer{ClientTimer::kFence, decision.next_check});
+    return;
+  }
+  fenced_ = true;
+  // Nothing runs to protect any more: a rendezvous rebuilt from an older
+  // etcd (lower epochs) may be followed again, and nothing is urgent.
+  epoch_seen_ = 0;
+  walk_.set_pace(EndpointWalk::Pace::kBackoff);
+  out.push_back(Warn("event=fence why=" + Quoted(decision.why)));
+  out.push_back(FenceWorkers{decision.why});
+}
+
+}  // namespace muster::rdzv

@@ -1,0 +1,283 @@
+// ClientMachine: the agent's side of the rendezvous protocol as a pure
+// decision object. RendezvousClient (rendezvous_client.h) feeds it what its
+// sockets and timers report (events, each carrying `now`) and carries out
+// what it returns (actions), in order; nothing here touches a socket, a
+// timer or a clock. Tests: tests/unit/rdzv_client_machine_test.cc and, with
+// real daemons' cores, tests/unit/rdzv_client_failover_test.cc.
+//
+// What it does: connects (the walk over replicas, endpoint_walk.h), says
+// Hello and joins the run with the assignment its workers run under (so a
+// restarted or new leader can rebuild the run), heart-beats, reports worker
+// outcomes (kept and repeated after every Join: outcome_report.h), follows a
+// standby's not_leader to the leader, probes the other replicas while a
+// served connection has gone quiet (never closing it itself: the leader
+// would count that as this node's death), and fences by the rule of
+// fence_rule.h. It remembers the highest leader epoch it has seen and
+// refuses a Welcome or an assignment from an older one: a deposed leader
+// that has not noticed yet.
+//
+// clang-format off
+// States (state()) and what moves between them:
+//
+//   kConnecting  no leader serves this agent; an attempt is being connected,
+//                or the next one waits for its turn (kRetry)
+//   kGreeting    an attempt's connection is open: Hello and Join went out,
+//                its answer is awaited until kAttempt
+//   kServed      a leader's Welcome was adopted: every message is contact
+//   kProbing     served, but the leader was quiet past a missed ack
+//                (kQuiet): attempts walk the other replicas beside it
+//   kFenced      the fence fired and no leader took this agent back yet;
+//                attempts go on (as kConnecting/kGreeting would), at the
+//                walk's backoff pace
+//   kStopped     Stop(), or refused for good: every event is ignored
+//
+//   Start ------------------------------------------> kConnecting: ConnectTo, arm kFirstContact,
+//                                                     kHeartbeat, kFence
+//   Connected (the attempt) ------------------------> kGreeting: SendTo Hello, Join, the kept
+//                                                     report; arm kAttempt
+//   ConnectFailed / kAttempt / attempt closed -------> the walk moves on: arm kRetry (not while
+//                                                     served and not probing)
+//   attempt: a standby's not_leader or no_leader ---> CloseLink; the walk follows the named
+//                                                     leader or moves on: arm kRetry
+//   attempt: Welcome of an older epoch -------------> CloseLink, as a failed attempt
+//   attempt: Welcome -------------------------------> kServed: the attempt is the link served
+//                                                     (a quiet one it replaces: CloseLink);
+//                                                     arm kFence, kQuiet (replicas)
+//   served: any message ----------------------------> contact: arm kFence, kQuiet; in kProbing
+//                                                     the attempt is closed (kServed)
+//   served: Assignment (epoch not older) -----------> DeliverAssignment
+//   served: Waiting / RunEnded ---------------------> DeliverWaiting / DeliverRunEnded
+//   served: unknown_node, unknown_run --------------> SendTo Join again
+//   served: closed by the leader or the network ----> kConnecting: arm kRetry (a probe under
+//                                                     way carries on)
+//   kQuiet (replicas, nothing heard since) ---------> kProbing: the leader is suspect, arm kRetry
+//   kRetry -----------------------------------------> ConnectTo the walk's current endpoint
+//   kFence: fence_rule.h decides -------------------> wait: arm kFence again; fence: kFenced,
+//                                                     FenceWorkers
+//   kFirstContact, no Welcome ever -----------------> kStopped, GiveUp
+//   a bad token or version, a fatal error ----------> kStopped, GiveUp
+//   kHeartbeat -------------------------------------> SendTo Heartbeat (when served); arm again
+//
+// clang-format on
+//
+// While the fence clock runs (replicas, contact lost or quiet), one attempt
+// takes at most its share of the time left before the fence decides
+// (AttemptBound, fence_rule.h): a slow endpoint cannot use up the time a
+// healthy standby behind it needs to answer (PROTOCOL.md).
+//
+// Not thread-safe: the shell calls it from one thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "rendezvous/client/contact_wait.h"
+#include "rendezvous/client/endpoint_walk.h"
+#include "rendezvous/client/fence_rule.h"
+#include "rendezvous/client/outcome_report.h"
+#include "rendezvous/protocol/messages.h"
+#include "rendezvous/state/settings.h"
+
+namespace muster::rdzv {
+
+struct ClientOptions {
+  std::vector<Endpoint> endpoints;  // --rdzv-endpoint, in order; at least one
+  std::string token;
+  Join join;  // run_id, node_id, host, sizes, store port; store_addr "" = local address of the
+              // connection
+  Settings settings;
+};
+
+// One connection the machine asked for: an attempt keeps its id once its
+// Welcome makes it the link served.
+using LinkId = uint64_t;
+
+// The machine's timers; each is armed at one time or not at all.
+enum class ClientTimer {
+  kHeartbeat,     // the next heartbeat
+  kRetry,         // the next attempt
+  kAttempt,       // the attempt under way gives up
+  kFence,         // the fence rule decides again
+  kQuiet,         // a served leader has been quiet past a missed ack
+  kFirstContact,  // the wait for a first Welcome fails
+};
+
+// How a connect failed.
+enum class ConnectError {
+  kRefused,   // refused: the host answers, no daemon listens there
+  kSilent,    // no answer: unreachable, reset, or timed out
+  kNotTried,  // never reached the network: no such host, or traffic is cut
+};
+
+using ClientTime = std::chrono::steady_clock::time_point;
+
+// Open a connection to `endpoint`; Connected or ConnectFailed follows for
+// `link`, unless CloseLink comes first.
+struct ConnectTo {
+  LinkId link = 0;
+  Endpoint endpoint;
+};
+// Send `message` on `link` if it is open; dropped otherwise.
+struct SendTo {
+  LinkId link = 0;
+  Message message;
+};
+// Close `link` (or give up its connect); no event follows for it.
+struct CloseLink {
+  LinkId link = 0;
+  std::string why;
+};
+// Call OnTimer(timer) at `at`, replacing the time it was armed at.
+struct ArmTimer {
+  ClientTimer timer = ClientTimer::kHeartbeat;
+  ClientTime at;
+};
+struct CancelTimer {
+  ClientTimer timer = ClientTimer::kHeartbeat;
+};
+// Hand the agent what the daemon decided (Callbacks of rendezvous_client.h).
+struct DeliverAssignment {
+  Assignment assignment;
+};
+struct DeliverWaiting {
+  std::string reason;
+};
+struct DeliverRunEnded {
+  bool succeeded = false;
+  std::string message;
+};
+// Stop the workers now: this agent may have been left behind.
+struct FenceWorkers {
+  std::string why;
+};
+// The rendezvous cannot be reached, or refused this agent for good: the
+// machine has stopped.
+struct GiveUp {
+  std::string message;
+};
+// One log line, at the level a user reading that kind of line needs.
+struct ClientLog {
+  enum class Level { kDebug, kInfo, kWarn };
+  Level level = Level::kDebug;
+  std::string line;
+};
+
+using ClientAction =
+    std::variant<ConnectTo, SendTo, CloseLink, ArmTimer, CancelTimer, DeliverAssignment,
+                 DeliverWaiting, DeliverRunEnded, FenceWorkers, GiveUp, ClientLog>;
+using ClientActions = std::vector<ClientAction>;
+
+class ClientMachine {
+ public:
+  enum class State { kConnecting, kGreeting, kServed, kProbing, kFenced, kStopped };
+
+  // `seed` drives the backoff's jitter.
+  ClientMachine(ClientOptions options, uint64_t seed);
+
+  // Begins the wait for a first contact, and the first attempt. With no
+  // endpoint: kStopped and GiveUp.
+  ClientActions Start(ClientTime now);
+  // Closes everything; no action follows any later event.
+  ClientActions Stop();
+
+  // What the links report.
+  ClientActions OnConnected(LinkId link, const std::string& local_addr, ClientTime now);
+  ClientActions OnConnectFailed(LinkId link, ConnectError error, const std::string& cause,
+                                ClientTime now);
+  ClientActions OnMessage(LinkId link, const Message& message, ClientTime now);
+  // The peer or the network closed `link` (`peer_gone`: the peer's side
+  // closed it, so its host answered).
+  ClientActions OnClosed(LinkId link, const std::string& why, bool peer_gone, ClientTime now);
+  ClientActions OnTimer(ClientTimer timer, ClientTime now);
+
+  // What the agent says. The assignment its workers run under now (nullopt:
+  // none); when workers that ran stop, a heartbeat tells the daemon at once
+  // (a draining daemon waits for it).
+  ClientActions SetCurrent(std::optional<Assignment> current);
+  // Outcome reports are kept: the last one is sent again after every Join
+  // on a new connection, until an assignment of a newer generation arrives.
+  ClientActions ReportWorkerFailure(uint64_t generation, int exit_code, const std::string& message);
+  ClientActions ReportSucceeded(uint64_t generation);
+  ClientActions Leave();
+
+  State state() const;
+  // The highest leader epoch heard of (0: not replicated, or none yet, or
+  // fenced since).
+  uint64_t epoch() const { return epoch_seen_; }
+  const std::optional<Assignment>& current() const { return current_; }
+
+ private:
+  struct Link {
+    LinkId id = 0;
+    Endpoint endpoint;
+    std::string local_addr;
+    bool open = false;  // connected (an attempt: greeting)
+  };
+
+  void Connect(ClientTime now, ClientActions& out);
+  void ScheduleRetry(std::chrono::milliseconds delay, ClientTime now, ClientActions& out);
+  // The attempt ended without serving (`why`; `refused`: its peer closed it
+  // or refused it): the walk moves on, and the next attempt is armed unless
+  // a leader still serves and is not being probed.
+  void AttemptFailed(const std::string& why, bool refused, ClientTime now, ClientActions& out);
+  // Logs the failure and feeds the first-contact wait, which may warn.
+  void NoteFailure(const Endpoint& endpoint, const std::string& cause, ClientTime now,
+                   ClientActions& out);
+  void CloseAttempt(const std::string& why, ClientActions& out);
+  void OnAttemptMessage(const Message& message, ClientTime now, ClientActions& out);
+  void OnStandbyAnswer(const Error& error, ClientTime now, ClientActions& out);
+  void OnServedMessage(const Message& message, ClientTime now, ClientActions& out);
+  void OnServedLost(const std::string& why, bool peer_gone, ClientTime now, ClientActions& out);
+  // A refusal for good (a bad token or version, or fatal): stops and gives
+  // up; false for any other error.
+  bool RefusedForGood(const Error& error, ClientActions& out);
+  void StartProbing(ClientTime now, ClientActions& out);
+  void DecideFence(ClientTime now, ClientActions& out);
+  void Send(const Message& message, ClientActions& out) const;
+  Join MakeJoin() const;
+  Heartbeat MakeHeartbeat() const;
+  // How long a connect, or a Hello, may go unanswered (without the fence).
+  std::chrono::milliseconds AttemptDeadline() const;
+  // When the fence is decided next while its clock runs for replicas
+  // (nullopt: it does not).
+  std::optional<ClientTime> FenceCheck(ClientTime now) const;
+  std::chrono::milliseconds QuietAfter() const;
+  double UnitRandom();
+  // The walk, its decisions made at `now`.
+  EndpointWalk& WalkAt(ClientTime now) { return walk_.At(now); }
+
+  ClientOptions options_;
+  std::mt19937_64 random_;
+  EndpointWalk walk_;
+  std::optional<ContactWait> contact_wait_;  // set by Start()
+  OutcomeReport last_report_;
+  std::optional<Assignment> current_;
+  LinkId next_link_ = 1;
+  std::optional<Link> served_;   // the leader's connection (after its Welcome)
+  std::optional<Link> attempt_;  // one being connected or greeted, or a probe
+  std::string local_addr_;       // the local address of the link served last
+  bool probing_ = false;         // attempts while the link served is quiet
+  bool fenced_ = false;
+  bool stopped_ = false;
+  bool lost_ = false;        // the link served was lost and not yet replaced
+  bool replicated_ = false;  // several endpoints, or a replica said so
+  ClientTime last_contact_{};
+  ContactFailure latest_failure_ = ContactFailure::kNone;  // since the last message
+  // When a replica last answered without serving, with evidence that no
+  // leader took over since (fence_rule.h, R2); reset by a Welcome.
+  std::optional<ClientTime> last_answer_;
+  uint64_t epoch_seen_ = 0;
+  uint64_t served_epoch_ = 0;      // the epoch of the leader whose Welcome was adopted last
+  uint64_t highest_assigned_ = 0;  // Join.last_generation
+  // The attempt's bound, and when the fence clock cut it short: the Hello's
+  // answer is due by then too.
+  std::chrono::milliseconds attempt_bound_{0};
+  std::optional<ClientTime> fence_cutoff_;
+};
+
+}  // namespace muster::rdzv

@@ -1,0 +1,284 @@
+// ClientMachine (rendezvous/client/client_machine.h): one test per rule of
+// its transition table, named for the rule. Events in, actions out, printed
+// as lines ("connect 10.0.0.2:29400 #2", "arm attempt @+917ms"), with times
+// counted from the test's start on a hand-driven clock.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "rendezvous/client/client_machine.h"
+#include "tests/unit/rdzv_client_test_support.h"
+
+namespace muster::rdzv {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Lines;
+using testing::Only;
+using State = ClientMachine::State;
+
+const Endpoint kA{"10.0.0.1", 29400};
+const Endpoint kB{"10.0.0.2", 29400};
+const Endpoint kC{"10.0.0.3", 29400};
+
+// One agent's client on a hand-driven clock.
+class Client {
+ public:
+  explicit Client(std::vector<Endpoint> endpoints) : machine_(Options(std::move(endpoints)), 1) {}
+
+  static ClientOptions Options(std::vector<Endpoint> endpoints) {
+    ClientOptions options;
+    options.endpoints = std::move(endpoints);
+    options.join.run_id = "r";
+    options.join.node_id = "n1";
+    return options;
+  }
+
+  void AdvanceTo(std::chrono::milliseconds since_start) { now_ = kStart + since_start; }
+  Lines Start() { return Show(machine_.Start(now_)); }
+  Lines Connected(LinkId link) { return Show(machine_.OnConnected(link, "10.0.0.9", now_)); }
+  Lines ConnectFailed(LinkId link, ConnectError error) {
+    return Show(machine_.OnConnectFailed(link, error, "test", now_));
+  }
+  Lines Receive(LinkId link, const Message& message) {
+    return Show(machine_.OnMessage(link, message, now_));
+  }
+  Lines Closed(LinkId link, bool peer_gone) {
+    return Show(machine_.OnClosed(link, "test", peer_gone, now_));
+  }
+  Lines Fire(ClientTimer timer) { return Show(machine_.OnTimer(timer, now_)); }
+  // Connected and welcomed by the leader of `epoch` on `link`.
+  void Serve(LinkId link, uint64_t epoch) {
+    Connected(link);
+    Receive(link, Welcome{kProtocolVersion, "d", epoch});
+    REQUIRE(machine_.state() == State::kServed);
+  }
+  ClientMachine& machine() { return machine_; }
+  Lines Show(const ClientActions& actions) const { return testing::Show(actions, kStart); }
+
+ private:
+  static constexpr ClientTime kStart{std::chrono::seconds(100)};
+  ClientMachine machine_;
+  ClientTime now_ = kStart;
+};
+
+Error NotLeader(const Endpoint& leader, uint64_t epoch) {
+  Error e{ErrorCode::kNotLeader, "not the leader", false};
+  e.leader = leader.Text();
+  e.epoch = epoch;
+  e.current = true;
+  return e;
+}
+
+Error NoLeader() {
+  Error e{ErrorCode::kNoLeader, "no leader is elected yet", false};
+  e.current = true;
+  return e;
+}
+
+AssignmentMessage AssignmentOf(uint64_t generation, uint64_t epoch) {
+  AssignmentMessage m;
+  m.assignment.run_id = "r";
+  m.assignment.generation = generation;
+  m.epoch = epoch;
+  return m;
+}
+
+TEST_CASE("a daemon's Welcome makes the attempt the connection served", "[rdzv][client][machine]") {
+  Client c({kA});
+  CHECK(Only(c.Start(), {"connect", "arm attempt", "arm fence", "arm heartbeat"}) ==
+        Lines{"connect 10.0.0.1:29400 #1", "arm attempt @+2000ms", "arm heartbeat @+500ms",
+              "arm fence @+1000ms"});
+  CHECK(c.machine().state() == State::kConnecting);
+  CHECK(c.Connected(1) == Lines{"send #1 Hello", "send #1 Join", "arm attempt @+2000ms"});
+  CHECK(c.machine().state() == State::kGreeting);
+  c.AdvanceTo(10ms);
+  CHECK(c.Receive(1, Welcome{}) ==
+        Lines{"cancel attempt", "arm fence @+1010ms", "cancel first-contact"});
+  CHECK(c.machine().state() == State::kServed);
+  CHECK(c.Receive(1, AssignmentOf(1, 0)) ==
+        Lines{"arm fence @+1010ms", "deliver assignment gen=1"});
+  c.AdvanceTo(500ms);
+  CHECK(c.Fire(ClientTimer::kHeartbeat) ==
+        Lines{"send #1 Heartbeat gen=0", "arm heartbeat @+1000ms"});
+}
+
+TEST_CASE("a standby's not_leader sends the next attempt to the leader it names",
+          "[rdzv][client][machine]") {
+  Client c({kA, kB, kC});
+  c.Start();
+  c.Connected(1);
+  CHECK(c.Receive(1, NotLeader(kB, 3)) == Lines{"cancel attempt", "close #1", "arm retry @+0ms"});
+  CHECK(c.machine().epoch() == 3);
+  CHECK(Only(c.Fire(ClientTimer::kRetry), {"connect"}) == Lines{"connect 10.0.0.2:29400 #2"});
+}
+
+// Served by A (epoch 1) from the start, then quiet past a missed ack:
+// max(1.5 x 500 ms, 1000 ms / 3 + 500 ms) = 833 ms. Returns kQuiet's lines.
+Lines ServedThenQuiet(Client& c) {
+  c.Start();
+  c.Serve(1, 1);
+  c.AdvanceTo(833ms);
+  return c.Fire(ClientTimer::kQuiet);
+}
+
+TEST_CASE("a quiet leader is probed beside its open connection until it is heard again",
+          "[rdzv][client][machine]") {
+  Client c({kA, kB, kC});
+  CHECK(ServedThenQuiet(c) == Lines{"arm retry @+833ms"});
+  CHECK(c.machine().state() == State::kProbing);
+  CHECK(Only(c.Fire(ClientTimer::kRetry), {"connect", "close"}) ==
+        Lines{"connect 10.0.0.2:29400 #2"});  // #1 stays open
+  c.AdvanceTo(850ms);
+  CHECK(Only(c.Receive(1, HeartbeatAck{}), {"close", "arm retry"}) == Lines{"close #2"});
+  CHECK(c.machine().state() == State::kServed);
+}
+
+TEST_CASE("while the fence clock runs, a slow endpoint takes only its share of the time left",
+          "[rdzv][client][machine]") {
+  Client c({kA, kB, kC});
+  ServedThenQuiet(c);
+  // B and C share the 167 ms left before the fence decides at 1000 ms.
+  CHECK(Only(c.Fire(ClientTimer::kRetry), {"connect", "arm attempt"}) ==
+        Lines{"connect 10.0.0.2:29400 #2", "arm attempt @+917ms"});
+  c.AdvanceTo(917ms);  // B never answered the connect
+  CHECK(Only(c.Fire(ClientTimer::kAttempt), {"close", "arm retry"}) ==
+        Lines{"close #2", "arm retry @+917ms"});
+  // C, the last of the sweep, takes what is left.
+  CHECK(Only(c.Fire(ClientTimer::kRetry), {"connect", "arm attempt"}) ==
+        Lines{"connect 10.0.0.3:29400 #3", "arm attempt @+1000ms"});
+  c.AdvanceTo(930ms);
+  c.Connected(3);
+  // C is a standby whose current view names no leader: that keeps the
+  // workers up to fence_timeout after its answer (fence_rule.h, R2).
+  c.Receive(3, NoLeader());
+  c.AdvanceTo(1000ms);
+  CHECK(c.Fire(ClientTimer::kFence) == Lines{"arm fence @+1930ms"});
+  CHECK(c.machine().state() == State::kProbing);
+}
+
+TEST_CASE("a daemon silent for fence_timeout is fenced, a refusing one is not",
+          "[rdzv][client][machine]") {
+  SECTION("an open connection gone quiet") {
+    Client c({kA});
+    c.Start();
+    c.Serve(1, 0);
+    c.AdvanceTo(1000ms);
+    CHECK(c.Fire(ClientTimer::kFence) == Lines{"fence"});
+    CHECK(c.machine().state() == State::kServed);  // the connection stays; the workers go
+  }
+  SECTION("a daemon that restarts refuses connects") {
+    Client c({kA});
+    c.Start();
+    c.Serve(1, 0);
+    c.AdvanceTo(100ms);
+    CHECK(Only(c.Closed(1, /*peer_gone=*/true), {"arm retry"}).size() == 1);
+    CHECK(c.machine().state() == State::kConnecting);
+    c.Fire(ClientTimer::kRetry);
+    CHECK(Only(c.ConnectFailed(2, ConnectError::kRefused), {"arm retry"}).size() == 1);
+    c.AdvanceTo(1000ms);
+    CHECK(c.Fire(ClientTimer::kFence) == Lines{"arm fence @+1500ms"});
+  }
+}
+
+TEST_CASE("replicas: no answer since the leader went quiet fences at fence_timeout",
+          "[rdzv][client][machine]") {
+  Client c({kA, kB});
+  ServedThenQuiet(c);
+  c.Fire(ClientTimer::kRetry);
+  c.AdvanceTo(840ms);
+  c.ConnectFailed(2, ConnectError::kRefused);  // a refusal is no answer
+  c.AdvanceTo(1000ms);
+  CHECK(c.Fire(ClientTimer::kFence) == Lines{"fence"});
+  CHECK(c.machine().state() == State::kProbing);
+  CHECK(c.machine().epoch() == 0);  // nothing runs to protect: any epoch may serve again
+}
+
+TEST_CASE("a Welcome or an assignment from a leader of an older epoch is refused",
+          "[rdzv][client][machine]") {
+  Client c({kA, kB});
+  c.Start();
+  c.Serve(1, 5);
+  CHECK(Only(c.Receive(1, AssignmentOf(2, 4)), {"deliver"}).empty());
+  c.Closed(1, /*peer_gone=*/false);
+  c.Fire(ClientTimer::kRetry);
+  c.Connected(2);
+  // Not adopted: closed as a failed attempt, and the sweep (A and B) pauses.
+  CHECK(Only(c.Receive(2, Welcome{kProtocolVersion, "d", 4}), {"close", "arm retry"}) ==
+        Lines{"close #2", "arm retry @+28ms"});
+  CHECK(c.machine().state() == State::kConnecting);
+}
+
+TEST_CASE("the last outcome is sent again after the Join on a new connection",
+          "[rdzv][client][machine]") {
+  Client c({kA});
+  c.Start();
+  c.Serve(1, 0);
+  c.Receive(1, AssignmentOf(1, 0));
+  CHECK(c.Show(c.machine().ReportWorkerFailure(1, 1, "boom")) ==
+        Lines{"send #1 WorkerFailed gen=1"});
+  c.Closed(1, /*peer_gone=*/true);
+  c.Fire(ClientTimer::kRetry);
+  CHECK(Only(c.Connected(2), {"send"}) ==
+        Lines{"send #2 Hello", "send #2 Join", "send #2 WorkerFailed gen=1"});
+  c.Receive(2, Welcome{});
+  c.Receive(2, AssignmentOf(2, 0));  // a newer generation: that outcome is moot
+  c.Closed(2, /*peer_gone=*/true);
+  c.Fire(ClientTimer::kRetry);
+  CHECK(Only(c.Connected(3), {"send"}) == Lines{"send #3 Hello", "send #3 Join"});
+}
+
+TEST_CASE("workers that stop are reported at once to a draining daemon",
+          "[rdzv][client][machine]") {
+  Client c({kA});
+  c.Start();
+  c.Serve(1, 0);
+  Assignment a;
+  a.generation = 3;
+  CHECK(c.Show(c.machine().SetCurrent(a)).empty());
+  CHECK(c.Show(c.machine().SetCurrent(std::nullopt)) == Lines{"send #1 Heartbeat gen=0"});
+}
+
+TEST_CASE("a refusal for good stops the client and gives up", "[rdzv][client][machine]") {
+  Client c({kA});
+  c.Start();
+  c.Connected(1);
+  const Lines lines = c.Receive(1, Error{ErrorCode::kBadToken, "wrong token", true});
+  CHECK(Only(lines, {"close", "give up"}) ==
+        Lines{"close #1",
+              "give up: the rendezvous at 10.0.0.1:29400 refused this agent: "
+              "wrong token (bad_token)"});
+  CHECK(c.machine().state() == State::kStopped);
+  CHECK(c.Fire(ClientTimer::kHeartbeat).empty());
+}
+
+TEST_CASE("no first contact within the limit gives up with the causes", "[rdzv][client][machine]") {
+  Client c({kA});
+  c.Start();
+  c.ConnectFailed(1, ConnectError::kRefused);
+  c.AdvanceTo(FirstContactLimit(Settings{}).first);
+  const Lines lines = Only(c.Fire(ClientTimer::kFirstContact), {"give up"});
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("10.0.0.1:29400") != std::string::npos);
+  CHECK(c.machine().state() == State::kStopped);
+}
+
+TEST_CASE("once fenced, a leader's Welcome serves the agent again", "[rdzv][client][machine]") {
+  Client c({kA, kB});
+  c.Start();
+  c.Serve(1, 1);
+  c.AdvanceTo(100ms);
+  c.Closed(1, /*peer_gone=*/false);  // cut: no answer
+  c.AdvanceTo(1000ms);
+  CHECK(Only(c.Fire(ClientTimer::kFence), {"fence"}) == Lines{"fence"});
+  CHECK(c.machine().state() == State::kFenced);
+  c.Fire(ClientTimer::kRetry);
+  c.Connected(2);
+  c.Receive(2, Welcome{kProtocolVersion, "d", 2});
+  CHECK(c.machine().state() == State::kServed);
+  CHECK(c.machine().epoch() == 2);
+}
+
+}  // namespace
+}  // namespace muster::rdzv
