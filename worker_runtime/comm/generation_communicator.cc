@@ -1,5 +1,6 @@
 #include "worker_runtime/comm/generation_communicator.h"
 
+#include "common/clock.h"
 #include "worker_runtime/comm/communicator_agreement.h"
 
 #if MUSTER_HAVE_NCCL
@@ -9,9 +10,7 @@
 namespace muster::runtime {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-std::chrono::milliseconds Since(Clock::time_point start) {
+std::chrono::milliseconds Since(Time start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
 }
 

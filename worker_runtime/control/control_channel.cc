@@ -8,14 +8,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/clock.h"
 #include "worker_runtime/progress/inherited_pipe.h"
 
 namespace muster::runtime {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-int MillisecondsLeft(Clock::time_point deadline) {
+int MillisecondsLeft(Time deadline) {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
   return left.count() > 0 ? static_cast<int>(left.count()) : 0;
 }

@@ -109,7 +109,7 @@ class TcpStoreClient final : public StoreClient {
     const char* op;
     std::string keys_text;  // "key='...'" or "keys='a','b'"
     Timeout timeout;
-    SteadyTime deadline;
+    Time deadline;
   };
 
   Call Begin(const char* op, std::string keys_text, Timeout timeout) const {
@@ -150,7 +150,7 @@ class TcpStoreClient final : public StoreClient {
     if (connection_) return Status::Ok();
     // connect_timeout bounds the reconnect when it ends before the call does;
     // a timeout then reports that budget, not the call's, since it expired.
-    const SteadyTime connect_by = std::chrono::steady_clock::now() + options_.connect_timeout;
+    const Time connect_by = std::chrono::steady_clock::now() + options_.connect_timeout;
     const bool connect_budget_first = connect_by < call.deadline;
     auto connection = TcpConnection::Connect(options_.host, options_.port,
                                              connect_budget_first ? connect_by : call.deadline);

@@ -38,7 +38,7 @@ double UnitRandom() {
 
 // poll() takes whole milliseconds; rounding up keeps a sub-millisecond
 // remainder from turning into a busy loop of zero-timeout polls.
-int RemainingMs(SteadyTime deadline) {
+int RemainingMs(Time deadline) {
   const auto left = deadline - std::chrono::steady_clock::now();
   if (left <= std::chrono::steady_clock::duration::zero()) return 0;
   const auto ms = std::chrono::ceil<milliseconds>(left).count();
@@ -48,7 +48,7 @@ int RemainingMs(SteadyTime deadline) {
 std::string ErrnoText(int error) { return std::strerror(error); }
 
 // Waits for `events` on fd. Ok when ready; Timeout at the deadline.
-Status PollUntil(int fd, short events, SteadyTime deadline) {
+Status PollUntil(int fd, short events, Time deadline) {
   for (;;) {
     const int timeout_ms = RemainingMs(deadline);
     if (timeout_ms == 0) return Status::Timeout("timed out");
@@ -66,7 +66,7 @@ bool IsRetryableConnectError(int error) {
 // One non-blocking connect attempt to one address. Returns the socket, or
 // -1 with *error set to the errno that ended the attempt (ETIMEDOUT at the
 // deadline).
-int ConnectOnce(const addrinfo& address, SteadyTime deadline, int* error) {
+int ConnectOnce(const addrinfo& address, Time deadline, int* error) {
   const int fd = ::socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                           address.ai_protocol);
   if (fd < 0) {
@@ -102,8 +102,7 @@ int ConnectOnce(const addrinfo& address, SteadyTime deadline, int* error) {
 
 }  // namespace
 
-Result<TcpConnection> TcpConnection::Connect(const std::string& host, int port,
-                                             SteadyTime deadline) {
+Result<TcpConnection> TcpConnection::Connect(const std::string& host, int port, Time deadline) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -169,7 +168,7 @@ void TcpConnection::Close() {
   fd_ = -1;
 }
 
-Status TcpConnection::SendAll(std::string_view bytes, SteadyTime deadline) {
+Status TcpConnection::SendAll(std::string_view bytes, Time deadline) {
   while (!bytes.empty()) {
     // MSG_NOSIGNAL: a store that went away is an error value, not SIGPIPE.
     const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
@@ -188,7 +187,7 @@ Status TcpConnection::SendAll(std::string_view bytes, SteadyTime deadline) {
   return Status::Ok();
 }
 
-Status TcpConnection::Receive(store_wire::ReplyDecoder& reply, SteadyTime deadline) {
+Status TcpConnection::Receive(store_wire::ReplyDecoder& reply, Time deadline) {
   char chunk[64 * 1024];
   while (!reply.done()) {
     if (reply.failed()) return Status::IoError(reply.error());

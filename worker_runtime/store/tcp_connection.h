@@ -13,12 +13,11 @@
 #include <string>
 #include <string_view>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "worker_runtime/store/store_wire.h"
 
 namespace muster::runtime {
-
-using SteadyTime = std::chrono::steady_clock::time_point;
 
 class TcpConnection {
  public:
@@ -28,7 +27,7 @@ class TcpConnection {
   // doubling to 500 ms) until `deadline`, since the store may start after its
   // clients. Errors: Timeout when the deadline passes, IoError for an
   // unresolvable host or any other connect error.
-  static Result<TcpConnection> Connect(const std::string& host, int port, SteadyTime deadline);
+  static Result<TcpConnection> Connect(const std::string& host, int port, Time deadline);
 
   TcpConnection(TcpConnection&& other) noexcept;
   TcpConnection& operator=(TcpConnection&& other) noexcept;
@@ -37,10 +36,10 @@ class TcpConnection {
   ~TcpConnection();
 
   // Sends every byte. Errors: Timeout, IoError (peer closed, reset, ...).
-  Status SendAll(std::string_view bytes, SteadyTime deadline);
+  Status SendAll(std::string_view bytes, Time deadline);
   // Reads until `reply` is done; never reads past its end. Errors: Timeout,
   // IoError (closed by the peer, or a reply the decoder rejects).
-  Status Receive(store_wire::ReplyDecoder& reply, SteadyTime deadline);
+  Status Receive(store_wire::ReplyDecoder& reply, Time deadline);
 
  private:
   explicit TcpConnection(int fd) : fd_(fd) {}

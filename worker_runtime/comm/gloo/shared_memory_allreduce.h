@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "worker_runtime/comm/communicator.h"
 #include "worker_runtime/comm/host_reduction.h"
@@ -91,7 +92,6 @@ class SharedMemoryAllreduce {
 
  private:
   struct Control;
-  using Clock = std::chrono::steady_clock;
 
   std::optional<Failure> Barrier();
   // Gives up on the barrier of `phase` for `kind`, unless it opened first.

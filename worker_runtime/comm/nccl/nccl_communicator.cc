@@ -6,12 +6,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/clock.h"
 #include "worker_runtime/comm/nccl/cuda_devices.h"
 
 namespace muster::runtime {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUniqueIdKey = "nccl/unique_id";
 
@@ -46,7 +45,7 @@ ncclRedOp_t NcclOp(ReduceOp op) {
 // NCCL's asynchronous state once it leaves ncclInProgress, or ncclInProgress
 // when `deadline` passes or `stop` is set first. Non-blocking communicators
 // report progress of init and of enqueues only through this call.
-ncclResult_t PollAsyncState(ncclComm_t comm, Clock::time_point deadline,
+ncclResult_t PollAsyncState(ncclComm_t comm, Time deadline,
                             const std::atomic<bool>* stop = nullptr) {
   while (true) {
     ncclResult_t state = ncclInProgress;
@@ -76,7 +75,7 @@ int ShrunkRank(int rank, const std::vector<int>& excluded) {
 // "" when it is: ready, `size` ranks, this rank `rank`. Cheap and local; it
 // cannot see a half-made child (the parent's verdict does), but it stops a
 // child of the wrong shape before any collective.
-std::string CheckChild(ncclComm_t child, int rank, int size, Clock::time_point deadline) {
+std::string CheckChild(ncclComm_t child, int rank, int size, Time deadline) {
   if (ncclResult_t state = PollAsyncState(child, deadline); state != ncclSuccess) {
     return "the new communicator is not ready: " + NcclText(child, state);
   }
