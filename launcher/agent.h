@@ -15,6 +15,8 @@
 // ElasticFollower (elastic_follower.h) decides. A recovery in place, in either mode:
 // InPlaceRecovery (in_place_recovery.h) says how it goes, and the mode's follower what the node
 // does about it. What each counter (the attempt, the failure restarts) means: static_follower.h.
+// The events both followers take, and the actions they share: follower_actions.h; the agent
+// feeds those events to the mode's follower through one path (Tell).
 #pragma once
 
 #include <boost/asio/io_context.hpp>

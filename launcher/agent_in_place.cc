@@ -18,8 +18,10 @@
 //
 // Restarts: an in-place recovery counts as one restart against
 // --max-restarts, as a restart of every worker would (the failure is the
-// same; only its cost differs). With no restart left the job stops as
-// before. A static recovery that falls back leaves the attempt as it was:
+// same; only its cost differs). Whether a failure may be recovered in place
+// is the follower's decision (ArmInPlace, with every start and recovery;
+// AbandonRecovery should the group pause regardless): with no restart left
+// the job stops as before. A static recovery that falls back leaves the attempt as it was:
 // the restart that follows takes the number the recovery began (its early
 // replacements are gone by then, so no spawn tag is met twice).
 #include <spdlog/spdlog.h>

@@ -4,7 +4,8 @@
 // what it returns (actions), in order; nothing here touches a process, a
 // socket, the store or a clock. Tests: tests/unit/launcher_elastic_follower_test.cc.
 // Its sibling for static runs: StaticFollower (static_follower.h), which also
-// says what each counter (the attempt, the failure restarts) means.
+// says what each counter (the attempt, the failure restarts) means. The
+// actions both return: follower_actions.h.
 //
 // clang-format off
 // States and transitions ("running" below means kRunning, kStopping,
@@ -37,10 +38,11 @@
 //   WorkersPausing (a local worker failed; the group pauses the others)
 //     kRunning ---------------------------------------------> kPausing,
 //                                                              ReportFailureLocally(in place)
-//     kPausing, kPaused (a worker died while paused between
-//     generations: no assignment is current), any other ---> unchanged,
+//     kPausing; kPaused (a worker died while paused between
+//     generations: no assignment is current); kIdle, kStopping,
+//     kSettling --------------------------------------------> unchanged,
 //                                                              ReportFailureLocally(in place)
-//     (the report counts the restarts of the last assignment started or rejoined here)
+//     (every report counts the restarts of the last assignment started or rejoined here)
 //   RecoveryEnded (a recovery in place ended)
 //     kRunning, recovered ----------------------------------> ArmInPlace(the current generation)
 //     otherwise --------------------------------------------> nothing

@@ -21,13 +21,12 @@
 //     failure report's "restart N of M", and whether a failure restarts.
 //     Static: attempt() (every restart here is a failure's). Elastic: the
 //     daemon's count, rdzv::Assignment::restart_count.
-//   G, the number of the control protocol's `pause G` and `join G`
-//     (control/PROTOCOL.md; ArmInPlace::generation): static: pause
-//     <attempt> then join <attempt+1>, the attempt the survivors leave and
-//     the one they join; elastic: pause <generation> then join <generation>,
-//     each the generation it names (its attempt is generation-1, so a
-//     generation's workers join as attempt+1, as a static attempt's
-//     survivors do).
+//   G, the number in the control protocol's `pause G` and `join G`
+//     (control/PROTOCOL.md; ArmInPlace::generation), which differs by mode.
+//     Static: the survivors of attempt A get `pause A`, then `join A+1`:
+//     each names an attempt. Elastic: the workers of generation N (attempt
+//     N-1) get `pause N`, then `join M` for the generation M they join:
+//     each names a generation, i.e. the attempt plus one.
 //
 // clang-format off
 // States and transitions ("alive" below means kRunning, kRecovering or
