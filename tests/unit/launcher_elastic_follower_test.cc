@@ -645,12 +645,6 @@ TEST_CASE("a pause that falls back settles as the failure it is", "[follower][in
   CHECK(follower.state() == State::kIdle);
 }
 
-}  // namespace
-}  // namespace muster
-
-namespace muster {
-namespace {
-
 TEST_CASE("a worker that dies while paused between generations is reported locally",
           "[follower][in-place]") {
   ElasticFollower follower;
