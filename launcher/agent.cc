@@ -177,7 +177,11 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(int attempt, const std::s
   return specs;
 }
 
-Status Agent::StartAttempt(int attempt) {
+int Agent::attempt() const {
+  return elastic_ ? AttemptOf(node_.generation) : static_follower_.attempt();
+}
+
+Status Agent::StartAttempt(int attempt, const ArmInPlace& in_place) {
   // Static membership: each restart meets a store with no key or connection
   // of an earlier attempt (torch >= 2.6 no longer prefixes keys by attempt).
   // The first attempt's store is new already, and other nodes' workers may
@@ -187,7 +191,6 @@ Status Agent::StartAttempt(int attempt) {
   if (!elastic_ && store_ && attempt > 0) {
     store_->Open(static_cast<uint64_t>(attempt) + 1);
   }
-  attempt_ = attempt;
   std::vector<int> local_ranks(static_cast<size_t>(node_.local_world_size));
   for (int lr = 0; lr < node_.local_world_size; ++lr) local_ranks[static_cast<size_t>(lr)] = lr;
   outputs_.clear();
@@ -201,7 +204,7 @@ Status Agent::StartAttempt(int attempt) {
       std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)),
       std::chrono::milliseconds(static_cast<int64_t>(options_.hang_timeout_s * 1000)));
   settling_ = false;
-  EnableInPlaceRecovery();
+  ArmInPlaceRecovery(in_place);
   auto status = group_->Start(std::move(specs).value(), std::chrono::steady_clock::now());
   if (!status.ok()) return status;
   // The attempt is the job's, as its workers see it: a node that joins a
@@ -252,11 +255,7 @@ void Agent::WaitForSignal() {
     if (ec) return;
     received_signal_ = sig;
     spdlog::info("received {}; stopping workers", SignalName(sig));
-    if (elastic_) {
-      Follow(follower_.OnSignal(sig));
-    } else {
-      Follow(static_follower_.OnSignal(sig));
-    }
+    Tell([sig](auto& follower) { return follower.OnSignal(sig); });
     if (!finished_) WaitForSignal();
   });
 }
@@ -341,11 +340,7 @@ void Agent::AfterGroupEvent() {
   // workers, then give their output a moment to drain before deciding.
   if (group_->state() != WorkerGroup::State::kSucceeded) group_->KillAllGroups();
   settling_ = true;
-  if (elastic_) {
-    follower_.OnWorkersGone();
-  } else {
-    static_follower_.OnWorkersGone();
-  }
+  Tell([](auto& follower) { follower.OnWorkersGone(); });
   timer_.cancel();
   if (open_streams_.empty()) {
     Settle();
@@ -369,11 +364,8 @@ void Agent::Settle() {
   outputs_.clear();
   open_streams_.clear();
   if (finished_) return;
-  if (elastic_) {
-    Follow(follower_.OnWorkersSettled(OutcomeOfGroup()));
-  } else {
-    Follow(static_follower_.OnWorkersSettled(OutcomeOfGroup()));
-  }
+  const WorkersOutcome outcome = OutcomeOfGroup();
+  Tell([&outcome](auto& follower) { return follower.OnWorkersSettled(outcome); });
 }
 
 WorkersOutcome Agent::OutcomeOfGroup() const {
@@ -410,6 +402,7 @@ void Agent::PrintFailureReport(const ReportFailureLocally& report) {
   }
   reported_job_end_ = !context.will_restart;
   WriteOwnLine(STDERR_FILENO, FormatFailureReport(failures, context));
+  if (failure_report_observer_) failure_report_observer_(report);
 }
 
 void Agent::Finish(int exit_code) {

@@ -15,6 +15,8 @@
 // ElasticFollower (elastic_follower.h) decides. A recovery in place, in either mode:
 // InPlaceRecovery (in_place_recovery.h) says how it goes, and the mode's follower what the node
 // does about it. What each counter (the attempt, the failure restarts) means: static_follower.h.
+// The events both followers take, and the actions they share: follower_actions.h; the agent
+// feeds those events to the mode's follower through one path (Tell).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -25,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "launcher/elastic_follower.h"
@@ -86,6 +89,12 @@ class Agent final : public SpawnEvents {
   void OnProgress(uint64_t tag, std::string_view bytes) override;
   void OnProgressClosed(uint64_t tag) override;
 
+  // Calls `observer` with each failure report this agent prints to stderr
+  // (ReportFailureLocally with a failed worker to report), after printing it.
+  void ObserveFailureReports(std::function<void(const ReportFailureLocally&)> observer) {
+    failure_report_observer_ = std::move(observer);
+  }
+
  private:
   int RunStatic();
   int RunElastic();
@@ -97,6 +106,30 @@ class Agent final : public SpawnEvents {
   // elastic: agent_elastic.cc).
   void Follow(const StaticActions& actions);
   void Follow(const FollowerActions& actions);
+  // Feeds one of the events both followers take (follower_actions.h) to the
+  // follower of this run's mode and carries out its answer: `event` is
+  // called with that follower, e.g. [&](auto& f) { return f.OnSignal(sig); }.
+  template <typename Event>
+  void Tell(const Event& event) {
+    if (elastic_) {
+      TellFollower(event, follower_);
+    } else {
+      TellFollower(event, static_follower_);
+    }
+  }
+  template <typename Event, typename Follower>
+  void TellFollower(const Event& event, Follower& follower) {
+    if constexpr (std::is_void_v<decltype(event(follower))>) {
+      event(follower);
+    } else {
+      Follow(event(follower));
+    }
+  }
+  // The attempt (static_follower.h, "Counters") of the workers that run
+  // here, survivors of a recovery under way included. Static: the
+  // follower's; elastic: that of the generation entered last. Processes
+  // started for a recovery are of the attempt their action names.
+  int attempt() const;
   // ReportFailureLocally, in both modes: keeps the group's first failure as
   // this node's root cause and prints the failure report (nothing when no
   // worker failed on its own), then, unless recovered in place, why the
@@ -105,7 +138,7 @@ class Agent final : public SpawnEvents {
   void PrintFailureReport(const ReportFailureLocally& report);
   // Both modes: the outcome of the attempt whose output drained.
   WorkersOutcome OutcomeOfGroup() const;
-  void StartGeneration(const rdzv::Assignment& assignment);
+  void StartGeneration(const StartWorkers& start);
   // Makes `assignment` this node's place (the client, attempt and store
   // follow it) and logs it; StartGeneration and RejoinGeneration go on from
   // there.
@@ -121,8 +154,9 @@ class Agent final : public SpawnEvents {
   // Runs `then` once the warm process is ready or unusable (at once without
   // one), unless the run finished meanwhile.
   void AfterWarmUp(std::function<void()> then);
-  // Starts every local worker as attempt `attempt` (attempt_ becomes it).
-  Status StartAttempt(int attempt);
+  // Starts every local worker as attempt `attempt`, their recovery in place
+  // armed as `in_place` says.
+  Status StartAttempt(int attempt, const ArmInPlace& in_place);
   // The specs of `local_ranks`' workers in attempt `attempt`, tagged.
   Result<std::vector<WorkerSpec>> MakeWorkerSpecs(int attempt, const std::string& attempt_dir,
                                                   const std::vector<int>& local_ranks);
@@ -134,11 +168,13 @@ class Agent final : public SpawnEvents {
   Result<std::vector<WorkerSpec>> PrepareWorkers(int attempt, const std::vector<int>& local_ranks);
   std::string AttemptDir(int attempt) const;
 
-  // In-place recovery (agent_in_place.cc; static runs with --recovery
-  // in-place): the group pauses the survivors of a failure; once they are
-  // paused the agent renews the store, rejoins them as the next attempt and
-  // starts the failed ranks again.
-  void EnableInPlaceRecovery();
+  // In-place recovery (agent_in_place.cc; both modes, when
+  // RecoversInPlace()): the group pauses the survivors of a failure; once
+  // they are paused the agent renews the store, rejoins them (static: as the
+  // next attempt; elastic: into the next generation) and starts the failed
+  // ranks again. ArmInPlace: the followers' action, carried out on the
+  // group when this run recovers in place.
+  void ArmInPlaceRecovery(const ArmInPlace& arm);
   // Whether this run recovers its workers in place: --recovery in-place,
   // elastic or on one node.
   bool RecoversInPlace() const;
@@ -203,6 +239,7 @@ class Agent final : public SpawnEvents {
   // This node's failure report said the job ends here (no restarts left):
   // the rendezvous's news of that end repeats it and is not printed again.
   bool reported_job_end_ = false;
+  std::function<void(const ReportFailureLocally&)> failure_report_observer_;
 
   rdzv::Assignment node_;  // this node's place in the current generation
   std::unique_ptr<WorkerGroup> group_;
@@ -211,12 +248,6 @@ class Agent final : public SpawnEvents {
   // The end of each worker's stderr, for the failure report (cleared with
   // outputs_ at each full restart).
   std::map<uint64_t, OutputTail> stderr_tails_;
-  // The attempt (static_follower.h, "Counters") of the workers that run
-  // here, survivors of a recovery under way included: set as an attempt
-  // starts (static), a generation is entered (elastic), a recovery in place
-  // ends recovered (static). Processes started for a recovery are of the
-  // attempt their action names.
-  int attempt_ = 0;
   bool settling_ = false;
   int received_signal_ = 0;
   int exit_code_ = 0;

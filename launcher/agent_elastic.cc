@@ -180,7 +180,7 @@ void Agent::Follow(const FollowerActions& actions) {
   // the follower never puts an action after a start.
   for (const FollowerAction& action : actions) {
     if (const auto* start = std::get_if<StartWorkers>(&action)) {
-      StartGeneration(start->assignment);
+      StartGeneration(*start);
     } else if (std::holds_alternative<PauseWorkers>(action)) {
       // The follower asked because CanPauseAll() held when it decided.
       group_->PauseAll(std::chrono::steady_clock::now());
@@ -198,6 +198,8 @@ void Agent::Follow(const FollowerActions& actions) {
       client_->ReportWorkerFailure(failed->generation, failed->exit_code, failed->message);
     } else if (const auto* local = std::get_if<ReportFailureLocally>(&action)) {
       ReportFailureHere(*local);
+    } else if (const auto* arm = std::get_if<ArmInPlace>(&action)) {
+      ArmInPlaceRecovery(*arm);
     } else if (std::holds_alternative<ClearCurrent>(action)) {
       client_->SetCurrent(std::nullopt);
     } else if (std::holds_alternative<SealStore>(action)) {
@@ -215,9 +217,9 @@ void Agent::StopGroup(int sig) {
   AfterGroupEvent();
 }
 
-void Agent::StartGeneration(const rdzv::Assignment& a) {
-  EnterGeneration(a, /*in_place=*/false);
-  if (auto s = StartAttempt(attempt_); !s.ok()) {
+void Agent::StartGeneration(const StartWorkers& start) {
+  EnterGeneration(start.assignment, /*in_place=*/false);
+  if (auto s = StartAttempt(attempt(), start.in_place); !s.ok()) {
     spdlog::error("{}", s.message());
     const bool workers_stopping = group_ && !group_->finished();
     Follow(follower_.OnStartFailed(s.message(), workers_stopping));
@@ -231,12 +233,13 @@ void Agent::StartGeneration(const rdzv::Assignment& a) {
 void Agent::EnterGeneration(const rdzv::Assignment& a, bool in_place) {
   client_->SetCurrent(a);
   node_ = a;
-  // torch namespaces its store keys by TORCHELASTIC_RESTART_COUNT, the
-  // attempt: generation-1, unique per generation, so every generation (a
-  // membership change included) gets fresh keys. torchrun 1.13 counts only
-  // failure restarts (max_restarts - remaining_restarts) and relies on a new
-  // store per rendezvous instead; the daemon's restart_count (below) is that.
-  attempt_ = AttemptOf(a.generation);
+  // attempt() follows node_: generation-1 (AttemptOf). torch namespaces its
+  // store keys by TORCHELASTIC_RESTART_COUNT, the attempt, unique per
+  // generation, so every generation (a membership change included) gets
+  // fresh keys. torchrun 1.13 counts only failure restarts (max_restarts -
+  // remaining_restarts) and relies on a new store per rendezvous instead;
+  // the daemon's restart_count (below) is that.
+  //
   // A fresh store per generation: torch >= 2.6 no longer prefixes its keys
   // by attempt, so keys left by an earlier generation would be read as this
   // one's. The daemon forms a generation only after every worker of the
@@ -253,7 +256,7 @@ void Agent::EnterGeneration(const rdzv::Assignment& a, bool in_place) {
       "master={}:{} TORCHELASTIC_RESTART_COUNT={} failure_restarts={}/{}{}",
       a.generation, a.group_rank, a.group_world_size, a.global_rank_offset,
       a.global_rank_offset + a.local_world_size - 1, a.world_size, a.master_addr, a.master_port,
-      attempt_, a.restart_count, options_.max_restarts, in_place ? " in_place=true" : "");
+      attempt(), a.restart_count, a.max_restarts, in_place ? " in_place=true" : "");
 }
 
 }  // namespace muster

@@ -18,8 +18,10 @@
 //
 // Restarts: an in-place recovery counts as one restart against
 // --max-restarts, as a restart of every worker would (the failure is the
-// same; only its cost differs). With no restart left the job stops as
-// before. A static recovery that falls back leaves the attempt as it was:
+// same; only its cost differs). Whether a failure may be recovered in place
+// is the follower's decision (ArmInPlace, with every start and recovery;
+// AbandonRecovery should the group pause regardless): with no restart left
+// the job stops as before. A static recovery that falls back leaves the attempt as it was:
 // the restart that follows takes the number the recovery began (its early
 // replacements are gone by then, so no spawn tag is met twice).
 #include <spdlog/spdlog.h>
@@ -55,15 +57,13 @@ void Agent::LogWhyNotInPlace() const {
               fmt::join(ranks, ","));
 }
 
-void Agent::EnableInPlaceRecovery() {
-  if (!RecoversInPlace()) return;
-  // Elastic: `pause` names the generation, and the daemon keeps the restart count.
-  group_->EnableInPlace(
-      {.generation = elastic_ ? node_.generation : static_cast<uint64_t>(attempt_),
-       .timeout =
-           std::chrono::milliseconds(static_cast<int64_t>(options_.recovery_timeout_s * 1000)),
-       .hangs_elsewhere = elastic_ && node_.group_world_size > 1},
-      elastic_ || static_follower_.may_recover_in_place());
+void Agent::ArmInPlaceRecovery(const ArmInPlace& arm) {
+  if (!RecoversInPlace() || !group_) return;
+  group_->EnableInPlace({.generation = arm.generation,
+                         .timeout = std::chrono::milliseconds(
+                             static_cast<int64_t>(options_.recovery_timeout_s * 1000)),
+                         .hangs_elsewhere = arm.hangs_elsewhere},
+                        arm.allowed);
 }
 
 void Agent::OnWorkerControl(uint64_t tag, std::string_view bytes) {
@@ -89,42 +89,34 @@ void Agent::AdvanceRecovery() {
   const auto now = std::chrono::steady_clock::now();
   for (const RecoveryStep& step : recovery_.OnGroupEvent(RecoveryViewOf(*group_), now)) {
     if (const auto* paused = std::get_if<PauseBegan>(&step)) {
-      spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}{}", attempt_,
+      spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}{}", attempt(),
                    fmt::join(group_->failed_local_ranks(), ","),
                    paused->during_join ? " during_join=true" : "");
     } else if (std::holds_alternative<FailureKnown>(step)) {
-      if (elastic_) {
-        const WorkerFailure& failure = group_->failures().front();
-        Follow(follower_.OnWorkersPausing(failure.status.ShellCode(), failure.status.Describe()));
-      } else {
-        Follow(static_follower_.OnWorkersPausing());
-      }
+      const WorkerFailure& first = group_->failures().front();
+      const LocalFailure failure{first.status.ShellCode(), first.status.Describe()};
+      Tell([&failure](auto& follower) { return follower.OnWorkersPausing(failure); });
       // What was done about the failure changed the group: read it again.
       AdvanceRecovery();
       return;
     } else if (std::holds_alternative<SurvivorsPaused>(step)) {
-      if (elastic_) {
-        // The follower rejoins them once the next generation is assigned.
-        Follow(follower_.OnWorkersPaused());
-      } else {
-        Follow(static_follower_.OnWorkersPaused());
-      }
+      // Static: they rejoin as the next attempt now; elastic: once the next
+      // generation is assigned.
+      Tell([](auto& follower) { return follower.OnWorkersPaused(); });
     } else if (const auto* ended = std::get_if<RecoveryEnded>(&step)) {
       const bool recovered = ended->how == RecoveryEnded::How::kRecovered;
-      if (!elastic_) {
-        static_follower_.OnRecoveryEnded(recovered);
-        attempt_ = static_follower_.attempt();
-      }
+      // Recovered, the follower arms the group for the next failure (static:
+      // attempt() is now the attempt the survivors joined).
+      Tell([recovered](auto& follower) { return follower.OnRecoveryEnded(recovered); });
       if (recovered) {
         spdlog::info("event=in_place_recovered attempt={} paused_ms={:.1f} total_ms={:.1f}",
-                     attempt_, ended->paused_ms, ended->total_ms);
-        EnableInPlaceRecovery();
+                     attempt(), ended->paused_ms, ended->total_ms);
       } else if (ended->how == RecoveryEnded::How::kAbandoned) {
         spdlog::info("event=in_place_abandoned attempt={} why=\"the workers are being stopped\"",
-                     attempt_);
+                     attempt());
       } else {
         spdlog::warn("event=in_place_fallback attempt={} why=\"{}\"; restarting every worker",
-                     attempt_, group_->fallback_reason());
+                     attempt(), group_->fallback_reason());
       }
     }
   }
@@ -156,7 +148,7 @@ void Agent::RejoinAttemptInPlace(int attempt) {
 
 void Agent::RejoinGeneration(const rdzv::Assignment& a) {
   EnterGeneration(a, /*in_place=*/true);
-  RejoinSurvivors(a.generation, attempt_);
+  RejoinSurvivors(a.generation, attempt());
 }
 
 void Agent::RejoinSurvivors(uint64_t generation, int attempt) {

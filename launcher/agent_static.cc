@@ -51,7 +51,7 @@ void Agent::Follow(const StaticActions& actions) {
         spdlog::info("restarting workers: attempt={} of max_restarts={}", start->attempt,
                      options_.max_restarts);
       }
-      if (auto s = StartAttempt(start->attempt); !s.ok()) {
+      if (auto s = StartAttempt(start->attempt, start->in_place); !s.ok()) {
         spdlog::error("{}", s.message());
         const bool workers_stopping = group_ && !group_->finished();
         Follow(static_follower_.OnStartFailed(workers_stopping));
@@ -60,7 +60,9 @@ void Agent::Follow(const StaticActions& actions) {
         if (workers_stopping) AfterGroupEvent();
         return;
       }
-      AfterGroupEvent();
+      // Only the hang deadline to arm: nothing has happened to the new
+      // workers yet.
+      ArmTimer();
     } else if (const auto* stop = std::get_if<StopWorkers>(&action)) {
       StopGroup(stop->signal);
     } else if (const auto* early = std::get_if<StartReplacements>(&action)) {
@@ -69,6 +71,10 @@ void Agent::Follow(const StaticActions& actions) {
       RejoinAttemptInPlace(rejoin->attempt);
     } else if (const auto* local = std::get_if<ReportFailureLocally>(&action)) {
       ReportFailureHere(*local);
+    } else if (const auto* arm = std::get_if<ArmInPlace>(&action)) {
+      ArmInPlaceRecovery(*arm);
+    } else if (const auto* abandon = std::get_if<AbandonRecovery>(&action)) {
+      group_->AbandonRecovery(abandon->reason, std::chrono::steady_clock::now());
     } else if (const auto* succeeded = std::get_if<AttemptSucceeded>(&action)) {
       spdlog::info("attempt={} all {} workers succeeded", succeeded->attempt,
                    node_.local_world_size);

@@ -59,18 +59,19 @@ void ElasticFollower::EndCurrent(FollowerActions& out) {
   Stop(StopReason::kReassigned, SIGTERM, out);
 }
 
-FollowerActions ElasticFollower::OnWorkersPausing(int exit_code, const std::string& message) {
+FollowerActions ElasticFollower::OnWorkersPausing(const LocalFailure& failure) {
   FollowerActions out;
-  if (state_ == State::kFinished || !current_) return out;
+  if (state_ == State::kFinished) return out;
   // The job's failure restarts are the daemon's count, not the generation
   // number (membership changes make generations too). A worker that fails
-  // while a pause the follower asked for is under way is reported too.
-  out.emplace_back(
-      ReportFailureLocally{current_->restart_count, current_->max_restarts, /*in_place=*/true});
-  if (state_ != State::kRunning) return out;
+  // while a pause the follower asked for is under way, or while the workers
+  // wait paused for the next generation (no assignment is current then), is
+  // reported too, with the count of the last assignment they ran under.
+  out.emplace_back(ReportFailureLocally{restart_count_, max_restarts_, /*in_place=*/true});
+  if (state_ != State::kRunning || !current_) return out;
   state_ = State::kPausing;
-  root_cause_exit_code_ = exit_code;
-  pause_failure_ = ReportFailure{current_->generation, exit_code, message};
+  root_cause_exit_code_ = failure.exit_code;
+  pause_failure_ = ReportFailure{current_->generation, failure.exit_code, failure.message};
   return out;
 }
 
@@ -144,13 +145,14 @@ FollowerActions ElasticFollower::OnSignal(int sig) {
   if (state_ == State::kFinished) return out;
   signal_ = sig;
   out.emplace_back(LeaveRendezvous{});
-  if (WorkersAlive()) {
-    // The workers get the signal muster got, as torchrun forwards it; once
-    // they are gone muster exits 128+sig (a signal outranks every reason).
-    Stop(StopReason::kSignal, sig, out);
+  // Once stopped workers are gone, muster exits for the signal: it
+  // outranks every other reason to stop.
+  const SignalAnswer answer = AnswerSignal(WorkersAlive(), sig);
+  if (const auto* stop = std::get_if<StopWorkers>(&answer)) {
+    Stop(StopReason::kSignal, stop->signal, out);
   } else {
     state_ = State::kFinished;
-    out.emplace_back(Finish{128 + sig});
+    out.emplace_back(std::get<Finish>(answer));
   }
   return out;
 }
@@ -168,8 +170,7 @@ FollowerActions ElasticFollower::OnStartFailed(const std::string& message, bool 
   current_.reset();
   state_ = State::kIdle;
   out.emplace_back(ClearCurrent{});
-  // 127: as a shell says for a command it cannot run.
-  out.emplace_back(ReportFailure{generation, 127, message});
+  out.emplace_back(ReportFailure{generation, kExitCodeCannotStart, message});
   return out;
 }
 
@@ -179,6 +180,16 @@ void ElasticFollower::OnWorkersGone() {
   if (WorkersAlive()) state_ = State::kSettling;
 }
 
+FollowerActions ElasticFollower::OnRecoveryEnded(bool recovered) {
+  FollowerActions out;
+  // Recovered: the next failure of the generation the survivors joined may
+  // be recovered in place too.
+  if (recovered && state_ == State::kRunning && current_) {
+    out.emplace_back(InPlaceFor(*current_));
+  }
+  return out;
+}
+
 FollowerActions ElasticFollower::OnWorkersSettled(const WorkersOutcome& outcome) {
   FollowerActions out;
   if (state_ != State::kSettling) return out;
@@ -186,7 +197,7 @@ FollowerActions ElasticFollower::OnWorkersSettled(const WorkersOutcome& outcome)
   const std::optional<std::string> start_failure = std::exchange(start_failure_, std::nullopt);
   if (reason == StopReason::kSignal) {
     state_ = State::kFinished;
-    out.emplace_back(Finish{128 + signal_});
+    out.emplace_back(Finish{ExitCodeOfSignal(signal_)});
     return out;
   }
   const bool failed_on_its_own =
@@ -196,7 +207,7 @@ FollowerActions ElasticFollower::OnWorkersSettled(const WorkersOutcome& outcome)
     ran_generation_succeeded_ = true;
     out.emplace_back(ReportSucceeded{current_->generation, /*repeated=*/false});
   } else if (failed_on_its_own && start_failure) {
-    out.emplace_back(ReportFailure{current_->generation, 127, *start_failure});
+    out.emplace_back(ReportFailure{current_->generation, kExitCodeCannotStart, *start_failure});
     DropCurrent(out);
   } else if (failed_on_its_own) {
     if (outcome.root_cause_exit_code) root_cause_exit_code_ = outcome.root_cause_exit_code;
@@ -240,12 +251,22 @@ void ElasticFollower::Stop(StopReason reason, int sig, FollowerActions& out) {
 
 void ElasticFollower::Start(const rdzv::Assignment& assignment, FollowerActions& out) {
   RunGeneration(assignment);
-  out.emplace_back(StartWorkers{assignment});
+  out.emplace_back(StartWorkers{assignment, InPlaceFor(assignment)});
+}
+
+ArmInPlace ElasticFollower::InPlaceFor(const rdzv::Assignment& assignment) {
+  // `pause` names the generation; the daemon decides whether a failure
+  // restarts, so a recovery in place is always allowed here.
+  return {.generation = assignment.generation,
+          .allowed = true,
+          .hangs_elsewhere = assignment.group_world_size > 1};
 }
 
 void ElasticFollower::RunGeneration(const rdzv::Assignment& assignment) {
   pending_.reset();
   current_ = assignment;
+  restart_count_ = assignment.restart_count;
+  max_restarts_ = assignment.max_restarts;
   ran_generation_ = assignment.generation;
   ran_generation_succeeded_ = false;
   stop_reason_ = StopReason::kNone;

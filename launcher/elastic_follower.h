@@ -4,7 +4,8 @@
 // what it returns (actions), in order; nothing here touches a process, a
 // socket, the store or a clock. Tests: tests/unit/launcher_elastic_follower_test.cc.
 // Its sibling for static runs: StaticFollower (static_follower.h), which also
-// says what each counter (the attempt, the failure restarts) means.
+// says what each counter (the attempt, the failure restarts) means. The
+// actions both return: follower_actions.h.
 //
 // clang-format off
 // States and transitions ("running" below means kRunning, kStopping,
@@ -37,8 +38,14 @@
 //   WorkersPausing (a local worker failed; the group pauses the others)
 //     kRunning ---------------------------------------------> kPausing,
 //                                                              ReportFailureLocally(in place)
-//     kPausing ---------------------------------------------> kPausing,
+//     kPausing; kPaused (a worker died while paused between
+//     generations: no assignment is current); kIdle, kStopping,
+//     kSettling --------------------------------------------> unchanged,
 //                                                              ReportFailureLocally(in place)
+//     (every report counts the restarts of the last assignment started or rejoined here)
+//   RecoveryEnded (a recovery in place ended)
+//     kRunning, recovered ----------------------------------> ArmInPlace(the current generation)
+//     otherwise --------------------------------------------> nothing
 //   WorkersPaused (every surviving worker paused)
 //     kPausing, after a local failure ----------------------> ReportFailure, ClearCurrent, then:
 //     kPausing ---------------------------------------------> ClearCurrent, then:
@@ -95,16 +102,18 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/worker_group.h"
+#include "launcher/follower_actions.h"
 #include "rendezvous/protocol/messages.h"
 
 namespace muster {
 
 // Start the workers of `assignment`'s generation on this node, and tell the
-// rendezvous client they run under it. The agent reports StartFailed if it
-// cannot start every worker. Always the last action of its list.
+// rendezvous client they run under it; a failure of theirs may be recovered
+// as `in_place` says. The agent reports StartFailed if it cannot start
+// every worker. Always the last action of its list.
 struct StartWorkers {
   rdzv::Assignment assignment;
+  ArmInPlace in_place;
 };
 // Pause every running worker in place (control/PROTOCOL.md): the agent
 // answers OnWorkersPaused once all have, or the group falls back to
@@ -115,11 +124,6 @@ struct PauseWorkers {};
 // run under it. Always the last action of its list.
 struct RejoinWorkers {
   rdzv::Assignment assignment;
-};
-// Stop the running workers with `signal` (the worker group escalates to
-// SIGKILL after the shutdown timeout, or at once when already stopping).
-struct StopWorkers {
-  int signal = 0;
 };
 // Tell the daemon every worker of `generation` succeeded here. `repeated`:
 // said again for a daemon that forgot it, not news for the log.
@@ -134,15 +138,6 @@ struct ReportFailure {
   int exit_code = 1;
   std::string message;
 };
-// Print the workers' failure report to stderr and keep the first failure as
-// this node's root cause (the error file and exit code come from it).
-// `restart_count`: the failure restarts used so far (static_follower.h,
-// "Counters"); `in_place`: the failure is being recovered in place.
-struct ReportFailureLocally {
-  int restart_count = 0;
-  int max_restarts = 0;
-  bool in_place = false;
-};
 // Tell the rendezvous client no workers run here now.
 struct ClearCurrent {};
 // Seal the worker store: the generation's workers lose it, and the next one
@@ -150,25 +145,11 @@ struct ClearCurrent {};
 struct SealStore {};
 // Leave the run: muster is going away.
 struct LeaveRendezvous {};
-// Stop everything and exit with `exit_code`.
-struct Finish {
-  int exit_code = 0;
-};
 
 using FollowerAction = std::variant<StartWorkers, StopWorkers, PauseWorkers, RejoinWorkers,
                                     ReportSucceeded, ReportFailure, ReportFailureLocally,
-                                    ClearCurrent, SealStore, LeaveRendezvous, Finish>;
+                                    ClearCurrent, SealStore, LeaveRendezvous, ArmInPlace, Finish>;
 using FollowerActions = std::vector<FollowerAction>;
-
-// How an attempt of the workers ended, once their output drained.
-struct WorkersOutcome {
-  WorkerGroup::State state = WorkerGroup::State::kSucceeded;  // kSucceeded, kFailed or kInterrupted
-  // The first failure's exit code (128+signal when killed) and description;
-  // unset when no worker failed on its own.
-  std::optional<int> root_cause_exit_code;
-  std::string root_cause;
-  int stop_signal = 0;  // kInterrupted: the signal the workers were stopped with
-};
 
 class ElasticFollower {
  public:
@@ -208,16 +189,20 @@ class ElasticFollower {
   // and a generation's end then pauses them (PauseWorkers) instead of
   // stopping them.
   void SetWorkersCanPause(bool can) { workers_can_pause_ = can; }
-  // A local worker failed (`exit_code`, `message`) and the group began
-  // pausing the others by itself: the failure report is printed now, the
-  // daemon hears of it once they paused. In kPausing (a worker failed
-  // while a pause the follower asked for was under way) the report alone.
-  FollowerActions OnWorkersPausing(int exit_code, const std::string& message);
+  // A local worker failed and the group began pausing the others by
+  // itself: the failure report is printed now, the daemon hears of it once
+  // they paused. In any other state (a worker failed while a pause the
+  // follower asked for was under way, or while the workers waited paused
+  // for the next generation) the report alone.
+  FollowerActions OnWorkersPausing(const LocalFailure& failure);
   // Every surviving worker paused: after PauseWorkers or OnWorkersPausing;
   // or, in kRunning, a pause the group began with no local failure (a hang
   // probe every worker answered): they wait, paused, for the next
   // generation, which rejoins them.
   FollowerActions OnWorkersPaused();
+  // The recovery in place under way ended: its survivors joined the current
+  // generation (`recovered`), or the group stops every worker instead.
+  FollowerActions OnRecoveryEnded(bool recovered);
   // The attempt's output drained: its outcome is final.
   FollowerActions OnWorkersSettled(const WorkersOutcome& outcome);
 
@@ -246,6 +231,9 @@ class ElasticFollower {
   // Stops the workers for `reason` unless a stronger reason already stands.
   void Stop(StopReason reason, int sig, FollowerActions& out);
   void Start(const rdzv::Assignment& assignment, FollowerActions& out);
+  // How the workers of `assignment` may recover in place: the daemon keeps
+  // the restart count, so always allowed.
+  static ArmInPlace InPlaceFor(const rdzv::Assignment& assignment);
   // The current generation is over here: the client hears no workers run.
   void DropCurrent(FollowerActions& out);
   // The run is over: the exit code, once the workers are gone.
@@ -258,6 +246,10 @@ class ElasticFollower {
   StopReason stop_reason_ = StopReason::kNone;
   std::optional<rdzv::Assignment> current_;
   std::optional<rdzv::Assignment> pending_;
+  // The failure restarts of the last assignment started or rejoined here
+  // (it stays after current_ is dropped: a worker may fail while paused).
+  int restart_count_ = 0;
+  int max_restarts_ = 0;
   // The newest generation whose workers this node started (they never start
   // twice for one generation), and whether they all succeeded.
   std::optional<uint64_t> ran_generation_;

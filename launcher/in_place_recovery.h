@@ -79,7 +79,6 @@ class InPlaceRecovery {
   // `count` processes started for the recovery under way.
   void OnReplacementsStarted(int count) { replacements_started_ += count; }
 
-  bool under_way() const { return began_.has_value(); }
   // Processes started for the recovery under way (or the last one).
   int replacements_started() const { return replacements_started_; }
 

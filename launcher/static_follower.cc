@@ -1,13 +1,20 @@
 #include "launcher/static_follower.h"
 
+#include <string>
+
 namespace muster {
 
 StaticActions StaticFollower::OnStart() {
   StaticActions out;
   if (state_ != State::kIdle) return out;
   state_ = State::kRunning;
-  out.emplace_back(StartAttemptWorkers{attempt_});
+  StartAttempt(out);
   return out;
+}
+
+void StaticFollower::StartAttempt(StaticActions& out) const {
+  out.emplace_back(StartAttemptWorkers{
+      attempt_, {.generation = static_cast<uint64_t>(attempt_), .allowed = RestartLeft()}});
 }
 
 StaticActions StaticFollower::OnStartFailed(bool workers_stopping) {
@@ -21,8 +28,7 @@ StaticActions StaticFollower::OnStartFailed(bool workers_stopping) {
     return out;
   }
   state_ = State::kFinished;
-  // 127: as a shell says for a command it cannot run.
-  out.emplace_back(Finish{127});
+  out.emplace_back(Finish{kExitCodeCannotStart});
   return out;
 }
 
@@ -30,21 +36,21 @@ StaticActions StaticFollower::OnSignal(int sig) {
   StaticActions out;
   if (state_ == State::kFinished) return out;
   signal_ = sig;
-  if (WorkersAlive()) {
-    // The workers get the signal muster got, as torchrun forwards it (a
-    // second one escalates to SIGKILL).
-    state_ = State::kStopping;
-    out.emplace_back(StopWorkers{sig});
-  } else {
-    state_ = State::kFinished;
-    out.emplace_back(Finish{128 + sig});
-  }
+  const SignalAnswer answer = AnswerSignal(WorkersAlive(), sig);
+  state_ = std::holds_alternative<StopWorkers>(answer) ? State::kStopping : State::kFinished;
+  std::visit([&out](const auto& action) { out.emplace_back(action); }, answer);
   return out;
 }
 
-StaticActions StaticFollower::OnWorkersPausing() {
+StaticActions StaticFollower::OnWorkersPausing(const LocalFailure& /*failure*/) {
   StaticActions out;
   if (state_ != State::kRunning) return out;
+  if (!RestartLeft()) {
+    // Armed with no restart left, the group does not pause; should it, the
+    // failure still ends the job as a restart of every worker would.
+    out.emplace_back(AbandonRecovery{"no restart is left (--max-restarts)"});
+    return out;
+  }
   state_ = State::kRecovering;
   // A recovery in place counts as a restart, as a restart of every worker
   // would (the failure is the same; only its cost differs).
@@ -61,13 +67,18 @@ StaticActions StaticFollower::OnWorkersPaused() {
   return out;
 }
 
-void StaticFollower::OnRecoveryEnded(bool recovered) {
-  if (state_ != State::kRecovering) return;
+StaticActions StaticFollower::OnRecoveryEnded(bool recovered) {
+  StaticActions out;
+  if (state_ != State::kRecovering) return out;
   state_ = State::kRunning;
   // Fallen back, the attempt stays: the restart that follows takes the
   // number the recovery began (its early processes are gone by then, so no
   // spawn tag is met twice).
-  if (recovered) ++attempt_;
+  if (!recovered) return out;
+  ++attempt_;
+  out.emplace_back(
+      ArmInPlace{.generation = static_cast<uint64_t>(attempt_), .allowed = RestartLeft()});
+  return out;
 }
 
 void StaticFollower::OnWorkersGone() {
@@ -79,7 +90,7 @@ StaticActions StaticFollower::OnWorkersSettled(const WorkersOutcome& outcome) {
   if (state_ != State::kSettling) return out;
   state_ = State::kFinished;
   if (start_failed_) {
-    out.emplace_back(Finish{127});
+    out.emplace_back(Finish{kExitCodeCannotStart});
     return out;
   }
   switch (outcome.state) {
@@ -88,7 +99,7 @@ StaticActions StaticFollower::OnWorkersSettled(const WorkersOutcome& outcome) {
       out.emplace_back(Finish{0});
       return out;
     case WorkerGroup::State::kInterrupted:
-      out.emplace_back(Finish{128 + (signal_ != 0 ? signal_ : outcome.stop_signal)});
+      out.emplace_back(Finish{ExitCodeOfSignal(signal_ != 0 ? signal_ : outcome.stop_signal)});
       return out;
     default:
       break;
@@ -99,7 +110,8 @@ StaticActions StaticFollower::OnWorkersSettled(const WorkersOutcome& outcome) {
     return out;
   }
   state_ = State::kRunning;
-  out.emplace_back(StartAttemptWorkers{++attempt_});
+  ++attempt_;
+  StartAttempt(out);
   return out;
 }
 

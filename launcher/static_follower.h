@@ -21,6 +21,12 @@
 //     failure report's "restart N of M", and whether a failure restarts.
 //     Static: attempt() (every restart here is a failure's). Elastic: the
 //     daemon's count, rdzv::Assignment::restart_count.
+//   G, the number in the control protocol's `pause G` and `join G`
+//     (control/PROTOCOL.md; ArmInPlace::generation), which differs by mode.
+//     Static: the survivors of attempt A get `pause A`, then `join A+1`:
+//     each names an attempt. Elastic: the workers of generation N (attempt
+//     N-1) get `pause N`, then `join M` for the generation M they join:
+//     each names a generation, i.e. the attempt plus one.
 //
 // clang-format off
 // States and transitions ("alive" below means kRunning, kRecovering or
@@ -28,6 +34,8 @@
 //
 //   Start (the node is set up; the warm process, if any, settled)
 //     kIdle ------------------------------------------------> kRunning, StartAttemptWorkers(0)
+//   (every StartAttemptWorkers(N) arms recovery in place as ArmInPlace(N,
+//   allowed while N < max_restarts): a recovery counts as a restart)
 //   StartFailed (StartAttemptWorkers could not start every worker)
 //     kRunning, none of them left --------------------------> kFinished, Finish(127)
 //     kRunning, some still stopping ------------------------> kStopping: Finish(127) once settled
@@ -35,13 +43,18 @@
 //     alive ------------------------------------------------> kStopping, StopWorkers(the signal)
 //     kIdle, kSettling -------------------------------------> kFinished, Finish(128+signal)
 //   WorkersPausing (a local worker failed; the group pauses the others in place)
-//     kRunning ---------------------------------------------> kRecovering,
+//     kRunning, a restart left -----------------------------> kRecovering,
 //                                                              ReportFailureLocally(in place),
 //                                                              StartReplacements(attempt+1)
+//     kRunning, none left ----------------------------------> kRunning, AbandonRecovery: the
+//                                                              group stops every worker, and
+//                                                              the failure ends the job
 //   WorkersPaused (every survivor paused)
 //     kRecovering ------------------------------------------> kRecovering, RejoinAttempt(attempt+1)
 //   Recovered (every survivor joined attempt+1)
-//     kRecovering ------------------------------------------> kRunning; attempt() is attempt+1
+//     kRecovering ------------------------------------------> kRunning; attempt() is attempt+1,
+//                                                              ArmInPlace(attempt+1, allowed
+//                                                              while a restart is left)
 //   RecoveryFellBack (the group stops every worker instead: a timeout, a
 //   worker that failed to pause or join, or a stop from outside)
 //     kRecovering ------------------------------------------> kRunning: the group is stopping
@@ -67,7 +80,7 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/elastic_follower.h"
+#include "launcher/follower_actions.h"
 
 namespace muster {
 
@@ -75,10 +88,12 @@ namespace muster {
 inline int AttemptOf(uint64_t generation) { return static_cast<int>(generation) - 1; }
 
 // Start every local worker as attempt `attempt` (a restart when it is above
-// 0: the store is renewed for it first). The agent reports StartFailed if it
-// cannot start every worker. Always the last action of its list.
+// 0: the store is renewed for it first); a failure of theirs may be
+// recovered as `in_place` says. The agent reports StartFailed if it cannot
+// start every worker. Always the last action of its list.
 struct StartAttemptWorkers {
   int attempt = 0;
+  ArmInPlace in_place;
 };
 // Start the failed ranks' processes as attempt `attempt` while the survivors
 // pause: their start-up overlaps the pause. The store stays sealed until the
@@ -96,8 +111,9 @@ struct AttemptSucceeded {
   int attempt = 0;
 };
 
-using StaticAction = std::variant<StartAttemptWorkers, StopWorkers, StartReplacements,
-                                  RejoinAttempt, ReportFailureLocally, AttemptSucceeded, Finish>;
+using StaticAction =
+    std::variant<StartAttemptWorkers, StopWorkers, StartReplacements, RejoinAttempt,
+                 ReportFailureLocally, AttemptSucceeded, ArmInPlace, AbandonRecovery, Finish>;
 using StaticActions = std::vector<StaticAction>;
 
 class StaticFollower {
@@ -121,13 +137,13 @@ class StaticFollower {
   // muster received `sig`.
   StaticActions OnSignal(int sig);
   // A local worker failed and the group began pausing the others in place;
-  // its failure is known.
-  StaticActions OnWorkersPausing();
+  // its failure is known (what it is does not change what happens here).
+  StaticActions OnWorkersPausing(const LocalFailure& failure);
   // Every survivor of the recovery under way paused.
   StaticActions OnWorkersPaused();
   // The recovery under way ended: every survivor joined the next attempt
   // (`recovered`), or the group fell back to stopping every worker.
-  void OnRecoveryEnded(bool recovered);
+  StaticActions OnRecoveryEnded(bool recovered);
   // Every worker of the attempt exited (their output may still drain).
   void OnWorkersGone();
   // The attempt's output drained: its outcome is final.
@@ -136,11 +152,13 @@ class StaticFollower {
   State state() const { return state_; }
   // The attempt whose workers run (or last ran) here; see "Counters" above.
   int attempt() const { return attempt_; }
-  // Whether a failure of attempt() may be recovered in place: it counts as a
-  // restart, so one must be left.
-  bool may_recover_in_place() const { return attempt_ < max_restarts_; }
 
  private:
+  // Whether a failure of attempt() may be recovered in place: it counts as a
+  // restart, so one must be left.
+  bool RestartLeft() const { return attempt_ < max_restarts_; }
+  // Starts attempt() with recovery in place armed for it.
+  void StartAttempt(StaticActions& out) const;
   bool WorkersAlive() const {
     return state_ == State::kRunning || state_ == State::kRecovering || state_ == State::kStopping;
   }

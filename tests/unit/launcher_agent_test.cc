@@ -1,12 +1,16 @@
-// Agent: whole runs of one node's agent with no process and no network. A
+// Agent: whole runs of one node's agent with no process, over loopback only. A
 // FakeSpawner plays the workers (launcher_agent_test_support.h: each one
 // says hello, exits, answers pause and join as its script says) and a fake
 // rendezvous link plays the daemon; the agent's own io_context carries every
 // event, as in production. Each test checks what the workers were started
-// with (TORCHELASTIC_RESTART_COUNT, WORLD_SIZE) and muster's exit code.
+// with (TORCHELASTIC_RESTART_COUNT, WORLD_SIZE), the failure reports
+// printed, and muster's exit code.
+#include <algorithm>
+#include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/unit/launcher_agent_test_support.h"
@@ -20,6 +24,21 @@ using testing::WorkerScript;
 using Lines = std::vector<std::string>;
 
 constexpr int kFailed = 3;
+
+// Each failure report as "restart N of M" and ", in place".
+Lines Show(const std::vector<ReportFailureLocally>& reports) {
+  Lines lines;
+  for (const auto& r : reports) {
+    lines.push_back("restart " + std::to_string(r.restart_count) + " of " +
+                    std::to_string(r.max_restarts) + (r.in_place ? ", in place" : ""));
+  }
+  return lines;
+}
+
+bool Signalled(const AgentRun& run, pid_t pid, int sig) {
+  return std::count(run.spawner.signals.begin(), run.spawner.signals.end(),
+                    std::make_pair(pid, sig)) > 0;
+}
 
 // --- static mode --------------------------------------------------------------
 
@@ -47,7 +66,48 @@ TEST_CASE("a static run gives up after max-restarts with the root cause's exit c
   // The survivor of each attempt was stopped with SIGTERM.
   CHECK(run.Started() ==
         Lines{"attempt=0 rank=0", "attempt=0 rank=1", "attempt=1 rank=0", "attempt=1 rank=1"});
-  CHECK(run.spawner.signals.size() >= 2);
+  // The survivor of each attempt (rank 1) was stopped with SIGTERM; the
+  // failed worker was not.
+  CHECK(Signalled(run, AgentRun::PidOfSpawn(1), SIGTERM));
+  CHECK(Signalled(run, AgentRun::PidOfSpawn(3), SIGTERM));
+  CHECK_FALSE(Signalled(run, AgentRun::PidOfSpawn(0), SIGTERM));
+  CHECK_FALSE(Signalled(run, AgentRun::PidOfSpawn(2), SIGTERM));
+  CHECK(Show(run.reports) == Lines{"restart 0 of 1", "restart 1 of 1"});
+}
+
+TEST_CASE("a signal stops the workers and muster exits 128+signal", "[agent][static]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/3);
+  run.options.recovery = LaunchOptions::Recovery::kRestart;
+  run.handled_signals = {SIGUSR2};
+  run.script = [](int /*attempt*/, int /*local_rank*/) { return WorkerScript{}; };
+  run.on_all_started = [&](int /*attempt*/) {
+    boost::asio::post(run.io, [] { std::raise(SIGUSR2); });
+  };
+  CHECK(run.RunStatic() == 128 + SIGUSR2);
+  // Each worker got the signal muster got; none restarted.
+  CHECK(Signalled(run, AgentRun::PidOfSpawn(0), SIGUSR2));
+  CHECK(Signalled(run, AgentRun::PidOfSpawn(1), SIGUSR2));
+  CHECK(run.Started() == Lines{"attempt=0 rank=0", "attempt=0 rank=1"});
+  CHECK(run.reports.empty());
+}
+
+TEST_CASE("a worker that cannot be started ends the run 127", "[agent][static]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/3);
+  run.options.recovery = LaunchOptions::Recovery::kRestart;
+  run.script = [](int /*attempt*/, int /*local_rank*/) { return WorkerScript{}; };
+  SECTION("the first worker") {
+    run.spawner.fail_at_spawn = 0;
+    CHECK(run.RunStatic() == 127);
+    CHECK(run.Started().empty());
+  }
+  SECTION("the second: the first is stopped before muster exits") {
+    run.spawner.fail_at_spawn = 1;
+    CHECK(run.RunStatic() == 127);
+    CHECK(run.Started() == Lines{"attempt=0 rank=0"});
+    CHECK(Signalled(run, AgentRun::PidOfSpawn(0), SIGTERM));
+  }
+  // Not a worker's failure: no report, and no restart.
+  CHECK(run.reports.empty());
 }
 
 TEST_CASE("a failed worker is recovered in place: only its rank starts again as the next attempt",
@@ -61,6 +121,7 @@ TEST_CASE("a failed worker is recovered in place: only its rank starts again as 
   };
   CHECK(run.RunStatic() == 0);
   CHECK(run.Started() == Lines{"attempt=0 rank=0", "attempt=0 rank=1", "attempt=1 rank=1"});
+  CHECK(Show(run.reports) == Lines{"restart 0 of 3, in place"});
   // The survivor paused out of attempt 0 and joined attempt 1's store namespace.
   const Lines control = run.ControlLines();
   REQUIRE(control.size() == 2);
@@ -96,6 +157,7 @@ TEST_CASE("no recovery in place is tried with no restart left", "[agent][static]
   CHECK(run.RunStatic() == kFailed);
   CHECK(run.Started() == Lines{"attempt=0 rank=0", "attempt=0 rank=1"});
   CHECK(run.ControlLines().empty());
+  CHECK(Show(run.reports) == Lines{"restart 0 of 0"});
 }
 
 // --- elastic mode -------------------------------------------------------------
@@ -160,6 +222,34 @@ TEST_CASE("an elastic node whose workers fail reports the failure to the daemon"
   CHECK(run.RunElastic(rendezvous) == 7);
   CHECK(rendezvous.calls ==
         Lines{"start", "current gen=1", "failure gen=1 code=7", "current none", "stop"});
+}
+
+TEST_CASE("a worker that dies while paused between generations is reported and started again",
+          "[agent][elastic][in-place]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/3);
+  FakeRendezvous rendezvous(run.io);
+  run.script = [](int /*attempt*/, int /*local_rank*/) { return WorkerScript{.in_place = true}; };
+  rendezvous.on_start = [&] { rendezvous.Assign(1, 1); };
+  run.on_all_started = [&](int attempt) {
+    if (attempt == 0) rendezvous.Waiting("a node joined");
+  };
+  // Once both workers paused (the client hears none runs here), rank 1
+  // dies; then generation 2 is assigned.
+  bool died = false;
+  rendezvous.on_cleared = [&] {
+    if (std::exchange(died, true)) return;
+    run.ExitWorker(/*attempt=*/0, /*local_rank=*/1, kFailed);
+    rendezvous.Assign(2, 1);
+  };
+  rendezvous.on_succeeded = [&](uint64_t) { rendezvous.EndRun(true); };
+  CHECK(run.RunElastic(rendezvous) == 0);
+  // Its failure report was printed (and its failure kept as this node's
+  // root cause), counted against generation 1's restarts.
+  CHECK(Show(run.reports) == Lines{"restart 0 of 3, in place"});
+  // The survivor rejoined generation 2; the dead rank started again in it.
+  CHECK(run.Started() == Lines{"attempt=0 rank=0", "attempt=0 rank=1", "attempt=1 rank=1"});
+  CHECK(rendezvous.calls == Lines{"start", "current gen=1", "current none", "current gen=2",
+                                  "succeeded gen=2", "stop"});
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Whole agent runs for unit tests, with no process and no network.
+// Whole agent runs for unit tests, with no process, and no network beyond
+// loopback (the agent's worker store listens there).
 //
 // AgentRun builds an Agent over a FakeSpawner whose workers the test
 // scripts (WorkerScript): each says hello when it recovers in place, exits
@@ -87,6 +88,7 @@ class FakeRendezvous final : public RendezvousLink {
   void SetCurrent(std::optional<rdzv::Assignment> current) override {
     calls.push_back(current ? "current gen=" + std::to_string(current->generation)
                             : "current none");
+    if (!current && on_cleared) boost::asio::post(io_, on_cleared);
   }
   void ReportWorkerFailure(uint64_t generation, int exit_code,
                            const std::string& /*message*/) override {
@@ -107,9 +109,10 @@ class FakeRendezvous final : public RendezvousLink {
     calls.push_back("delay");
   }
 
-  std::vector<std::string> calls;  // what the agent asked, in order
-  rdzv::Join join;                 // what the agent joins with
-  std::function<void()> on_start;  // after Start()
+  std::vector<std::string> calls;    // what the agent asked, in order
+  rdzv::Join join;                   // what the agent joins with
+  std::function<void()> on_start;    // after Start()
+  std::function<void()> on_cleared;  // after SetCurrent(nullopt)
   std::function<void(uint64_t)> on_succeeded;
   std::function<void(uint64_t)> on_failure;
 
@@ -166,7 +169,7 @@ class AgentRun {
     node.world_size = nproc_;
     node.master_addr = "127.0.0.1";
     node.master_port = 0;
-    Agent agent(io, spawner, options, plan, node, std::nullopt, {}, EnvOf({}), {});
+    Agent agent(io, spawner, options, plan, node, std::nullopt, {}, EnvOf({}), handled_signals);
     return Run(agent);
   }
   // An elastic run whose rendezvous `rendezvous` plays.
@@ -177,8 +180,8 @@ class AgentRun {
     elastic.loopback_only = true;
     options.min_nodes = 1;
     options.max_nodes = 2;
-    Agent agent(io, spawner, options, plan, std::nullopt, elastic, {}, EnvOf({}), {}, nullptr,
-                rendezvous.Factory());
+    Agent agent(io, spawner, options, plan, std::nullopt, elastic, {}, EnvOf({}), handled_signals,
+                nullptr, rendezvous.Factory());
     return Run(agent);
   }
 
@@ -204,8 +207,27 @@ class AgentRun {
     return lines;
   }
 
+  // The worker of `attempt` and `local_rank`, which must run, exits with
+  // `code` (its pipes close first, as a real one's do).
+  void ExitWorker(int attempt, int local_rank, int code) {
+    const uint64_t tag = WorkerGroup::MakeTag(static_cast<uint32_t>(attempt), local_rank);
+    for (const auto& [pid, live_tag] : live_) {
+      if (live_tag == tag) {
+        Exit(pid, code << 8);
+        return;
+      }
+    }
+    FAIL("no running worker attempt=" << attempt << " local_rank=" << local_rank);
+  }
+  // The pid the spawner gave the `index`-th process it started.
+  static pid_t PidOfSpawn(int index) { return static_cast<pid_t>(1000 + index); }
+
   boost::asio::io_context io;
   FakeSpawner spawner;
+  // The signals the agent handles (muster stops the job on them).
+  std::vector<int> handled_signals;
+  // Each failure report the agent printed, as its follower asked for it.
+  std::vector<ReportFailureLocally> reports;
   LaunchOptions options;
   LaunchPlan plan;
   std::function<WorkerScript(int attempt, int local_rank)> script;
@@ -221,6 +243,7 @@ class AgentRun {
   }
 
   int Run(Agent& agent) {
+    agent.ObserveFailureReports([this](const ReportFailureLocally& r) { reports.push_back(r); });
     boost::asio::steady_timer watchdog(io, std::chrono::seconds(20));
     bool timed_out = false;
     watchdog.async_wait([&](const boost::system::error_code& ec) {

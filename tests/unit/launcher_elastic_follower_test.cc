@@ -61,6 +61,9 @@ std::string Show(const FollowerAction& action) {
   if (std::holds_alternative<ClearCurrent>(action)) return "clear current";
   if (std::holds_alternative<SealStore>(action)) return "seal store";
   if (std::holds_alternative<LeaveRendezvous>(action)) return "leave";
+  if (const auto* a = std::get_if<ArmInPlace>(&action)) {
+    return "arm in place pause=" + std::to_string(a->generation);
+  }
   return "finish " + std::to_string(std::get<Finish>(action).exit_code);
 }
 
@@ -572,7 +575,7 @@ TEST_CASE("an assignment while pausing waits for the pause, the newest one wins"
 TEST_CASE("a local failure paused in place is reported once every survivor paused",
           "[follower][in-place]") {
   auto follower = RunningGeneration(1);
-  CHECK(Show(follower.OnWorkersPausing(137, "rank 1 killed")) ==
+  CHECK(Show(follower.OnWorkersPausing({137, "rank 1 killed"})) ==
         Lines{"print failure report restart=0 of 3, will restart, in place"});
   CHECK(follower.state() == State::kPausing);
   CHECK(Show(follower.OnWorkersPaused()) ==
@@ -586,7 +589,7 @@ TEST_CASE("the run ending while paused or pausing stops the paused workers",
           "[follower][in-place]") {
   SECTION("paused") {
     auto follower = PausableGeneration(1);
-    follower.OnWorkersPausing(137, "killed");
+    follower.OnWorkersPausing({137, "killed"});
     follower.OnWorkersPaused();
     CHECK(Show(follower.OnRunEnded(false)) == Lines{"stop SIGTERM"});
     // (Telling the client again that nothing runs here costs nothing.)
@@ -620,7 +623,7 @@ TEST_CASE(
     "a generation that ends while the workers join it pauses them again, and the next rejoins them",
     "[follower][in-place]") {
   auto follower = RunningGeneration(1);
-  follower.OnWorkersPausing(137, "rank 1 killed");
+  follower.OnWorkersPausing({137, "rank 1 killed"});
   follower.OnWorkersPaused();
   CHECK(Show(follower.OnAssignment(Gen(2))) == Lines{"rejoin gen=2"});
   // Joining, every process speaks the channel: the group can pause them.
@@ -634,12 +637,59 @@ TEST_CASE(
 
 TEST_CASE("a pause that falls back settles as the failure it is", "[follower][in-place]") {
   auto follower = RunningGeneration(1);
-  follower.OnWorkersPausing(137, "killed");
+  follower.OnWorkersPausing({137, "killed"});
   // The group gave up on the pause and stopped everyone: no early report.
   CHECK(Show(Settle(follower, Failed(137))) ==
         Lines{"print failure report restart=0 of 3, will restart",
               "report failure gen=1 code=137: exited with 137", "seal store", "clear current"});
   CHECK(follower.state() == State::kIdle);
+}
+
+TEST_CASE("a worker that dies while paused between generations is reported locally",
+          "[follower][in-place]") {
+  ElasticFollower follower;
+  follower.OnAssignment(Gen(1, /*restart_count=*/1, /*max_restarts=*/3));
+  follower.SetWorkersCanPause(true);
+  follower.OnWaiting();
+  CHECK(Show(follower.OnWorkersPaused()) == Lines{"clear current"});
+  REQUIRE(follower.state() == State::kPaused);
+  REQUIRE_FALSE(follower.current());
+  // No assignment is current: the report counts the last one's restarts.
+  CHECK(Show(follower.OnWorkersPausing({137, "rank 1 killed"})) ==
+        Lines{"print failure report restart=1 of 3, will restart, in place"});
+  CHECK(follower.state() == State::kPaused);
+  // The daemon already heard the workers stopped; the next one rejoins them.
+  CHECK(Show(follower.OnAssignment(Gen(2, 1, 3))) == Lines{"rejoin gen=2"});
+}
+
+TEST_CASE("a finished follower reports no failure", "[follower][in-place]") {
+  auto follower = RunningGeneration(1);
+  follower.OnSignal(SIGTERM);
+  Settle(follower, Interrupted());
+  REQUIRE(follower.state() == State::kFinished);
+  CHECK(follower.OnWorkersPausing({137, "killed"}).empty());
+}
+
+TEST_CASE("a generation's workers are armed to pause as it, and re-armed once recovered",
+          "[follower][in-place]") {
+  ElasticFollower follower;
+  rdzv::Assignment two_nodes = Gen(1);
+  two_nodes.group_world_size = 2;
+  const FollowerActions started = follower.OnAssignment(two_nodes);
+  REQUIRE(started.size() == 1);
+  const ArmInPlace& armed = std::get<StartWorkers>(started.front()).in_place;
+  CHECK(armed.generation == 1);
+  CHECK(armed.allowed);  // the daemon keeps the restart count
+  CHECK(armed.hangs_elsewhere);
+  follower.OnWorkersPausing({137, "killed"});
+  follower.OnWorkersPaused();
+  rdzv::Assignment next = Gen(2);
+  follower.OnAssignment(next);
+  const FollowerActions rearmed = follower.OnRecoveryEnded(/*recovered=*/true);
+  REQUIRE(rearmed.size() == 1);
+  CHECK(std::get<ArmInPlace>(rearmed.front()).generation == 2);
+  CHECK_FALSE(std::get<ArmInPlace>(rearmed.front()).hangs_elsewhere);
+  CHECK(follower.OnRecoveryEnded(/*recovered=*/false).empty());
 }
 
 }  // namespace

@@ -16,7 +16,19 @@ using Lines = std::vector<std::string>;
 
 std::string Show(const StaticAction& action) {
   if (const auto* a = std::get_if<StartAttemptWorkers>(&action)) {
-    return "start attempt=" + std::to_string(a->attempt);
+    // Armed to pause as the attempt it starts (checked below); said only
+    // when no recovery in place is allowed.
+    CHECK(a->in_place.generation == static_cast<uint64_t>(a->attempt));
+    CHECK_FALSE(a->in_place.hangs_elsewhere);
+    return "start attempt=" + std::to_string(a->attempt) +
+           (a->in_place.allowed ? "" : " (not in place)");
+  }
+  if (const auto* a = std::get_if<ArmInPlace>(&action)) {
+    return "arm in place pause=" + std::to_string(a->generation) +
+           (a->allowed ? "" : " (not allowed)");
+  }
+  if (const auto* a = std::get_if<AbandonRecovery>(&action)) {
+    return "abandon recovery: " + a->reason;
   }
   if (const auto* a = std::get_if<StopWorkers>(&action)) {
     return "stop " + std::to_string(a->signal);
@@ -53,6 +65,8 @@ WorkersOutcome Failed(int code) {
 
 WorkersOutcome Succeeded() { return WorkersOutcome{}; }
 
+const LocalFailure kKilled{137, "killed by SIGKILL"};
+
 // The workers of the attempt ended: gone, then settled as `outcome`.
 StaticActions Ended(StaticFollower& follower, const WorkersOutcome& outcome) {
   follower.OnWorkersGone();
@@ -75,7 +89,7 @@ TEST_CASE("a failure restarts every worker as the next attempt while restarts ar
         Lines{"print failure report restart=0 of 2", "start attempt=1"});
   CHECK(follower.attempt() == 1);
   CHECK(Show(Ended(follower, Failed(3))) ==
-        Lines{"print failure report restart=1 of 2", "start attempt=2"});
+        Lines{"print failure report restart=1 of 2", "start attempt=2 (not in place)"});
   CHECK(follower.state() == State::kRunning);
 }
 
@@ -161,17 +175,17 @@ TEST_CASE("a failure recovered in place counts as a restart and starts its ranks
           "[static-follower][in-place]") {
   StaticFollower follower(3);
   follower.OnStart();
-  CHECK(follower.may_recover_in_place());
-  CHECK(Show(follower.OnWorkersPausing()) ==
+  CHECK(Show(follower.OnWorkersPausing(kKilled)) ==
         Lines{"print failure report restart=0 of 3, in place", "start replacements attempt=1"});
   CHECK(follower.state() == State::kRecovering);
   CHECK(follower.attempt() == 0);  // the survivors still belong to attempt 0
   CHECK(Show(follower.OnWorkersPaused()) == Lines{"rejoin attempt=1"});
-  follower.OnRecoveryEnded(/*recovered=*/true);
+  // Recovered: the survivors' next failure may be recovered in place too.
+  CHECK(Show(follower.OnRecoveryEnded(/*recovered=*/true)) == Lines{"arm in place pause=1"});
   CHECK(follower.state() == State::kRunning);
   CHECK(follower.attempt() == 1);
   // The next failure is the next restart.
-  CHECK(Show(follower.OnWorkersPausing()) ==
+  CHECK(Show(follower.OnWorkersPausing(kKilled)) ==
         Lines{"print failure report restart=1 of 3, in place", "start replacements attempt=2"});
 }
 
@@ -179,8 +193,8 @@ TEST_CASE("a recovery that falls back restarts as the attempt the recovery began
           "[static-follower][in-place]") {
   StaticFollower follower(3);
   follower.OnStart();
-  follower.OnWorkersPausing();
-  follower.OnRecoveryEnded(/*recovered=*/false);
+  follower.OnWorkersPausing(kKilled);
+  CHECK(follower.OnRecoveryEnded(/*recovered=*/false).empty());
   CHECK(follower.state() == State::kRunning);
   CHECK(follower.attempt() == 0);
   CHECK(Show(Ended(follower, Failed(137))) ==
@@ -190,21 +204,38 @@ TEST_CASE("a recovery that falls back restarts as the attempt the recovery began
 
 TEST_CASE("no recovery in place without a restart left", "[static-follower][in-place]") {
   StaticFollower follower(1);
-  follower.OnStart();
-  CHECK(follower.may_recover_in_place());
-  follower.OnWorkersPausing();
+  CHECK(Show(follower.OnStart()) == Lines{"start attempt=0"});
+  follower.OnWorkersPausing(kKilled);
   follower.OnWorkersPaused();
-  follower.OnRecoveryEnded(/*recovered=*/true);
-  CHECK_FALSE(follower.may_recover_in_place());
+  // The one restart is used: the group is armed, but not allowed to pause.
+  CHECK(Show(follower.OnRecoveryEnded(/*recovered=*/true)) ==
+        Lines{"arm in place pause=1 (not allowed)"});
+  // Should it pause all the same, the recovery is abandoned: the failure
+  // takes the restart path, which ends the job.
+  CHECK(Show(follower.OnWorkersPausing(kKilled)) ==
+        Lines{"abandon recovery: no restart is left (--max-restarts)"});
+  CHECK(follower.state() == State::kRunning);
+  CHECK(follower.OnWorkersPaused().empty());
+  CHECK(follower.OnRecoveryEnded(/*recovered=*/false).empty());
+  CHECK(Show(Ended(follower, Failed(137))) ==
+        Lines{"print failure report restart=1 of 1", "finish 137"});
+}
+
+TEST_CASE("an attempt that starts with no restart left is armed but not allowed in place",
+          "[static-follower][in-place]") {
+  StaticFollower follower(1);
+  follower.OnStart();
+  CHECK(Show(Ended(follower, Failed(1))) ==
+        Lines{"print failure report restart=0 of 1", "start attempt=1 (not in place)"});
 }
 
 TEST_CASE("a signal during a recovery stops the workers and its end changes nothing",
           "[static-follower][in-place]") {
   StaticFollower follower(3);
   follower.OnStart();
-  follower.OnWorkersPausing();
+  follower.OnWorkersPausing(kKilled);
   CHECK(Show(follower.OnSignal(SIGTERM)) == Lines{"stop 15"});
-  follower.OnRecoveryEnded(/*recovered=*/false);
+  CHECK(follower.OnRecoveryEnded(/*recovered=*/false).empty());
   CHECK(follower.state() == State::kStopping);
   CHECK(follower.OnWorkersPaused().empty());
   WorkersOutcome interrupted;
@@ -215,10 +246,10 @@ TEST_CASE("a signal during a recovery stops the workers and its end changes noth
 
 TEST_CASE("pause events outside a recovery are ignored", "[static-follower][in-place]") {
   StaticFollower follower(3);
-  CHECK(follower.OnWorkersPausing().empty());
+  CHECK(follower.OnWorkersPausing(kKilled).empty());
   follower.OnStart();
   CHECK(follower.OnWorkersPaused().empty());
-  follower.OnRecoveryEnded(/*recovered=*/true);
+  CHECK(follower.OnRecoveryEnded(/*recovered=*/true).empty());
   CHECK(follower.attempt() == 0);
 }
 

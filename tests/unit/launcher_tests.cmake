@@ -24,7 +24,7 @@ muster_unit_test(launcher_unit_tests
   LIBS muster_launcher)
 # Whole runs of the agent over a fake spawner and a fake rendezvous: static
 # restarts, recoveries in place and their fallback, elastic generations. No
-# process and no network (the worker store listens on loopback).
+# process; loopback only (the worker store listens there).
 muster_unit_test(launcher_agent_unit_tests
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/launcher_agent_test.cc
