@@ -268,7 +268,7 @@ void Agent::OnOutput(uint64_t tag, Stream stream, std::string_view bytes) {
   if (auto due = it->second->held_until()) ReleaseHeldOutputAt(*due);
 }
 
-void Agent::ReleaseHeldOutputAt(SteadyTime due) {
+void Agent::ReleaseHeldOutputAt(Time due) {
   // One timer serves every worker, set for the earliest held line.
   if (held_output_due_ && *held_output_due_ <= due) return;
   held_output_due_ = due;
@@ -277,7 +277,7 @@ void Agent::ReleaseHeldOutputAt(SteadyTime due) {
     if (ec) return;  // set for an earlier time, or the agent is finishing
     held_output_due_.reset();
     const auto now = std::chrono::steady_clock::now();
-    std::optional<SteadyTime> next;
+    std::optional<Time> next;
     for (auto& [tag, output] : outputs_) {
       output->ReleaseHeld(now);
       if (auto when = output->held_until(); when && (!next || *when < *next)) next = when;
@@ -320,7 +320,7 @@ void Agent::OnExit(uint64_t tag, pid_t pid, int wait_status) {
 }
 
 void Agent::ArmTimer() {
-  const auto deadline = settling_ ? std::optional<SteadyTime>() : group_->deadline();
+  const auto deadline = settling_ ? std::optional<Time>() : group_->deadline();
   if (!deadline) return;
   timer_.expires_at(*deadline);
   timer_.async_wait([this](const boost::system::error_code& ec) {

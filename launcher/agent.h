@@ -194,7 +194,7 @@ class Agent final : public SpawnEvents {
   // Sets held_output_timer_ for `due` unless it is set for earlier; when it
   // fires, writes every worker's held partial line that is due and sets it
   // for the next (worker_output.h).
-  void ReleaseHeldOutputAt(SteadyTime due);
+  void ReleaseHeldOutputAt(Time due);
   void ArmTimer();
   void AfterGroupEvent();
   void Settle();
@@ -269,7 +269,7 @@ class Agent final : public SpawnEvents {
 
   // Partial output lines (progress bars) are shown when this fires.
   boost::asio::steady_timer held_output_timer_;
-  std::optional<SteadyTime> held_output_due_;  // when held_output_timer_ is set for
+  std::optional<Time> held_output_due_;  // when held_output_timer_ is set for
 };
 
 }  // namespace muster

@@ -61,7 +61,7 @@ void ConsoleStream::Finish(std::string& out) {
   }
 }
 
-std::optional<ConsoleStream::Time> ConsoleStream::held_until() const {
+std::optional<Time> ConsoleStream::held_until() const {
   if (!held_since_) return std::nullopt;
   return *held_since_ + kHold;
 }

@@ -24,11 +24,12 @@
 #include <string>
 #include <string_view>
 
+#include "common/clock.h"
+
 namespace muster {
 
 class ConsoleStream {
  public:
-  using Time = std::chrono::steady_clock::time_point;
   // How long a partial line may wait for the rest of its line.
   static constexpr std::chrono::milliseconds kHold{50};
   // A held partial line this long goes out at once.

@@ -8,7 +8,7 @@ int WorkerFaultSignal(const FaultSpec& spec) {
   return spec.kind == FaultKind::kHangWorker ? SIGSTOP : spec.signal;
 }
 
-FaultInjector::FaultInjector(FaultPlan plan, Clock::time_point started, bool hosts_daemon)
+FaultInjector::FaultInjector(FaultPlan plan, Time started, bool hosts_daemon)
     : plan_(std::move(plan)),
       started_(started),
       hosts_daemon_(hosts_daemon),
@@ -45,7 +45,7 @@ std::optional<int> FaultInjector::TargetHere(const FaultSpec& spec,
   }
 }
 
-std::vector<FaultAction> FaultInjector::OnTime(Clock::time_point now,
+std::vector<FaultAction> FaultInjector::OnTime(Time now,
                                                const std::optional<FaultPlacement>& placement) {
   std::vector<FaultAction> actions;
   for (size_t i = 0; i < plan_.faults.size(); ++i) {
@@ -115,8 +115,8 @@ void FaultInjector::MarkFired(int index) {
   if (index >= 0 && static_cast<size_t>(index) < states_.size()) states_[index] = State::kFired;
 }
 
-std::optional<FaultInjector::Clock::time_point> FaultInjector::NextDeadline() const {
-  std::optional<Clock::time_point> next;
+std::optional<Time> FaultInjector::NextDeadline() const {
+  std::optional<Time> next;
   for (size_t i = 0; i < plan_.faults.size(); ++i) {
     const FaultSpec& spec = plan_.faults[i];
     if (states_[i] != State::kPending || !spec.after ||

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/fault_spec.h"
 
 namespace muster {
@@ -56,23 +57,20 @@ std::optional<std::string> MayNotFireOnPython(const FaultSpec& spec);
 
 class FaultInjector {
  public:
-  using Clock = std::chrono::steady_clock;
-
   // `started`: what after= counts from. `hosts_daemon`: this agent runs the
   // rendezvous daemon, so crash-daemon is its to carry out.
-  FaultInjector(FaultPlan plan, Clock::time_point started, bool hosts_daemon);
+  FaultInjector(FaultPlan plan, Time started, bool hosts_daemon);
 
   // Time triggers that are due at `now`. `placement`: nullopt while no
   // workers run here.
-  std::vector<FaultAction> OnTime(Clock::time_point now,
-                                  const std::optional<FaultPlacement>& placement);
+  std::vector<FaultAction> OnTime(Time now, const std::optional<FaultPlacement>& placement);
   // A worker of this node, of rank `global_rank`, reported `step`.
   std::vector<FaultAction> OnStep(int global_rank, int64_t step, const FaultPlacement& placement);
   // A worker said it carried out spec `index`.
   void MarkFired(int index);
 
   // The next time trigger still undecided, if any.
-  std::optional<Clock::time_point> NextDeadline() const;
+  std::optional<Time> NextDeadline() const;
   // Indices of worker faults already fired, ','-separated (MUSTER_INJECT_FIRED).
   std::string FiredWorkerFaults() const;
   // The specs neither fired nor decided whose target is on this node as
@@ -89,7 +87,7 @@ class FaultInjector {
   std::optional<int> TargetHere(const FaultSpec& spec, const FaultPlacement& placement) const;
 
   FaultPlan plan_;
-  Clock::time_point started_;
+  Time started_;
   bool hosts_daemon_;
   std::vector<State> states_;
   std::vector<FaultSkip> skips_;

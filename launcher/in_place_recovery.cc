@@ -3,7 +3,7 @@
 namespace muster {
 namespace {
 
-double MillisecondsBetween(SteadyTime from, SteadyTime to) {
+double MillisecondsBetween(Time from, Time to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
@@ -17,7 +17,7 @@ RecoveryView RecoveryViewOf(const WorkerGroup& group) {
           .fell_back = !group.fallback_reason().empty()};
 }
 
-RecoverySteps InPlaceRecovery::OnGroupEvent(const RecoveryView& view, SteadyTime now) {
+RecoverySteps InPlaceRecovery::OnGroupEvent(const RecoveryView& view, Time now) {
   RecoverySteps out;
   const bool recovering = view.state == WorkerGroup::State::kRecovering;
   if (recovering && !began_) {

@@ -73,9 +73,9 @@ class InPlaceRecovery {
  public:
   // After every event of the worker group (an exit, a control message, a
   // tick, a pause or rejoin the agent asked for).
-  RecoverySteps OnGroupEvent(const RecoveryView& view, SteadyTime now);
+  RecoverySteps OnGroupEvent(const RecoveryView& view, Time now);
   // The survivors were told to rejoin now.
-  void OnRejoinSent(SteadyTime now) { rejoin_sent_ = now; }
+  void OnRejoinSent(Time now) { rejoin_sent_ = now; }
   // `count` processes started for the recovery under way.
   void OnReplacementsStarted(int count) { replacements_started_ += count; }
 
@@ -83,10 +83,10 @@ class InPlaceRecovery {
   int replacements_started() const { return replacements_started_; }
 
  private:
-  std::optional<SteadyTime> began_;        // the recovery under way began (its failure)
-  std::optional<SteadyTime> rejoin_sent_;  // its survivors were last told to rejoin
-  bool paused_reported_ = false;           // SurvivorsPaused was returned for this pause
-  bool failure_handled_ = false;           // FailureKnown was returned for this recovery
+  std::optional<Time> began_;        // the recovery under way began (its failure)
+  std::optional<Time> rejoin_sent_;  // its survivors were last told to rejoin
+  bool paused_reported_ = false;     // SurvivorsPaused was returned for this pause
+  bool failure_handled_ = false;     // FailureKnown was returned for this recovery
   int replacements_started_ = 0;
 };
 

@@ -23,7 +23,7 @@ WorkerFailure WorkerGroup::FailureOf(const Worker& worker, ExitStatus status, Wa
   return failure;
 }
 
-Status WorkerGroup::Start(std::vector<WorkerSpec> workers, SteadyTime now) {
+Status WorkerGroup::Start(std::vector<WorkerSpec> workers, Time now) {
   workers_.clear();
   for (auto& spec : workers) {
     Worker worker;
@@ -71,7 +71,7 @@ uint64_t WorkerGroup::TagFor(int local_rank) const {
   return MakeTag(attempt_, local_rank);
 }
 
-void WorkerGroup::OnExit(uint64_t tag, ExitStatus status, SteadyTime now, WallTime wall) {
+void WorkerGroup::OnExit(uint64_t tag, ExitStatus status, Time now, WallTime wall) {
   for (auto& w : workers_) {
     if (w.tag != tag || !w.running) continue;
     w.running = false;
@@ -92,7 +92,7 @@ void WorkerGroup::OnExit(uint64_t tag, ExitStatus status, SteadyTime now, WallTi
   MaybeFinish();
 }
 
-void WorkerGroup::Stop(int sig, SteadyTime now) {
+void WorkerGroup::Stop(int sig, Time now) {
   if (finished()) return;
   if (state_ == State::kStopping) {
     // A second signal: the user does not want to wait for a graceful exit.
@@ -109,7 +109,7 @@ void WorkerGroup::Stop(int sig, SteadyTime now) {
   MaybeFinish();  // nothing may be running at all
 }
 
-void WorkerGroup::BeginStopping(int sig, SteadyTime now) {
+void WorkerGroup::BeginStopping(int sig, Time now) {
   state_ = State::kStopping;
   SignalRunning(sig);
   kill_deadline_ = now + shutdown_timeout_;
@@ -125,7 +125,7 @@ void WorkerGroup::SignalRunning(int sig) {
   }
 }
 
-bool WorkerGroup::OnProgress(uint64_t tag, int64_t step, SteadyTime now) {
+bool WorkerGroup::OnProgress(uint64_t tag, int64_t step, Time now) {
   for (auto& w : workers_) {
     if (w.tag != tag || !w.running) continue;
     const bool first = !w.last_progress;
@@ -140,7 +140,7 @@ void WorkerGroup::OnProgressClosed(uint64_t tag) {
   if (Worker* w = Find(tag)) w->last_progress.reset();
 }
 
-void WorkerGroup::KillHung(Worker& worker, SteadyTime now, WallTime wall) {
+void WorkerGroup::KillHung(Worker& worker, Time now, WallTime wall) {
   WorkerFailure failure = FailureOf(worker, ExitStatus::Killed(SIGKILL), wall);
   failure.hung = true;
   // One that never reported progress is hung only by failing to answer a
@@ -157,7 +157,7 @@ void WorkerGroup::KillHung(Worker& worker, SteadyTime now, WallTime wall) {
   spawner_.SignalGroup(worker.pid, SIGKILL);
 }
 
-void WorkerGroup::OnTick(SteadyTime now, WallTime wall) {
+void WorkerGroup::OnTick(Time now, WallTime wall) {
   if (state_ == State::kRecovering) {
     if (recover_deadline_ && now >= *recover_deadline_) OnRecoveryDeadline(now, wall);
     return;
@@ -179,14 +179,14 @@ void WorkerGroup::OnTick(SteadyTime now, WallTime wall) {
   MaybeFinish();
 }
 
-std::optional<SteadyTime> WorkerGroup::deadline() const {
+std::optional<Time> WorkerGroup::deadline() const {
   if (state_ == State::kStopping) return kill_deadline_;
   if (state_ == State::kRecovering) return recover_deadline_;
-  std::optional<SteadyTime> earliest;
+  std::optional<Time> earliest;
   if (state_ != State::kRunning || hang_timeout_.count() == 0) return earliest;
   for (const auto& w : workers_) {
     if (!w.running || !w.last_progress) continue;
-    const SteadyTime hang_at = *w.last_progress + hang_timeout_;
+    const Time hang_at = *w.last_progress + hang_timeout_;
     if (!earliest || hang_at < *earliest) earliest = hang_at;
   }
   return earliest;

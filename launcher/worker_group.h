@@ -38,13 +38,13 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "control/control_message.h"
 #include "launcher/exit_status.h"
 #include "launcher/process_spawner.h"
 
 namespace muster {
 
-using SteadyTime = std::chrono::steady_clock::time_point;
 using WallTime = std::chrono::system_clock::time_point;
 
 struct WorkerSpec {
@@ -110,15 +110,15 @@ class WorkerGroup {
 
   // Spawns every worker. If one cannot be started, the ones already started
   // are stopped and the error is returned (the group is then kStopping).
-  Status Start(std::vector<WorkerSpec> workers, SteadyTime now);
+  Status Start(std::vector<WorkerSpec> workers, Time now);
 
   // A process exited. Events for other attempts' tags are ignored.
-  void OnExit(uint64_t tag, ExitStatus status, SteadyTime now, WallTime wall);
+  void OnExit(uint64_t tag, ExitStatus status, Time now, WallTime wall);
   // muster received `sig`: forward it to every worker's group and stop.
-  void Stop(int sig, SteadyTime now);
+  void Stop(int sig, Time now);
   // The worker reported progress (`step`, or -1 when it said none). True
   // when this was its first report, which may make deadline() earlier.
-  bool OnProgress(uint64_t tag, int64_t step, SteadyTime now);
+  bool OnProgress(uint64_t tag, int64_t step, Time now);
   // The worker closed its progress pipe (the muster Python package does
   // once its training is done): it is no longer watched for hangs, so a
   // slow interpreter exit is not one.
@@ -126,7 +126,7 @@ class WorkerGroup {
   // Escalates to SIGKILL once the shutdown deadline has passed; while
   // running, kills a worker silent for the hang timeout; while recovering,
   // falls back to the restart path once the recovery timeout has passed.
-  void OnTick(SteadyTime now, WallTime wall = WallTime{});
+  void OnTick(Time now, WallTime wall = WallTime{});
 
   // Turns in-place recovery on (it is off until called): a failure while
   // `allowed` is true is recovered in place when every worker can. The
@@ -142,9 +142,9 @@ class WorkerGroup {
   // for it included, is then a survivor to rejoin, and the failures the
   // recovery began with stay its root cause. False, and nothing done,
   // unless CanPauseAll().
-  bool PauseAll(SteadyTime now);
+  bool PauseAll(Time now);
   // A worker's control message (hello, ready, joined, failed).
-  void OnControl(uint64_t tag, const control::WorkerMessage& message, SteadyTime now);
+  void OnControl(uint64_t tag, const control::WorkerMessage& message, Time now);
   // kRecovering and every survivor paused: the agent may renew the store
   // and call Rejoin. After a hang probe that every worker answered with
   // hangs_elsewhere, the group waits paused for the next generation and
@@ -165,16 +165,16 @@ class WorkerGroup {
   // their start-up overlaps the pause (their tags set by the caller; the
   // store they reach must hold their connection until the rejoin). A spawn
   // error falls back and is returned. REQUIRES: kRecovering.
-  Status StartReplacements(std::vector<WorkerSpec> replacements, SteadyTime now);
+  Status StartReplacements(std::vector<WorkerSpec> replacements, Time now);
   // Sends each survivor its `join` and spawns `replacements` (their tags
   // set by the caller). A spawn or pipe error falls back as a timeout does
   // and is returned. REQUIRES: ready_to_join(); `survivors` names every
   // survivor once.
   Status Rejoin(const std::vector<Rejoining>& survivors, std::vector<WorkerSpec> replacements,
-                SteadyTime now);
+                Time now);
   // The recovery cannot go on (`reason`): kills whoever has not answered and
   // stops the rest, as after any failure. Nothing while not recovering.
-  void AbandonRecovery(const std::string& reason, SteadyTime now) { FallBack(reason, now); }
+  void AbandonRecovery(const std::string& reason, Time now) { FallBack(reason, now); }
   // The pid of local rank `local_rank`'s running process; 0 when none runs.
   pid_t PidOf(int local_rank) const;
   // In-place recoveries completed so far.
@@ -183,7 +183,7 @@ class WorkerGroup {
   const std::string& fallback_reason() const { return fallback_reason_; }
 
   // When OnTick() next has something to do, if ever.
-  std::optional<SteadyTime> deadline() const;
+  std::optional<Time> deadline() const;
   State state() const { return state_; }
   bool finished() const;
   int stop_signal() const { return stop_signal_; }
@@ -222,35 +222,35 @@ class WorkerGroup {
     // Started early for the recovery under way (StartReplacements): it
     // joins by starting, so the pause does not wait for it.
     bool replacement = false;
-    std::optional<SteadyTime> last_progress;  // set once it reported progress
+    std::optional<Time> last_progress;  // set once it reported progress
     int64_t last_step = -1;
   };
   static WorkerFailure FailureOf(const Worker& worker, ExitStatus status, WallTime wall);
-  void KillHung(Worker& worker, SteadyTime now, WallTime wall);
-  void BeginStopping(int sig, SteadyTime now);
+  void KillHung(Worker& worker, Time now, WallTime wall);
+  void BeginStopping(int sig, Time now);
   void SignalRunning(int sig);
   void MaybeFinish();
   Worker* Find(uint64_t tag);
   Status SpawnInto(Worker& worker);
   // A worker failed while running: pause the others when all can recover in
   // place (true), else the caller stops them.
-  bool BeginRecovery(SteadyTime now);
+  bool BeginRecovery(Time now);
   // Enters kRecovering and sends `pause` to every running worker.
-  void PauseRunning(SteadyTime now);
+  void PauseRunning(Time now);
   // Sends `line` to a worker's control pipe; false (and falls back) on error.
-  bool Send(Worker& worker, const std::string& line, SteadyTime now);
+  bool Send(Worker& worker, const std::string& line, Time now);
   // The recovery cannot go on: kill whoever is unresponsive, stop the rest.
-  void FallBack(const std::string& reason, SteadyTime now);
+  void FallBack(const std::string& reason, Time now);
   void MaybeRecovered();
-  void OnExitWhileRecovering(Worker& worker, ExitStatus status, SteadyTime now, WallTime wall);
+  void OnExitWhileRecovering(Worker& worker, ExitStatus status, Time now, WallTime wall);
   // A worker is silent for the hang timeout. In place, every worker is
   // paused first: one blocked in a collective with a hung peer answers (its
   // collective is interrupted), a hung one cannot, and only those are
   // killed as hung. False when the group cannot pause them all.
-  bool BeginHangProbe(Worker& suspect, SteadyTime now, WallTime wall);
+  bool BeginHangProbe(Worker& suspect, Time now, WallTime wall);
   // The pause or join bound passed: kill the workers that did not answer a
   // pause and go on without them when some did, else fall back.
-  void OnRecoveryDeadline(SteadyTime now, WallTime wall);
+  void OnRecoveryDeadline(Time now, WallTime wall);
   // Every worker answered a hang probe: none is stuck, so the silent one is
   // hung by the timeout's rule alone.
   void KillHangSuspect();
@@ -264,12 +264,12 @@ class WorkerGroup {
   bool interrupted_ = false;
   bool killed_ = false;
   int stop_signal_ = 0;
-  std::optional<SteadyTime> kill_deadline_;
+  std::optional<Time> kill_deadline_;
   std::vector<WorkerFailure> failures_;
 
   std::optional<InPlaceOptions> in_place_;  // unset: recovery in place is off
   bool in_place_allowed_ = false;
-  std::optional<SteadyTime> recover_deadline_;
+  std::optional<Time> recover_deadline_;
   std::vector<int> failed_local_ranks_;  // of the recovery under way
   bool rejoined_ = false;                // Rejoin ran in the recovery under way
   // A hang probe is under way: who was silent, and when it began.

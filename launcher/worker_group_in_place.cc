@@ -14,7 +14,7 @@ void WorkerGroup::EnableInPlace(const InPlaceOptions& options, bool allowed) {
   in_place_allowed_ = allowed;
 }
 
-bool WorkerGroup::BeginRecovery(SteadyTime now) {
+bool WorkerGroup::BeginRecovery(Time now) {
   if (!in_place_ || !in_place_allowed_) return false;
   // Every worker must speak the channel, the failed one too (its
   // replacement runs the same program), and every other one must still run:
@@ -53,7 +53,7 @@ bool WorkerGroup::CanPauseAll() const {
   return !workers_.empty();
 }
 
-bool WorkerGroup::PauseAll(SteadyTime now) {
+bool WorkerGroup::PauseAll(Time now) {
   if (!CanPauseAll()) return false;
   if (joining()) {
     // They leave the generation they were told to join, whether or not
@@ -67,7 +67,7 @@ bool WorkerGroup::PauseAll(SteadyTime now) {
   return true;
 }
 
-void WorkerGroup::PauseRunning(SteadyTime now) {
+void WorkerGroup::PauseRunning(Time now) {
   state_ = State::kRecovering;
   rejoined_ = false;
   waiting_for_remote_hang_ = false;
@@ -82,7 +82,7 @@ void WorkerGroup::PauseRunning(SteadyTime now) {
   }
 }
 
-bool WorkerGroup::BeginHangProbe(Worker& suspect, SteadyTime now, WallTime wall) {
+bool WorkerGroup::BeginHangProbe(Worker& suspect, Time now, WallTime wall) {
   if (!in_place_allowed_ || !CanPauseAll()) return false;
   failed_local_ranks_.clear();
   PauseRunning(now);
@@ -92,7 +92,7 @@ bool WorkerGroup::BeginHangProbe(Worker& suspect, SteadyTime now, WallTime wall)
   return true;
 }
 
-void WorkerGroup::OnRecoveryDeadline(SteadyTime now, WallTime wall) {
+void WorkerGroup::OnRecoveryDeadline(Time now, WallTime wall) {
   std::vector<Worker*> silent;
   bool any_paused = false;
   for (auto& w : workers_) {
@@ -134,7 +134,7 @@ void WorkerGroup::KillHangSuspect() {
   hang_suspect_.reset();
 }
 
-void WorkerGroup::OnExitWhileRecovering(Worker& worker, ExitStatus status, SteadyTime now,
+void WorkerGroup::OnExitWhileRecovering(Worker& worker, ExitStatus status, Time now,
                                         WallTime wall) {
   if (std::exchange(worker.killed_as_hung, false)) return;  // counted when it was killed
   if (!status.success()) failures_.push_back(FailureOf(worker, status, wall));
@@ -150,7 +150,7 @@ void WorkerGroup::OnExitWhileRecovering(Worker& worker, ExitStatus status, Stead
   }
 }
 
-bool WorkerGroup::Send(Worker& worker, const std::string& line, SteadyTime now) {
+bool WorkerGroup::Send(Worker& worker, const std::string& line, Time now) {
   if (Status s = spawner_.SendControl(worker.tag, line); !s.ok()) {
     FallBack("cannot tell rank " + std::to_string(worker.spec.global_rank) + ": " + s.message(),
              now);
@@ -159,7 +159,7 @@ bool WorkerGroup::Send(Worker& worker, const std::string& line, SteadyTime now) 
   return true;
 }
 
-void WorkerGroup::OnControl(uint64_t tag, const control::WorkerMessage& message, SteadyTime now) {
+void WorkerGroup::OnControl(uint64_t tag, const control::WorkerMessage& message, Time now) {
   Worker* w = Find(tag);
   if (w == nullptr) return;
   if (const auto* hello = std::get_if<control::Hello>(&message)) {
@@ -231,7 +231,7 @@ pid_t WorkerGroup::PidOf(int local_rank) const {
   return 0;
 }
 
-Status WorkerGroup::StartReplacements(std::vector<WorkerSpec> replacements, SteadyTime now) {
+Status WorkerGroup::StartReplacements(std::vector<WorkerSpec> replacements, Time now) {
   for (auto& spec : replacements) {
     for (auto& w : workers_) {
       if (w.running || w.spec.local_rank != spec.local_rank) continue;
@@ -251,7 +251,7 @@ Status WorkerGroup::StartReplacements(std::vector<WorkerSpec> replacements, Stea
 }
 
 Status WorkerGroup::Rejoin(const std::vector<Rejoining>& survivors,
-                           std::vector<WorkerSpec> replacements, SteadyTime now) {
+                           std::vector<WorkerSpec> replacements, Time now) {
   rejoined_ = true;
   waiting_for_remote_hang_ = false;
   recover_deadline_ = now + in_place_->timeout;
@@ -285,7 +285,7 @@ void WorkerGroup::MaybeRecovered() {
   rejoined_ = false;
 }
 
-void WorkerGroup::FallBack(const std::string& reason, SteadyTime now) {
+void WorkerGroup::FallBack(const std::string& reason, Time now) {
   if (state_ != State::kRecovering) return;
   fallback_reason_ = reason;
   hang_suspect_.reset();

@@ -120,7 +120,7 @@ void WorkerOutput::ReleaseHeld(Time now) {
   }
 }
 
-std::optional<WorkerOutput::Time> WorkerOutput::held_until() const {
+std::optional<Time> WorkerOutput::held_until() const {
   std::optional<Time> earliest;
   for (const auto& sink : sinks_) {
     const auto due = sink.console.held_until();

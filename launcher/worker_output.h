@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/clock.h"
 #include "launcher/console_line.h"
 #include "launcher/console_stream.h"
 #include "launcher/line_splitter.h"
@@ -75,16 +76,14 @@ class WorkerOutput {
   WorkerOutput(const WorkerOutput&) = delete;
   WorkerOutput& operator=(const WorkerOutput&) = delete;
 
-  using Time = ConsoleStream::Time;
-
   // `bytes` of `stream`, read at `now`: to the file at once; to the console
   // by ConsoleStream's release rule (a partial line may be held: see
   // held_until()).
-  void Write(Stream stream, std::string_view bytes, Time now = std::chrono::steady_clock::now());
+  void Write(Stream stream, std::string_view bytes, Time now = Clock::now());
   // Writes the held partial lines that are due at `now`. Call at
   // held_until(), or the console shows partial lines only when their line
   // ends.
-  void ReleaseHeld(Time now = std::chrono::steady_clock::now());
+  void ReleaseHeld(Time now = Clock::now());
   // When the earliest held partial line is due; nullopt when none is held.
   std::optional<Time> held_until() const;
   // Writes a held partial line (ending an open console line with '\n'),

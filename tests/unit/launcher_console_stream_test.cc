@@ -9,15 +9,15 @@ using namespace muster;
 using namespace std::chrono_literals;
 
 namespace {
-const ConsoleStream::Time kT0 = ConsoleStream::Time() + 1h;
+const Time kT0 = Time() + 1h;
 
 // What the console shows right after `bytes` arrive at `at`.
-std::string Feed(ConsoleStream& s, std::string_view bytes, ConsoleStream::Time at = kT0) {
+std::string Feed(ConsoleStream& s, std::string_view bytes, Time at = kT0) {
   std::string out;
   s.Feed(bytes, at, out);
   return out;
 }
-std::string ReleaseAt(ConsoleStream& s, ConsoleStream::Time at) {
+std::string ReleaseAt(ConsoleStream& s, Time at) {
   std::string out;
   s.ReleaseDue(at, out);
   return out;

@@ -471,7 +471,7 @@ struct WorkersOnFakeSpawner {
   }
   testing::FakeSpawner spawner;
   std::unique_ptr<WorkerGroup> group;
-  SteadyTime now{};
+  Time now{};
 };
 
 TEST_CASE("a stop for a new generation reaches every worker's process group through the spawner",

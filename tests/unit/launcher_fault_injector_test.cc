@@ -10,7 +10,6 @@
 namespace muster {
 namespace {
 
-using Clock = FaultInjector::Clock;
 using std::chrono::milliseconds;
 
 FaultPlan Plan(const std::string& text, uint64_t seed = 0) {

@@ -45,7 +45,7 @@ RecoveryView Joining() {
   return {.state = GroupState::kRecovering, .joining = true, .failure_known = true};
 }
 
-const SteadyTime t0{};
+const Time t0{};
 
 TEST_CASE("nothing happens while the group runs", "[in-place-recovery]") {
   InPlaceRecovery recovery;

@@ -8,7 +8,7 @@
 
 namespace muster::testing {
 
-inline const SteadyTime t0{};
+inline const Time t0{};
 inline const WallTime w0{};
 
 inline std::vector<WorkerSpec> Specs(int n) {
