@@ -122,7 +122,8 @@ Answer Ask(const std::string& host, const std::string& port, const std::string& 
       }
       channel = std::make_shared<rdzv::MessageChannel>(
           std::move(*socket),
-          rdzv::MessageChannel::Limits{rdzv::kMaxStatusReplyFrameBytes, 1u << 20}, false);
+          rdzv::MessageChannel::Limits{rdzv::kMaxStatusReplyFrameBytes, 1u << 20},
+          rdzv::MessageChannel::BadInput::kClose);
       channel->Start({[&](rdzv::Message m) {
                         if (auto* s = std::get_if<rdzv::StatusReply>(&m)) {
                           answer.reply = s->json;

@@ -82,7 +82,7 @@ void TcpClientTransport::Connected(LinkId link) {
   boost::system::error_code ec;
   const std::string local_addr = socket.local_endpoint(ec).address().to_string();
   entry.channel = std::make_shared<MessageChannel>(std::move(socket), MessageChannel::Limits{},
-                                                   /*reply_to_bad_input=*/false);
+                                                   MessageChannel::BadInput::kClose);
   // A link closed or replaced since is no longer reported.
   const MessageChannel* raw = entry.channel.get();
   auto current = [this, link, raw] {

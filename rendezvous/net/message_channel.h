@@ -47,10 +47,6 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   enum class BadInput { kClose, kReply };
 
   MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, BadInput bad_input);
-  // The same, kReply when `reply_to_bad_input`: for callers not yet naming it.
-  MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, bool reply_to_bad_input)
-      : MessageChannel(std::move(socket), limits,
-                       reply_to_bad_input ? BadInput::kReply : BadInput::kClose) {}
 
   void Start(Handlers handlers);
   // Queues `message`. Returns false (and closes) if the queue limit is

@@ -10,15 +10,17 @@
 //   f.RunFor(6s);                  // R1 leads (epoch 2); the agents follow
 //   CHECK(f.fences() == 0);
 //
-// What a replica does is what rendezvous/daemon/rendezvous_server.cc does
-// around its core: a leader answers Hello with Welcome{epoch} and hands the
-// rest to its core (ticked every 50 ms); a standby answers Hello with
-// not_leader naming the leader in etcd (or no_leader) and closes; a replica
-// that takes the lead builds its core from the run records in etcd, holds
-// rebuilds for TakeoverHold, and gives a silent member up only after
-// failover_timeout + keep_alive_interval. The lease is renewed every tick
-// while the leader is alive and reaches etcd; once it has run out, the first
-// replica that is alive, reachable and not hung leads.
+// A replica runs the daemon's own rules (rendezvous/daemon/rendezvous_server.cc
+// around its core): every tick (50 ms) the election tells each living
+// replica what etcd holds (a ReplicaStatus), and a change of lead is carried
+// out as DecideLeadChange (lead_change.h) says: connections close, and a new
+// leader builds its core from the run records in etcd, with its hold and
+// widened heartbeat_timeout. A first message is answered as AnswerHello
+// (hello_gate.h) decides: a serving leader welcomes and hands the rest to
+// its core (ticked every 50 ms); any other replica answers not_leader or
+// no_leader and closes. The lease is renewed every tick while the leader is
+// alive and reaches etcd; once it has run out, the first replica that is
+// alive, reachable and not hung leads.
 //
 // An agent's workers run the generation of the last assignment it was
 // delivered, until Waiting, the run's end or a fence stops them. After
@@ -27,6 +29,7 @@
 // one formed without that agent.
 #pragma once
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
@@ -42,8 +45,10 @@
 #include <vector>
 
 #include "rendezvous/client/client_machine.h"
+#include "rendezvous/state/hello_gate.h"
+#include "rendezvous/state/lead_change.h"
 #include "rendezvous/state/rendezvous_core.h"
-#include "rendezvous/state/takeover_hold.h"
+#include "rendezvous/state/replica_status.h"
 #include "tests/unit/rdzv_state_test_support.h"
 
 namespace muster::rdzv::testing {
@@ -60,7 +65,11 @@ class FakeReplicas {
     settings_.join_timeout = Duration(30'000);
     for (int r = 0; r < replicas; ++r) {
       replicas_.emplace_back();
-      replicas_.back().endpoint = Endpoint{"10.0.0." + std::to_string(r + 1), 29400};
+      Replica& replica = replicas_.back();
+      replica.endpoint = Endpoint{"10.0.0." + std::to_string(r + 1), 29400};
+      replica.status.replicated = true;
+      replica.status.role = replica::Role::kStandby;
+      replica.status.self = replica.endpoint.Text();
     }
     std::vector<Endpoint> endpoints;
     for (const Replica& r : replicas_) endpoints.push_back(r.endpoint);
@@ -79,6 +88,7 @@ class FakeReplicas {
           std::make_unique<AgentSim>(ClientMachine(options, static_cast<uint64_t>(a + 1))));
     }
     Elect();
+    Publish();
     At(kTick, [this] { Tick(); });
     for (int a = 0; a < agents; ++a) Apply(a, agents_[a]->machine.Start(now_));
   }
@@ -148,8 +158,8 @@ class FakeReplicas {
     bool alive = true;
     bool cut = false;
     bool hung = false;
+    ReplicaStatus status;                  // what the election last told it
     std::unique_ptr<RendezvousCore> core;  // while it leads
-    uint64_t lead_epoch = 0;               // the epoch it leads under
   };
   struct AgentSim {
     explicit AgentSim(ClientMachine m) : machine(std::move(m)) {}
@@ -190,12 +200,10 @@ class FakeReplicas {
   // The fake etcd: the leader's key and its lease.
   void Tick() {
     if (leader_ >= 0 && Reaches(leader_)) lease_until_ = now_ + kLease;
-    if (leader_ >= 0 && now_ >= lease_until_) {
-      // The key ran out: a leader still running (cut off) steps down.
-      if (replicas_[static_cast<size_t>(leader_)].core) DropEverything(leader_);
-      leader_ = -1;
-    }
+    // The key ran out: a leader still running (cut off) steps down below.
+    if (leader_ >= 0 && now_ >= lease_until_) leader_ = -1;
     if (leader_ < 0) Elect();
+    Publish();
     for (int r = 0; r < static_cast<int>(replicas_.size()); ++r) {
       if (replicas_[static_cast<size_t>(r)].core) {
         Carry(r, replicas_[static_cast<size_t>(r)].core->Handle(TickEvent{}, now_));
@@ -211,19 +219,35 @@ class FakeReplicas {
       ++epoch_;
       Note("replica" + std::to_string(r) + " leads epoch " + std::to_string(epoch_));
       lease_until_ = now_ + kLease;
-      Settings settings = settings_;
-      // As the daemon widens it for a replicated leader.
-      settings.heartbeat_timeout = std::max(
-          settings.heartbeat_timeout, settings.failover_timeout + settings.keep_alive_interval);
-      Takeover takeover;
-      if (epoch_ > 1) {
-        takeover.rebuild_hold_until = now_ + TakeoverHold(settings_, Duration(0));
-        takeover.records = records_;
-      }
-      replicas_[static_cast<size_t>(r)].core =
-          std::make_unique<RendezvousCore>(settings, std::move(takeover));
-      replicas_[static_cast<size_t>(r)].lead_epoch = epoch_;
       return;
+    }
+  }
+
+  // The election tells every living replica what etcd holds, and each
+  // carries out a change of lead as the daemon does.
+  void Publish() {
+    for (int r = 0; r < static_cast<int>(replicas_.size()); ++r) {
+      Replica& replica = replicas_[static_cast<size_t>(r)];
+      if (!replica.alive) continue;
+      ReplicaStatus seen = replica.status;
+      seen.leading = leader_ == r;
+      seen.role = seen.leading ? replica::Role::kLeader : replica::Role::kStandby;
+      seen.lead_until = lease_until_;
+      seen.epoch = leader_ >= 0 ? epoch_ : 0;
+      seen.leader = leader_ >= 0 ? replicas_[static_cast<size_t>(leader_)].endpoint.Text() : "";
+      seen.fresh = true;
+      seen.view_read_at = now_;
+      // As etcd held them when it took the lead.
+      if (seen.leading && !replica.status.leading) seen.run_records = records_;
+      ReplicaStatus taken = TakeStatus(std::move(seen), now_);
+      auto change = DecideLeadChange(replica.status, taken, settings_, now_, "its lease ran out");
+      replica.status = std::move(taken);
+      if (!change) continue;
+      DropEverything(r);
+      if (replica.status.leading) {
+        replica.core =
+            std::make_unique<RendezvousCore>(change->settings, std::move(change->takeover));
+      }
     }
   }
 
@@ -254,21 +278,13 @@ class FakeReplicas {
     Replica& replica = replicas_[static_cast<size_t>(conn.replica)];
     if (!conn.replica_open || replica.hung) return;
     if (!conn.greeted) {
-      if (!std::holds_alternative<Hello>(message)) return;
-      if (replica.core) {
+      const HelloAnswer answer = AnswerHello(
+          message, /*token=*/"", "replica" + std::to_string(conn.replica), replica.status, now_);
+      ToAgent(id, answer.reply);
+      if (answer.verdict == HelloAnswer::Verdict::kWelcome) {
         conn.greeted = true;
-        ToAgent(id, Welcome{kProtocolVersion, "replica" + std::to_string(conn.replica),
-                            replica.lead_epoch});
         return;
       }
-      Error answer{ErrorCode::kNoLeader, "no leader is elected yet", false};
-      if (leader_ >= 0 && leader_ != conn.replica) {
-        answer = Error{ErrorCode::kNotLeader, "not the leader", false};
-        answer.leader = replicas_[static_cast<size_t>(leader_)].endpoint.Text();
-        answer.epoch = epoch_;
-      }
-      answer.current = true;  // standbys read etcd every 100 ms
-      ToAgent(id, answer);
       conn.replica_open = false;
       CloseAtAgent(id);
       return;
@@ -299,7 +315,7 @@ class FakeReplicas {
                  std::to_string(it->second.agent));
           }
           // The shell stamps the epoch it serves under (the core knows none).
-          a->epoch = replicas_[static_cast<size_t>(r)].lead_epoch;
+          a->epoch = ServingEpoch(replicas_[static_cast<size_t>(r)].status);
         }
         if (PathUp(it->second.agent, r)) ToAgent(sent->first, sent->second);
       } else if (const auto* close = std::get_if<CloseAction>(&action)) {
