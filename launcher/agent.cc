@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/clock.h"
 #include "launcher/failure_report.h"
 #include "launcher/output_routes.h"
 #include "launcher/root_cause_file.h"
@@ -205,7 +206,7 @@ Status Agent::StartAttempt(int attempt, const ArmInPlace& in_place) {
       std::chrono::milliseconds(static_cast<int64_t>(options_.hang_timeout_s * 1000)));
   settling_ = false;
   ArmInPlaceRecovery(in_place);
-  auto status = group_->Start(std::move(specs).value(), std::chrono::steady_clock::now());
+  auto status = group_->Start(std::move(specs).value(), Clock::now());
   if (!status.ok()) return status;
   // The attempt is the job's, as its workers see it: a node that joins a
   // running job starts at the job's attempt, not at 0.
@@ -276,7 +277,7 @@ void Agent::ReleaseHeldOutputAt(Time due) {
   held_output_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;  // set for an earlier time, or the agent is finishing
     held_output_due_.reset();
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = Clock::now();
     std::optional<Time> next;
     for (auto& [tag, output] : outputs_) {
       output->ReleaseHeld(now);
@@ -299,7 +300,7 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   // A worker's first report can bring the deadline in; later ones only move
   // its own out, which the armed timer finds when it fires.
   const ProgressReport report = ParseProgressReport(bytes);
-  if (group_->OnProgress(tag, report.step, std::chrono::steady_clock::now())) {
+  if (group_->OnProgress(tag, report.step, Clock::now())) {
     ArmTimer();
   }
   if (injector_) OnFaultProgress(WorkerGroup::LocalRankOf(tag), report);
@@ -315,7 +316,7 @@ void Agent::OnExit(uint64_t tag, pid_t pid, int wait_status) {
   if (!group_) return;
   const ExitStatus status = ExitStatus::FromWaitStatus(wait_status);
   spdlog::debug("worker exited tag={} pid={} {}", tag, pid, status.Describe());
-  group_->OnExit(tag, status, std::chrono::steady_clock::now(), std::chrono::system_clock::now());
+  group_->OnExit(tag, status, Clock::now(), std::chrono::system_clock::now());
   AfterGroupEvent();
 }
 
@@ -325,7 +326,7 @@ void Agent::ArmTimer() {
   timer_.expires_at(*deadline);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !group_) return;
-    group_->OnTick(std::chrono::steady_clock::now(), std::chrono::system_clock::now());
+    group_->OnTick(Clock::now(), std::chrono::system_clock::now());
     AfterGroupEvent();
   });
 }

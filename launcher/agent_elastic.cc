@@ -8,6 +8,7 @@
 
 #include <random>
 
+#include "common/clock.h"
 #include "launcher/agent.h"
 #include "launcher/failure_report.h"
 #include "launcher/host_rules.h"
@@ -183,7 +184,7 @@ void Agent::Follow(const FollowerActions& actions) {
       StartGeneration(*start);
     } else if (std::holds_alternative<PauseWorkers>(action)) {
       // The follower asked because CanPauseAll() held when it decided.
-      group_->PauseAll(std::chrono::steady_clock::now());
+      group_->PauseAll(Clock::now());
       AfterGroupEvent();
     } else if (const auto* rejoin = std::get_if<RejoinWorkers>(&action)) {
       RejoinGeneration(rejoin->assignment);
@@ -213,7 +214,7 @@ void Agent::Follow(const FollowerActions& actions) {
 }
 
 void Agent::StopGroup(int sig) {
-  group_->Stop(sig, std::chrono::steady_clock::now());
+  group_->Stop(sig, Clock::now());
   AfterGroupEvent();
 }
 

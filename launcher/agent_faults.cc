@@ -7,6 +7,7 @@
 
 #include <csignal>
 
+#include "common/clock.h"
 #include "launcher/agent.h"
 
 namespace muster {
@@ -27,8 +28,7 @@ FaultPlacement PlacementOf(const rdzv::Assignment& node) {
 void Agent::StartFaultInjection() {
   if (!options_.fault_plan) return;
   const bool hosts_daemon = elastic_ && elastic_->is_host;
-  injector_ = std::make_unique<FaultInjector>(*options_.fault_plan,
-                                              std::chrono::steady_clock::now(), hosts_daemon);
+  injector_ = std::make_unique<FaultInjector>(*options_.fault_plan, Clock::now(), hosts_daemon);
   const FaultPlan& plan = injector_->plan();
   spdlog::info("event=inject_plan seed={} faults={}", plan.seed, plan.faults.size());
   for (const FaultSpec& spec : plan.faults) {
@@ -65,7 +65,7 @@ void Agent::ArmFaultTimer() {
   fault_timer_.expires_at(*deadline);
   fault_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || finished_) return;
-    CarryOut(injector_->OnTime(std::chrono::steady_clock::now(), CurrentPlacement()));
+    CarryOut(injector_->OnTime(Clock::now(), CurrentPlacement()));
     ArmFaultTimer();
   });
 }

@@ -26,6 +26,7 @@
 // replacements are gone by then, so no spawn tag is met twice).
 #include <spdlog/spdlog.h>
 
+#include "common/clock.h"
 #include "launcher/agent.h"
 #include "store/store_server.h"
 
@@ -79,14 +80,14 @@ void Agent::OnWorkerControl(uint64_t tag, std::string_view bytes) {
       spdlog::warn("worker tag={}: {}", tag, s.message());
       return;
     }
-    group_->OnControl(tag, message, std::chrono::steady_clock::now());
+    group_->OnControl(tag, message, Clock::now());
   });
   if (any) AfterGroupEvent();
 }
 
 void Agent::AdvanceRecovery() {
   if (!group_) return;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::now();
   for (const RecoveryStep& step : recovery_.OnGroupEvent(RecoveryViewOf(*group_), now)) {
     if (const auto* paused = std::get_if<PauseBegan>(&step)) {
       spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}{}", attempt(),
@@ -128,7 +129,7 @@ void Agent::StartReplacementsEarly(int attempt) {
   if (store_) store_->Seal();
   auto specs = PrepareWorkers(attempt, group_->failed_local_ranks());
   Status status = specs.status();
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::now();
   if (status.ok()) {
     recovery_.OnReplacementsStarted(static_cast<int>(specs->size()));
     status = group_->StartReplacements(std::move(specs).value(), now);
@@ -152,7 +153,7 @@ void Agent::RejoinGeneration(const rdzv::Assignment& a) {
 }
 
 void Agent::RejoinSurvivors(uint64_t generation, int attempt) {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::now();
   recovery_.OnRejoinSent(now);
   std::vector<WorkerGroup::Rejoining> survivors;
   for (const int lr : group_->paused_local_ranks()) {

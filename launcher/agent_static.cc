@@ -5,6 +5,7 @@
 // actions out.
 #include <spdlog/spdlog.h>
 
+#include "common/clock.h"
 #include "launcher/agent.h"
 #include "launcher/host_rules.h"
 #include "store/store_server.h"
@@ -74,7 +75,7 @@ void Agent::Follow(const StaticActions& actions) {
     } else if (const auto* arm = std::get_if<ArmInPlace>(&action)) {
       ArmInPlaceRecovery(*arm);
     } else if (const auto* abandon = std::get_if<AbandonRecovery>(&action)) {
-      group_->AbandonRecovery(abandon->reason, std::chrono::steady_clock::now());
+      group_->AbandonRecovery(abandon->reason, Clock::now());
     } else if (const auto* succeeded = std::get_if<AttemptSucceeded>(&action)) {
       spdlog::info("attempt={} all {} workers succeeded", succeeded->attempt,
                    node_.local_world_size);

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <thread>
 
+#include "common/clock.h"
 #include "launcher/command_check.h"
 
 extern char** environ;
@@ -53,13 +54,13 @@ ModuleLookup FindModule(const std::string& interpreter, const std::string& name)
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return ModuleLookup::kUnknown;
 
-  const auto deadline = std::chrono::steady_clock::now() + kLookupDeadline;
+  const auto deadline = Clock::now() + kLookupDeadline;
   int status = 0;
   while (true) {
     const pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
     if (done < 0 && errno != EINTR) return ModuleLookup::kUnknown;
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (Clock::now() >= deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       return ModuleLookup::kUnknown;

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/clock.h"
 #include "launcher/exec_child.h"
 
 namespace muster {
@@ -73,7 +74,7 @@ struct PosixSpawner::Child {
   bool reaped = false;
   // Forked by the warm process: until then waitpid() may say ECHILD (its
   // middle process has not exited yet), which is not an end.
-  std::optional<std::chrono::steady_clock::time_point> adopt_until;
+  std::optional<Time> adopt_until;
   // The child's pidfd: readable once it exited. Reaped with WNOHANG only, so
   // a wake-up that comes early can never block the agent's one thread.
   asio::posix::stream_descriptor exit_watch;
@@ -161,7 +162,7 @@ Result<pid_t> PosixSpawner::Track(const SpawnRequest& request, pid_t pid, int ou
   const uint64_t id = next_id_++;
   auto child = std::make_unique<Child>(io_, request.tag, pid, pidfd, out_fd, err_fd, progress_fd,
                                        control_fd);
-  if (adopting) child->adopt_until = std::chrono::steady_clock::now() + kAdoptionBound;
+  if (adopting) child->adopt_until = Clock::now() + kAdoptionBound;
   children_.emplace(id, std::move(child));
   ReadOutput(id, Stream::kStdout);
   ReadOutput(id, Stream::kStderr);
@@ -224,8 +225,8 @@ void PosixSpawner::OnExitReadable(uint64_t id, const boost::system::error_code& 
   Child& c = *it->second;
   int status = 0;
   const pid_t reaped = ec ? -1 : waitpid(c.pid, &status, WNOHANG);
-  const bool adopting = reaped < 0 && errno == ECHILD && c.adopt_until &&
-                        std::chrono::steady_clock::now() < *c.adopt_until;
+  const bool adopting =
+      reaped < 0 && errno == ECHILD && c.adopt_until && Clock::now() < *c.adopt_until;
   if (adopting) {
     // Forked by the warm process: ours once its middle process has exited.
     c.retry.expires_after(std::chrono::milliseconds(2));

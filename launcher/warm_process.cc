@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "launcher/warm_fit.h"
 
 extern const char kWarmZygoteSource[];  // launcher/warm/zygote.py, embedded at build time
@@ -77,7 +78,7 @@ WarmProcess::~WarmProcess() {
 void WarmProcess::Start(WarmSettings settings) {
   settings_ = std::move(settings);
   state_ = State::kStarting;
-  started_at_ = std::chrono::steady_clock::now();
+  started_at_ = Clock::now();
   // Workers are forked twice in the warm process; the middle process exits
   // at once and the worker is handed to the nearest subreaper: this agent.
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
@@ -214,7 +215,7 @@ void WarmProcess::OnChannelReadable() {
       if (name.is_string()) imports.push_back(name.get<std::string>());
     }
   }
-  const std::chrono::duration<double> since_start = std::chrono::steady_clock::now() - started_at_;
+  const std::chrono::duration<double> since_start = Clock::now() - started_at_;
   spdlog::info(
       "event=warm_ready pid={} imports=[{}] rss_mib={:.0f} seconds={:.3f} import_seconds={}", pid_,
       Joined(imports), message->value("rss_kib", 0) / 1024.0, since_start.count(),
@@ -279,7 +280,7 @@ std::optional<pid_t> WarmProcess::Fork(const SpawnRequest& request, const WarmCh
     Fallback(*mismatch);
     return std::nullopt;
   }
-  const auto fork_started = std::chrono::steady_clock::now();
+  const auto fork_started = Clock::now();
   std::error_code cwd_error;
   json message = {{"argv0", request.argv.front()},
                   {"argv", std::vector<std::string>(request.argv.begin() + 1, request.argv.end())},
@@ -331,8 +332,7 @@ std::optional<pid_t> WarmProcess::Fork(const SpawnRequest& request, const WarmCh
     Fallback("the warm process answered pid " + std::to_string(pid));
     return std::nullopt;
   }
-  const std::chrono::duration<double, std::milli> took =
-      std::chrono::steady_clock::now() - fork_started;
+  const std::chrono::duration<double, std::milli> took = Clock::now() - fork_started;
   spdlog::debug("event=warm_fork pid={} ms={:.1f}", pid, took.count());
   return pid;
 }

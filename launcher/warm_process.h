@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "launcher/process_spawner.h"
 
 namespace muster {
@@ -87,7 +88,7 @@ class WarmProcess {
   boost::asio::io_context& io_;
   WarmSettings settings_;
   State state_ = State::kOff;
-  std::chrono::steady_clock::time_point started_at_;
+  Time started_at_;
   pid_t pid_ = 0;
   int channel_ = -1;  // our end of the SOCK_SEQPACKET pair
   std::optional<boost::asio::posix::stream_descriptor> channel_watch_;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/clock.h"
+
 namespace muster::rdzv {
 namespace {
 
@@ -29,7 +31,7 @@ ClientMachine::State ClientMachine::state() const {
   return attempt_ && attempt_->open ? State::kGreeting : State::kConnecting;
 }
 
-ClientActions ClientMachine::Start(ClientTime now) {
+ClientActions ClientMachine::Start(Time now) {
   ClientActions out;
   if (options_.endpoints.empty()) {
     stopped_ = true;
@@ -124,7 +126,7 @@ std::chrono::milliseconds ClientMachine::AttemptDeadline() const {
              : options_.settings.connect_timeout;
 }
 
-std::optional<ClientTime> ClientMachine::FenceCheck(ClientTime now) const {
+std::optional<Time> ClientMachine::FenceCheck(Time now) const {
   // Only replicas offer another answer worth the time; before the first
   // contact, or once fenced, nothing runs here to keep.
   if (!replicated_ || fenced_ || !contact_wait_ || !contact_wait_->contacted()) return std::nullopt;
@@ -140,7 +142,7 @@ std::chrono::milliseconds ClientMachine::QuietAfter() const {
   return std::max(s.keep_alive_interval * 3 / 2, s.fence_timeout / 3 + s.keep_alive_interval);
 }
 
-void ClientMachine::Connect(ClientTime now, ClientActions& out) {
+void ClientMachine::Connect(Time now, ClientActions& out) {
   // One attempt at a time: its outcome moves the walk on.
   if (stopped_ || attempt_) return;
   // Probing stops once the leader is heard again or the attempt was adopted.
@@ -157,13 +159,12 @@ void ClientMachine::Connect(ClientTime now, ClientActions& out) {
   out.push_back(ArmTimer{ClientTimer::kAttempt, now + attempt_bound_});
 }
 
-void ClientMachine::ScheduleRetry(std::chrono::milliseconds delay, ClientTime now,
-                                  ClientActions& out) {
+void ClientMachine::ScheduleRetry(std::chrono::milliseconds delay, Time now, ClientActions& out) {
   if (stopped_) return;
   out.push_back(ArmTimer{ClientTimer::kRetry, now + delay});
 }
 
-void ClientMachine::NoteFailure(const Endpoint& endpoint, const std::string& cause, ClientTime now,
+void ClientMachine::NoteFailure(const Endpoint& endpoint, const std::string& cause, Time now,
                                 ClientActions& out) {
   out.push_back(
       Debug("event=rdzv_attempt_failed endpoint=" + endpoint.Text() + " why=" + Quoted(cause)));
@@ -178,7 +179,7 @@ void ClientMachine::CloseAttempt(const std::string& why, ClientActions& out) {
   attempt_.reset();
 }
 
-void ClientMachine::AttemptFailed(const std::string& why, bool refused, ClientTime now,
+void ClientMachine::AttemptFailed(const std::string& why, bool refused, Time now,
                                   ClientActions& out) {
   const Endpoint endpoint = attempt_->endpoint;
   CloseAttempt(why, out);
@@ -191,8 +192,7 @@ void ClientMachine::AttemptFailed(const std::string& why, bool refused, ClientTi
   ScheduleRetry(delay, now, out);
 }
 
-ClientActions ClientMachine::OnConnected(LinkId link, const std::string& local_addr,
-                                         ClientTime now) {
+ClientActions ClientMachine::OnConnected(LinkId link, const std::string& local_addr, Time now) {
   ClientActions out;
   if (stopped_ || !attempt_ || attempt_->id != link || attempt_->open) return out;
   attempt_->open = true;
@@ -210,7 +210,7 @@ ClientActions ClientMachine::OnConnected(LinkId link, const std::string& local_a
   if (const Message* report = last_report_.pending()) out.push_back(SendTo{link, *report});
   // A process that accepts but never answers (stopped, hung) is no leader:
   // give up on it as on a connect that times out.
-  ClientTime greet_by = now + AttemptDeadline();
+  Time greet_by = now + AttemptDeadline();
   if (fence_cutoff_) greet_by = std::min(greet_by, *fence_cutoff_);
   out.push_back(ArmTimer{ClientTimer::kAttempt, greet_by});
   attempt_bound_ = std::chrono::duration_cast<milliseconds>(greet_by - now);
@@ -218,7 +218,7 @@ ClientActions ClientMachine::OnConnected(LinkId link, const std::string& local_a
 }
 
 ClientActions ClientMachine::OnConnectFailed(LinkId link, ConnectError error,
-                                             const std::string& cause, ClientTime now) {
+                                             const std::string& cause, Time now) {
   ClientActions out;
   if (stopped_ || !attempt_ || attempt_->id != link || attempt_->open) return out;
   const Endpoint endpoint = attempt_->endpoint;
@@ -235,7 +235,7 @@ ClientActions ClientMachine::OnConnectFailed(LinkId link, ConnectError error,
   return out;
 }
 
-ClientActions ClientMachine::OnMessage(LinkId link, const Message& message, ClientTime now) {
+ClientActions ClientMachine::OnMessage(LinkId link, const Message& message, Time now) {
   ClientActions out;
   if (stopped_) return out;
   if (attempt_ && attempt_->open && attempt_->id == link) {
@@ -247,7 +247,7 @@ ClientActions ClientMachine::OnMessage(LinkId link, const Message& message, Clie
 }
 
 ClientActions ClientMachine::OnClosed(LinkId link, const std::string& why, bool peer_gone,
-                                      ClientTime now) {
+                                      Time now) {
   ClientActions out;
   if (stopped_) return out;
   if (attempt_ && attempt_->id == link) {
@@ -258,7 +258,7 @@ ClientActions ClientMachine::OnClosed(LinkId link, const std::string& why, bool 
   return out;
 }
 
-ClientActions ClientMachine::OnTimer(ClientTimer timer, ClientTime now) {
+ClientActions ClientMachine::OnTimer(ClientTimer timer, Time now) {
   ClientActions out;
   if (stopped_) return out;
   switch (timer) {
@@ -305,7 +305,7 @@ ClientActions ClientMachine::OnTimer(ClientTimer timer, ClientTime now) {
   return out;
 }
 
-void ClientMachine::OnAttemptMessage(const Message& message, ClientTime now, ClientActions& out) {
+void ClientMachine::OnAttemptMessage(const Message& message, Time now, ClientActions& out) {
   if (const auto* error = std::get_if<Error>(&message)) {
     if (error->code == ErrorCode::kNotLeader || error->code == ErrorCode::kNoLeader) {
       // A standby: an answer, never contact (it serves nobody).
@@ -340,7 +340,7 @@ void ClientMachine::OnAttemptMessage(const Message& message, ClientTime now, Cli
   OnServedMessage(message, now, out);  // contact
 }
 
-void ClientMachine::OnStandbyAnswer(const Error& error, ClientTime now, ClientActions& out) {
+void ClientMachine::OnStandbyAnswer(const Error& error, Time now, ClientActions& out) {
   replicated_ = true;
   // Only evidence that no leader has taken over since this agent was served
   // buys time (fence_rule.h, R2; takeover_hold.h).
@@ -370,7 +370,7 @@ void ClientMachine::OnStandbyAnswer(const Error& error, ClientTime now, ClientAc
   ScheduleRetry(delay, now, out);
 }
 
-void ClientMachine::OnServedMessage(const Message& message, ClientTime now, ClientActions& out) {
+void ClientMachine::OnServedMessage(const Message& message, Time now, ClientActions& out) {
   if (probing_) {
     // The leader is heard again: no need to look further.
     probing_ = false;
@@ -432,7 +432,7 @@ void ClientMachine::OnServedMessage(const Message& message, ClientTime now, Clie
   }
 }
 
-void ClientMachine::OnServedLost(const std::string& why, bool peer_gone, ClientTime now,
+void ClientMachine::OnServedLost(const std::string& why, bool peer_gone, Time now,
                                  ClientActions& out) {
   out.push_back(Warn("event=rdzv_connection_lost endpoint=" + served_->endpoint.Text() +
                      " why=" + Quoted(why) + "; reconnecting"));
@@ -460,7 +460,7 @@ bool ClientMachine::RefusedForGood(const Error& error, ClientActions& out) {
   return true;
 }
 
-void ClientMachine::StartProbing(ClientTime now, ClientActions& out) {
+void ClientMachine::StartProbing(Time now, ClientActions& out) {
   if (!served_ || probing_) return;
   // A timer that fired as a message re-armed it.
   if (now - last_contact_ < QuietAfter()) return;
@@ -476,7 +476,7 @@ void ClientMachine::StartProbing(ClientTime now, ClientActions& out) {
                 out);
 }
 
-void ClientMachine::DecideFence(ClientTime now, ClientActions& out) {
+void ClientMachine::DecideFence(Time now, ClientActions& out) {
   // Before the first contact nothing runs here to fence; ContactWait bounds
   // that wait instead.
   if (fenced_ || !contact_wait_->contacted()) return;

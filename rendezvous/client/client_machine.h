@@ -76,6 +76,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/clock.h"
 #include "rendezvous/client/contact_wait.h"
 #include "rendezvous/client/endpoint_walk.h"
 #include "rendezvous/client/fence_rule.h"
@@ -114,8 +115,6 @@ enum class ConnectError {
   kNotTried,  // never reached the network: no such host, or traffic is cut
 };
 
-using ClientTime = std::chrono::steady_clock::time_point;
-
 // Open a connection to `endpoint`; Connected or ConnectFailed follows for
 // `link`, unless CloseLink comes first.
 struct ConnectTo {
@@ -135,7 +134,7 @@ struct CloseLink {
 // Call OnTimer(timer) at `at`, replacing the time it was armed at.
 struct ArmTimer {
   ClientTimer timer = ClientTimer::kHeartbeat;
-  ClientTime at;
+  Time at;
 };
 struct CancelTimer {
   ClientTimer timer = ClientTimer::kHeartbeat;
@@ -181,19 +180,19 @@ class ClientMachine {
 
   // Begins the wait for a first contact, and the first attempt. With no
   // endpoint: kStopped and GiveUp.
-  ClientActions Start(ClientTime now);
+  ClientActions Start(Time now);
   // Closes everything; no action follows any later event.
   ClientActions Stop();
 
   // What the links report.
-  ClientActions OnConnected(LinkId link, const std::string& local_addr, ClientTime now);
+  ClientActions OnConnected(LinkId link, const std::string& local_addr, Time now);
   ClientActions OnConnectFailed(LinkId link, ConnectError error, const std::string& cause,
-                                ClientTime now);
-  ClientActions OnMessage(LinkId link, const Message& message, ClientTime now);
+                                Time now);
+  ClientActions OnMessage(LinkId link, const Message& message, Time now);
   // The peer or the network closed `link` (`peer_gone`: the peer's side
   // closed it, so its host answered).
-  ClientActions OnClosed(LinkId link, const std::string& why, bool peer_gone, ClientTime now);
-  ClientActions OnTimer(ClientTimer timer, ClientTime now);
+  ClientActions OnClosed(LinkId link, const std::string& why, bool peer_gone, Time now);
+  ClientActions OnTimer(ClientTimer timer, Time now);
 
   // What the agent says. The assignment its workers run under now (nullopt:
   // none); when workers that ran stop, a heartbeat tells the daemon at once
@@ -219,25 +218,25 @@ class ClientMachine {
     bool open = false;  // connected (an attempt: greeting)
   };
 
-  void Connect(ClientTime now, ClientActions& out);
-  void ScheduleRetry(std::chrono::milliseconds delay, ClientTime now, ClientActions& out);
+  void Connect(Time now, ClientActions& out);
+  void ScheduleRetry(std::chrono::milliseconds delay, Time now, ClientActions& out);
   // The attempt ended without serving (`why`; `refused`: its peer closed it
   // or refused it): the walk moves on, and the next attempt is armed unless
   // a leader still serves and is not being probed.
-  void AttemptFailed(const std::string& why, bool refused, ClientTime now, ClientActions& out);
+  void AttemptFailed(const std::string& why, bool refused, Time now, ClientActions& out);
   // Logs the failure and feeds the first-contact wait, which may warn.
-  void NoteFailure(const Endpoint& endpoint, const std::string& cause, ClientTime now,
+  void NoteFailure(const Endpoint& endpoint, const std::string& cause, Time now,
                    ClientActions& out);
   void CloseAttempt(const std::string& why, ClientActions& out);
-  void OnAttemptMessage(const Message& message, ClientTime now, ClientActions& out);
-  void OnStandbyAnswer(const Error& error, ClientTime now, ClientActions& out);
-  void OnServedMessage(const Message& message, ClientTime now, ClientActions& out);
-  void OnServedLost(const std::string& why, bool peer_gone, ClientTime now, ClientActions& out);
+  void OnAttemptMessage(const Message& message, Time now, ClientActions& out);
+  void OnStandbyAnswer(const Error& error, Time now, ClientActions& out);
+  void OnServedMessage(const Message& message, Time now, ClientActions& out);
+  void OnServedLost(const std::string& why, bool peer_gone, Time now, ClientActions& out);
   // A refusal for good (a bad token or version, or fatal): stops and gives
   // up; false for any other error.
   bool RefusedForGood(const Error& error, ClientActions& out);
-  void StartProbing(ClientTime now, ClientActions& out);
-  void DecideFence(ClientTime now, ClientActions& out);
+  void StartProbing(Time now, ClientActions& out);
+  void DecideFence(Time now, ClientActions& out);
   void Send(const Message& message, ClientActions& out) const;
   Join MakeJoin() const;
   Heartbeat MakeHeartbeat() const;
@@ -245,11 +244,11 @@ class ClientMachine {
   std::chrono::milliseconds AttemptDeadline() const;
   // When the fence is decided next while its clock runs for replicas
   // (nullopt: it does not).
-  std::optional<ClientTime> FenceCheck(ClientTime now) const;
+  std::optional<Time> FenceCheck(Time now) const;
   std::chrono::milliseconds QuietAfter() const;
   double UnitRandom();
   // The walk, its decisions made at `now`.
-  EndpointWalk& WalkAt(ClientTime now) { return walk_.At(now); }
+  EndpointWalk& WalkAt(Time now) { return walk_.At(now); }
 
   ClientOptions options_;
   std::mt19937_64 random_;
@@ -266,18 +265,18 @@ class ClientMachine {
   bool stopped_ = false;
   bool lost_ = false;        // the link served was lost and not yet replaced
   bool replicated_ = false;  // several endpoints, or a replica said so
-  ClientTime last_contact_{};
+  Time last_contact_{};
   ContactFailure latest_failure_ = ContactFailure::kNone;  // since the last message
   // When a replica last answered without serving, with evidence that no
   // leader took over since (fence_rule.h, R2); reset by a Welcome.
-  std::optional<ClientTime> last_answer_;
+  std::optional<Time> last_answer_;
   uint64_t epoch_seen_ = 0;
   uint64_t served_epoch_ = 0;      // the epoch of the leader whose Welcome was adopted last
   uint64_t highest_assigned_ = 0;  // Join.last_generation
   // The attempt's bound, and when the fence clock cut it short: the Hello's
   // answer is due by then too.
   std::chrono::milliseconds attempt_bound_{0};
-  std::optional<ClientTime> fence_cutoff_;
+  std::optional<Time> fence_cutoff_;
 };
 
 }  // namespace muster::rdzv

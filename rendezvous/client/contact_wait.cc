@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "common/clock.h"
+
 namespace muster::rdzv {
 
-ContactWait::ContactWait(Duration limit, std::string limit_name, Clock::time_point start,
-                         Duration first_warning, Duration warn_every)
+ContactWait::ContactWait(Duration limit, std::string limit_name, Time start, Duration first_warning,
+                         Duration warn_every)
     : limit_(limit),
       limit_name_(std::move(limit_name)),
       start_(start),
@@ -13,7 +15,7 @@ ContactWait::ContactWait(Duration limit, std::string limit_name, Clock::time_poi
       warn_every_(warn_every) {}
 
 std::optional<std::string> ContactWait::OnAttemptFailed(const Endpoint& endpoint, std::string cause,
-                                                        Clock::time_point now) {
+                                                        Time now) {
   if (contacted_) return std::nullopt;
   auto known = std::find_if(causes_.begin(), causes_.end(),
                             [&](const auto& entry) { return entry.first == endpoint; });

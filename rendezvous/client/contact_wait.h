@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "rendezvous/client/endpoint_walk.h"
 #include "rendezvous/state/settings.h"
 
@@ -27,26 +28,24 @@ namespace muster::rdzv {
 
 class ContactWait {
  public:
-  using Clock = std::chrono::steady_clock;
   using Duration = std::chrono::milliseconds;
 
   static constexpr Duration kFirstWarning{2'000};
   static constexpr Duration kWarnEvery{5'000};
 
   // `limit_name` names the setting `limit` came from, for the messages.
-  ContactWait(Duration limit, std::string limit_name, Clock::time_point start,
+  ContactWait(Duration limit, std::string limit_name, Time start,
               Duration first_warning = kFirstWarning, Duration warn_every = kWarnEvery);
 
   // An attempt at `endpoint` failed for `cause` ("connection refused", "no
   // answer within 2 s", ...). Returns the warning to log now, if one is due.
-  std::optional<std::string> OnAttemptFailed(const Endpoint& endpoint, std::string cause,
-                                             Clock::time_point now);
+  std::optional<std::string> OnAttemptFailed(const Endpoint& endpoint, std::string cause, Time now);
   // The first Welcome: from now on nothing here is due any more.
   void OnContact() { contacted_ = true; }
   bool contacted() const { return contacted_; }
   // When the wait fails if no contact came by then.
-  Clock::time_point deadline() const { return start_ + limit_; }
-  bool Expired(Clock::time_point now) const { return !contacted_ && now >= deadline(); }
+  Time deadline() const { return start_ + limit_; }
+  bool Expired(Time now) const { return !contacted_ && now >= deadline(); }
   // The one error line for a failed wait: every endpoint with its latest
   // cause (or "no attempt finished"), and the limit.
   std::string GiveUpMessage() const;
@@ -56,11 +55,11 @@ class ContactWait {
 
   Duration limit_;
   std::string limit_name_;
-  Clock::time_point start_;
+  Time start_;
   Duration first_warning_;
   Duration warn_every_;
   bool contacted_ = false;
-  std::optional<Clock::time_point> warned_at_;
+  std::optional<Time> warned_at_;
   std::vector<std::pair<Endpoint, std::string>> causes_;  // in the order first seen
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/backoff.h"
+#include "common/clock.h"
 #include "common/host_port.h"
 
 namespace muster::rdzv {
@@ -107,12 +108,11 @@ std::chrono::milliseconds EndpointWalk::AfterRedirect(const Endpoint& leader, do
   return delay;
 }
 
-void EndpointWalk::Suspect(const Endpoint& endpoint, std::chrono::steady_clock::time_point now) {
+void EndpointWalk::Suspect(const Endpoint& endpoint, Time now) {
   suspect_until_[endpoint.Text()] = now + kSuspectFor;
 }
 
-bool EndpointWalk::IsSuspect(const Endpoint& endpoint,
-                             std::chrono::steady_clock::time_point now) const {
+bool EndpointWalk::IsSuspect(const Endpoint& endpoint, Time now) const {
   const auto it = suspect_until_.find(endpoint.Text());
   return it != suspect_until_.end() && now < it->second;
 }

@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace muster::rdzv {
@@ -103,12 +104,12 @@ class EndpointWalk {
 
   // The time the decisions below are made at (suspicions run out); returns
   // the walk, for chaining.
-  EndpointWalk& At(std::chrono::steady_clock::time_point now) {
+  EndpointWalk& At(Time now) {
     now_ = now;
     return *this;
   }
-  void Suspect(const Endpoint& endpoint, std::chrono::steady_clock::time_point now);
-  bool IsSuspect(const Endpoint& endpoint, std::chrono::steady_clock::time_point now) const;
+  void Suspect(const Endpoint& endpoint, Time now);
+  bool IsSuspect(const Endpoint& endpoint, Time now) const;
 
   static constexpr std::chrono::milliseconds kSuspectFor{3000};
   static constexpr std::chrono::milliseconds kElectionPoll{100};
@@ -126,8 +127,8 @@ class EndpointWalk {
   bool suspects_too_ = false;           // this sweep goes on to the suspect endpoints
   int quiet_sweeps_ = 0;                // sweeps in a row with no replica answering
   Pace pace_ = Pace::kElection;
-  std::map<std::string, std::chrono::steady_clock::time_point> suspect_until_;  // by Text()
-  std::chrono::steady_clock::time_point now_{};
+  std::map<std::string, Time> suspect_until_;  // by Text()
+  Time now_{};
   // Listed endpoints a sweep tries: those not suspect, or all when every one
   // is or the sweep went on to the suspects.
   size_t Candidates() const;

@@ -3,6 +3,8 @@
 #include <boost/asio/post.hpp>
 #include <utility>
 
+#include "common/clock.h"
+
 namespace muster::rdzv {
 namespace asio = boost::asio;
 
@@ -36,7 +38,7 @@ void FaultInjectingTransport::Connect(LinkId link, const Endpoint& endpoint) {
 
 void FaultInjectingTransport::Send(LinkId link, const Message& message) {
   if (Suspended()) return;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::now();
   if (!std::holds_alternative<Heartbeat>(message) || now >= delayed_until_) {
     return inner_.Send(link, message);
   }
@@ -50,13 +52,13 @@ void FaultInjectingTransport::Send(LinkId link, const Message& message) {
 }
 
 void FaultInjectingTransport::SuspendTraffic(std::chrono::milliseconds duration) {
-  suspended_until_ = std::chrono::steady_clock::now() + duration;
+  suspended_until_ = Clock::now() + duration;
 }
 
 void FaultInjectingTransport::DelayHeartbeats(std::chrono::milliseconds delay,
                                               std::chrono::milliseconds window) {
   heartbeat_delay_ = delay;
-  delayed_until_ = std::chrono::steady_clock::now() + window;
+  delayed_until_ = Clock::now() + window;
 }
 
 }  // namespace muster::rdzv

@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/clock.h"
 #include "rendezvous/client/client_transport.h"
 
 namespace muster::rdzv {
@@ -38,13 +39,13 @@ class FaultInjectingTransport : public ClientTransport {
   void DelayHeartbeats(std::chrono::milliseconds delay, std::chrono::milliseconds window);
 
  private:
-  bool Suspended() const { return std::chrono::steady_clock::now() < suspended_until_; }
+  bool Suspended() const { return Clock::now() < suspended_until_; }
 
   boost::asio::io_context& io_;
   ClientTransport& inner_;
   Events events_;
-  std::chrono::steady_clock::time_point suspended_until_{};
-  std::chrono::steady_clock::time_point delayed_until_{};
+  Time suspended_until_{};
+  Time delayed_until_{};
   std::chrono::milliseconds heartbeat_delay_{0};
   std::vector<std::shared_ptr<boost::asio::steady_timer>> delayed_heartbeats_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

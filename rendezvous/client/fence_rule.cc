@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "common/clock.h"
+
 namespace muster::rdzv {
 
-FenceDecision DecideFence(std::chrono::steady_clock::time_point last_contact, ContactFailure latest,
-                          std::chrono::steady_clock::time_point now, const Settings& settings) {
+FenceDecision DecideFence(Time last_contact, ContactFailure latest, Time now,
+                          const Settings& settings) {
   FenceDecision d;
   d.silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_contact);
   const auto deadline = last_contact + settings.fence_timeout;
@@ -27,10 +29,8 @@ bool StandbyAnswerPredatesTakeover(const Error& answer, uint64_t served_epoch) {
   return answer.code == ErrorCode::kNotLeader && answer.epoch <= served_epoch;
 }
 
-FenceDecision DecideReplicatedFence(
-    std::chrono::steady_clock::time_point last_contact,
-    std::optional<std::chrono::steady_clock::time_point> last_answer,
-    std::chrono::steady_clock::time_point now, const Settings& settings) {
+FenceDecision DecideReplicatedFence(Time last_contact, std::optional<Time> last_answer, Time now,
+                                    const Settings& settings) {
   FenceDecision d;
   d.silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_contact);
   const auto plain_deadline = last_contact + settings.fence_timeout;
@@ -58,10 +58,9 @@ FenceDecision DecideReplicatedFence(
   return d;
 }
 
-std::chrono::milliseconds AttemptBound(
-    std::chrono::milliseconds usual,
-    std::optional<std::chrono::steady_clock::time_point> fence_check,
-    std::chrono::steady_clock::time_point now, size_t left_in_sweep) {
+std::chrono::milliseconds AttemptBound(std::chrono::milliseconds usual,
+                                       std::optional<Time> fence_check, Time now,
+                                       size_t left_in_sweep) {
   if (!fence_check) return usual;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*fence_check - now);
   // Ceiling division: shares that add up to the time left, not less.

@@ -36,6 +36,7 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "rendezvous/protocol/messages.h"
 #include "rendezvous/state/settings.h"
 
@@ -57,13 +58,13 @@ inline ContactFailure FailureOf(bool refused) {
 struct FenceDecision {
   enum class Kind { kWait, kFence };
   Kind kind = Kind::kWait;
-  std::chrono::steady_clock::time_point next_check;  // kWait: decide again then
-  std::chrono::milliseconds silent{0};               // now - last_contact
-  std::string why;                                   // kFence: for logs and the agent
+  Time next_check;                      // kWait: decide again then
+  std::chrono::milliseconds silent{0};  // now - last_contact
+  std::string why;                      // kFence: for logs and the agent
 };
 
-FenceDecision DecideFence(std::chrono::steady_clock::time_point last_contact, ContactFailure latest,
-                          std::chrono::steady_clock::time_point now, const Settings& settings);
+FenceDecision DecideFence(Time last_contact, ContactFailure latest, Time now,
+                          const Settings& settings);
 
 // R2's standby answer: a not_leader or no_leader that shows no leader has
 // taken over since the one whose Welcome this agent adopted last (epoch
@@ -74,10 +75,8 @@ bool StandbyAnswerPredatesTakeover(const Error& answer, uint64_t served_epoch);
 // The replicated rule: `last_answer` is when a replica last answered without
 // serving this agent, in a way R2 counts (nullopt: none has since
 // last_contact).
-FenceDecision DecideReplicatedFence(
-    std::chrono::steady_clock::time_point last_contact,
-    std::optional<std::chrono::steady_clock::time_point> last_answer,
-    std::chrono::steady_clock::time_point now, const Settings& settings);
+FenceDecision DecideReplicatedFence(Time last_contact, std::optional<Time> last_answer, Time now,
+                                    const Settings& settings);
 
 // How long one attempt at a replica may take while the fence clock runs
 // (PROTOCOL.md, "Agents and failover"): `usual` (the attempt deadline), but
@@ -87,9 +86,8 @@ FenceDecision DecideReplicatedFence(
 // slow endpoint cannot use up the time a healthy standby behind it needs to
 // answer. Never less than kMinAttempt: an attempt must have a chance.
 inline constexpr std::chrono::milliseconds kMinAttempt{20};
-std::chrono::milliseconds AttemptBound(
-    std::chrono::milliseconds usual,
-    std::optional<std::chrono::steady_clock::time_point> fence_check,
-    std::chrono::steady_clock::time_point now, size_t left_in_sweep);
+std::chrono::milliseconds AttemptBound(std::chrono::milliseconds usual,
+                                       std::optional<Time> fence_check, Time now,
+                                       size_t left_in_sweep);
 
 }  // namespace muster::rdzv

@@ -6,12 +6,14 @@
 #include <type_traits>
 #include <utility>
 
+#include "common/clock.h"
+
 namespace muster::rdzv {
 namespace asio = boost::asio;
 
 namespace {
 constexpr size_t kTimers = static_cast<size_t>(ClientTimer::kFirstContact) + 1;
-std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
+Time Now() { return Clock::now(); }
 }  // namespace
 
 RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, Callbacks callbacks)

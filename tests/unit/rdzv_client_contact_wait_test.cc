@@ -1,14 +1,16 @@
 #include <catch2/catch.hpp>
 
+#include "common/clock.h"
 #include "rendezvous/client/contact_wait.h"
 
+using muster::Time;
 using muster::rdzv::ContactWait;
 using muster::rdzv::Endpoint;
 using muster::rdzv::SecondsText;
 using namespace std::chrono_literals;
 
 namespace {
-const ContactWait::Clock::time_point t0{};
+const Time t0{};
 const Endpoint kRefusing{"127.0.0.1", 1};
 const Endpoint kUnknown{"nosuchhost.invalid", 29400};
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include "rendezvous/client/endpoint_walk.h"
 
+#include "common/clock.h"
+
 namespace muster::rdzv {
 namespace {
 
@@ -109,8 +111,7 @@ TEST_CASE("a standby naming itself is not followed", "[rdzv][client][walk]") {
 }
 
 TEST_CASE("a suspect endpoint is passed by until its suspicion runs out", "[rdzv][client][walk]") {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point t0{std::chrono::seconds(100)};
+  const Time t0{std::chrono::seconds(100)};
   EndpointWalk walk({kA, kB, kC});
   // A, the leader, went quiet: the probe starts after it.
   walk.Suspect(kA, t0);
@@ -137,8 +138,7 @@ TEST_CASE("a suspect endpoint is passed by until its suspicion runs out", "[rdzv
 }
 
 TEST_CASE("a leader elected since it failed is followed, suspect or not", "[rdzv][client][walk]") {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point t0{std::chrono::seconds(100)};
+  const Time t0{std::chrono::seconds(100)};
   EndpointWalk walk({kA, kB, kC});
   // B timed out while its link was down, and C, the leader, died.
   walk.Suspect(kB, t0);
@@ -182,8 +182,7 @@ TEST_CASE("a leader elected after it answered as a standby is followed in the sa
 
 TEST_CASE("a sweep nobody answered goes on to the suspects before it pauses",
           "[rdzv][client][walk]") {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point t0{std::chrono::seconds(100)};
+  const Time t0{std::chrono::seconds(100)};
   EndpointWalk walk({kA, kB, kC});
   // B and C timed out during a partition that has just healed (still
   // suspect), and A, which served since, was killed: it refuses.
@@ -208,8 +207,7 @@ TEST_CASE("a sweep nobody answered goes on to the suspects before it pauses",
 }
 
 TEST_CASE("an endpoint that serves is no longer suspect", "[rdzv][client][walk]") {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point t0{std::chrono::seconds(100)};
+  const Time t0{std::chrono::seconds(100)};
   EndpointWalk walk({kA, kB});
   walk.Suspect(kA, t0);
   walk.At(t0).AfterWelcome();
@@ -220,8 +218,7 @@ TEST_CASE("an endpoint that serves is no longer suspect", "[rdzv][client][walk]"
 }
 
 TEST_CASE("when every endpoint is suspect, every one is tried", "[rdzv][client][walk]") {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point t0{std::chrono::seconds(100)};
+  const Time t0{std::chrono::seconds(100)};
   EndpointWalk walk({kA, kB});
   walk.Suspect(kA, t0);
   walk.Suspect(kB, t0);

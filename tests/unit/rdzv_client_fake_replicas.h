@@ -44,6 +44,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/clock.h"
 #include "rendezvous/client/client_machine.h"
 #include "rendezvous/state/hello_gate.h"
 #include "rendezvous/state/lead_change.h"
@@ -93,13 +94,13 @@ class FakeReplicas {
     for (int a = 0; a < agents; ++a) Apply(a, agents_[a]->machine.Start(now_));
   }
 
-  ClientTime now() const { return now_; }
+  Time now() const { return now_; }
   const Settings& settings() const { return settings_; }
 
   // Processes every event due within `d`, in time order, checking the
   // invariant after each.
   void RunFor(Duration d) {
-    const ClientTime until = now_ + d;
+    const Time until = now_ + d;
     while (!events_.empty() && events_.begin()->first <= until) {
       auto node = events_.extract(events_.begin());
       now_ = node.key();
@@ -442,16 +443,16 @@ class FakeReplicas {
   }
 
   Settings settings_;
-  static constexpr ClientTime kStart{std::chrono::seconds(1'000)};
-  ClientTime now_ = kStart;
+  static constexpr Time kStart{std::chrono::seconds(1'000)};
+  Time now_ = kStart;
   std::vector<std::string> transcript_;
-  std::multimap<ClientTime, std::function<void()>> events_;  // equal times: in order queued
+  std::multimap<Time, std::function<void()>> events_;  // equal times: in order queued
   std::vector<Replica> replicas_;
   std::vector<std::unique_ptr<AgentSim>> agents_;
   // The fake etcd.
   int leader_ = -1;
   uint64_t epoch_ = 0;
-  ClientTime lease_until_{};
+  Time lease_until_{};
   std::map<std::string, RunRecord, std::less<>> records_;
   // The network.
   uint64_t next_conn_ = 1;

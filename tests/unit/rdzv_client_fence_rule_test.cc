@@ -4,16 +4,17 @@
 
 #include "rendezvous/client/fence_rule.h"
 
+#include "common/clock.h"
+
 namespace muster::rdzv {
 namespace {
 
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 using Kind = FenceDecision::Kind;
 
 TEST_CASE("self-fencing follows its three rules", "[rdzv][client][fence]") {
   Settings settings;  // fence_timeout 1 s, keep_alive_interval 0.5 s
-  const Clock::time_point heard{milliseconds(10'000)};
+  const Time heard{milliseconds(10'000)};
   struct Row {
     const char* situation;
     ContactFailure latest;
@@ -71,7 +72,7 @@ TEST_CASE("the kind of socket failure decides refused versus silent", "[rdzv][cl
 TEST_CASE("fence_timeout and keep_alive_interval come from the settings", "[rdzv][client][fence]") {
   auto settings = Settings::FromConf({{"heartbeat_timeout", "4"}, {"fence_timeout", "3"}});
   REQUIRE(settings.ok());
-  const Clock::time_point heard{milliseconds(0)};
+  const Time heard{milliseconds(0)};
   CHECK(DecideFence(heard, ContactFailure::kSilent, heard + milliseconds(2'999), *settings).kind ==
         Kind::kWait);
   CHECK(DecideFence(heard, ContactFailure::kSilent, heard + milliseconds(3'000), *settings).kind ==
@@ -83,7 +84,7 @@ TEST_CASE("fence_timeout and keep_alive_interval come from the settings", "[rdzv
 TEST_CASE("a replicated rendezvous keeps workers while replicas answer, up to failover_timeout",
           "[rdzv][client][fence]") {
   Settings settings;  // fence_timeout 1 s, failover_timeout 3.5 s
-  const Clock::time_point heard{milliseconds(10'000)};
+  const Time heard{milliseconds(10'000)};
   struct Row {
     const char* situation;
     std::optional<milliseconds> answered_after_heard;  // nullopt: no replica answered
@@ -128,7 +129,7 @@ TEST_CASE("a replicated rendezvous keeps workers while replicas answer, up to fa
   };
   for (const Row& row : rows) {
     INFO(row.situation);
-    std::optional<Clock::time_point> answered;
+    std::optional<Time> answered;
     if (row.answered_after_heard) answered = heard + *row.answered_after_heard;
     const FenceDecision d =
         DecideReplicatedFence(heard, answered, heard + row.since_heard, settings);
@@ -146,7 +147,7 @@ TEST_CASE("a replicated rendezvous keeps workers while replicas answer, up to fa
 TEST_CASE("the failover bound is a setting", "[rdzv][client][fence]") {
   auto settings = Settings::FromConf({{"failover_timeout", "5"}});
   REQUIRE(settings.ok());
-  const Clock::time_point heard{milliseconds(0)};
+  const Time heard{milliseconds(0)};
   const auto answered = heard + milliseconds(4'500);
   CHECK(DecideReplicatedFence(heard, answered, heard + milliseconds(4'999), *settings).kind ==
         Kind::kWait);
@@ -189,11 +190,11 @@ TEST_CASE("only a standby answer that predates a takeover keeps workers", "[rdzv
 
 TEST_CASE("while the fence clock runs, the endpoints left share the time before it",
           "[rdzv][client][fence]") {
-  const Clock::time_point now{milliseconds(10'000)};
+  const Time now{milliseconds(10'000)};
   const milliseconds usual(500);
   struct Row {
     const char* situation;
-    std::optional<Clock::time_point> fence_check;
+    std::optional<Time> fence_check;
     size_t left_in_sweep;
     milliseconds want;
   };

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "rendezvous/client/client_machine.h"
 #include "tests/unit/rdzv_client_test_support.h"
 
@@ -58,9 +59,9 @@ class Client {
   Lines Show(const ClientActions& actions) const { return testing::Show(actions, kStart); }
 
  private:
-  static constexpr ClientTime kStart{std::chrono::seconds(100)};
+  static constexpr Time kStart{std::chrono::seconds(100)};
   ClientMachine machine_;
-  ClientTime now_ = kStart;
+  Time now_ = kStart;
 };
 
 Error NotLeader(const Endpoint& leader, uint64_t epoch) {

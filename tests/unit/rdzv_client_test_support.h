@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/clock.h"
 #include "rendezvous/client/client_machine.h"
 
 namespace muster::rdzv::testing {
@@ -52,7 +53,7 @@ inline std::string TimerName(ClientTimer timer) {
 }
 
 // One action as a line; times as "@+Nms" after `start`. Log lines are "".
-inline std::string Show(const ClientAction& action, ClientTime start) {
+inline std::string Show(const ClientAction& action, Time start) {
   return std::visit(
       [start](const auto& a) -> std::string {
         using T = std::decay_t<decltype(a)>;
@@ -87,7 +88,7 @@ inline std::string Show(const ClientAction& action, ClientTime start) {
 }
 
 // Every action but the log lines, as lines.
-inline Lines Show(const ClientActions& actions, ClientTime start) {
+inline Lines Show(const ClientActions& actions, Time start) {
   Lines lines;
   for (const ClientAction& action : actions) {
     std::string line = Show(action, start);

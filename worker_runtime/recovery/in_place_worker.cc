@@ -7,6 +7,7 @@
 #include <utility>
 #include <variant>
 
+#include "common/clock.h"
 #include "worker_runtime/comm/generation_communicator.h"
 
 namespace muster::runtime {
@@ -226,15 +227,14 @@ Verdict InPlaceWorker::AwaitJoin() {
     return s.ExitWith(kExitCommFailure, why + "; exiting for the launcher to restart it");
   };
   if (!s.in_place) return give_up("this worker does not recover in place");
-  const auto deadline = std::chrono::steady_clock::now() + s.options.timeout;
+  const auto deadline = Clock::now() + s.options.timeout;
   if (s.pause) {
     if (Status st = s.channel.Say(control::Ready{s.pause->generation}); !st.ok()) {
       return give_up(st.message());
     }
   }
   while (true) {
-    const auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return give_up("muster did not recover this worker in place in time");
     std::optional<control::AgentMessage> message;
     if (Status st = s.channel.Receive(left, message); !st.ok()) {

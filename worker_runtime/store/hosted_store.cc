@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "common/clock.h"
 #include "store/store_server.h"
 
 namespace muster::runtime {
@@ -25,14 +26,14 @@ class HostedStore::Impl {
   // Runs on the server's thread from here on: polling is the simplest way
   // to learn that the last client left, and 10 ms is nothing at exit.
   void StopWhenIdle() {
-    const auto deadline = std::chrono::steady_clock::now() + linger_;
+    const auto deadline = Clock::now() + linger_;
     boost::asio::post(io_, [this, deadline] { PollIdle(deadline); });
     if (thread_.joinable()) thread_.join();
   }
 
  private:
-  void PollIdle(std::chrono::steady_clock::time_point deadline) {
-    if (server_->num_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
+  void PollIdle(Time deadline) {
+    if (server_->num_connections() == 0 || Clock::now() >= deadline) {
       server_->Stop();
       io_.stop();
       return;

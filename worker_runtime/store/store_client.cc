@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/clock.h"
 #include "worker_runtime/store/store_wire.h"
 #include "worker_runtime/store/tcp_connection.h"
 
@@ -113,7 +114,7 @@ class TcpStoreClient final : public StoreClient {
   };
 
   Call Begin(const char* op, std::string keys_text, Timeout timeout) const {
-    return {op, std::move(keys_text), timeout, std::chrono::steady_clock::now() + timeout};
+    return {op, std::move(keys_text), timeout, Clock::now() + timeout};
   }
 
   std::string Prefixed(std::string_view key) const { return options_.prefix + std::string(key); }
@@ -150,7 +151,7 @@ class TcpStoreClient final : public StoreClient {
     if (connection_) return Status::Ok();
     // connect_timeout bounds the reconnect when it ends before the call does;
     // a timeout then reports that budget, not the call's, since it expired.
-    const Time connect_by = std::chrono::steady_clock::now() + options_.connect_timeout;
+    const Time connect_by = Clock::now() + options_.connect_timeout;
     const bool connect_budget_first = connect_by < call.deadline;
     auto connection = TcpConnection::Connect(options_.host, options_.port,
                                              connect_budget_first ? connect_by : call.deadline);
@@ -208,8 +209,8 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(Options options) {
   if (options.host.empty() || options.port <= 0 || options.port > 65535) {
     return Status::InvalidArgument("store endpoint '" + endpoint + "' is not host:port");
   }
-  auto connection = TcpConnection::Connect(
-      options.host, options.port, std::chrono::steady_clock::now() + options.connect_timeout);
+  auto connection =
+      TcpConnection::Connect(options.host, options.port, Clock::now() + options.connect_timeout);
   if (!connection.ok()) {
     return Explained("store connect to " + endpoint, connection.status(), options.connect_timeout);
   }

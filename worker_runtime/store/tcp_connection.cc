@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "common/backoff.h"
+#include "common/clock.h"
 
 namespace muster::runtime {
 namespace {
@@ -39,7 +40,7 @@ double UnitRandom() {
 // poll() takes whole milliseconds; rounding up keeps a sub-millisecond
 // remainder from turning into a busy loop of zero-timeout polls.
 int RemainingMs(Time deadline) {
-  const auto left = deadline - std::chrono::steady_clock::now();
+  const auto left = deadline - Clock::now();
   if (left <= std::chrono::steady_clock::duration::zero()) return 0;
   const auto ms = std::chrono::ceil<milliseconds>(left).count();
   return static_cast<int>(std::min<int64_t>(ms, 1 << 30));

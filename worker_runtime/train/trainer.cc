@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "worker_runtime/bootstrap/context.h"
 #include "worker_runtime/checkpoint/checkpoint_directory.h"
 #include "worker_runtime/comm/communicator.h"
@@ -109,7 +110,7 @@ class Trainer {
     for (; state_.step < total_steps;) {
       // Between steps: a pause leaves, a stop exits.
       if (Verdict v = worker_.Poll(); !v.goes_on()) return v;
-      const auto started = std::chrono::steady_clock::now();
+      const auto started = Clock::now();
       // This rank's share of the step's global positions (sample_order.h).
       order_.StepIndices(state_.step, static_cast<size_t>(o_.global_batch), share_, indices);
       for (size_t j = 0; j < share_.count; ++j) {
@@ -156,9 +157,7 @@ class Trainer {
         const std::chrono::milliseconds sleep(o_.step_sleep_ms);
         if (Verdict v = worker_.Poll(sleep); !v.goes_on()) return v;
       }
-      step_ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-              .count());
+      step_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - started).count());
     }
     progress.Done();
 

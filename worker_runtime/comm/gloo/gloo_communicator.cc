@@ -22,6 +22,7 @@
 #include <gloo/transport/tcp/device.h>
 #include <spdlog/spdlog.h>
 
+#include "common/clock.h"
 #include "worker_runtime/comm/gloo/interface_address.h"
 #include "worker_runtime/comm/gloo/store_adapter.h"
 #include "worker_runtime/comm/host_reduction.h"
@@ -166,7 +167,7 @@ void GlooCommunicator::RequireHostFloat(const char* op, DataType type) const {
 template <typename Body>
 void GlooCommunicator::Guarded(const char* op, Body&& body) {
   latch_.ThrowIfAborted(op);
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = Clock::now();
   CommError::Kind kind;
   std::string detail;
   try {
@@ -175,7 +176,7 @@ void GlooCommunicator::Guarded(const char* op, Body&& body) {
   } catch (const CommError&) {
     throw;  // argument errors: the communicator stays usable
   } catch (const gloo::IoException& e) {
-    const bool late = std::chrono::steady_clock::now() - started >= timeout_;
+    const bool late = Clock::now() - started >= timeout_;
     kind = MentionsTimeout(e.what()) || late ? CommError::Kind::kTimeout
                                              : CommError::Kind::kPeerFailed;
     detail = e.what();
