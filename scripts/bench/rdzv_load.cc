@@ -328,7 +328,8 @@ class LoadGenerator {
     } else if (const auto* a = std::get_if<AssignmentMessage>(&message)) {
       OnAssignment(agent, a->assignment);
     } else if (const auto* e = std::get_if<muster::rdzv::Error>(&message)) {
-      if (errors_++ == 0) first_error_ = NodeId(agent.index) + ": " + e->code + ": " + e->message;
+      if (errors_++ == 0)
+        first_error_ = NodeId(agent.index) + ": " + std::string(e->code_name()) + ": " + e->message;
     } else if (std::holds_alternative<muster::rdzv::RunEnded>(message)) {
       Finish("the daemon ended the run");
     }
