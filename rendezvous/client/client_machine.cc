@@ -155,8 +155,9 @@ void ClientMachine::Connect(Time now, ClientActions& out) {
   fence_cutoff_.reset();
   if (attempt_bound_ < AttemptDeadline()) fence_cutoff_ = now + attempt_bound_;
   attempt_ = Link{next_link_++, walk_.Current(), "", false};
+  attempt_deadline_ = now + attempt_bound_;
   out.push_back(ConnectTo{attempt_->id, attempt_->endpoint});
-  out.push_back(ArmTimer{ClientTimer::kAttempt, now + attempt_bound_});
+  out.push_back(ArmTimer{ClientTimer::kAttempt, attempt_deadline_});
 }
 
 void ClientMachine::ScheduleRetry(std::chrono::milliseconds delay, Time now, ClientActions& out) {
@@ -213,6 +214,7 @@ ClientActions ClientMachine::OnConnected(LinkId link, const std::string& local_a
   Time greet_by = now + AttemptDeadline();
   if (fence_cutoff_) greet_by = std::min(greet_by, *fence_cutoff_);
   out.push_back(ArmTimer{ClientTimer::kAttempt, greet_by});
+  attempt_deadline_ = greet_by;
   attempt_bound_ = std::chrono::duration_cast<milliseconds>(greet_by - now);
   return out;
 }
@@ -270,8 +272,13 @@ ClientActions ClientMachine::OnTimer(ClientTimer timer, Time now) {
       Connect(now, out);
       break;
     case ClientTimer::kAttempt:
-      if (!attempt_) break;
-      walk_.Suspect(attempt_->endpoint, now);
+      // A timer already due when the attempt connected (and re-armed it)
+      // still fires: only the attempt's current deadline ends it.
+      if (!attempt_ || now < attempt_deadline_) break;
+      // An attempt cut short by its share of the time before the fence says
+      // nothing of its host (it may be the leader a standby just named): it
+      // is suspect only when its whole deadline ran out.
+      if (attempt_bound_ >= AttemptDeadline()) walk_.Suspect(attempt_->endpoint, now);
       if (attempt_->open) {
         AttemptFailed("accepted the connection but did not answer within " +
                           SecondsText(attempt_bound_) + " s",

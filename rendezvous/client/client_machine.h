@@ -209,6 +209,8 @@ class ClientMachine {
   // fenced since).
   uint64_t epoch() const { return epoch_seen_; }
   const std::optional<Assignment>& current() const { return current_; }
+  // The walk over the replicas (which endpoints are suspect).
+  const EndpointWalk& walk() const { return walk_; }
 
  private:
   struct Link {
@@ -276,6 +278,7 @@ class ClientMachine {
   // The attempt's bound, and when the fence clock cut it short: the Hello's
   // answer is due by then too.
   std::chrono::milliseconds attempt_bound_{0};
+  Time attempt_deadline_{};  // when the attempt under way gives up (kAttempt)
   std::optional<Time> fence_cutoff_;
 };
 

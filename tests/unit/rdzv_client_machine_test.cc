@@ -37,6 +37,7 @@ class Client {
   }
 
   void AdvanceTo(std::chrono::milliseconds since_start) { now_ = kStart + since_start; }
+  Time now() const { return now_; }
   Lines Start() { return Show(machine_.Start(now_)); }
   Lines Connected(LinkId link) { return Show(machine_.OnConnected(link, "10.0.0.9", now_)); }
   Lines ConnectFailed(LinkId link, ConnectError error) {
@@ -157,6 +158,37 @@ TEST_CASE("while the fence clock runs, a slow endpoint takes only its share of t
   c.AdvanceTo(1000ms);
   CHECK(c.Fire(ClientTimer::kFence) == Lines{"arm fence @+1930ms"});
   CHECK(c.machine().state() == State::kProbing);
+}
+
+TEST_CASE("an attempt cut short by its share of the time left leaves its endpoint unsuspected",
+          "[rdzv][client][machine]") {
+  Client c({kA, kB, kC});
+  ServedThenQuiet(c);
+  c.Fire(ClientTimer::kRetry);  // B, bounded at 917 ms
+  c.AdvanceTo(917ms);
+  c.Fire(ClientTimer::kAttempt);
+  CHECK_FALSE(c.machine().walk().IsSuspect(kB, c.now()));
+}
+
+TEST_CASE("an attempt silent for its whole deadline makes its endpoint suspect",
+          "[rdzv][client][machine]") {
+  Client c({kA, kB});
+  c.Start();
+  c.AdvanceTo(2000ms);
+  CHECK(Only(c.Fire(ClientTimer::kAttempt), {"close"}) == Lines{"close #1"});
+  CHECK(c.machine().walk().IsSuspect(kA, c.now()));
+}
+
+TEST_CASE("an attempt timer already due when the attempt connected does not end it",
+          "[rdzv][client][machine]") {
+  Client c({kA});
+  c.Start();  // the attempt's deadline: 2000 ms
+  c.AdvanceTo(2000ms);
+  c.Connected(1);  // in the same turn as the timer, which then still fires
+  CHECK(c.Fire(ClientTimer::kAttempt).empty());
+  CHECK(c.machine().state() == State::kGreeting);
+  c.AdvanceTo(4000ms);  // the greeting's own deadline
+  CHECK(Only(c.Fire(ClientTimer::kAttempt), {"close"}) == Lines{"close #1"});
 }
 
 TEST_CASE("a daemon silent for fence_timeout is fenced, a refusing one is not",
