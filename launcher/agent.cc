@@ -341,7 +341,11 @@ void Agent::AfterGroupEvent() {
   // workers, then give their output a moment to drain before deciding.
   if (group_->state() != WorkerGroup::State::kSucceeded) group_->KillAllGroups();
   settling_ = true;
-  Tell([](auto& follower) { follower.OnWorkersGone(); });
+  if (elastic_) {
+    follower_.OnWorkersGone();
+  } else {
+    static_follower_.OnWorkersGone();
+  }
   timer_.cancel();
   if (open_streams_.empty()) {
     Settle();
@@ -372,7 +376,6 @@ void Agent::Settle() {
 WorkersOutcome Agent::OutcomeOfGroup() const {
   WorkersOutcome outcome;
   outcome.state = group_->state();
-  outcome.stop_signal = group_->stop_signal();
   if (const auto& failures = group_->failures(); !failures.empty()) {
     outcome.root_cause_exit_code = failures.front().status.ShellCode();
     outcome.root_cause = failures.front().status.Describe();

@@ -27,7 +27,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "launcher/elastic_follower.h"
@@ -112,17 +111,9 @@ class Agent final : public SpawnEvents {
   template <typename Event>
   void Tell(const Event& event) {
     if (elastic_) {
-      TellFollower(event, follower_);
+      Follow(event(follower_));
     } else {
-      TellFollower(event, static_follower_);
-    }
-  }
-  template <typename Event, typename Follower>
-  void TellFollower(const Event& event, Follower& follower) {
-    if constexpr (std::is_void_v<decltype(event(follower))>) {
-      event(follower);
-    } else {
-      Follow(event(follower));
+      Follow(event(static_follower_));
     }
   }
   // The attempt (static_follower.h, "Counters") of the workers that run

@@ -8,6 +8,9 @@
 
 namespace muster {
 
+// The shell convention for a process ended by signal `sig`: 128 + signal.
+constexpr int ExitCodeOfSignal(int sig) { return 128 + sig; }
+
 struct ExitStatus {
   bool signaled = false;
   int code = 0;    // exit code when !signaled
@@ -19,7 +22,7 @@ struct ExitStatus {
 
   bool success() const { return !signaled && code == 0; }
   // The shell convention muster exits with: the code, or 128 + signal.
-  int ShellCode() const { return signaled ? 128 + signal : code; }
+  int ShellCode() const { return signaled ? ExitCodeOfSignal(signal) : code; }
   // "exit code 7" or "signal 11 (SIGSEGV)".
   std::string Describe() const;
 };

@@ -21,9 +21,6 @@ namespace muster {
 // muster's exit code when a worker cannot be started: 127, as a shell says
 // for a command it cannot run.
 inline constexpr int kExitCodeCannotStart = 127;
-// muster's exit code when it stopped because of signal `sig`: 128+signal,
-// the shell's convention (ExitStatus::ShellCode for a killed worker).
-constexpr int ExitCodeOfSignal(int sig) { return 128 + sig; }
 
 // Stop the running workers with `signal` (the worker group escalates to
 // SIGKILL after the shutdown timeout, or at once when already stopping).
@@ -75,7 +72,6 @@ struct WorkersOutcome {
   // unset when no worker failed on its own.
   std::optional<int> root_cause_exit_code;
   std::string root_cause;
-  int stop_signal = 0;  // kInterrupted: the signal the workers were stopped with
 };
 
 // The rule both followers apply when muster receives `sig`: while some

@@ -12,9 +12,12 @@ StaticActions StaticFollower::OnStart() {
   return out;
 }
 
+ArmInPlace StaticFollower::InPlace() const {
+  return {.generation = static_cast<uint64_t>(attempt_), .allowed = RestartLeft()};
+}
+
 void StaticFollower::StartAttempt(StaticActions& out) const {
-  out.emplace_back(StartAttemptWorkers{
-      attempt_, {.generation = static_cast<uint64_t>(attempt_), .allowed = RestartLeft()}});
+  out.emplace_back(StartAttemptWorkers{attempt_, InPlace()});
 }
 
 StaticActions StaticFollower::OnStartFailed(bool workers_stopping) {
@@ -76,8 +79,7 @@ StaticActions StaticFollower::OnRecoveryEnded(bool recovered) {
   // spawn tag is met twice).
   if (!recovered) return out;
   ++attempt_;
-  out.emplace_back(
-      ArmInPlace{.generation = static_cast<uint64_t>(attempt_), .allowed = RestartLeft()});
+  out.emplace_back(InPlace());
   return out;
 }
 
@@ -99,7 +101,7 @@ StaticActions StaticFollower::OnWorkersSettled(const WorkersOutcome& outcome) {
       out.emplace_back(Finish{0});
       return out;
     case WorkerGroup::State::kInterrupted:
-      out.emplace_back(Finish{ExitCodeOfSignal(signal_ != 0 ? signal_ : outcome.stop_signal)});
+      out.emplace_back(Finish{ExitCodeOfSignal(signal_)});
       return out;
     default:
       break;

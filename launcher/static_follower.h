@@ -157,6 +157,8 @@ class StaticFollower {
   // Whether a failure of attempt() may be recovered in place: it counts as a
   // restart, so one must be left.
   bool RestartLeft() const { return attempt_ < max_restarts_; }
+  // How this attempt is armed for recovery in place: allowed while a restart is left.
+  ArmInPlace InPlace() const;
   // Starts attempt() with recovery in place armed for it.
   void StartAttempt(StaticActions& out) const;
   bool WorkersAlive() const {

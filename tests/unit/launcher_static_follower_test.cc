@@ -136,7 +136,6 @@ TEST_CASE("a signal stops the running workers, and muster exits 128+signal once 
   CHECK(Show(follower.OnSignal(SIGINT)) == Lines{"stop 2"});
   WorkersOutcome interrupted;
   interrupted.state = WorkerGroup::State::kInterrupted;
-  interrupted.stop_signal = SIGTERM;
   CHECK(Show(Ended(follower, interrupted)) == Lines{"finish 130"});
 }
 
