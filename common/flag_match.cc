@@ -77,4 +77,12 @@ LongToken SplitLongToken(std::string_view token) {
   return out;
 }
 
+std::string UnderscoredName(std::string_view dashed_name) {
+  std::string out(dashed_name);
+  for (char& c : out) {
+    if (c == '-') c = '_';
+  }
+  return out;
+}
+
 }  // namespace muster

@@ -55,4 +55,8 @@ LongToken SplitLongToken(std::string_view token);
 // has one.
 Status UnknownFlag(std::string_view typed, std::span<const std::string> candidates);
 
+// A flag's name with its dashes as underscores ("nproc-per-node" ->
+// "nproc_per_node"): how a config file key or an environment name spells it.
+std::string UnderscoredName(std::string_view dashed_name);
+
 }  // namespace muster

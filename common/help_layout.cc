@@ -1,5 +1,7 @@
 #include "common/help_layout.h"
 
+#include "common/flag_match.h"
+
 namespace muster {
 
 void AppendWrapped(std::string& out, std::string_view text) {
@@ -43,7 +45,7 @@ std::string BothSpellings(std::string_view dashed_name) {
   out += dashed_name;
   if (dashed_name.find('-') == std::string_view::npos) return out;
   out += ", --";
-  for (char c : dashed_name) out += c == '-' ? '_' : c;
+  out += UnderscoredName(dashed_name);
   return out;
 }
 

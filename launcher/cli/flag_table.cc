@@ -1,6 +1,7 @@
 #include "launcher/cli/flag_table.h"
 
 #include "common/decimal.h"
+#include "common/flag_match.h"
 
 #include "common/quote.h"
 #include "launcher/cli/list_parsers.h"
@@ -330,13 +331,7 @@ const FlagSpec* FindShortFlag(char name) {
   return nullptr;
 }
 
-std::string UnderscoreName(const FlagSpec& flag) {
-  std::string out(flag.name);
-  for (char& c : out) {
-    if (c == '-') c = '_';
-  }
-  return out;
-}
+std::string UnderscoreName(const FlagSpec& flag) { return UnderscoredName(flag.name); }
 
 std::string EnvName(const FlagSpec& flag) {
   std::string out = "PET_";

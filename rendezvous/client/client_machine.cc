@@ -52,10 +52,7 @@ ClientActions ClientMachine::Stop() {
   ClientActions out;
   if (stopped_) return out;
   stopped_ = true;
-  for (ClientTimer timer : {ClientTimer::kHeartbeat, ClientTimer::kRetry, ClientTimer::kAttempt,
-                            ClientTimer::kFence, ClientTimer::kQuiet, ClientTimer::kFirstContact}) {
-    out.push_back(CancelTimer{timer});
-  }
+  for (ClientTimer timer : kClientTimers) out.push_back(CancelTimer{timer});
   if (attempt_) out.push_back(CloseLink{attempt_->id, "client stopping"});
   attempt_.reset();
   if (served_) out.push_back(CloseLink{served_->id, "client stopping"});
@@ -181,10 +178,14 @@ void ClientMachine::CloseAttempt(const std::string& why, ClientActions& out) {
 }
 
 void ClientMachine::AttemptFailed(const std::string& why, bool refused, Time now,
-                                  ClientActions& out) {
+                                  ClientActions& out, const std::string& cause) {
   const Endpoint endpoint = attempt_->endpoint;
   CloseAttempt(why, out);
-  NoteFailure(endpoint, refused ? "closed the connection before answering" : why, now, out);
+  NoteFailure(endpoint,
+              refused         ? "closed the connection before answering"
+              : cause.empty() ? why
+                              : cause,
+              now, out);
   if (!served_) latest_failure_ = FailureOf(refused);
   const auto delay = WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kNoAnswer, UnitRandom());
   // A leader still served (a probe that found nothing better, or the leader
@@ -285,13 +286,8 @@ ClientActions ClientMachine::OnTimer(ClientTimer timer, Time now) {
                       /*refused=*/false, now, out);
       } else {
         // The host never answered the connect: silence, not refusal.
-        const Endpoint endpoint = attempt_->endpoint;
-        CloseAttempt("no answer to the connect", out);
-        latest_failure_ = ContactFailure::kSilent;
-        NoteFailure(endpoint, "did not answer within " + SecondsText(attempt_bound_) + " s", now,
-                    out);
-        ScheduleRetry(WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kNoAnswer, UnitRandom()),
-                      now, out);
+        AttemptFailed("no answer to the connect", /*refused=*/false, now, out,
+                      "did not answer within " + SecondsText(attempt_bound_) + " s");
       }
       break;
     case ClientTimer::kFence:

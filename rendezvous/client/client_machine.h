@@ -107,6 +107,9 @@ enum class ClientTimer {
   kQuiet,         // a served leader has been quiet past a missed ack
   kFirstContact,  // the wait for a first Welcome fails
 };
+inline constexpr ClientTimer kClientTimers[] = {
+    ClientTimer::kHeartbeat, ClientTimer::kRetry, ClientTimer::kAttempt,
+    ClientTimer::kFence,     ClientTimer::kQuiet, ClientTimer::kFirstContact};
 
 // How a connect failed.
 enum class ConnectError {
@@ -225,7 +228,10 @@ class ClientMachine {
   // The attempt ended without serving (`why`; `refused`: its peer closed it
   // or refused it): the walk moves on, and the next attempt is armed unless
   // a leader still serves and is not being probed.
-  void AttemptFailed(const std::string& why, bool refused, Time now, ClientActions& out);
+  // Closes the attempt (`why`), notes the failure (`cause`, or `why` when
+  // empty) and schedules the next attempt unless a leader still serves.
+  void AttemptFailed(const std::string& why, bool refused, Time now, ClientActions& out,
+                     const std::string& cause = "");
   // Logs the failure and feeds the first-contact wait, which may warn.
   void NoteFailure(const Endpoint& endpoint, const std::string& cause, Time now,
                    ClientActions& out);

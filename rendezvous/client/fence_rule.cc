@@ -64,10 +64,9 @@ std::chrono::milliseconds AttemptBound(std::chrono::milliseconds usual,
   if (!fence_check) return usual;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*fence_check - now);
   // Ceiling division: shares that add up to the time left, not less.
-  const auto share =
-      (left + std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(
-                  std::max<size_t>(left_in_sweep, 1) - 1))) /
-      static_cast<std::chrono::milliseconds::rep>(std::max<size_t>(left_in_sweep, 1));
+  // (Signed: `left` is negative once the fence check is due.)
+  const auto ways = static_cast<std::chrono::milliseconds::rep>(std::max<size_t>(left_in_sweep, 1));
+  const auto share = (left + std::chrono::milliseconds(ways - 1)) / ways;
   return std::clamp(share, kMinAttempt, std::max(usual, kMinAttempt));
 }
 

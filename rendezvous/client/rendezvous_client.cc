@@ -12,7 +12,7 @@ namespace muster::rdzv {
 namespace asio = boost::asio;
 
 namespace {
-constexpr size_t kTimers = static_cast<size_t>(ClientTimer::kFirstContact) + 1;
+constexpr size_t kTimers = std::size(kClientTimers);
 Time Now() { return Clock::now(); }
 }  // namespace
 

@@ -43,8 +43,6 @@ class RendezvousClient {
 
   void Start();
   void Stop();
-  // The highest leader epoch heard of (0: not replicated, or none yet).
-  uint64_t epoch() const { return machine_.epoch(); }
   // The assignment the workers run under now (nullopt: none running). When
   // workers that ran stop, a heartbeat tells the daemon at once (draining).
   void SetCurrent(std::optional<Assignment> current);

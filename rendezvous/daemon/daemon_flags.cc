@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/decimal.h"
+#include "common/flag_match.h"
 #include "common/json_type.h"
 #include "common/option_parser.h"
 #include "common/quote.h"
@@ -146,14 +147,6 @@ const std::vector<OptionSpec>& Options() {
   return options;
 }
 
-std::string UnderscoreName(std::string_view name) {
-  std::string key(name);
-  for (char& c : key) {
-    if (c == '-') c = '_';
-  }
-  return key;
-}
-
 constexpr const char* kIntro =
     "usage: musterd [options]\n"
     "\n"
@@ -190,7 +183,7 @@ std::optional<int64_t> JsonInteger(const Json& value) {
 
 const DaemonFlag* FlagOfKey(std::string_view key) {
   for (const DaemonFlag& flag : kFlags) {
-    if (flag.json_types != 0 && UnderscoreName(flag.option.name) == key) return &flag;
+    if (flag.json_types != 0 && UnderscoredName(flag.option.name) == key) return &flag;
   }
   return nullptr;
 }
@@ -298,7 +291,7 @@ Status CheckDaemonRanges(const DaemonFlags& flags) {
     if (value < flag.lo || value > flag.hi) {
       return Status::InvalidArgument(
           (flags.config.empty() ? "" : "--config '" + flags.config + "' or flags: ") +
-          UnderscoreName(flag.option.name) + "=" + std::to_string(value) +
+          UnderscoredName(flag.option.name) + "=" + std::to_string(value) +
           " must be an integer from " + std::to_string(flag.lo) + " to " + std::to_string(flag.hi));
     }
   }
@@ -311,8 +304,8 @@ std::string DaemonManOptions() {
   std::vector<std::string> strings;
   std::vector<std::string> integers;
   for (const DaemonFlag& flag : kFlags) {
-    if (flag.json_types & kJsonString) strings.push_back(UnderscoreName(flag.option.name));
-    if (flag.json_types & kJsonInteger) integers.push_back(UnderscoreName(flag.option.name));
+    if (flag.json_types & kJsonString) strings.push_back(UnderscoredName(flag.option.name));
+    if (flag.json_types & kJsonInteger) integers.push_back(UnderscoredName(flag.option.name));
   }
   std::string out = "It holds one JSON object with any of the keys\n";
   RoffKeys(out, integers, "(integers),");

@@ -1,8 +1,8 @@
 // musterd's flags and --config keys: one table (daemon_flags.cc) in the
 // shape of muster's own (launcher/cli/flag_table.h: name, JSON types of the
 // config key, help group, metavar, default, help), from which the command
-// line, the --config keys, the range checks, --help, the man page's options
-// and the bash completion's flag lists are all derived.
+// line, the --config keys, the range checks, --help, the man page's list of
+// config keys and the bash completion's flag lists are all derived.
 //
 // The command line is read with the rules and shown in the --help layout of
 // muster itself (common/option_parser.h): dashes or underscores, a unique
@@ -86,7 +86,8 @@ std::string DaemonHelpText();
 // the table (packaging/man/musterd.1 and packaging/completion/musterd hold
 // them between "generated" markers; tests/unit/rdzv_daemon_flags_test.cc
 // fails when they drift, and `musterd-docs` prints them).
-//   man:        the OPTIONS entries, one ".TP" per flag, in help order;
+//   man:        the --config entry's sentence naming every key by its JSON
+//               type (the per-flag entries are written by hand);
 //   completion: the bash arrays of value flags, switches and file flags.
 std::string DaemonManOptions();
 std::string DaemonCompletionLists();

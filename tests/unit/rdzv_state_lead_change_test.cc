@@ -76,6 +76,7 @@ TEST_CASE("a leader's heartbeat timeout covers an agent kept by a standby", "[rd
     rest.heartbeat_timeout = configured.heartbeat_timeout;
     CHECK(rest.failover_timeout == configured.failover_timeout);  // nothing else moves
     CHECK(rest.keep_alive_interval == configured.keep_alive_interval);
+    CHECK(rest == configured);
   }
 }
 
