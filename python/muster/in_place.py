@@ -125,7 +125,7 @@ class InPlace:
             os.environ.setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "0")
         if optimizer is not None and hasattr(optimizer, "register_step_post_hook"):
             optimizer.register_step_post_hook(self._on_optimizer_step)
-        if os.environ.get("RANK", "0") == "0":
+        if self._rank == 0:
             if self._session.in_place:
                 log("in-place recovery on: a lost peer pauses this job instead of restarting it")
             else:

@@ -73,11 +73,7 @@ def workers(launcher_pid, nproc, timeout=2.0):
 
 def belongs_to(pid, run_dir):
     """pid still runs a command of this run (its command line names run_dir): not a reused pid."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return run_dir.encode() in f.read()
-    except OSError:
-        return False
+    return run_dir.encode() in procs.cmdline(pid)
 
 
 def cleanup(proc, known_pids, run_dir):
@@ -85,10 +81,13 @@ def cleanup(proc, known_pids, run_dir):
     this run saw that still runs one of its commands."""
     if proc is None:
         return
-    doomed = descendants(proc.pid)
-    kill_pid_and_group(proc.pid)
-    for pid in doomed:
-        kill_pid_and_group(pid)
+    # Only a launcher not yet reaped is signalled by pid: a reaped one's pid
+    # (and group) may be another process's by now.
+    if proc.poll() is None:
+        doomed = descendants(proc.pid)
+        kill_pid_and_group(proc.pid)
+        for pid in doomed:
+            kill_pid_and_group(pid)
     for pid in known_pids:
         if belongs_to(pid, run_dir):
             kill_pid_and_group(pid)
@@ -236,11 +235,7 @@ def check_leftovers():
     if not left:
         return 1 if links else 0
     for pid in left:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            cmd = "?"
+        cmd = procs.cmdline(pid).replace(b"\0", b" ").decode(errors="replace") or "?"
         print(f"LEFT RUNNING: pid {pid}: {cmd[:200]}")
         kill_pid_and_group(pid)
     return 1

@@ -47,7 +47,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from bench_procs import Interrupted, alive, free_port, interrupt_on_signals, log, proc_state, tail
-from testlib.procs import kill_tree  # noqa: E402
+from testlib.procs import cmdline, kill_tree  # noqa: E402
 from testlib.netns import BridgedHosts  # noqa: E402
 from testlib.ports import bound_port  # noqa: E402
 from testlib.torch_refs import (CHROOT_PYTHON, COMPAT, PYTHON, add_reference_args,  # noqa: E402
@@ -90,11 +90,7 @@ def kill_workers_of(out_dir):
     """Kills the workers recorded in out_dir that still run gen_dump.py on out_dir."""
     for rec in read_records(out_dir).values():
         pid = rec["pid"]
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().split(b"\0")
-        except OSError:
-            continue
+        cmd = cmdline(pid).split(b"\0")
         if GEN_DUMP.encode() in cmd and out_dir.encode() in cmd:  # not a reused pid
             kill_tree(pid)
 

@@ -79,30 +79,11 @@ def base_env(extra=None, drop=()):
 # ---------------------------------------------------------------------------
 # /proc
 
-def proc_stat(pid):
-    """(state, ppid, starttime) or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return fields[0], int(fields[1]), int(fields[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def descendants(roots):
-    """Every live process below the pids in `roots` (by ppid), roots excluded."""
-    children = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = proc_stat(int(name))
-            if st:
-                children.setdefault(st[1], []).append(int(name))
-    found, todo = [], list(roots)
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found and child not in roots:
-                found.append(child)
-                todo.append(child)
+    """Every live process below the pids in `roots` (testlib.procs), roots excluded."""
+    found = []
+    for root in roots:
+        found += [pid for pid in procs.descendants(root) if pid not in found and pid not in roots]
     return found
 
 
@@ -170,8 +151,7 @@ class Worker:
         self.restart = self.world = None
         self.t = {}  # phase -> time
         self.first_step = self.last_step = None  # (n, t)
-        st = proc_stat(pid)
-        self.starttime = st[2] if st else None  # to tell it from a reused pid
+        self.starttime = procs.start_ticks(pid)  # to tell it from a reused pid
         # True: forked from muster's warm process. /proc/PID/environ is the environment the
         # process was exec'd with: a worker exec'd by a launcher has its RANK there, a fork of the
         # warm process has the warm process's, which has no per-rank variables.
@@ -395,8 +375,7 @@ class Run:
         live = [p for p in self.procs if p.returncode is None]
         victims = descendants([p.pid for p in live])
         for w in self.traces.workers.values():  # workers orphaned by a killed agent
-            st = proc_stat(w.pid)
-            if st and w.starttime is not None and st[2] == w.starttime and w.pid not in victims:
+            if w.starttime is not None and procs.alive(w.pid, w.starttime) and w.pid not in victims:
                 victims.append(w.pid)
         procs.kill_pids(victims, group=False)
         procs.kill_pids([p.pid for p in live])  # each launcher's process group, then itself

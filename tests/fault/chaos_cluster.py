@@ -41,12 +41,6 @@ pid_alive = procs.alive
 kill_pid = procs.kill
 processes_naming = procs.processes_naming
 netns_list = netns.netns_list
-netns_pids = netns.netns_pids
-
-
-def kill_namespace_processes(namespaces):
-    """SIGKILLs, by PID, every process inside the given network namespaces."""
-    netns.kill_namespace_processes(namespaces, rounds=5, wait_s=3)
 
 
 # ---------------------------------------------------------------- registry and reaper
@@ -117,7 +111,7 @@ def cleanup(registry_path):
     for prefix in prefixes:
         namespaces = [ns for ns in netns_list() if ns == f"{prefix}-d" or
                       re.fullmatch(rf"{re.escape(prefix)}-h\d+", ns)]
-        kill_namespace_processes(namespaces)
+        netns.kill_namespace_processes(namespaces)
         subprocess.run([HOSTS_SH, "down", prefix], capture_output=True, timeout=60)
     for path in mounts:
         if os.path.ismount(path):

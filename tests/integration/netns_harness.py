@@ -21,11 +21,6 @@ def host_addr(i):
     return f"{SUBNET}.{10 + i}"
 
 
-def kill_namespace_processes(namespaces):
-    """SIGKILLs, by PID, every process inside the given network namespaces."""
-    netns.kill_namespace_processes(namespaces)
-
-
 class Hosts(netns.BridgeHosts):
     """N namespaces PREFIX-h1..hN plus PREFIX-d on a bridge; torn down on exit.
 

@@ -10,8 +10,8 @@ import os
 import signal
 
 from elastic_harness import start_musterd, wait_exit
-from harness import (MUSTER, PYTHON, WORKERS, base_env, check, descendants, kill_tree, pid_alive,
-                     run_muster, run_tests, start, tempdir, test, wait_for)
+from harness import (MUSTER, PYTHON, WORKERS, base_env, check, descendants, kill_pids, kill_tree,
+                     pid_alive, run_muster, run_tests, start, tempdir, test, wait_for)
 
 STATE = os.path.join(WORKERS, "interpreter_state.py")
 DATALOADER = os.path.join(WORKERS, "dataloader_workers.py")
@@ -253,6 +253,7 @@ def nothing_outlives_the_agents_sigkill():
                 "time.sleep(300)\n")
     agent = start([MUSTER, "--standalone", "--nproc-per-node", "2", script, out_dir],
                   env=base_env(MUSTER_PYTHON=PYTHON))
+    processes = []
     try:
         ready = wait_for(lambda: all(os.path.exists(os.path.join(out_dir, f"rank{r}"))
                                      for r in range(2)), 60)
@@ -266,12 +267,11 @@ def nothing_outlives_the_agents_sigkill():
         check(gone, f"still alive after the agent's SIGKILL: "
               f"{[p for p in processes if pid_alive(p)]}")
     finally:
-        kill_tree(agent.pid)
-        for pid in descendants(agent.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        # What the agent's death left behind (re-parented, so no longer its
+        # descendants), then the agent and its tree if it still runs.
+        kill_pids(processes, group=False)
+        if agent.poll() is None:
+            kill_tree(agent.pid)
         agent.communicate()
 
 
