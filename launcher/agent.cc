@@ -52,8 +52,15 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
       spawner_(spawner),
       warm_(warm),
       elastic_(std::move(elastic)),
-      connect_rendezvous_(connect_rendezvous ? std::move(connect_rendezvous)
-                                             : RendezvousLinkFactory(ConnectRendezvous)),
+      connect_rendezvous_(connect_rendezvous
+                              ? std::move(connect_rendezvous)
+                              : RendezvousLinkFactory([this](boost::asio::io_context& link_io,
+                                                             rdzv::ClientOptions link_options,
+                                                             rdzv::RendezvousClient::Callbacks cb) {
+                                  return ConnectRendezvous(
+                                      link_io, std::move(link_options), std::move(cb),
+                                      elastic_ ? elastic_->tls_client : nullptr);
+                                })),
       static_follower_(options_.max_restarts),
       fault_timer_(io_),
       held_output_timer_(io_) {

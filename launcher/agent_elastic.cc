@@ -38,8 +38,20 @@ bool Agent::ServeRendezvousIfHost() {
     }
     return true;
   }
+  if (elastic_->tls_client && !elastic_->tls_server) {
+    constexpr const char* kNeeds =
+        "serving the rendezvous over TLS needs tls_cert and tls_key in --rdzv-conf (this "
+        "agent's certificate) besides tls_ca";
+    if (role == RendezvousRole::kServe) {
+      spdlog::error("{}", kNeeds);
+      return false;
+    }
+    spdlog::info("event=rdzv_host serve=false why=\"{}: joining whoever serves it\"", kNeeds);
+    return true;
+  }
   rdzv::ServerOptions daemon;
   daemon.host = DaemonBindHost(elastic_->loopback_only, elastic_->host);
+  daemon.tls = elastic_->tls_server;
   daemon.port = elastic_->port;
   daemon.settings = elastic_->settings;
   daemon.token = elastic_->token;
@@ -74,6 +86,7 @@ bool Agent::ServeRendezvousIfHost() {
 }
 
 int Agent::RunElastic() {
+  for (const std::string& warning : elastic_->file_warnings) spdlog::warn("{}", warning);
   // Every agent serves a store from the start: whichever node becomes master
   // already has its port bound, and no port is ever handed on unbound.
   const std::string bind_host = StoreBindHost(elastic_->loopback_only, options_.local_addr);

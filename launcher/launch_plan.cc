@@ -10,6 +10,7 @@
 #include "launcher/host_rules.h"
 #include "launcher/output_routes.h"
 #include "launcher/worker_env.h"
+#include "rendezvous/net/tls_context.h"
 #include "rendezvous/net/token_file.h"
 
 namespace muster {
@@ -207,6 +208,32 @@ Result<LaunchPlan> MakeLaunchPlan(const LaunchOptions& options, const EnvLookup&
   return plan;
 }
 
+namespace {
+
+// The TLS contexts --rdzv-conf's tls_* keys ask for (ElasticConfig).
+Status LoadRendezvousTls(const std::map<std::string, std::string>& conf, ElasticConfig& config) {
+  const auto file = [&conf](const char* key) {
+    const auto it = conf.find(key);
+    return rdzv::TlsFile{it == conf.end() ? "" : it->second, std::string("--rdzv-conf ") + key};
+  };
+  const rdzv::TlsClientFiles client{file("tls_ca"), file("tls_cert"), file("tls_key")};
+  if (!client.any()) return Status::Ok();
+  auto made = rdzv::TlsContext::ForClient(client, &config.file_warnings);
+  if (!made.ok()) return made.status();
+  config.tls_client = *made;
+  if (!client.cert.given()) return Status::Ok();
+  // The same certificate serves when this agent hosts the rendezvous; its
+  // peers present theirs, which must chain to tls_ca (mutual, as etcd's
+  // peers do). Its warnings were given once already.
+  const rdzv::TlsServerFiles server{client.cert, client.key, client.ca};
+  auto serving = rdzv::TlsContext::ForServer(server, nullptr);
+  if (!serving.ok()) return serving.status();
+  config.tls_server = *serving;
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& options) {
   const bool elastic_backend = options.rdzv_backend == "c10d" || options.rdzv_backend == "muster";
   if (options.standalone) {
@@ -276,8 +303,12 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
       auto token = rdzv::ReadTokenFile(value);
       if (!token.ok()) return token.status();
       config.token = *token;
+      if (auto loose = rdzv::LooseFileWarning("--rdzv-conf token_file", value)) {
+        config.file_warnings.push_back(*loose);
+      }
     }
   }
+  if (Status s = LoadRendezvousTls(options.rdzv_conf, config); !s.ok()) return s;
   if (config.port == 0) {
     return Status::InvalidArgument("--rdzv-endpoint: '" + options.rdzv_endpoint +
                                    "' needs a fixed port: the other nodes must find the daemon");

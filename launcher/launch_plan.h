@@ -15,6 +15,7 @@
 #include "launcher/gpu_ids.h"
 #include "launcher/launch_options.h"
 #include "rendezvous/client/endpoint_walk.h"
+#include "rendezvous/net/tls_context.h"
 #include "rendezvous/protocol/messages.h"
 #include "rendezvous/state/settings.h"
 
@@ -96,6 +97,15 @@ struct ElasticConfig {
   bool loopback_only = false;
   std::string token;        // from --rdzv-conf token_file=PATH; empty: none
   rdzv::Settings settings;  // timeouts from --rdzv-conf
+  // TLS to the rendezvous, from --rdzv-conf tls_ca, tls_cert and tls_key:
+  // the client's context (null: plain TCP), and the server's for an agent
+  // that serves the rendezvous (tls_cert and tls_key are its certificate,
+  // tls_ca the CA its peers' certificates must chain to); null without
+  // tls_cert.
+  std::shared_ptr<const rdzv::TlsContext> tls_client;
+  std::shared_ptr<const rdzv::TlsContext> tls_server;
+  // Key and token files that others may read: warned about at start.
+  std::vector<std::string> file_warnings;
 };
 
 // The elastic rendezvous configuration when the options ask for one

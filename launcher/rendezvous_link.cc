@@ -6,8 +6,9 @@ namespace {
 class ClientLink final : public RendezvousLink {
  public:
   ClientLink(boost::asio::io_context& io, rdzv::ClientOptions options,
-             rdzv::RendezvousClient::Callbacks callbacks)
-      : client_(io, std::move(options), std::move(callbacks)) {}
+             rdzv::RendezvousClient::Callbacks callbacks,
+             std::shared_ptr<const rdzv::TlsContext> tls)
+      : client_(io, std::move(options), std::move(callbacks), std::move(tls)) {}
 
   void Start() override { client_.Start(); }
   void Stop() override { client_.Stop(); }
@@ -35,8 +36,9 @@ class ClientLink final : public RendezvousLink {
 
 std::unique_ptr<RendezvousLink> ConnectRendezvous(boost::asio::io_context& io,
                                                   rdzv::ClientOptions options,
-                                                  rdzv::RendezvousClient::Callbacks callbacks) {
-  return std::make_unique<ClientLink>(io, std::move(options), std::move(callbacks));
+                                                  rdzv::RendezvousClient::Callbacks callbacks,
+                                                  std::shared_ptr<const rdzv::TlsContext> tls) {
+  return std::make_unique<ClientLink>(io, std::move(options), std::move(callbacks), std::move(tls));
 }
 
 }  // namespace muster

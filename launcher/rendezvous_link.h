@@ -40,9 +40,10 @@ using RendezvousLinkFactory = std::function<std::unique_ptr<RendezvousLink>(
     boost::asio::io_context& io, rdzv::ClientOptions options,
     rdzv::RendezvousClient::Callbacks callbacks)>;
 
-// A real rendezvous client on `io`.
+// A real rendezvous client on `io`, over TLS with `tls` (null: plain TCP).
 std::unique_ptr<RendezvousLink> ConnectRendezvous(boost::asio::io_context& io,
                                                   rdzv::ClientOptions options,
-                                                  rdzv::RendezvousClient::Callbacks callbacks);
+                                                  rdzv::RendezvousClient::Callbacks callbacks,
+                                                  std::shared_ptr<const rdzv::TlsContext> tls);
 
 }  // namespace muster

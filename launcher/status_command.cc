@@ -32,6 +32,7 @@ struct StatusArgs {
   StatusEndpoint endpoint;                                     // what they came from
   std::string run_id;
   std::string token;
+  std::shared_ptr<const rdzv::TlsContext> tls;  // null: plain TCP
   bool json = false;
 };
 
@@ -45,15 +46,18 @@ constexpr OptionSpec kStatusOptions[] = {
     {"json", "", 0, OptionKind::kSwitch, kGroup, "", "",
      "Print the daemon's status document as JSON instead of a table."},
     {"token-file", "", 0, OptionKind::kValue, kGroup, "FILE",
-     "PET_RDZV_CONF's token_file, else none",
+     "--rdzv-conf's token_file, else PET_RDZV_CONF's, else none",
      "Read the shared secret the daemon requires from FILE."},
+    {"rdzv-conf", "", 0, OptionKind::kValue, kGroup, "K=V,...", "$PET_RDZV_CONF",
+     "The job's --rdzv-conf: status reads its token_file and TLS keys (tls_ca, and "
+     "tls_cert with tls_key for a daemon that asks for client certificates)."},
     {"help", "", 'h', OptionKind::kHelp, kGroup, "", "", "Show this help and exit."},
     {"version", "", 0, OptionKind::kVersion, kGroup, "", "", "Show the version and exit."},
 };
 
 constexpr const char* kIntro =
     "usage: muster status [--rdzv-endpoint HOST:PORT[,...]] [--run-id ID] [--json]\n"
-    "                     [--token-file FILE]\n"
+    "                     [--token-file FILE] [--rdzv-conf K=V,...]\n"
     "\n"
     "Prints the runs a rendezvous serves, with each node's state, ranks and\n"
     "heartbeat age (--json: the status document). Without --rdzv-endpoint it asks\n"
@@ -83,14 +87,29 @@ Result<StatusArgs> ReadStatusArgs(const ParsedOptions& parsed, const EnvLookup& 
   if (const std::string* run_id = parsed.Last("run-id")) a.run_id = *run_id;
   a.json = parsed.Given("json");
   const std::string* token_flag = parsed.Last("token-file");
-  if (auto token_file = ChooseStatusTokenFile(token_flag, env)) {
+  const std::string* conf_flag = parsed.Last("rdzv-conf");
+  // --rdzv-conf stands in for PET_RDZV_CONF.
+  const EnvLookup conf_env = [&env,
+                              conf_flag](const std::string& name) -> std::optional<std::string> {
+    if (conf_flag != nullptr && name == "PET_RDZV_CONF") return *conf_flag;
+    return env(name);
+  };
+  if (auto token_file = ChooseStatusTokenFile(token_flag, conf_env)) {
     auto token = rdzv::ReadTokenFile(*token_file);
     if (!token.ok()) {
-      return Status::InvalidArgument(
-          (token_flag != nullptr ? "--token-file: " : "PET_RDZV_CONF token_file: ") +
-          token.status().message());
+      return Status::InvalidArgument((token_flag != nullptr  ? "--token-file: "
+                                      : conf_flag != nullptr ? "--rdzv-conf token_file: "
+                                                             : "PET_RDZV_CONF token_file: ") +
+                                     token.status().message());
     }
     a.token = *token;
+  }
+  auto tls_files = ChooseStatusTls(conf_flag, env);
+  if (!tls_files.ok()) return tls_files.status();
+  if (tls_files->any()) {
+    auto tls = rdzv::TlsContext::ForClient(*tls_files, nullptr);
+    if (!tls.ok()) return tls.status();
+    a.tls = *tls;
   }
   return a;
 }
@@ -103,8 +122,31 @@ struct Answer {
   std::optional<std::string> failure;
 };
 
-Answer Ask(const std::string& host, const std::string& port, const std::string& token,
-           const std::string& run_id) {
+// Greets the daemon on `channel` and asks for the status; `answer` gets the
+// outcome and `io` stops once the channel closes.
+void Converse(rdzv::MessageChannel& channel, Answer& answer, asio::io_context& io,
+              const std::string& token, const std::string& run_id) {
+  channel.Start({[&answer, &channel](rdzv::Message m) {
+                   if (auto* s = std::get_if<rdzv::StatusReply>(&m)) {
+                     answer.reply = s->json;
+                     channel.Close("done");
+                   } else if (auto* e = std::get_if<rdzv::Error>(&m)) {
+                     answer.refusal = *e;
+                     channel.Close("refused");
+                   }
+                 },
+                 [&answer, &io](const std::string& why, rdzv::ChannelEnd) {
+                   if (!answer.reply && !answer.refusal && !answer.failure) answer.failure = why;
+                   io.stop();
+                 },
+                 {}});
+  channel.Send(rdzv::Hello{rdzv::kProtocolVersion, token, "muster-status"});
+  channel.Send(rdzv::StatusRequest{run_id});
+}
+
+Answer Ask(const std::string& host, const std::string& port, const StatusArgs& a) {
+  const std::string& token = a.token;
+  const std::string& run_id = a.run_id;
   asio::io_context io;
   Answer answer;
   std::shared_ptr<rdzv::MessageChannel> channel;
@@ -123,25 +165,16 @@ Answer Ask(const std::string& host, const std::string& port, const std::string& 
       channel = std::make_shared<rdzv::MessageChannel>(
           std::move(*socket),
           rdzv::MessageChannel::Limits{rdzv::kMaxStatusReplyFrameBytes, 1u << 20},
-          rdzv::MessageChannel::BadInput::kClose);
-      channel->Start({[&](rdzv::Message m) {
-                        if (auto* s = std::get_if<rdzv::StatusReply>(&m)) {
-                          answer.reply = s->json;
-                          channel->Close("done");
-                        } else if (auto* e = std::get_if<rdzv::Error>(&m)) {
-                          answer.refusal = *e;
-                          channel->Close("refused");
-                        }
-                      },
-                      [&](const std::string& why, bool) {
-                        if (!answer.reply && !answer.refusal && !answer.failure) {
-                          answer.failure = why;
-                        }
-                        io.stop();
-                      },
-                      {}});
-      channel->Send(rdzv::Hello{rdzv::kProtocolVersion, token, "muster-status"});
-      channel->Send(rdzv::StatusRequest{run_id});
+          rdzv::MessageChannel::BadInput::kClose, a.tls, host);
+      channel->Handshake([&](const std::string& tls_failure, rdzv::ChannelEnd) {
+        if (!tls_failure.empty()) {
+          answer.failure = "TLS with " + host + ":" + port + " failed: " + tls_failure;
+          channel->Close("TLS failed");
+          io.stop();
+          return;
+        }
+        Converse(*channel, answer, io, token, run_id);
+      });
     });
   });
   io.run_for(kStatusTimeout);
@@ -217,7 +250,7 @@ int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env)
   std::string asked;
   for (size_t i = 0; i < a.endpoints.size(); ++i) {
     const auto& [host, port] = a.endpoints[i];
-    answer = Ask(host, port, a.token, a.run_id);
+    answer = Ask(host, port, a);
     asked = host + ":" + port;
     if (answer.reply || answer.refusal) break;
     if (i + 1 < a.endpoints.size()) {  // the last one's failure is the verdict below
@@ -235,7 +268,7 @@ int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env)
                 << "'\n";
       return 1;
     }
-    answer = Ask(leader->host, std::to_string(*leader->port), a.token, a.run_id);
+    answer = Ask(leader->host, std::to_string(*leader->port), a);
   }
   if (!answer.reply) {
     std::cerr << "muster status: "

@@ -25,4 +25,27 @@ std::optional<std::string> ChooseStatusTokenFile(const std::string* flag, const 
   return token_file->second;
 }
 
+Result<rdzv::TlsClientFiles> ChooseStatusTls(const std::string* conf_flag, const EnvLookup& env) {
+  std::string origin = "--rdzv-conf";
+  std::optional<std::string> text;
+  if (conf_flag != nullptr) {
+    text = *conf_flag;
+  } else {
+    text = env("PET_RDZV_CONF");
+    origin = "PET_RDZV_CONF";
+  }
+  if (!text) return rdzv::TlsClientFiles{};
+  auto conf = rdzv::Settings::ParseConfText(*text);
+  if (!conf.ok()) {
+    // A job given this PET_RDZV_CONF would refuse it; status asks in the clear.
+    if (conf_flag == nullptr) return rdzv::TlsClientFiles{};
+    return Status::InvalidArgument("--rdzv-conf: " + conf.status().message());
+  }
+  const auto file = [&](const char* key) {
+    const auto it = conf->find(key);
+    return rdzv::TlsFile{it == conf->end() ? "" : it->second, origin + " " + key};
+  };
+  return rdzv::TlsClientFiles{file("tls_ca"), file("tls_cert"), file("tls_key")};
+}
+
 }  // namespace muster

@@ -8,7 +8,8 @@
 //      default. (A --standalone job's rendezvous listens on a free loopback
 //      port of its own; no default reaches it.)
 // Likewise the token: --token-file, else PET_RDZV_CONF's token_file=, else
-// none.
+// none; and TLS: --rdzv-conf's tls_ca, tls_cert and tls_key, else
+// PET_RDZV_CONF's, else plain TCP.
 //
 // Thread-safety: pure functions; `env` is called.
 #pragma once
@@ -17,6 +18,8 @@
 #include <string>
 
 #include "common/env_lookup.h"
+#include "common/status.h"
+#include "rendezvous/net/tls_context.h"
 
 namespace muster {
 
@@ -34,5 +37,11 @@ StatusEndpoint ChooseStatusEndpoint(const std::string* flag, const EnvLookup& en
 // token_file key of PET_RDZV_CONF; nullopt when neither names one (or
 // PET_RDZV_CONF does not parse: the job would refuse it anyway).
 std::optional<std::string> ChooseStatusTokenFile(const std::string* flag, const EnvLookup& env);
+
+// The TLS files to connect with: the tls_* keys of `conf_flag` (muster
+// status --rdzv-conf) when given, else of PET_RDZV_CONF; none given: plain
+// TCP. Each file's flag names where it came from ("--rdzv-conf tls_ca",
+// "PET_RDZV_CONF tls_ca"). An unparsable --rdzv-conf is an error naming it.
+Result<rdzv::TlsClientFiles> ChooseStatusTls(const std::string* conf_flag, const EnvLookup& env);
 
 }  // namespace muster

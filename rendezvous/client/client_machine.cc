@@ -227,6 +227,10 @@ ClientActions ClientMachine::OnConnectFailed(LinkId link, ConnectError error,
   const Endpoint endpoint = attempt_->endpoint;
   out.push_back(CancelTimer{ClientTimer::kAttempt});
   attempt_.reset();
+  if (error == ConnectError::kTlsFailed) {
+    RefusedTls(endpoint.Text(), cause, out);
+    return out;
+  }
   const bool refused = error == ConnectError::kRefused;
   latest_failure_ = FailureOf(refused);
   NoteFailure(endpoint, cause, now, out);
@@ -249,11 +253,14 @@ ClientActions ClientMachine::OnMessage(LinkId link, const Message& message, Time
   return out;
 }
 
-ClientActions ClientMachine::OnClosed(LinkId link, const std::string& why, bool peer_gone,
+ClientActions ClientMachine::OnClosed(LinkId link, const std::string& why, ChannelEnd end,
                                       Time now) {
   ClientActions out;
   if (stopped_) return out;
-  if (attempt_ && attempt_->id == link) {
+  const bool peer_gone = end == ChannelEnd::kPeerGone;
+  if (end == ChannelEnd::kTlsFailed && attempt_ && attempt_->id == link) {
+    RefusedTls(attempt_->endpoint.Text(), why, out);
+  } else if (attempt_ && attempt_->id == link) {
     AttemptFailed(why, peer_gone, now, out);
   } else if (served_ && served_->id == link) {
     OnServedLost(why, peer_gone, now, out);
@@ -461,6 +468,12 @@ bool ClientMachine::RefusedForGood(const Error& error, ClientActions& out) {
   out.push_back(GiveUp{"the rendezvous at " + where + " refused this agent: " + error.message +
                        " (" + std::string(error.code_name()) + ")"});
   return true;
+}
+
+void ClientMachine::RefusedTls(const std::string& where, const std::string& why,
+                               ClientActions& out) {
+  for (ClientAction& action : Stop()) out.push_back(std::move(action));
+  out.push_back(GiveUp{"TLS with the rendezvous at " + where + " failed: " + why});
 }
 
 void ClientMachine::StartProbing(Time now, ClientActions& out) {

@@ -56,6 +56,7 @@
 //                                                     FenceWorkers
 //   kFirstContact, no Welcome ever -----------------> kStopped, GiveUp
 //   a bad token or version, a fatal error ----------> kStopped, GiveUp
+//   TLS refused (certificate, alert, plain text) ---> kStopped, GiveUp
 //   kHeartbeat -------------------------------------> SendTo Heartbeat (when served); arm again
 //
 // clang-format on
@@ -81,6 +82,7 @@
 #include "rendezvous/client/endpoint_walk.h"
 #include "rendezvous/client/fence_rule.h"
 #include "rendezvous/client/outcome_report.h"
+#include "rendezvous/net/channel_end.h"
 #include "rendezvous/protocol/messages.h"
 #include "rendezvous/state/settings.h"
 
@@ -113,9 +115,10 @@ inline constexpr ClientTimer kClientTimers[] = {
 
 // How a connect failed.
 enum class ConnectError {
-  kRefused,   // refused: the host answers, no daemon listens there
-  kSilent,    // no answer: unreachable, reset, or timed out
-  kNotTried,  // never reached the network: no such host, or traffic is cut
+  kRefused,    // refused: the host answers, no daemon listens there
+  kSilent,     // no answer: unreachable, reset, or timed out
+  kNotTried,   // never reached the network: no such host, or traffic is cut
+  kTlsFailed,  // the host answered, and TLS refused: a certificate, a name, plain text
 };
 
 // Open a connection to `endpoint`; Connected or ConnectFailed follows for
@@ -192,9 +195,10 @@ class ClientMachine {
   ClientActions OnConnectFailed(LinkId link, ConnectError error, const std::string& cause,
                                 Time now);
   ClientActions OnMessage(LinkId link, const Message& message, Time now);
-  // The peer or the network closed `link` (`peer_gone`: the peer's side
-  // closed it, so its host answered).
-  ClientActions OnClosed(LinkId link, const std::string& why, bool peer_gone, Time now);
+  // The peer or the network closed `link` (ChannelEnd::kPeerGone: the
+  // peer's side closed it, so its host answered; kTlsFailed: TLS refused
+  // this agent, as when the daemon wants a client certificate it lacks).
+  ClientActions OnClosed(LinkId link, const std::string& why, ChannelEnd end, Time now);
   ClientActions OnTimer(ClientTimer timer, Time now);
 
   // What the agent says. The assignment its workers run under now (nullopt:
@@ -240,6 +244,9 @@ class ClientMachine {
   void OnStandbyAnswer(const Error& error, Time now, ClientActions& out);
   void OnServedMessage(const Message& message, Time now, ClientActions& out);
   void OnServedLost(const std::string& why, bool peer_gone, Time now, ClientActions& out);
+  // TLS refused this agent at `where`: no endpoint will take it until its
+  // files change, so it stops, saying why.
+  void RefusedTls(const std::string& where, const std::string& why, ClientActions& out);
   // A refusal for good (a bad token or version, or fatal): stops and gives
   // up; false for any other error.
   bool RefusedForGood(const Error& error, ClientActions& out);

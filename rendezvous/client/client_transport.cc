@@ -9,7 +9,8 @@ namespace muster::rdzv {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-TcpClientTransport::TcpClientTransport(asio::io_context& io) : io_(io) {}
+TcpClientTransport::TcpClientTransport(asio::io_context& io, std::shared_ptr<const TlsContext> tls)
+    : io_(io), tls_(std::move(tls)) {}
 
 TcpClientTransport::~TcpClientTransport() {
   alive_.reset();
@@ -26,6 +27,7 @@ TcpClientTransport::~TcpClientTransport() {
 
 void TcpClientTransport::Connect(LinkId link, const Endpoint& endpoint) {
   links_[link].connecting = std::make_shared<tcp::socket>(io_);
+  links_[link].host = endpoint.host;
   // A numeric address needs no resolver: Asio resolves on a thread of its
   // own, started for the first lookup and joined when the agent forks or
   // exits, a wait for the scheduler each time (--standalone connects to
@@ -81,8 +83,26 @@ void TcpClientTransport::Connected(LinkId link) {
   tcp::socket socket = std::move(*std::exchange(entry.connecting, nullptr));
   boost::system::error_code ec;
   const std::string local_addr = socket.local_endpoint(ec).address().to_string();
-  entry.channel = std::make_shared<MessageChannel>(std::move(socket), MessageChannel::Limits{},
-                                                   MessageChannel::BadInput::kClose);
+  entry.channel =
+      std::make_shared<MessageChannel>(std::move(socket), MessageChannel::Limits{},
+                                       MessageChannel::BadInput::kClose, tls_, entry.host);
+  if (!tls_) return Ready(link, local_addr);
+  const MessageChannel* raw = entry.channel.get();
+  entry.channel->Handshake([this, alive = std::weak_ptr<int>(alive_), link, raw, local_addr](
+                               const std::string& failure, ChannelEnd end) {
+    if (alive.expired()) return;
+    const auto it = links_.find(link);
+    // Closed or replaced since: no word.
+    if (it == links_.end() || it->second.channel.get() != raw) return;
+    if (failure.empty()) return Ready(link, local_addr);
+    it->second.channel->Close("TLS handshake failed");
+    Failed(link, end == ChannelEnd::kTlsFailed ? ConnectError::kTlsFailed : ConnectError::kSilent,
+           "TLS handshake failed: " + failure);
+  });
+}
+
+void TcpClientTransport::Ready(LinkId link, const std::string& local_addr) {
+  Entry& entry = links_[link];
   // A link closed or replaced since is no longer reported.
   const MessageChannel* raw = entry.channel.get();
   auto current = [this, link, raw] {
@@ -94,10 +114,10 @@ void TcpClientTransport::Connected(LinkId link) {
                             events_.on_message(link, m);
                         },
                         [this, alive = std::weak_ptr<int>(alive_), link, current](
-                            const std::string& why, bool peer_gone) {
+                            const std::string& why, ChannelEnd end) {
                           if (alive.expired() || !current()) return;
                           links_.erase(link);
-                          if (events_.on_closed) events_.on_closed(link, why, peer_gone);
+                          if (events_.on_closed) events_.on_closed(link, why, end);
                         },
                         {}});
   if (events_.on_connected) events_.on_connected(link, local_addr);

@@ -2,7 +2,10 @@
 // ClientMachine (client_machine.h), each named by the machine's LinkId, as
 // one small interface that a decorator can wrap:
 //   - TcpClientTransport opens TCP connections and speaks the protocol on
-//     them (MessageChannel);
+//     them (MessageChannel), over TLS when given a TlsContext: the handshake
+//     is part of the connect, and a certificate the agent does not trust, or
+//     one that does not name the endpoint's host, fails the connect with
+//     ConnectError::kTlsFailed;
 //   - FaultInjectingTransport (fault_injecting_transport.h) wraps another to
 //     cut or delay traffic for the chaos suite.
 //
@@ -33,8 +36,7 @@ class ClientTransport {
     std::function<void(LinkId, const std::string& local_addr)> on_connected;
     std::function<void(LinkId, ConnectError, const std::string& cause)> on_connect_failed;
     std::function<void(LinkId, const Message&)> on_message;
-    // `peer_gone`: the peer's side closed the connection (its host answered).
-    std::function<void(LinkId, const std::string& why, bool peer_gone)> on_closed;
+    std::function<void(LinkId, const std::string& why, ChannelEnd end)> on_closed;
   };
 
   ClientTransport() = default;
@@ -52,7 +54,9 @@ class ClientTransport {
 
 class TcpClientTransport : public ClientTransport {
  public:
-  explicit TcpClientTransport(boost::asio::io_context& io);
+  // `tls`: null for plain TCP.
+  explicit TcpClientTransport(boost::asio::io_context& io,
+                              std::shared_ptr<const TlsContext> tls = nullptr);
   ~TcpClientTransport() override;
 
   void SetEvents(Events events) override { events_ = std::move(events); }
@@ -64,12 +68,16 @@ class TcpClientTransport : public ClientTransport {
   struct Entry {
     std::shared_ptr<boost::asio::ip::tcp::socket> connecting;  // until connected
     std::shared_ptr<MessageChannel> channel;                   // once connected
+    std::string host;  // as dialled: the name a TLS server's certificate must hold
   };
   void ConnectAny(LinkId link, const std::vector<boost::asio::ip::tcp::endpoint>& targets);
   void Connected(LinkId link);
+  // The channel of `link` is ready (after its TLS handshake, if any).
+  void Ready(LinkId link, const std::string& local_addr);
   void Failed(LinkId link, ConnectError error, const std::string& cause);
 
   boost::asio::io_context& io_;
+  std::shared_ptr<const TlsContext> tls_;
   Events events_;
   std::map<LinkId, Entry> links_;
   // Handlers that outlive the transport find it gone.

@@ -16,10 +16,11 @@ constexpr size_t kTimers = std::size(kClientTimers);
 Time Now() { return Clock::now(); }
 }  // namespace
 
-RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, Callbacks callbacks)
+RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, Callbacks callbacks,
+                                   std::shared_ptr<const TlsContext> tls)
     : callbacks_(std::move(callbacks)),
       machine_(std::move(options), std::random_device{}()),
-      tcp_(io),
+      tcp_(io, std::move(tls)),
       faults_(io, tcp_) {
   timers_.reserve(kTimers);
   for (size_t i = 0; i < kTimers; ++i) timers_.emplace_back(io);
@@ -33,8 +34,8 @@ RendezvousClient::RendezvousClient(asio::io_context& io, ClientOptions options, 
       [this](LinkId link, const Message& message) {
         Carry(machine_.OnMessage(link, message, Now()));
       },
-      [this](LinkId link, const std::string& why, bool peer_gone) {
-        Carry(machine_.OnClosed(link, why, peer_gone, Now()));
+      [this](LinkId link, const std::string& why, ChannelEnd end) {
+        Carry(machine_.OnClosed(link, why, end, Now()));
       },
   });
 }

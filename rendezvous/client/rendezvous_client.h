@@ -36,7 +36,9 @@ class RendezvousClient {
     std::function<void(const std::string& why)> on_fence;      // stop the workers now
   };
 
-  RendezvousClient(boost::asio::io_context& io, ClientOptions options, Callbacks callbacks);
+  // `tls`: connect over TLS with it (tls_context.h); null: plain TCP.
+  RendezvousClient(boost::asio::io_context& io, ClientOptions options, Callbacks callbacks,
+                   std::shared_ptr<const TlsContext> tls = nullptr);
   ~RendezvousClient();
   RendezvousClient(const RendezvousClient&) = delete;
   RendezvousClient& operator=(const RendezvousClient&) = delete;

@@ -41,6 +41,7 @@
 #include "rendezvous/daemon/daemon_flags.h"
 #include "rendezvous/daemon/metrics_http.h"
 #include "rendezvous/daemon/rendezvous_server.h"
+#include "rendezvous/net/tls_context.h"
 #include "rendezvous/net/token_file.h"
 #include "rendezvous/replica/replica_node.h"
 #include "rendezvous/state/settings.h"
@@ -158,10 +159,22 @@ int main(int argc, char** argv) {
   options.port = static_cast<uint16_t>(flags.port);
   options.settings = *settings;
   options.max_connections = static_cast<size_t>(flags.max_connections);
+  std::vector<std::string> file_warnings;  // logged once the logger is up
   if (!flags.token_file.empty()) {
     auto token = muster::rdzv::ReadTokenFile(flags.token_file);
     if (!token.ok()) return Fail(token.status().message());
     options.token = *token;
+    if (auto loose = muster::rdzv::LooseFileWarning("--token-file", flags.token_file)) {
+      file_warnings.push_back(*loose);
+    }
+  }
+  const muster::rdzv::TlsServerFiles tls_files{{flags.tls_cert, "--tls-cert"},
+                                               {flags.tls_key, "--tls-key"},
+                                               {flags.tls_client_ca, "--tls-client-ca"}};
+  if (tls_files.any()) {
+    auto tls = muster::rdzv::TlsContext::ForServer(tls_files, &file_warnings);
+    if (!tls.ok()) return Fail(tls.status().message());
+    options.tls = *tls;
   }
 
   auto crash_after = DaemonCrashTime(flags);
@@ -174,6 +187,7 @@ int main(int argc, char** argv) {
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e musterd %l: %v");
   muster::SetLogLevelFromEnv(*logger, muster::SystemEnv());
   spdlog::set_default_logger(logger);
+  for (const std::string& warning : file_warnings) spdlog::warn("{}", warning);
   std::signal(SIGPIPE, SIG_IGN);
   // Each agent holds one connection: allow as many as the hard limit does.
   rlimit files{};

@@ -65,8 +65,11 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(asio::io_conte
   server->Accept();
   server->Tick();
   server->Sweep();
-  spdlog::info("event=listening host={} port={} daemon_id={}", options.host, server->port_,
-               server->daemon_id_);
+  spdlog::info("event=listening host={} port={} daemon_id={} tls={}", options.host, server->port_,
+               server->daemon_id_,
+               !options.tls            ? "off"
+               : options.tls->mutual() ? "mutual"
+                                       : "server");
   return server;
 }
 
@@ -97,16 +100,17 @@ void RendezvousServer::Accept() {
     const auto peer = socket.remote_endpoint(peer_ec);
     const auto local = socket.local_endpoint(local_ec);
     auto channel = std::make_shared<MessageChannel>(std::move(socket), options_.limits,
-                                                    MessageChannel::BadInput::kReply);
+                                                    MessageChannel::BadInput::kReply, options_.tls);
     sessions_[conn] =
         Session{channel, false, Clock::now(), peer_ec ? "" : peer.address().to_string(),
                 local_ec ? "" : local.address().to_string()};
-    channel->Start({[this, conn](Message m) { OnMessage(conn, std::move(m)); },
-                    [this, conn](const std::string& why, bool) { OnClosed(conn, why); },
-                    [this, conn](uint8_t type, std::string_view payload) {
-                      return type == static_cast<uint8_t>(MessageType::kHeartbeat) &&
-                             OnHeartbeatFrame(conn, payload);
-                    }});
+    channel->Start(
+        {[this, conn](Message m) { OnMessage(conn, std::move(m)); },
+         [this, conn](const std::string& why, ChannelEnd end) { OnClosed(conn, why, end); },
+         [this, conn](uint8_t type, std::string_view payload) {
+           return type == static_cast<uint8_t>(MessageType::kHeartbeat) &&
+                  OnHeartbeatFrame(conn, payload);
+         }});
     Accept();
   });
 }
@@ -169,10 +173,14 @@ bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {
   return true;
 }
 
-void RendezvousServer::OnClosed(ConnId conn, const std::string& why) {
+void RendezvousServer::OnClosed(ConnId conn, const std::string& why, ChannelEnd end) {
   auto it = sessions_.find(conn);
   if (it == sessions_.end()) return;
   const bool greeted = it->second.greeted;
+  if (end == ChannelEnd::kTlsFailed) {
+    ++tls_failures_;
+    spdlog::warn("event=tls_refused peer={} why=\"{}\"", it->second.channel->peer(), why);
+  }
   sessions_.erase(it);
   spdlog::debug("event=connection_closed conn={} why=\"{}\"", conn, why);
   if (greeted && !stopped_) {
@@ -331,6 +339,9 @@ std::string RendezvousServer::MetricsText() const {
          static_cast<double>(bad_hellos_));
   metric("muster_rejected_connections_total", "counter", "Connections over the limit.",
          static_cast<double>(rejected_));
+  metric("muster_tls_refused_total", "counter",
+         "Connections TLS refused (certificate, plain text, protocol).",
+         static_cast<double>(tls_failures_));
   out << "# HELP muster_replica_role This daemon's role (1 for the current one).\n"
       << "# TYPE muster_replica_role gauge\n";
   for (const replica::Role role : replica::kRoles) {

@@ -8,7 +8,8 @@
 //
 // It runs on the caller's io_context and starts no thread: the same server is
 // `musterd`, and is embedded in `muster --standalone` / `is_host=1` agents.
-// Bad input on one connection closes that connection only. Assignments are
+// Bad input on one connection closes that connection only; so does a TLS
+// failure, logged as one event line naming the peer and the reason. Assignments are
 // adjusted per member on the way out: a loopback master address is replaced,
 // for members on other hosts, by the address they reached the daemon at
 // (PROTOCOL.md, "Loopback master addresses").
@@ -35,6 +36,10 @@ struct ServerOptions {
   uint16_t port = 0;  // 0: any free port
   Settings settings;
   std::string token;  // empty: no token required
+  // Serve TLS with it (a server context, tls_context.h); null: plain TCP.
+  // With a client CA, every agent and `muster status` must present a
+  // certificate that chains to it.
+  std::shared_ptr<const TlsContext> tls;
   size_t max_connections = 20000;
   MessageChannel::Limits limits;
   // Served by an agent for its own job (--standalone, is_host): each agent
@@ -91,7 +96,7 @@ class RendezvousServer {
   RendezvousServer(boost::asio::io_context& io, ServerOptions options);
   void Accept();
   void OnMessage(ConnId conn, Message message);
-  void OnClosed(ConnId conn, const std::string& why);
+  void OnClosed(ConnId conn, const std::string& why, ChannelEnd end);
   void Apply(const Actions& actions);
   void Tick();
   void Sweep();
@@ -126,6 +131,7 @@ class RendezvousServer {
   std::optional<Time> last_tick_;
   Actions heartbeat_actions_;
   uint64_t bad_hellos_ = 0;
+  uint64_t tls_failures_ = 0;  // connections TLS refused (certificate, plain text, protocol)
   bool stopped_ = false;
 };
 

@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <boost/asio/write.hpp>
 
+#include "rendezvous/net/tls_stream.h"
 #include "rendezvous/protocol/message_codec.h"
 
 namespace muster::rdzv {
 namespace asio = boost::asio;
 
-MessageChannel::MessageChannel(asio::ip::tcp::socket socket, Limits limits, BadInput bad_input)
+MessageChannel::MessageChannel(asio::ip::tcp::socket socket, Limits limits, BadInput bad_input,
+                               std::shared_ptr<const TlsContext> tls,
+                               const std::string& verify_host)
     : socket_(std::move(socket)),
+      tls_(tls ? std::make_unique<TlsStream>(socket_, *tls, verify_host) : nullptr),
       limits_(limits),
       bad_input_(bad_input),
       decoder_(limits.max_frame_bytes),
@@ -20,43 +24,61 @@ MessageChannel::MessageChannel(asio::ip::tcp::socket socket, Limits limits, BadI
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
+MessageChannel::~MessageChannel() = default;
+
+void MessageChannel::Handshake(std::function<void(const std::string&, ChannelEnd)> done) {
+  if (!tls_) {
+    done("", ChannelEnd::kLocal);
+    return;
+  }
+  tls_->Handshake([self = shared_from_this(), done = std::move(done)](
+                      const boost::system::error_code& ec, size_t) {
+    if (!ec) return done("", ChannelEnd::kLocal);
+    auto [why, end] = self->Describe(ec);
+    done(why, end);
+  });
+}
+
 void MessageChannel::Start(Handlers handlers) {
   handlers_ = std::move(handlers);
   Read();
 }
 
 void MessageChannel::Read() {
-  socket_.async_read_some(
-      asio::buffer(read_buffer_),
-      [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-        if (!self->open_) return;
-        if (ec) {
-          self->CloseOnError(ec);
-          return;
-        }
-        self->last_activity_ = Clock::now();
-        self->decoder_.Feed(std::string_view(self->read_buffer_.data(), n));
-        for (;;) {
-          FrameResult frame = self->decoder_.Next();
-          if (frame.state == FrameResult::kNeedMore) break;
-          if (frame.state == FrameResult::kError) {
-            self->Fail(frame.message);
-            return;
-          }
-          if (self->handlers_.on_frame && self->handlers_.on_frame(frame.type, frame.payload)) {
-            if (!self->open_ || self->close_after_flush_) return;
-            continue;
-          }
-          auto message = Decode(frame.type, frame.payload);
-          if (!message.ok()) {
-            self->Fail(message.status().message());
-            return;
-          }
-          if (self->handlers_.on_message) self->handlers_.on_message(std::move(message).value());
-          if (!self->open_ || self->close_after_flush_) return;
-        }
-        self->Read();
-      });
+  auto on_read = [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+    if (!self->open_) return;
+    if (ec) {
+      self->CloseOnError(ec);
+      return;
+    }
+    self->last_activity_ = Clock::now();
+    self->decoder_.Feed(std::string_view(self->read_buffer_.data(), n));
+    for (;;) {
+      FrameResult frame = self->decoder_.Next();
+      if (frame.state == FrameResult::kNeedMore) break;
+      if (frame.state == FrameResult::kError) {
+        self->Fail(frame.message);
+        return;
+      }
+      if (self->handlers_.on_frame && self->handlers_.on_frame(frame.type, frame.payload)) {
+        if (!self->open_ || self->close_after_flush_) return;
+        continue;
+      }
+      auto message = Decode(frame.type, frame.payload);
+      if (!message.ok()) {
+        self->Fail(message.status().message());
+        return;
+      }
+      if (self->handlers_.on_message) self->handlers_.on_message(std::move(message).value());
+      if (!self->open_ || self->close_after_flush_) return;
+    }
+    self->Read();
+  };
+  if (tls_) {
+    tls_->ReadSome(asio::buffer(read_buffer_), std::move(on_read));
+  } else {
+    socket_.async_read_some(asio::buffer(read_buffer_), std::move(on_read));
+  }
 }
 
 void MessageChannel::Fail(const std::string& why) {
@@ -64,7 +86,7 @@ void MessageChannel::Fail(const std::string& why) {
     Send(Error{ErrorCode::kBadFrame, why, true});
     CloseAfterFlush("bad input: " + why);
   } else {
-    Close("bad input: " + why);
+    Close("bad input: " + why, ChannelEnd::kLocal);
   }
 }
 
@@ -106,20 +128,23 @@ void MessageChannel::Write() {
   writing_ = true;
   in_flight_.swap(pending_);
   pending_.clear();
-  asio::async_write(socket_, asio::buffer(in_flight_),
-                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                      if (!self->open_) return;
-                      if (ec) {
-                        self->CloseOnError(ec);
-                        return;
-                      }
-                      self->in_flight_.clear();
-                      // A large reply (a status document) must not pin its
-                      // buffer for the connection's life.
-                      if (self->in_flight_.capacity() > (1u << 20))
-                        self->in_flight_.shrink_to_fit();
-                      self->Write();
-                    });
+  auto on_written = [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+    if (!self->open_) return;
+    if (ec) {
+      self->CloseOnError(ec);
+      return;
+    }
+    self->in_flight_.clear();
+    // A large reply (a status document) must not pin its
+    // buffer for the connection's life.
+    if (self->in_flight_.capacity() > (1u << 20)) self->in_flight_.shrink_to_fit();
+    self->Write();
+  };
+  if (tls_) {
+    tls_->WriteAll(asio::buffer(in_flight_), std::move(on_written));
+  } else {
+    asio::async_write(socket_, asio::buffer(in_flight_), std::move(on_written));
+  }
 }
 
 void MessageChannel::CloseAfterFlush(const std::string& why) {
@@ -129,13 +154,41 @@ void MessageChannel::CloseAfterFlush(const std::string& why) {
   if (!writing_) Close(why);
 }
 
-void MessageChannel::CloseOnError(const boost::system::error_code& ec) {
+std::pair<std::string, ChannelEnd> MessageChannel::Describe(
+    const boost::system::error_code& ec) const {
+  if (ec.category() == TlsCategory()) {
+    if (ec.value() == static_cast<int>(TlsErrc::kPlaintextPeer)) {
+      return {"TLS required: the peer spoke plain text", ChannelEnd::kTlsFailed};
+    }
+    return {"TLS: " + tls_->failure(), ChannelEnd::kTlsFailed};
+  }
   const bool peer_gone = ec == asio::error::eof || ec == asio::error::connection_reset ||
                          ec == asio::error::broken_pipe;
-  Close(ec == asio::error::eof ? "peer closed" : ec.message(), peer_gone);
+  return {ec == asio::error::eof ? "peer closed" : ec.message(),
+          peer_gone ? ChannelEnd::kPeerGone : ChannelEnd::kLocal};
 }
 
-void MessageChannel::Close(const std::string& why, bool peer_gone) {
+void MessageChannel::CloseOnError(const boost::system::error_code& ec) {
+  if (ec == MakeErrorCode(TlsErrc::kPlaintextPeer) && bad_input_ == BadInput::kReply) {
+    RefusePlaintext();
+  }
+  auto [why, end] = Describe(ec);
+  Close(why, end);
+}
+
+void MessageChannel::RefusePlaintext() {
+  // One small frame into an empty socket buffer: written whole or not at
+  // all, without waiting. The agent reads a fatal refusal that says why.
+  const std::string frame = Encode(
+      Error{ErrorCode::kBadFrame,
+            "this rendezvous requires TLS: give the agent --rdzv-conf tls_ca=FILE (see muster(1))",
+            true});
+  boost::system::error_code ignored;
+  socket_.native_non_blocking(true, ignored);
+  socket_.write_some(asio::buffer(frame), ignored);
+}
+
+void MessageChannel::Close(const std::string& why, ChannelEnd end) {
   if (!open_) return;
   open_ = false;
   boost::system::error_code ec;
@@ -145,7 +198,7 @@ void MessageChannel::Close(const std::string& why, bool peer_gone) {
   in_flight_.clear();
   auto on_close = std::move(handlers_.on_close);
   handlers_ = {};
-  if (on_close) on_close(why, peer_gone);
+  if (on_close) on_close(why, end);
 }
 
 }  // namespace muster::rdzv

@@ -4,8 +4,13 @@
 //
 // Errors never escape: a broken frame or undecodable message makes the
 // channel send Error{kBadFrame, fatal} (with BadInput::kReply) and close;
-// the on_close handler runs exactly once. Not thread-safe: everything runs on
-// the socket's (single-threaded) executor. Hold it in a shared_ptr; pending
+// the on_close handler runs exactly once.
+//
+// With a TlsContext the bytes go through TLS (tls_stream.h). A client
+// channel runs Handshake() before Start(); a server channel handshakes as it
+// first reads, and answers a peer that speaks plain text with a plain
+// Error{kBadFrame, fatal} saying TLS is required (with BadInput::kReply). Not thread-safe:
+// everything runs on the socket's (single-threaded) executor. Hold it in a shared_ptr; pending
 // operations keep it alive.
 #pragma once
 
@@ -18,10 +23,14 @@
 #include <string_view>
 
 #include "common/clock.h"
+#include "rendezvous/net/channel_end.h"
+#include "rendezvous/net/tls_context.h"
 #include "rendezvous/protocol/frame_codec.h"
 #include "rendezvous/protocol/messages.h"
 
 namespace muster::rdzv {
+
+class TlsStream;
 
 class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
  public:
@@ -34,9 +43,7 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   };
   struct Handlers {
     std::function<void(Message)> on_message;
-    // `peer_gone`: the peer's side closed or reset the connection (its host
-    // answered), as opposed to a local close, a timeout or a local error.
-    std::function<void(const std::string& why, bool peer_gone)> on_close;
+    std::function<void(const std::string& why, ChannelEnd end)> on_close;
     // Optional: sees each frame before it is decoded; returning true means it
     // was handled (a hot message decoded without copies) and skips on_message.
     std::function<bool(uint8_t type, std::string_view payload)> on_frame;
@@ -46,8 +53,17 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   // closes: the daemon tells its peer why, an agent just closes.
   enum class BadInput { kClose, kReply };
 
-  MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, BadInput bad_input);
+  // `tls`: null for plain TCP. `verify_host`: a client's dialled host, which
+  // the server's certificate must name.
+  MessageChannel(boost::asio::ip::tcp::socket socket, Limits limits, BadInput bad_input,
+                 std::shared_ptr<const TlsContext> tls = nullptr,
+                 const std::string& verify_host = "");
+  ~MessageChannel();
 
+  // Client side of a TLS channel, before Start(): `done` gets "" once the
+  // handshake is done, else why it failed, with `end` kTlsFailed when TLS
+  // refused (kPeerGone/kLocal when the connection broke). Plain: "" at once.
+  void Handshake(std::function<void(const std::string& failure, ChannelEnd end)> done);
   void Start(Handlers handlers);
   // Queues `message`. Returns false (and closes) if the queue limit is
   // exceeded, or if the frame is larger than the peer may accept (see
@@ -56,21 +72,27 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
   // Queues an already encoded frame (Encode(message)); same contract as Send.
   bool SendFrame(std::string_view frame);
   // Closes now; queued frames are dropped.
-  void Close(const std::string& why) { Close(why, false); }
+  void Close(const std::string& why) { Close(why, ChannelEnd::kLocal); }
   // Closes once every queued frame has been written.
   void CloseAfterFlush(const std::string& why);
   bool is_open() const { return open_; }
   Time last_activity() const { return last_activity_; }
   std::string peer() const { return peer_; }
+  bool tls() const { return tls_ != nullptr; }
 
  private:
   void Read();
   void Write();
   void Fail(const std::string& why);
-  void Close(const std::string& why, bool peer_gone);
+  void Close(const std::string& why, ChannelEnd end);
   void CloseOnError(const boost::system::error_code& ec);
+  // Why `ec` ended the connection, and how.
+  std::pair<std::string, ChannelEnd> Describe(const boost::system::error_code& ec) const;
+  // A server's answer to a plain-text peer on a TLS port, best effort.
+  void RefusePlaintext();
 
   boost::asio::ip::tcp::socket socket_;
+  std::unique_ptr<TlsStream> tls_;
   Limits limits_;
   BadInput bad_input_;
   Handlers handlers_;

@@ -269,7 +269,7 @@ class FakeReplicas {
       if (!conns_.at(id).agent_open || !PathUp(conn.agent, conn.replica)) return;
       conns_.at(id).agent_open = false;
       Apply(conn.agent, agents_[static_cast<size_t>(conn.agent)]->machine.OnClosed(
-                            conn.link, "closed by the replica", /*peer_gone=*/true, now_));
+                            conn.link, "closed by the replica", ChannelEnd::kPeerGone, now_));
     });
   }
 

@@ -47,7 +47,11 @@ class Client {
     return Show(machine_.OnMessage(link, message, now_));
   }
   Lines Closed(LinkId link, bool peer_gone) {
-    return Show(machine_.OnClosed(link, "test", peer_gone, now_));
+    return Show(machine_.OnClosed(link, "test",
+                                  peer_gone ? ChannelEnd::kPeerGone : ChannelEnd::kLocal, now_));
+  }
+  Lines ClosedByTls(LinkId link, const std::string& why) {
+    return Show(machine_.OnClosed(link, why, ChannelEnd::kTlsFailed, now_));
   }
   Lines Fire(ClientTimer timer) { return Show(machine_.OnTimer(timer, now_)); }
   // Connected and welcomed by the leader of `epoch` on `link`.
@@ -284,6 +288,36 @@ TEST_CASE("a refusal for good stops the client and gives up", "[rdzv][client][ma
               "wrong token (bad_token)"});
   CHECK(c.machine().state() == State::kStopped);
   CHECK(c.Fire(ClientTimer::kHeartbeat).empty());
+}
+
+TEST_CASE("TLS refused, at the handshake or after it, stops the client and gives up",
+          "[rdzv][client][machine]") {
+  SECTION("the agent does not trust the daemon's certificate") {
+    Client c({kA, kB});
+    c.Start();
+    const Lines lines = c.ConnectFailed(1, ConnectError::kTlsFailed);
+    CHECK(Only(lines, {"give up", "connect"}) ==
+          Lines{"give up: TLS with the rendezvous at 10.0.0.1:29400 failed: test"});
+    CHECK(c.machine().state() == State::kStopped);
+  }
+  SECTION("the daemon refuses the agent's certificate after the handshake") {
+    Client c({kA});
+    c.Start();
+    c.Connected(1);
+    const Lines lines = c.ClosedByTls(1, "TLS: tlsv13 alert certificate required");
+    CHECK(Only(lines, {"give up"}) ==
+          Lines{"give up: TLS with the rendezvous at 10.0.0.1:29400 failed: "
+                "TLS: tlsv13 alert certificate required"});
+    CHECK(c.machine().state() == State::kStopped);
+  }
+  SECTION("a served connection that ends in a TLS error is lost like any other") {
+    Client c({kA, kB});
+    c.Start();
+    c.Serve(1, 1);
+    const Lines lines = c.ClosedByTls(1, "TLS: decryption failed");
+    CHECK(Only(lines, {"give up"}).empty());
+    CHECK(c.machine().state() != State::kStopped);
+  }
 }
 
 TEST_CASE("no first contact within the limit gives up with the causes", "[rdzv][client][machine]") {

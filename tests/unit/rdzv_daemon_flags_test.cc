@@ -201,8 +201,8 @@ TEST_CASE("the man page's config keys and the completion's lists come from the f
                   "# END generated") == DaemonCompletionLists());
   const std::string lists = DaemonCompletionLists();
   CHECK(lists.find("_musterd_switch_flags=(help version)\n") != std::string::npos);
-  CHECK(lists.find("_musterd_file_flags=(config token-file etcd-cacert etcd-cert etcd-key)\n") !=
-        std::string::npos);
+  CHECK(lists.find("_musterd_file_flags=(config token-file tls-cert tls-key tls-client-ca "
+                   "etcd-cacert etcd-cert etcd-key)\n") != std::string::npos);
 }
 
 }  // namespace

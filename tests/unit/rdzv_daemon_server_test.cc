@@ -37,7 +37,7 @@ std::shared_ptr<Peer> Connect(asio::io_context& io, uint16_t port) {
   peer->channel->Start({[weak](Message m) {
                           if (auto p = weak.lock()) p->heard.push_back(std::move(m));
                         },
-                        [weak](const std::string&, bool) {
+                        [weak](const std::string&, ChannelEnd) {
                           if (auto p = weak.lock()) p->closed = true;
                         },
                         nullptr});
