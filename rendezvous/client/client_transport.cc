@@ -97,7 +97,7 @@ void TcpClientTransport::Connected(LinkId link) {
     if (failure.empty()) return Ready(link, local_addr);
     it->second.channel->Close("TLS handshake failed");
     Failed(link, end == ChannelEnd::kTlsFailed ? ConnectError::kTlsFailed : ConnectError::kSilent,
-           "TLS handshake failed: " + failure);
+           failure);
   });
 }
 

@@ -158,9 +158,9 @@ std::pair<std::string, ChannelEnd> MessageChannel::Describe(
     const boost::system::error_code& ec) const {
   if (ec.category() == TlsCategory()) {
     if (ec.value() == static_cast<int>(TlsErrc::kPlaintextPeer)) {
-      return {"TLS required: the peer spoke plain text", ChannelEnd::kTlsFailed};
+      return {"the peer spoke plain text", ChannelEnd::kTlsFailed};
     }
-    return {"TLS: " + tls_->failure(), ChannelEnd::kTlsFailed};
+    return {tls_->failure(), ChannelEnd::kTlsFailed};
   }
   const bool peer_gone = ec == asio::error::eof || ec == asio::error::connection_reset ||
                          ec == asio::error::broken_pipe;

@@ -1,6 +1,7 @@
 #include "rendezvous/net/tls_context.h"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <sys/stat.h>
 
@@ -44,11 +45,20 @@ Status LoadCertificate(SSL_CTX* ctx, const TlsFile& cert, const TlsFile& key,
     return Status::InvalidArgument(cert.flag + " " + Quote(cert.path) +
                                    ": not a PEM certificate (" + OpensslReason() + ")");
   }
-  if (SSL_CTX_use_PrivateKey_file(ctx, key.path.c_str(), SSL_FILETYPE_PEM) != 1) {
+  // Read apart from the context, so a file that is no key and a key that
+  // is not the certificate's are told apart.
+  EVP_PKEY* private_key = nullptr;
+  if (FILE* in = std::fopen(key.path.c_str(), "r")) {
+    private_key = PEM_read_PrivateKey(in, nullptr, nullptr, nullptr);
+    std::fclose(in);
+  }
+  if (private_key == nullptr) {
     return Status::InvalidArgument(key.flag + " " + Quote(key.path) + ": not a PEM private key (" +
                                    OpensslReason() + ")");
   }
-  if (SSL_CTX_check_private_key(ctx) != 1) {
+  const bool matches = SSL_CTX_use_PrivateKey(ctx, private_key) == 1;
+  EVP_PKEY_free(private_key);
+  if (!matches) {
     ERR_clear_error();
     return Status::InvalidArgument(key.flag + " " + Quote(key.path) + " is not the key of " +
                                    cert.flag + " " + Quote(cert.path));

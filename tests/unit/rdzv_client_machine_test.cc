@@ -304,17 +304,17 @@ TEST_CASE("TLS refused, at the handshake or after it, stops the client and gives
     Client c({kA});
     c.Start();
     c.Connected(1);
-    const Lines lines = c.ClosedByTls(1, "TLS: tlsv13 alert certificate required");
+    const Lines lines = c.ClosedByTls(1, "tlsv13 alert certificate required");
     CHECK(Only(lines, {"give up"}) ==
           Lines{"give up: TLS with the rendezvous at 10.0.0.1:29400 failed: "
-                "TLS: tlsv13 alert certificate required"});
+                "tlsv13 alert certificate required"});
     CHECK(c.machine().state() == State::kStopped);
   }
   SECTION("a served connection that ends in a TLS error is lost like any other") {
     Client c({kA, kB});
     c.Start();
     c.Serve(1, 1);
-    const Lines lines = c.ClosedByTls(1, "TLS: decryption failed");
+    const Lines lines = c.ClosedByTls(1, "decryption failed");
     CHECK(Only(lines, {"give up"}).empty());
     CHECK(c.machine().state() != State::kStopped);
   }

@@ -6,3 +6,9 @@ muster_unit_test(rdzv_daemon_unit_tests
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_status_reply_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_server_test.cc
   LIBS muster_rdzv_daemon)
+
+# TLS on the rendezvous connection: loading files, and the daemon shell over
+# loopback with certificates made at run time (tls_test_certs.h).
+muster_unit_test(rdzv_net_tls_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_net_tls_test.cc
+  LIBS muster_rdzv_daemon)
