@@ -7,13 +7,19 @@ that asks for client certificates (--client-cert-auth).
 - A replica that trusts another CA, or brings no client certificate, never
   leads and says why in its log.
 - Bad TLS flags are refused at start, naming the flag and the file.
+- Replicas that serve agents over mutual TLS: agents given every replica
+  follow a standby's redirect to the leader, and a new leader after the
+  leader's SIGKILL, verifying each one's certificate, with no worker
+  restarted; `muster status` reads the leader over TLS too.
 """
 import os
 import shutil
 import signal
+import time
 
-from harness import check, run, tempdir, test, wait_for
-from replica_harness import MUSTERD, Setup, leader_among, one_leader
+from elastic_harness import agent_args, dumps, wait_generation
+from harness import MUSTER, check, pid_alive, run, tempdir, test, wait_for
+from replica_harness import MUSTERD, LoggedAgent, Setup, leader_among, one_leader
 
 
 def full_tls(s):
@@ -81,11 +87,73 @@ def bad_tls_flags_are_refused_at_start_naming_the_flag_and_the_file():
             (["--etcd", "127.0.0.1:2379", "--advertise", "127.0.0.1:1", "--etcd-cacert", not_pem],
              "need an https:// endpoint in --etcd"),
             (["--etcd-cacert", not_pem], "need --etcd"),
+            # The agents' side of TLS: the rendezvous port's own files.
+            (["--tls-cert", not_pem], f"--tls-cert '{not_pem}' needs --tls-key"),
+            (["--tls-cert", missing, "--tls-key", not_pem], f"--tls-cert '{missing}': cannot read it"),
+            (["--tls-cert", not_pem, "--tls-key", not_pem], f"--tls-cert '{not_pem}': not a PEM"),
+            (["--tls-client-ca", not_pem], f"--tls-client-ca '{not_pem}' needs --tls-cert"),
         ]:
             code, out, err = run([MUSTERD, "--port", "0"] + args, timeout=10)
             check(code == 2 and want in err, f"{args}: exit {code}, wanted '{want}'", out, err)
+        agent = [MUSTER, "--nnodes", "1:2", "--rdzv-backend", "muster", "--rdzv-endpoint",
+                 "127.0.0.1:1", "--no-python", "--rdzv-conf"]
+        for args, want in [
+            (agent + [f"tls_ca={missing}", "true"], f"--rdzv-conf tls_ca '{missing}': cannot read it"),
+            (agent + [f"tls_ca={not_pem}", "true"], f"--rdzv-conf tls_ca '{not_pem}': not a PEM"),
+            (agent + [f"tls_key={not_pem}", "true"], f"--rdzv-conf tls_key '{not_pem}' needs"),
+            ([MUSTER, "status", "--rdzv-conf", f"tls_cert={not_pem}"],
+             f"--rdzv-conf tls_cert '{not_pem}' needs --rdzv-conf tls_key"),
+        ]:
+            code, out, err = run(args, timeout=10)
+            check(code == 2 and want in err, f"{args}: exit {code}, wanted '{want}'", out, err)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def serving_tls(s):
+    """The flags of a replica that serves agents over mutual TLS: etcd's server
+    certificate (it names 127.0.0.1) and the CA every agent's chains to."""
+    return ("--tls-cert", s.certs.server_cert, "--tls-key", s.certs.server_key,
+            "--tls-client-ca", s.certs.ca)
+
+
+@test
+def agents_follow_replicas_over_mutual_tls_through_a_failover():
+    s = Setup(replicas=0, tls=True)
+    agents, out = [], tempdir()
+    try:
+        replicas = [s.add_replica(*full_tls(s), *serving_tls(s)) for _ in range(2)]
+        leader = one_leader(replicas, timeout=15)
+        standby = replicas[1] if leader is replicas[0] else replicas[0]
+        conf = f"tls_ca={s.certs.ca},tls_cert={s.certs.client_cert},tls_key={s.certs.client_key}"
+        # The standby first: each agent is redirected to the leader it names.
+        endpoints = f"{standby.address},{leader.address}"
+        agents = [LoggedAgent(agent_args(endpoints, "127.0.0.1", out, conf=conf), s.dir, str(i))
+                  for i in range(2)]
+        gen = wait_generation(out, 4, timeout=20)
+        pids = sorted(r["pid"] for r in dumps(out)[gen].values())
+        code, status, err = run([MUSTER, "status", "--rdzv-endpoint", endpoints, "--rdzv-conf",
+                                 conf, "--json"], timeout=20)
+        check(code == 0 and '"run_id":"job"' in status.replace(" ", ""),
+              f"muster status over TLS: exit {code}", status, err)
+
+        os.kill(leader.proc.pid, signal.SIGKILL)
+        leader.proc.wait()
+        check(wait_for(lambda: leader_among([standby]) is standby, 8),
+              "the standby did not take the lead", standby.text())
+        want = f"event=rdzv_leader endpoint={standby.address}"
+        check(wait_for(lambda: all(want in a.text() for a in agents), 8),
+              "not every agent followed the new leader over TLS", standby.text(),
+              *[a.text() for a in agents])
+        time.sleep(1.0)
+        check(sorted(dumps(out)) == [gen] and all(pid_alive(p) for p in pids),
+              "the failover restarted workers", *[a.text() for a in agents])
+        check("event=tls_refused" not in standby.text(), "a replica refused TLS", standby.text())
+    finally:
+        for a in agents:
+            a.close()
+        shutil.rmtree(out, ignore_errors=True)
+        s.close()
 
 
 if __name__ == "__main__":
