@@ -27,8 +27,8 @@ import subprocess
 import threading
 import time
 
-from elastic_harness import GEN_DUMP, MUSTERD, agent_args, dumps, wait_generation
-from harness import MUSTER, Skip, check, pid_alive, run_tests, tempdir, test, wait_for
+from elastic_harness import MUSTERD, agent_args, dumps, wait_generation
+from harness import Skip, check, pid_alive, run_tests, tempdir, test, wait_for
 from netns_harness import DAEMON_ADDR, Hosts, host_addr, remove_stale_hosts
 from testlib.ports import bound_port
 
