@@ -18,9 +18,10 @@ so the server holds that byte; keys it writes on its own connection (the
 difference between GETNUMKEYS and the union, counted as such and checked
 against the list where torch has one.
 
-Then per version a fit: keys(N) = a N + b, and bytes(N) = q N^2 + l N + c
-(gloo's full mesh has each rank write one address per peer: a quadratic
-term), and the figures at 100,000 ranks.
+Then per version a fit: keys(N) = a N + b, and bytes(N) = p N (N - 1) +
+r N + c (gloo's full mesh has each rank write one address per peer: the
+quadratic term), the figures at 100,000 ranks, and the largest world whose
+gloo full mesh fits 1 GiB and 4 GiB.
 
 torch 1.13 is Debian's (/usr/bin/python3); 2.6 and 2.14 run in the chroots
 of scripts/torch_chroots.sh (DIR/trixie, DIR/sid) through
@@ -136,27 +137,54 @@ def footprint(records):
 
 
 def fit(rows):
+    """keys = a N + b; bytes = p N (N - 1) + r N + c.
+
+    p is gloo's bytes per peer: each rank writes one value listing its N - 1
+    peers, the store's largest value, whose growth with N gives p. What is
+    left, once p N (N - 1) is taken away, is fitted as a line: r per rank
+    (each rank's keys and the fixed part of its value) and c fixed. The keys
+    name ranks in decimal, so r grows by a few bytes where ranks get more
+    digits; the worst error of each fit over the measured N is reported.
+    """
     n = np.array([r["world_size"] for r in rows], dtype=float)
     keys = np.array([r["keys"] for r in rows], dtype=float)
     size = np.array([r["bytes"] for r in rows], dtype=float)
+    largest = np.array([r["largest_value"] for r in rows], dtype=float)
     a, b = np.polyfit(n, keys, 1)
-    degree = 2 if len(rows) >= 3 else 1
-    coeffs = np.polyfit(n, size, degree)
-    q, l, c = (coeffs if degree == 2 else (0.0, *coeffs))
-    worst = max(abs(np.polyval(coeffs, x) - y) for x, y in zip(n, size))
-    return {"keys_per_rank": a, "keys_fixed": b, "bytes_per_rank_squared": q,
-            "bytes_per_rank": l, "bytes_fixed": c, "bytes_fit_worst_error": worst}
+    p, base = np.polyfit(n - 1, largest, 1)
+    rest = size - p * n * (n - 1)
+    r, c = np.polyfit(n, rest, 1)
+    return {
+        "keys_per_rank": a, "keys_fixed": b,
+        "keys_fit_worst_error": float(max(abs(a * n + b - keys))),
+        "bytes_per_peer": p, "largest_value_fixed": base,
+        "largest_fit_worst_error": float(max(abs(p * (n - 1) + base - largest))),
+        "bytes_per_rank": r, "bytes_fixed": c,
+        "bytes_fit_worst_error": float(max(abs(p * n * (n - 1) + r * n + c - size))),
+    }
 
 
 def at(f, world):
     keys = f["keys_per_rank"] * world + f["keys_fixed"]
-    size = f["bytes_per_rank_squared"] * world**2 + f["bytes_per_rank"] * world + f["bytes_fixed"]
+    mesh = f["bytes_per_peer"] * world * (world - 1)
     linear = f["bytes_per_rank"] * world + f["bytes_fixed"]
-    return keys, size, linear
+    return keys, mesh, linear
+
+
+def largest_world_within(f, limit):
+    world = 1
+    while sum(at(f, world * 2)[1:]) <= limit:
+        world *= 2
+    step = world
+    while step > 1:
+        step //= 2
+        if sum(at(f, world + step)[1:]) <= limit:
+            world += step
+    return world
 
 
 def human(n):
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n:.0f} B"
@@ -216,15 +244,23 @@ def main():
             print(f"| {v} | {r['world_size']}{where} | {r['keys']} | {r['bytes']} | "
                   f"{r['largest_value']} |")
     print()
-    print("| torch | keys | bytes | at 100,000 ranks: keys | bytes | bytes without the quadratic term |")
-    print("|---|---|---|---|---|---|")
+    print("| torch | keys | bytes: gloo's address lists | bytes: the rest | "
+          "at 100,000 ranks: keys | gloo's address lists | the rest |")
+    print("|---|---|---|---|---|---|---|")
     for v in versions:
         f = result[v]["fit"]
-        keys, size, linear = at(f, 100_000)
+        keys, mesh, linear = at(f, 100_000)
         print(f"| {v} | {f['keys_per_rank']:.2f} N + {f['keys_fixed']:.2f} | "
-              f"{f['bytes_per_rank_squared']:.2f} N² + {f['bytes_per_rank']:.1f} N + "
-              f"{f['bytes_fixed']:.1f} (worst error {f['bytes_fit_worst_error']:.1f}) | "
-              f"{keys:,.0f} | {human(size)} | {human(linear)} |")
+              f"{f['bytes_per_peer']:.1f} N (N-1) | {f['bytes_per_rank']:.1f} N + "
+              f"{f['bytes_fixed']:.1f} | {keys:,.0f} | {human(mesh)} | {human(linear)} |")
+    print()
+    for v in versions:
+        f = result[v]["fit"]
+        print(f"torch {v}: worst fit errors: keys {f['keys_fit_worst_error']:.2f}, largest value "
+              f"{f['largest_fit_worst_error']:.2f}, bytes {f['bytes_fit_worst_error']:.1f}; "
+              f"gloo's full mesh stays under 1 GiB up to "
+              f"{largest_world_within(f, 2**30):,} ranks, 4 GiB up to "
+              f"{largest_world_within(f, 2**32):,}")
     print()
     for v in versions:
         print(f"torch {v} key shapes: {', '.join(result[v]['key_shapes'])}")
