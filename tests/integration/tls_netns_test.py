@@ -14,9 +14,13 @@ Checked:
     refuses that daemon (hostname/IP verification);
   - a capture on h1's veth (a raw packet socket in the root namespace) holds
     the token when the agent talks plain TCP, and neither the token nor the
-    Hello's agent id when it talks TLS, while it holds a TLS handshake.
+    Hello's agent id when it talks TLS, while it holds a TLS handshake;
+  - on loopback, without a daemon: the agent that serves the rendezvous by
+    the c10d rule serves mutual TLS with its own certificate, and an agent
+    told to serve (is_host=1) with only tls_ca stops saying why.
 
-Needs root (namespaces, veths, a bridge, a packet socket); otherwise skipped.
+The namespace cases need root (namespaces, veths, a bridge, a packet
+socket); otherwise they are skipped.
 """
 import os
 import re
@@ -28,7 +32,8 @@ import threading
 import time
 
 from elastic_harness import MUSTERD, agent_args, dumps, wait_generation
-from harness import Skip, check, pid_alive, run_tests, tempdir, test, wait_for
+from harness import (Skip, check, free_port, pid_alive, run, run_tests, start, tempdir, test,
+                     wait_for)
 from netns_harness import DAEMON_ADDR, Hosts, host_addr, remove_stale_hosts
 from testlib.ports import bound_port
 
@@ -72,6 +77,8 @@ def make_certs():
           "subjectAltName=DNS:elsewhere.test,IP:10.213.99.1\nextendedKeyUsage=serverAuth\n")
     issue(d, "agent", "ca", "muster agent", "extendedKeyUsage=clientAuth\n")
     issue(d, "stranger", "other_ca", "stranger", "extendedKeyUsage=clientAuth\n")
+    issue(d, "node", "ca", "node",
+          "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n")
     return d
 
 
@@ -257,6 +264,33 @@ def the_token_crosses_the_wire_in_plain_text_and_not_under_tls():
     check(not left, f"left behind: {left}")
     for d in (out, certs, hosts.logs):
         shutil.rmtree(d, ignore_errors=True)
+
+
+@test
+def an_agent_serving_the_rendezvous_serves_mutual_tls_with_its_own_certificate():
+    certs = make_certs()
+    out = tempdir()
+    try:
+        port = free_port()
+        conf = tls_conf(certs, "node") + ",last_call_timeout=0.2"
+        args = agent_args(f"127.0.0.1:{port}", "127.0.0.1", out, nnodes="2", nproc=1,
+                          run_id="embedded", conf=conf, worker_args=["--run", "0.5"])
+        agents = [start(args)]
+        time.sleep(0.3)  # the first one serves; the second joins it
+        agents.append(start(args))
+        for agent in agents:
+            code = wait_exit(agent, 30)
+            _, err = agent.communicate()
+            check(code == 0, f"an agent of the embedded TLS rendezvous exited {code}", err)
+        check(len(dumps(out)) == 1 and len(dumps(out)[0]) == 2, f"workers: {dumps(out)}")
+        code, _, err = run(agent_args(f"127.0.0.1:{free_port()}", "127.0.0.1", out, nnodes="1:2",
+                                      nproc=1, conf=f"tls_ca={certs}/ca.pem,is_host=1"),
+                           timeout=20)
+        check(code == 1 and "serving the rendezvous over TLS needs tls_cert and tls_key" in err,
+              f"is_host=1 with only tls_ca: exit {code}", err)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(certs, ignore_errors=True)
 
 
 if __name__ == "__main__":
