@@ -3,6 +3,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <csignal>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -241,6 +242,9 @@ int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env)
     std::cout << StatusHelpText() << "\n";
     return 0;
   }
+  // OpenSSL writes a TLS connection with write(2): a daemon that resets it
+  // must not kill this process (tls_stream.h).
+  std::signal(SIGPIPE, SIG_IGN);
   auto status_args = ReadStatusArgs(*parsed, env);
   if (!status_args.ok()) return Usage(status_args.status().message());
   const StatusArgs& a = *status_args;

@@ -18,7 +18,9 @@
 // that started them (they are posted or come from a wait).
 //
 // Not thread-safe: one executor. REQUIRES: `socket` outlives the stream,
-// and at most one ReadSome and one WriteAll are outstanding at a time.
+// and at most one ReadSome and one WriteAll are outstanding at a time; the
+// process ignores SIGPIPE (OpenSSL writes with write(2), not with
+// MSG_NOSIGNAL as Asio does: a peer's reset would kill the process).
 #pragma once
 
 #include <openssl/types.h>
