@@ -97,6 +97,12 @@ def start_daemon(hosts, name, extra):
     return proc, found["port"]
 
 
+def mutual_tls(certs):
+    """musterd's flags for mutual TLS with the certificates of make_certs()."""
+    return ["--tls-cert", f"{certs}/musterd.pem", "--tls-key", f"{certs}/musterd.key",
+            "--tls-client-ca", f"{certs}/ca.pem"]
+
+
 def tls_conf(certs, cert=None, token=None):
     conf = f"tls_ca={certs}/ca.pem"
     if cert:
@@ -130,9 +136,8 @@ def mutual_tls_serves_certified_agents_and_refuses_the_rest_while_the_job_runs()
     out = tempdir()
     _, token_file = write_token(certs)
     with Hosts(3) as hosts:
-        daemon, port = start_daemon(hosts, "musterd", [
-            "--tls-cert", f"{certs}/musterd.pem", "--tls-key", f"{certs}/musterd.key",
-            "--tls-client-ca", f"{certs}/ca.pem", "--token-file", token_file])
+        daemon, port = start_daemon(hosts, "musterd",
+                                    mutual_tls(certs) + ["--token-file", token_file])
         endpoint = f"{DAEMON_ADDR}:{port}"
 
         def agent(i, conf, name, run_seconds="12"):
@@ -246,9 +251,7 @@ def the_token_crosses_the_wire_in_plain_text_and_not_under_tls():
         check(token.encode() in wire,
               f"the token is not in the plain-text capture ({len(wire)} bytes)", log)
 
-        tls, tls_port = start_daemon(hosts, "tls", [
-            "--tls-cert", f"{certs}/musterd.pem", "--tls-key", f"{certs}/musterd.key",
-            "--tls-client-ca", f"{certs}/ca.pem", "--token-file", token_file])
+        tls, tls_port = start_daemon(hosts, "tls", mutual_tls(certs) + ["--token-file", token_file])
         wire, log = captured_run(hosts, out, f"{DAEMON_ADDR}:{tls_port}",
                                  tls_conf(certs, "agent", token_file), "tlsjob")
         node = re.search(r"node=(\S+)", log)
