@@ -13,6 +13,12 @@
 //     (WAITs and BARRIERs together).
 //   - A LIST_KEYS reply larger than HandlerLimits::max_list_keys_reply_bytes
 //     closes the connection instead of being built.
+//   - The store as a whole holds at most HandlerLimits::max_keys keys (queues
+//     included) and max_bytes bytes of names and values (KeyValueStore::
+//     Bytes()). A write that would pass either limit is not made, and the
+//     connection that sent it is closed, as torch's server closes one whose
+//     request it cannot serve; the store and other connections go on. Writes
+//     that shrink or keep the store's size always pass.
 // Torch 2.1 and modern connections keep an unanswered WAIT until CANCEL_WAIT,
 // as their clients send it on timeout. A blocking queue pop is a WAIT on the
 // queue's name followed by QUEUE_POP (torch's client does both), so pending
@@ -36,9 +42,24 @@ namespace muster::store {
 
 inline constexpr size_t kMaxPendingWaitsPerConnection = 1024;
 
+// The store's default bounds (--store-max-keys, --store-max-bytes).
+// Measured: torch's init_process_group stores per rank, through the agent
+// store (prefix "/worker/attempt_N/" included), see docs of the flags:
+//   - gloo, torch 1.13, N ranks: 2 keys per rank plus 3 per group, and
+//     about 160 + 90 * N bytes per rank (each rank's full-mesh address list
+//     names every peer), so O(N^2) bytes in total: 8 ranks 11.5 KB.
+//   - NCCL: the unique id (one key of about 170 bytes) per group, plus the
+//     store barrier's counter: a few keys per group, not per rank.
+// At 100,000 ranks a job that stores 10 keys and 1 KiB per rank stays under
+// a million keys and 100 MiB; the defaults leave 4x that.
+inline constexpr size_t kDefaultStoreMaxKeys = 4'000'000;
+inline constexpr size_t kDefaultStoreMaxBytes = size_t{1} << 30;  // 1 GiB
+
 struct HandlerLimits {
   size_t max_pending_waits = kMaxPendingWaitsPerConnection;
   size_t max_list_keys_reply_bytes = 256u << 20;
+  size_t max_keys = kDefaultStoreMaxKeys;    // keys and queues, all connections together
+  size_t max_bytes = kDefaultStoreMaxBytes;  // names and values, all connections together
 };
 
 struct HandlerOutcome {
