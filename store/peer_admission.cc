@@ -47,9 +47,13 @@ std::vector<uint8_t> Masked(std::vector<uint8_t> bytes, int prefix_length) {
   return bytes;
 }
 
+std::string Prefix(std::string_view flag) {
+  return flag.empty() ? std::string() : std::string(flag) + ": ";
+}
+
 Status NotCidr(std::string_view flag, std::string_view entry, std::string_view why) {
-  return Status::InvalidArgument(std::string(flag) + ": '" + std::string(entry) +
-                                 "' is not a CIDR (" + std::string(why) + ")");
+  return Status::InvalidArgument(Prefix(flag) + "'" + std::string(entry) + "' is not a CIDR (" +
+                                 std::string(why) + ")");
 }
 
 Result<Cidr> ParseCidr(std::string_view entry, std::string_view flag) {
@@ -109,7 +113,7 @@ Result<std::vector<Cidr>> ParseCidrList(std::string_view text, std::string_view 
     const size_t end = comma == std::string_view::npos ? text.size() : comma;
     const std::string_view entry = Trim(text.substr(start, end - start));
     if (entry.empty()) {
-      return Status::InvalidArgument(std::string(flag) + ": empty entry in '" + std::string(text) +
+      return Status::InvalidArgument(Prefix(flag) + "empty entry in '" + std::string(text) +
                                      "' (expected CIDR,CIDR,..., e.g. 10.0.0.0/8)");
     }
     auto cidr = ParseCidr(entry, flag);

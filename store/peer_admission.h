@@ -46,7 +46,7 @@ struct Cidr {
 
 // Parses "CIDR,CIDR,...". A bare address is a single host (/32 or /128).
 // Blanks around entries are ignored; an empty list is an error.
-// Error (InvalidArgument), naming `flag` and the bad entry:
+// Error (InvalidArgument), naming `flag` (when not empty) and the bad entry:
 //   "--store-allow: '10.0.0.0/33' is not a CIDR (ADDRESS/BITS, BITS at most 32 for IPv4)"
 Result<std::vector<Cidr>> ParseCidrList(std::string_view text,
                                         std::string_view flag = "--store-allow");
