@@ -93,7 +93,7 @@ TEST_CASE_METHOD(Limited, "a write past the key limit closes its connection and 
   CHECK_FALSE(Do(Make(Op::kSet, {"c"}, {"1"})).close);
 }
 
-TEST_CASE_METHOD(Limited, "a write past the byte limit closes its connection; shrinking passes",
+TEST_CASE_METHOD(Limited, "a write past the byte limit closes its connection and shrinking passes",
                  "[store][limits]") {
   CHECK_FALSE(Do(Make(Op::kSet, {"k"}, {std::string(30, 'x')})).close);  // 31 bytes
   HandlerOutcome out = Do(Make(Op::kSet, {"l"}, {std::string(9, 'x')}));
