@@ -43,17 +43,26 @@ namespace muster::store {
 inline constexpr size_t kMaxPendingWaitsPerConnection = 1024;
 
 // The store's default bounds (--store-max-keys, --store-max-bytes).
-// Measured: torch's init_process_group stores per rank, through the agent
-// store (prefix "/worker/attempt_N/" included), see docs of the flags:
-//   - gloo, torch 1.13, N ranks: 2 keys per rank plus 3 per group, and
-//     about 160 + 90 * N bytes per rank (each rank's full-mesh address list
-//     names every peer), so O(N^2) bytes in total: 8 ranks 11.5 KB.
-//   - NCCL: the unique id (one key of about 170 bytes) per group, plus the
-//     store barrier's counter: a few keys per group, not per rank.
-// At 100,000 ranks a job that stores 10 keys and 1 KiB per rank stays under
-// a million keys and 100 MiB; the defaults leave 4x that.
+//
+// What torch's init_process_group stores, measured through muster's store
+// (the agent store's keys, "/worker/attempt_0/" prefix included; the store's
+// keys= and bytes= at exit, MUSTER_LOG_LEVEL=debug, `muster --standalone
+// --nproc-per-node N` of a script doing init_process_group("gloo") and two
+// barriers, torch 1.13):
+//   N = 2: 7 keys, 545 bytes; N = 4: 11 keys, 2,059 bytes; N = 8: 19 keys,
+//   8,351 bytes; N = 16: 35 keys, 34,005 bytes. That is 2N + 3 keys and
+//   about 119 - 59 N + 136 N^2 bytes:
+//   gloo's full mesh has each rank store the addresses of its N pairs.
+// NCCL stores no key per rank: one ncclUniqueId (128 bytes) per communicator
+// from its rank 0, and the store barrier's one shared counter.
+//
+// So at 100,000 ranks NCCL needs a few keys and kilobytes, and the key bound
+// leaves 40 keys per rank. Gloo's full mesh grows as N^2 (136 bytes per pair):
+// the byte bound holds gloo groups of up to about 5,500 ranks (torch's own
+// server would need the same memory; gloo at 100,000 ranks would need 1.4 TB
+// anywhere). Past that, raise --store-max-bytes.
 inline constexpr size_t kDefaultStoreMaxKeys = 4'000'000;
-inline constexpr size_t kDefaultStoreMaxBytes = size_t{1} << 30;  // 1 GiB
+inline constexpr size_t kDefaultStoreMaxBytes = size_t{4} << 30;  // 4 GiB
 
 struct HandlerLimits {
   size_t max_pending_waits = kMaxPendingWaitsPerConnection;

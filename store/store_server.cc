@@ -169,6 +169,8 @@ void StoreServer::Impl::Stop() {
   acceptor_.close(ignored);
   retry_timer_.cancel();
   CloseSessions("server stopped");
+  spdlog::debug("event=store_stopped port={} keys={} bytes={} refused={}", port_,
+                store_.NumEntries(), store_.Bytes(), refusals_.total());
 }
 
 void StoreServer::Impl::Seal() {

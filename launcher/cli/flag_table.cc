@@ -125,7 +125,7 @@ constexpr FlagSpec
                    return Status::Ok();
                  }},
                 {"store-max-bytes", 0, ValueKind::kValue, kFromAll, kIntOrText,
-                 FlagGroup::kRendezvous, "SIZE", "1G",
+                 FlagGroup::kRendezvous, "SIZE", "4G",
                  "Most bytes of keys and values the worker store holds (K, M, G suffixes); a "
                  "write past it closes its connection.",
                  [](V v, P& o) -> Status {
