@@ -128,7 +128,10 @@ bool StoreServer::Impl::Admit(tcp::socket& socket) {
   // A peer already gone has no address to judge; its session ends at the
   // first read.
   if (peer_ec || local_ec || admission_.Admits(peer.address(), local.address())) return true;
+  // Reset, not a graceful close: nothing is owed to the peer, and a host
+  // that reconnects in a loop leaves no TIME_WAIT socket behind here.
   boost::system::error_code ignored;
+  socket.set_option(asio::socket_base::linger(true, 0), ignored);
   socket.close(ignored);
   const std::string address = Unmapped(peer.address()).to_string();
   if (auto line = refusals_.OnRefused(address, admission_.Describe(), Clock::now())) {

@@ -26,7 +26,7 @@
 //     closed, and accepting resumes. No key, queue, pending wait or
 //     connection of an earlier generation reaches a later one.
 //   - Admission (peer_admission.h): a connection whose peer the current
-//     PeerAdmission refuses is closed as soon as it is accepted, before a
+//     PeerAdmission refuses is reset as soon as it is accepted, before a
 //     byte is read, and counted (refused_connections()); the first refusal of
 //     each address, and then at most one every 10 s, is a warning line
 //     naming the address (refusal_log.h). The check is made at accept only:
