@@ -56,13 +56,18 @@ inline constexpr size_t kMaxPendingWaitsPerConnection = 1024;
 // NCCL stores no key per rank: one ncclUniqueId (128 bytes) per communicator
 // from its rank 0, and the store barrier's one shared counter.
 //
-// So at 100,000 ranks NCCL needs a few keys and kilobytes, and the key bound
-// leaves 40 keys per rank. Gloo's full mesh grows as N^2 (136 bytes per pair):
-// the byte bound holds gloo groups of up to about 5,500 ranks (torch's own
-// server would need the same memory; gloo at 100,000 ranks would need 1.4 TB
-// anywhere). Past that, raise --store-max-bytes.
-inline constexpr size_t kDefaultStoreMaxKeys = 4'000'000;
-inline constexpr size_t kDefaultStoreMaxBytes = size_t{4} << 30;  // 4 GiB
+// torch 2.6 and 2.14 store N + 1 keys and 8 N (N - 1) + 186 N + 4 bytes
+// (docs/benchmarks.md, "Worker store footprint", scripts/bench/
+// store_footprint.sh, which measures 1.13 the same as above).
+//
+// So at 100,000 ranks torch stores 200,003 keys (1.13) or 100,001 (2.x),
+// and apart from gloo's address lists 7.4 MiB (1.13) or 17.7 MiB (2.x). The
+// key bound is 5x and 10x that; the byte bound about 60x the per-rank part,
+// and it holds a gloo full mesh (136 bytes per pair of ranks on 1.13, 8 on
+// 2.x: no job runs one at 100,000 ranks) of up to 2,810 ranks on 1.13 and
+// 11,574 on 2.x; a larger gloo group needs --store-max-bytes raised.
+inline constexpr size_t kDefaultStoreMaxKeys = 1'000'000;
+inline constexpr size_t kDefaultStoreMaxBytes = size_t{1} << 30;  // 1 GiB
 
 struct HandlerLimits {
   size_t max_pending_waits = kMaxPendingWaitsPerConnection;

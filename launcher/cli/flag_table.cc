@@ -116,7 +116,7 @@ constexpr FlagSpec
                    return Status::Ok();
                  }},
                 {"store-max-keys", 0, ValueKind::kValue, kFromAll, kIntOrText,
-                 FlagGroup::kRendezvous, "N", "4000000",
+                 FlagGroup::kRendezvous, "N", "1000000",
                  "Most keys the worker store holds; a write past it closes its connection.",
                  [](V v, P& o) -> Status {
                    auto count = ParseCount(v);
@@ -125,7 +125,7 @@ constexpr FlagSpec
                    return Status::Ok();
                  }},
                 {"store-max-bytes", 0, ValueKind::kValue, kFromAll, kIntOrText,
-                 FlagGroup::kRendezvous, "SIZE", "4G",
+                 FlagGroup::kRendezvous, "SIZE", "1G",
                  "Most bytes of keys and values the worker store holds (K, M, G suffixes); a "
                  "write past it closes its connection.",
                  [](V v, P& o) -> Status {
