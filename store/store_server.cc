@@ -172,8 +172,10 @@ void StoreServer::Impl::Stop() {
   acceptor_.close(ignored);
   retry_timer_.cancel();
   CloseSessions("server stopped");
-  spdlog::debug("event=store_stopped port={} keys={} bytes={} refused={}", port_,
-                store_.NumEntries(), store_.Bytes(), refusals_.total());
+  // Refusals are news at the end too: the warnings were throttled.
+  spdlog::log(refusals_.total() > 0 ? spdlog::level::info : spdlog::level::debug,
+              "event=store_stopped port={} keys={} bytes={} refused_total={}", port_,
+              store_.NumEntries(), store_.Bytes(), refusals_.total());
 }
 
 void StoreServer::Impl::Seal() {
