@@ -6,8 +6,9 @@ workers/store_use.py: a PING and an ADD on MASTER_ADDR:MASTER_PORT). While it
 runs, a client on h3, outside the job, connects to the store: the store closes
 the connection before answering anything, and the master's agent warns,
 naming h3's address and counting the refusal; the workers of h1 and h2 go on.
-Then an agent on h3 joins: the next generation's member addresses include
-h3's, its worker's PING and ADD succeed, and the job completes on 3 nodes.
+Then an agent on h3 joins without --local-addr: the next generation's member
+addresses include h3's as musterd saw it, its worker's PING and ADD succeed,
+and the job completes on 3 nodes.
 
 Needs root (namespaces, veths, a bridge); otherwise the test is skipped.
 """
@@ -39,11 +40,13 @@ except ConnectionResetError:
 """
 
 
-def agent_args(port, i, out):
-    return [MUSTER, "--nnodes", "2:3", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", f"{DAEMON_ADDR}:{port}", "--rdzv-id", "admitjob", "--rdzv-conf",
-            "last_call_timeout=0.5", "--local-addr", host_addr(i), worker("store_use.py"), out,
-            "--run", str(RUN_SECONDS)]
+def agent_args(port, i, out, advertise=True):
+    """An agent of the job on host i; with `advertise`, it names its address (--local-addr)."""
+    local_addr = ["--local-addr", host_addr(i)] if advertise else []
+    return ([MUSTER, "--nnodes", "2:3", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+             "--rdzv-endpoint", f"{DAEMON_ADDR}:{port}", "--rdzv-id", "admitjob", "--rdzv-conf",
+             "last_call_timeout=0.5"] + local_addr +
+            [worker("store_use.py"), out, "--run", str(RUN_SECONDS)])
 
 
 @test
@@ -92,8 +95,10 @@ def a_host_outside_the_job_is_refused_until_a_generation_admits_it():
             check(all(rec.get("store_ok") for rec in dumps(out)[first].values()),
                   "h1's and h2's workers used the store", logs())
 
-            # h3 joins: the next generation admits it.
-            agents[3] = hosts.spawn(f"{hosts.prefix}-h3", agent_args(port, 3, out), "agent-h3")
+            # h3 joins, advertising no address: the next generation admits it by the
+            # address musterd saw it connect from.
+            agents[3] = hosts.spawn(f"{hosts.prefix}-h3", agent_args(port, 3, out, advertise=False),
+                                    "agent-h3")
             host_of_pid[agents[3].pid] = 3
             second = wait_generation(out, 3, after=first, timeout=20)
             records = dumps(out)[second]
@@ -103,6 +108,9 @@ def a_host_outside_the_job_is_refused_until_a_generation_admits_it():
                       f"{rec.get('store_error')}", logs(), hosts.log(agents[3]))
             check({host_of_pid.get(rec["ppid"]) for rec in records.values()} == {1, 2, 3},
                   "the second generation runs on h1, h2 and h3")
+            master_log = hosts.log(agents[master])
+            check("admitted=members=3 " in master_log and "store_admits_everyone" not in master_log,
+                  "the master admitted the 3 members by the rule, not everyone", master_log)
             h3_record = next(r for r in records.values() if host_of_pid.get(r["ppid"]) == 3)
             check(h3_record["store_conn"][0] == host_addr(3),
                   f"h3's worker reached the store from {h3_record['store_conn'][0]}")
