@@ -216,6 +216,11 @@ class Agent final : public SpawnEvents {
   ProcessSpawner& spawner_;
   WarmProcess* warm_;
   std::unique_ptr<store::StoreServer> store_;
+  // The member addresses that came with this node's latest assignment (the
+  // master's only) and that assignment's generation: the store admits them
+  // when the generation starts here (store_policy.h).
+  uint64_t store_members_generation_ = 0;
+  std::vector<std::string> store_members_;
 
   std::optional<ElasticConfig> elastic_;
   std::unique_ptr<rdzv::RendezvousServer> embedded_daemon_;

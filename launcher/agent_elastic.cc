@@ -13,6 +13,7 @@
 #include "launcher/failure_report.h"
 #include "launcher/host_rules.h"
 #include "launcher/local_identity.h"
+#include "launcher/store_policy.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "store/store_server.h"
 
@@ -98,7 +99,8 @@ int Agent::RunElastic() {
     spdlog::info("--master-port {} has no effect with --standalone (the store takes a free port)",
                  *options_.master_port);
   }
-  auto server = store::StoreServer::Start(io_, bind_host, static_cast<uint16_t>(store_port));
+  auto server = store::StoreServer::Start(io_, bind_host, static_cast<uint16_t>(store_port),
+                                          StoreLimits(options_));
   if (!server.ok()) {
     spdlog::error("worker store: {}", server.status().message());
     return 1;
@@ -145,6 +147,11 @@ int Agent::RunElastic() {
   // agent's part, deciding what they mean the follower's.
   rdzv::RendezvousClient::Callbacks callbacks;
   // A generation's end pauses the workers in place when they all can.
+  callbacks.on_member_addrs = [this](const rdzv::Assignment& a,
+                                     const std::vector<std::string>& member_addrs) {
+    store_members_generation_ = a.generation;
+    store_members_ = member_addrs;
+  };
   callbacks.on_assignment = [this](const rdzv::Assignment& a) {
     follower_.SetWorkersCanPause(group_ && group_->CanPauseAll());
     Follow(follower_.OnAssignment(a));
@@ -261,6 +268,13 @@ void Agent::EnterGeneration(const rdzv::Assignment& a, bool in_place) {
   // no key and no connection of an earlier generation is in it. Workers of
   // other nodes that connect before this point wait in the listen backlog.
   if (a.group_rank == 0) {
+    // Admission first: Open() closes every earlier connection and accepts
+    // under the rule in force.
+    static const std::vector<std::string> kNone;
+    const StoreAdmissionChoice admission = ElasticStoreAdmission(
+        options_, store_members_generation_ == a.generation ? store_members_ : kNone);
+    if (!admission.warning.empty()) spdlog::warn("{}", admission.warning);
+    store_->SetAdmission(admission.admission);
     store_->Open(a.generation);
   } else {
     store_->Seal();

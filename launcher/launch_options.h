@@ -61,6 +61,16 @@ struct LaunchOptions {
   // The address this node advertises; empty: the one that reaches the rendezvous.
   std::string local_addr;
 
+  // The worker store (hosted by node 0, or by the generation's master).
+  // --store-allow: the CIDRs whose hosts may connect (loopback always may),
+  // in place of the generation's member nodes (elastic) or everyone
+  // (static); each as "10.0.0.0/8". Empty: not given.
+  std::vector<std::string> store_allow;
+  // --store-max-keys, --store-max-bytes: the store's bounds; unset: the
+  // store's defaults (store/request_handler.h).
+  std::optional<uint64_t> store_max_keys;
+  std::optional<uint64_t> store_max_bytes;
+
   // Workers.
   int max_restarts = 0;                // >= 0
   double monitor_interval_s = 0.1;     // > 0; exits are event-driven, see README

@@ -8,9 +8,41 @@
 
 namespace muster::store {
 
+void KeyValueStore::Put(const std::string& key, std::string value) {
+  auto [it, inserted] = data_.try_emplace(key);
+  if (inserted) {
+    bytes_ += key.size();
+  } else {
+    bytes_ -= it->second.size();
+  }
+  bytes_ += value.size();
+  it->second = std::move(value);
+}
+
 void KeyValueStore::Set(const std::string& key, std::string value) {
-  data_[key] = std::move(value);
+  Put(key, std::move(value));
   KeyWritten(key);
+}
+
+KeyValueStore::Growth KeyValueStore::GrowthOf(const std::string& key, size_t value_bytes,
+                                              Write how) const {
+  Growth growth;
+  growth.bytes = static_cast<int64_t>(value_bytes);
+  if (how == Write::kQueuePush) {
+    if (!queues_.contains(key)) {
+      growth.keys = 1;
+      growth.bytes += static_cast<int64_t>(key.size());
+    }
+    return growth;
+  }
+  auto it = data_.find(key);
+  if (it == data_.end()) {
+    growth.keys = 1;
+    growth.bytes += static_cast<int64_t>(key.size());
+  } else if (how == Write::kReplace) {
+    growth.bytes -= static_cast<int64_t>(it->second.size());
+  }
+  return growth;
 }
 
 const std::string* KeyValueStore::Get(const std::string& key) const {
@@ -29,6 +61,8 @@ std::string KeyValueStore::CompareSet(const std::string& key, const std::string&
     return desired;
   }
   if (it->second == expected) {
+    bytes_ -= it->second.size();
+    bytes_ += desired.size();
     it->second = std::move(desired);
     KeyWritten(key);
   }
@@ -76,7 +110,7 @@ Result<bool> KeyValueStore::Barrier(Owner owner, const std::string& key, int64_t
     return Status::InvalidArgument("BARRIER count overflows int64 value=" +
                                    std::to_string(*current));
   }
-  data_[key] = std::to_string(count);
+  Put(key, std::to_string(count));
   if (count >= world_size) {
     KeyWritten(key);
     return true;
@@ -88,7 +122,10 @@ Result<bool> KeyValueStore::Barrier(Owner owner, const std::string& key, int64_t
 }
 
 void KeyValueStore::Append(const std::string& key, const std::string& value) {
-  data_[key].append(value);
+  auto [it, inserted] = data_.try_emplace(key);
+  if (inserted) bytes_ += key.size();
+  bytes_ += value.size();
+  it->second.append(value);
   KeyWritten(key);
 }
 
@@ -102,7 +139,13 @@ bool KeyValueStore::Check(const std::vector<std::string>& keys) const {
   });
 }
 
-bool KeyValueStore::Delete(const std::string& key) { return data_.erase(key) > 0; }
+bool KeyValueStore::Delete(const std::string& key) {
+  auto it = data_.find(key);
+  if (it == data_.end()) return false;
+  bytes_ -= key.size() + it->second.size();
+  data_.erase(it);
+  return true;
+}
 
 std::vector<std::string> KeyValueStore::ListKeys() const {
   std::vector<std::string> keys;
@@ -164,7 +207,10 @@ void KeyValueStore::CountWrite(std::vector<WaiterId>& list, size_t index) {
 }
 
 void KeyValueStore::QueuePush(const std::string& key, std::string value) {
-  queues_[key].push_back(std::move(value));
+  auto [queue, created] = queues_.try_emplace(key);
+  if (created) bytes_ += key.size();
+  bytes_ += value.size();
+  queue->second.push_back(std::move(value));
   auto it = waiting_on_.find(key);
   if (it == waiting_on_.end()) return;
   std::vector<WaiterId>& list = it->second;
@@ -187,9 +233,13 @@ KeyValueStore::Popped KeyValueStore::QueuePop(const std::string& key) {
   if (it == queues_.end()) return {};
   Popped popped{static_cast<int64_t>(it->second.size()), std::move(it->second.front())};
   it->second.pop_front();
+  bytes_ -= popped.value->size();
   // Erased when empty: an empty queue is invisible to clients anyway, and
   // popping many names must not leave a map entry behind for each.
-  if (it->second.empty()) queues_.erase(it);
+  if (it->second.empty()) {
+    bytes_ -= key.size();
+    queues_.erase(it);
+  }
   return popped;
 }
 

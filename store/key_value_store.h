@@ -71,6 +71,25 @@ class KeyValueStore {
 
   size_t NumKeys() const { return data_.size(); }
 
+  // What the limits of the store (StoreLimits) count: keys and queues, and
+  // the bytes of their names and values (queue items included). Container
+  // overhead is not counted.
+  size_t NumEntries() const { return data_.size() + queues_.size(); }
+  size_t Bytes() const { return bytes_; }
+
+  // How a write changes NumEntries() and Bytes(), before it is made, so
+  // that a request past a limit can be refused whole.
+  enum class Write {
+    kReplace,    // Set, CompareSet, Add, Barrier: the value replaces the old one
+    kAppend,     // Append: the value is added to the old one
+    kQueuePush,  // QueuePush: one more item in queue `key`
+  };
+  struct Growth {
+    size_t keys = 0;    // 1 when the write creates `key`
+    int64_t bytes = 0;  // may be negative: a shorter value replaces a longer one
+  };
+  Growth GrowthOf(const std::string& key, size_t value_bytes, Write how) const;
+
   // Every key (queues excluded), in byte order. torch's order is its hash
   // map's; clients treat the list as a set.
   std::vector<std::string> ListKeys() const;
@@ -80,6 +99,7 @@ class KeyValueStore {
   void Clear() {
     data_.clear();
     queues_.clear();
+    bytes_ = 0;
   }
 
   // Appends `value` to queue `key` (created when absent). The push counts as
@@ -133,6 +153,8 @@ class KeyValueStore {
     size_t missing = 0;                     // how many of them are still unwritten
   };
 
+  // Stores `value` under `key`, keeping bytes_, without waking anyone.
+  void Put(const std::string& key, std::string value);
   void KeyWritten(const std::string& key);
   // Registers a waiter of `owner` on `keys` (each listed once per listing).
   void Register(Owner owner, std::vector<std::string> keys);
@@ -149,6 +171,7 @@ class KeyValueStore {
   std::unordered_map<Owner, std::vector<WaiterId>> by_owner_;
   std::vector<std::pair<Owner, WaiterId>> ready_;
   WaiterId next_waiter_ = 1;
+  size_t bytes_ = 0;  // see Bytes()
 };
 
 }  // namespace muster::store

@@ -30,6 +30,31 @@ Status WaitRoom(const KeyValueStore& store, KeyValueStore::Owner owner,
   return Status::InvalidArgument("too many pending waits waits=" + std::to_string(waits));
 }
 
+// Whether the store may grow by `growth` (one request's writes together).
+Status Room(const KeyValueStore& store, const HandlerLimits& limits,
+            const KeyValueStore::Growth& growth) {
+  if (growth.keys > 0 && store.NumEntries() + growth.keys > limits.max_keys) {
+    return Status::InvalidArgument(
+        "store key limit reached keys=" + std::to_string(store.NumEntries()) +
+        " max_keys=" + std::to_string(limits.max_keys) + " (--store-max-keys)");
+  }
+  if (growth.bytes > 0 && store.Bytes() + static_cast<size_t>(growth.bytes) > limits.max_bytes) {
+    return Status::InvalidArgument(
+        "store size limit reached bytes=" + std::to_string(store.Bytes()) +
+        " request_adds=" + std::to_string(growth.bytes) +
+        " max_bytes=" + std::to_string(limits.max_bytes) + " (--store-max-bytes)");
+  }
+  return Status::Ok();
+}
+
+Status RoomFor(const KeyValueStore& store, const HandlerLimits& limits, const std::string& key,
+               size_t value_bytes, KeyValueStore::Write how) {
+  return Room(store, limits, store.GrowthOf(key, value_bytes, how));
+}
+
+// An ADD or BARRIER writes a decimal int64: at most 20 bytes.
+constexpr size_t kCounterBytes = 20;
+
 }  // namespace
 
 HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, Dialect dialect,
@@ -49,9 +74,17 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
       EncodeUint32(request.word, &out.reply);
       break;
     case Op::kSet:
+      if (Status s = RoomFor(store, limits, request.keys[0], request.values[0].size(),
+                             KeyValueStore::Write::kReplace);
+          !s.ok())
+        return Close(s.message());
       store.Set(request.keys[0], std::move(request.values[0]));
       break;
     case Op::kCompareSet:
+      if (Status s = RoomFor(store, limits, request.keys[0], request.values[1].size(),
+                             KeyValueStore::Write::kReplace);
+          !s.ok())
+        return Close(s.message());
       EncodeBytes(
           store.CompareSet(request.keys[0], request.values[0], std::move(request.values[1])),
           &out.reply);
@@ -66,6 +99,10 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
       break;
     }
     case Op::kAdd: {
+      if (Status s = RoomFor(store, limits, request.keys[0], kCounterBytes,
+                             KeyValueStore::Write::kReplace);
+          !s.ok())
+        return Close(s.message());
       Result<int64_t> sum = store.Add(request.keys[0], request.delta);
       // Keys can be binary and megabytes long: the log gets a bounded rendering.
       if (!sum.ok())
@@ -82,6 +119,10 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
       break;
     case Op::kBarrier: {
       if (Status s = WaitRoom(store, owner, limits); !s.ok()) return Close(s.message());
+      if (Status s = RoomFor(store, limits, request.keys[0], kCounterBytes,
+                             KeyValueStore::Write::kReplace);
+          !s.ok())
+        return Close(s.message());
       Result<bool> done = store.Barrier(owner, request.keys[0], request.delta);
       if (!done.ok())
         return Close(done.status().message() + " key='" + Printable(request.keys[0]) + "'");
@@ -89,6 +130,10 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
       break;
     }
     case Op::kQueuePush:
+      if (Status s = RoomFor(store, limits, request.keys[0], request.values[0].size(),
+                             KeyValueStore::Write::kQueuePush);
+          !s.ok())
+        return Close(s.message());
       store.QueuePush(request.keys[0], std::move(request.values[0]));
       break;
     case Op::kQueuePop: {
@@ -125,6 +170,10 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
       EncodeInt64(store.Delete(request.keys[0]) ? 1 : 0, &out.reply);
       break;
     case Op::kAppend:
+      if (Status s = RoomFor(store, limits, request.keys[0], request.values[0].size(),
+                             KeyValueStore::Write::kAppend);
+          !s.ok())
+        return Close(s.message());
       store.Append(request.keys[0], request.values[0]);
       break;
     case Op::kMultiGet:
@@ -135,11 +184,22 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
         EncodeBytes(*value, &out.reply);
       }
       break;
-    case Op::kMultiSet:
+    case Op::kMultiSet: {
+      // Refused whole: each key's growth against the store as it is now (a
+      // key listed twice counts twice, erring on the side of refusing).
+      KeyValueStore::Growth total;
+      for (size_t i = 0; i < request.keys.size(); ++i) {
+        const auto growth = store.GrowthOf(request.keys[i], request.values[i].size(),
+                                           KeyValueStore::Write::kReplace);
+        total.keys += growth.keys;
+        total.bytes += growth.bytes;
+      }
+      if (Status s = Room(store, limits, total); !s.ok()) return Close(s.message());
       for (size_t i = 0; i < request.keys.size(); ++i) {
         store.Set(request.keys[i], std::move(request.values[i]));
       }
       break;
+    }
     case Op::kCancelWait:
       store.CancelWaits(owner);
       EncodeByte(kWaitCanceled, &out.reply);

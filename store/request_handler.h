@@ -13,6 +13,12 @@
 //     (WAITs and BARRIERs together).
 //   - A LIST_KEYS reply larger than HandlerLimits::max_list_keys_reply_bytes
 //     closes the connection instead of being built.
+//   - The store as a whole holds at most HandlerLimits::max_keys keys (queues
+//     included) and max_bytes bytes of names and values (KeyValueStore::
+//     Bytes()). A write that would pass either limit is not made, and the
+//     connection that sent it is closed, as torch's server closes one whose
+//     request it cannot serve; the store and other connections go on. Writes
+//     that shrink or keep the store's size always pass.
 // Torch 2.1 and modern connections keep an unanswered WAIT until CANCEL_WAIT,
 // as their clients send it on timeout. A blocking queue pop is a WAIT on the
 // queue's name followed by QUEUE_POP (torch's client does both), so pending
@@ -36,9 +42,38 @@ namespace muster::store {
 
 inline constexpr size_t kMaxPendingWaitsPerConnection = 1024;
 
+// The store's default bounds (--store-max-keys, --store-max-bytes).
+//
+// What torch's init_process_group stores, measured through muster's store
+// (the agent store's keys, "/worker/attempt_0/" prefix included; the store's
+// keys= and bytes= at exit, MUSTER_LOG_LEVEL=debug, `muster --standalone
+// --nproc-per-node N` of a script doing init_process_group("gloo") and two
+// barriers, torch 1.13):
+//   N = 2: 7 keys, 545 bytes; N = 4: 11 keys, 2,059 bytes; N = 8: 19 keys,
+//   8,351 bytes; N = 16: 35 keys, 34,005 bytes. That is 2N + 3 keys and
+//   about 119 - 59 N + 136 N^2 bytes:
+//   gloo's full mesh has each rank store the addresses of its N pairs.
+// NCCL stores no key per rank: one ncclUniqueId (128 bytes) per communicator
+// from its rank 0, and the store barrier's one shared counter.
+//
+// torch 2.6 and 2.14 store N + 1 keys and 8 N (N - 1) + 186 N + 4 bytes
+// (docs/benchmarks.md, "Worker store footprint", scripts/bench/
+// store_footprint.sh, which measures 1.13 the same as above).
+//
+// So at 100,000 ranks torch stores 200,003 keys (1.13) or 100,001 (2.x),
+// and apart from gloo's address lists 7.4 MiB (1.13) or 17.7 MiB (2.x). The
+// key bound is 5x and 10x that; the byte bound about 60x the per-rank part,
+// and it holds a gloo full mesh (136 bytes per pair of ranks on 1.13, 8 on
+// 2.x: no job runs one at 100,000 ranks) of up to 2,810 ranks on 1.13 and
+// 11,574 on 2.x; a larger gloo group needs --store-max-bytes raised.
+inline constexpr size_t kDefaultStoreMaxKeys = 1'000'000;
+inline constexpr size_t kDefaultStoreMaxBytes = size_t{1} << 30;  // 1 GiB
+
 struct HandlerLimits {
   size_t max_pending_waits = kMaxPendingWaitsPerConnection;
   size_t max_list_keys_reply_bytes = 256u << 20;
+  size_t max_keys = kDefaultStoreMaxKeys;    // keys and queues, all connections together
+  size_t max_bytes = kDefaultStoreMaxBytes;  // names and values, all connections together
 };
 
 struct HandlerOutcome {

@@ -9,6 +9,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "common/clock.h"
+#include "store/refusal_log.h"
+
 namespace muster::store {
 
 namespace asio = boost::asio;
@@ -27,6 +30,8 @@ class StoreServer::Impl : public SessionHost, public std::enable_shared_from_thi
   void DropGeneration(std::string_view why);
   void Seal();
   void Open(uint64_t generation);
+  // Whether `socket`'s peer may stay; a refused one is closed and counted.
+  bool Admit(tcp::socket& socket);
 
   KeyValueStore& store() override { return store_; }
   void DeliverReadyWaiters() override;
@@ -36,6 +41,8 @@ class StoreServer::Impl : public SessionHost, public std::enable_shared_from_thi
   asio::steady_timer retry_timer_;  // paces accept retries after an error
   const SessionLimits limits_;
   KeyValueStore store_;
+  PeerAdmission admission_;
+  RefusalLog refusals_;
   std::map<uint64_t, std::shared_ptr<StoreSession>> sessions_;
   uint64_t next_id_ = 1;
   uint16_t port_ = 0;
@@ -99,6 +106,10 @@ void StoreServer::Impl::Accept() {
       });
       return;
     }
+    if (!self->Admit(socket)) {
+      self->Accept();
+      return;
+    }
     const uint64_t id = self->next_id_++;
     auto session = std::make_shared<StoreSession>(id, std::move(socket),
                                                   std::weak_ptr<SessionHost>(self), self->limits_);
@@ -107,6 +118,26 @@ void StoreServer::Impl::Accept() {
     session->Start();
     self->Accept();
   });
+}
+
+bool StoreServer::Impl::Admit(tcp::socket& socket) {
+  boost::system::error_code peer_ec;
+  boost::system::error_code local_ec;
+  const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
+  const tcp::endpoint local = socket.local_endpoint(local_ec);
+  // A peer already gone has no address to judge; its session ends at the
+  // first read.
+  if (peer_ec || local_ec || admission_.Admits(peer.address(), local.address())) return true;
+  // Reset, not a graceful close: nothing is owed to the peer, and a host
+  // that reconnects in a loop leaves no TIME_WAIT socket behind here.
+  boost::system::error_code ignored;
+  socket.set_option(asio::socket_base::linger(true, 0), ignored);
+  socket.close(ignored);
+  const std::string address = Unmapped(peer.address()).to_string();
+  if (auto line = refusals_.OnRefused(address, admission_.Describe(), Clock::now())) {
+    spdlog::warn("{} port={}", *line, port_);
+  }
+  return false;
 }
 
 void StoreServer::Impl::DeliverReadyWaiters() {
@@ -141,6 +172,10 @@ void StoreServer::Impl::Stop() {
   acceptor_.close(ignored);
   retry_timer_.cancel();
   CloseSessions("server stopped");
+  // Refusals are news at the end too: the warnings were throttled.
+  spdlog::log(refusals_.total() > 0 ? spdlog::level::info : spdlog::level::debug,
+              "event=store_stopped port={} keys={} bytes={} refused_total={}", port_,
+              store_.NumEntries(), store_.Bytes(), refusals_.total());
 }
 
 void StoreServer::Impl::Seal() {
@@ -156,9 +191,11 @@ void StoreServer::Impl::Seal() {
     retry_timer_.cancel();
   }
   const size_t closed = sessions_.size();
-  const size_t keys = store_.NumKeys();
+  const size_t keys = store_.NumEntries();
+  const size_t bytes = store_.Bytes();
   DropGeneration("generation sealed");
-  spdlog::debug("event=store_sealed port={} closed={} keys_dropped={}", port_, closed, keys);
+  spdlog::debug("event=store_sealed port={} closed={} keys_dropped={} bytes_dropped={}", port_,
+                closed, keys, bytes);
 }
 
 void StoreServer::Impl::Open(uint64_t generation) {
@@ -195,6 +232,26 @@ void StoreServer::Seal() { impl_->Seal(); }
 void StoreServer::Open(uint64_t generation) { impl_->Open(generation); }
 
 void StoreServer::Stop() { impl_->Stop(); }
+
+void StoreServer::SetAdmission(PeerAdmission admission) {
+  const std::string before = impl_->admission_.Describe();
+  impl_->admission_ = std::move(admission);
+  const std::string after = impl_->admission_.Describe();
+  if (after != before) {
+    spdlog::info("event=store_admission port={} admitted={} (and loopback, this host)",
+                 impl_->port_, after);
+  }
+}
+
+const PeerAdmission& StoreServer::admission() const { return impl_->admission_; }
+
+uint64_t StoreServer::refused_connections() const { return impl_->refusals_.total(); }
+
+uint64_t StoreServer::refused_connections_from(const std::string& address) const {
+  return impl_->refusals_.RefusedFrom(address);
+}
+
+size_t StoreServer::num_bytes() const { return impl_->store_.Bytes(); }
 
 size_t StoreServer::num_connections() const { return impl_->sessions_.size(); }
 

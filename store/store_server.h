@@ -25,6 +25,19 @@
 //     dropped again, connections still open (from an unsealed generation) are
 //     closed, and accepting resumes. No key, queue, pending wait or
 //     connection of an earlier generation reaches a later one.
+//   - Admission (peer_admission.h): a connection whose peer the current
+//     PeerAdmission refuses is reset as soon as it is accepted, before a
+//     byte is read, and counted (refused_connections()); the first refusal of
+//     each address, and then at most one every 10 s, is a warning line
+//     naming the address (refusal_log.h). The check is made at accept only:
+//     requests cost nothing more. SetAdmission() affects connections
+//     accepted after it; connections already open stay until the next
+//     Open() or Seal() closes them, so the agent sets a generation's
+//     admission before Open(generation).
+//   - Bounds (request_handler.h): the store holds at most
+//     limits.handler.max_keys keys and max_bytes bytes; a request past
+//     either closes its connection with a warning naming the peer and the
+//     limit, and the store and its other connections go on.
 //   - Destroying the server stops it. Pending handlers on `io` then find it
 //     gone and do nothing, so `io` may outlive the server.
 //     REQUIRES: `io` is not destroyed before the server.
@@ -40,6 +53,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/status.h"
+#include "store/peer_admission.h"
 #include "store/store_session.h"
 
 namespace muster::store {
@@ -72,6 +86,20 @@ class StoreServer {
 
   // Closes the listener and every connection. Idempotent.
   void Stop();
+
+  // Replaces the rule that decides which peers are accepted (at first:
+  // PeerAdmission::Everyone()). Logs the new rule at info level when it
+  // differs in mode or size from the old one.
+  void SetAdmission(PeerAdmission admission);
+  const PeerAdmission& admission() const;
+
+  // Connections refused by the admission rule since Start, and those from
+  // one address (0 for an address never refused; addresses past the first
+  // 1024 refused are counted in the total only).
+  uint64_t refused_connections() const;
+  uint64_t refused_connections_from(const std::string& address) const;
+  // What the store holds now (KeyValueStore::Bytes()).
+  size_t num_bytes() const;
 
   size_t num_connections() const;
   size_t num_keys() const;

@@ -84,8 +84,8 @@ void StoreSession::ProcessRequests() {
       return;
     }
     const Op op = decoded.request.op;
-    HandlerOutcome outcome =
-        HandleRequest(host->store(), id_, decoder_.dialect(), std::move(decoded.request));
+    HandlerOutcome outcome = HandleRequest(host->store(), id_, decoder_.dialect(),
+                                           std::move(decoded.request), limits_.handler);
     if (outcome.close) {
       Close(outcome.close_reason + " query=" + std::string(OpName(op)), /*warn=*/true);
       host->DeliverReadyWaiters();

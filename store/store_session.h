@@ -35,6 +35,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "store/key_value_store.h"
+#include "store/request_handler.h"
 #include "store/tcpstore_codec.h"
 
 namespace muster::store {
@@ -56,6 +57,8 @@ struct SessionLimits {
   size_t max_queued_bytes = 512u << 20;   // close the session beyond this
   // How long a client that may be torch 1.13 must stay quiet (see above).
   std::chrono::milliseconds settle_delay{50};
+  // Per-connection waits and the whole store's bounds (request_handler.h).
+  HandlerLimits handler;
 };
 
 class StoreSession : public std::enable_shared_from_this<StoreSession> {

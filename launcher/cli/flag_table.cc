@@ -8,6 +8,7 @@
 #include "launcher/cli/number_parsers.h"
 #include "launcher/cli/spec_parsers.h"
 #include "rendezvous/state/settings.h"
+#include "store/peer_admission.h"
 
 namespace muster::cli {
 namespace {
@@ -99,6 +100,39 @@ constexpr FlagSpec
                  "Address this node advertises to the others.",
                  [](V v, P& o) {
                    return Assign(Result<std::string>(std::string(v)), o.options.local_addr);
+                 }},
+
+                {"store-allow", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kRendezvous,
+                 "CIDR,...", "the generation's nodes (elastic), every host (static)",
+                 "Hosts whose connections the worker store accepts, besides loopback; "
+                 "0.0.0.0/0,::/0 accepts every host.",
+                 [](V v, P& o) -> Status {
+                   auto cidrs = store::ParseCidrList(v, "");
+                   if (!cidrs.ok()) return cidrs.status();
+                   o.options.store_allow.clear();
+                   for (const store::Cidr& cidr : *cidrs) {
+                     o.options.store_allow.push_back(cidr.Text());
+                   }
+                   return Status::Ok();
+                 }},
+                {"store-max-keys", 0, ValueKind::kValue, kFromAll, kIntOrText,
+                 FlagGroup::kRendezvous, "N", "1000000",
+                 "Most keys the worker store holds; a write past it closes its connection.",
+                 [](V v, P& o) -> Status {
+                   auto count = ParseCount(v);
+                   if (!count.ok()) return count.status();
+                   o.options.store_max_keys = *count;
+                   return Status::Ok();
+                 }},
+                {"store-max-bytes", 0, ValueKind::kValue, kFromAll, kIntOrText,
+                 FlagGroup::kRendezvous, "SIZE", "1G",
+                 "Most bytes of keys and values the worker store holds (K, M, G suffixes); a "
+                 "write past it closes its connection.",
+                 [](V v, P& o) -> Status {
+                   auto size = ParseByteSize(v);
+                   if (!size.ok()) return size.status();
+                   o.options.store_max_bytes = *size;
+                   return Status::Ok();
                  }},
 
                 // Workers.
@@ -211,9 +245,8 @@ constexpr FlagSpec
                 {"local-ranks-filter", 0, ValueKind::kValue, kFromAll, kListOrText,
                  FlagGroup::kOutput, "RANKS", "all",
                  "Console shows only these local ranks, e.g. 0,2.",
-                 [](V v, P& o) {
-                   return Assign(ParseLocalRanks(v), o.options.local_ranks_filter);
-                 }},
+                 [](V v,
+                    P& o) { return Assign(ParseLocalRanks(v), o.options.local_ranks_filter); }},
                 {"duplicate-stdout-filters", 0, ValueKind::kValue, kCliEnv, 0, FlagGroup::kOutput,
                  "TEXT,...", "",
                  "Also copy each line of tee'd stdout (--tee) that contains any of these strings "

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/decimal.h"
 #include "common/quote.h"
 
 namespace muster::cli {
@@ -35,6 +36,43 @@ Result<int> ParseIntInRange(std::string_view text, int min, int max, std::string
     return Status::InvalidArgument(Quote(text) + " must be " + std::string(what));
   }
   return static_cast<int>(value);
+}
+
+namespace {
+constexpr uint64_t kMaxCount = uint64_t{1} << 53;
+}  // namespace
+
+Result<uint64_t> ParseCount(std::string_view text) {
+  const auto value = ParseDecimal(text, kMaxCount);
+  if (!value || *value == 0) {
+    return Status::InvalidArgument(Quote(text) + " must be a whole number from 1 to 2^53");
+  }
+  return *value;
+}
+
+Result<uint64_t> ParseByteSize(std::string_view text) {
+  std::string_view digits = text;
+  uint64_t unit = 1;
+  struct Suffix {
+    std::string_view text;
+    uint64_t unit;
+  };
+  for (const Suffix& suffix :
+       {Suffix{"KiB", 1ull << 10}, Suffix{"MiB", 1ull << 20}, Suffix{"GiB", 1ull << 30},
+        Suffix{"K", 1ull << 10}, Suffix{"M", 1ull << 20}, Suffix{"G", 1ull << 30}}) {
+    if (digits.ends_with(suffix.text)) {
+      digits.remove_suffix(suffix.text.size());
+      unit = suffix.unit;
+      break;
+    }
+  }
+  const auto value = ParseDecimal(digits, kMaxCount / unit);
+  if (!value || *value == 0) {
+    return Status::InvalidArgument(Quote(text) +
+                                   " must be a size in bytes from 1 to 2^53, optionally with K, "
+                                   "M or G (powers of 1024), e.g. 512M");
+  }
+  return *value * unit;
 }
 
 Result<int> ParseNonNegativeInt(std::string_view text) {

@@ -8,6 +8,7 @@
 // trailing characters.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -37,5 +38,12 @@ Result<std::string> ParseChoice(std::string_view text,
 
 // Any text but the empty string.
 Result<std::string> ParseNonEmpty(std::string_view text);
+
+// A count >= 1 of up to 2^53: "4000000".
+Result<uint64_t> ParseCount(std::string_view text);
+
+// A size in bytes >= 1: decimal digits, optionally followed by K, M or G
+// (also KiB, MiB, GiB; powers of 1024): "1G" is 1073741824. At most 2^53.
+Result<uint64_t> ParseByteSize(std::string_view text);
 
 }  // namespace muster::cli

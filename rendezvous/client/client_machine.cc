@@ -433,7 +433,7 @@ void ClientMachine::OnServedMessage(const Message& message, Time now, ClientActi
     }
     last_report_.ForgetBefore(assignment->assignment.generation);
     highest_assigned_ = std::max(highest_assigned_, assignment->assignment.generation);
-    out.push_back(DeliverAssignment{assignment->assignment});
+    out.push_back(DeliverAssignment{assignment->assignment, assignment->member_addrs});
     return;
   }
   if (const auto* ended = std::get_if<RunEnded>(&message)) {

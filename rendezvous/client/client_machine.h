@@ -148,6 +148,8 @@ struct CancelTimer {
 // Hand the agent what the daemon decided (Callbacks of rendezvous_client.h).
 struct DeliverAssignment {
   Assignment assignment;
+  // AssignmentMessage::member_addrs: the master's only, else empty.
+  std::vector<std::string> member_addrs{};
 };
 struct DeliverWaiting {
   std::string reason;

@@ -90,6 +90,7 @@ void RendezvousClient::Carry(const ClientAction& action) {
         } else if constexpr (std::is_same_v<T, CancelTimer>) {
           TimerFor(a.timer).cancel();
         } else if constexpr (std::is_same_v<T, DeliverAssignment>) {
+          if (callbacks_.on_member_addrs) callbacks_.on_member_addrs(a.assignment, a.member_addrs);
           if (callbacks_.on_assignment) callbacks_.on_assignment(a.assignment);
         } else if constexpr (std::is_same_v<T, DeliverWaiting>) {
           if (callbacks_.on_waiting) callbacks_.on_waiting(a.reason);

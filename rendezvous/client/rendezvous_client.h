@@ -30,6 +30,12 @@ class RendezvousClient {
  public:
   struct Callbacks {
     std::function<void(const Assignment&)> on_assignment;
+    // Called just before on_assignment with the generation's member
+    // addresses (AssignmentMessage::member_addrs): the master's worker store
+    // admits them. Empty for every node but the master, and when the
+    // rendezvous sent none.
+    std::function<void(const Assignment&, const std::vector<std::string>& member_addrs)>
+        on_member_addrs;
     std::function<void(const std::string& reason)> on_waiting;
     std::function<void(bool succeeded, const std::string& message)> on_run_ended;
     std::function<void(const std::string& message)> on_fatal;  // refused for good (token, version)

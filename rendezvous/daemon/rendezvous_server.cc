@@ -144,7 +144,9 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
   // A leader whose lease ran out acts on nothing more (Tick drops everyone).
   if (!replica_.Serves(now)) return;
   if (std::holds_alternative<Hello>(message)) return;  // repeated Hello: harmless
-  Apply(core_->Handle(MessageEvent{conn, std::move(message)}, now));
+  // A Join carries the connection's address: the master's store admits it.
+  std::string peer_addr = std::holds_alternative<Join>(message) ? session.peer_addr : "";
+  Apply(core_->Handle(MessageEvent{conn, std::move(message), std::move(peer_addr)}, now));
 }
 
 bool RendezvousServer::OnHeartbeatFrame(ConnId conn, std::string_view payload) {

@@ -190,6 +190,7 @@ struct Wire<AssignmentMessage> {
   static void Fields(V& v, M& m) {
     v("assignment", m.assignment);
     v("epoch", m.epoch, Bound::kOptional);
+    v("member_addrs", m.member_addrs, Bound::kOptional);
   }
 };
 
@@ -330,6 +331,23 @@ class JsonReader {
     if (value == nullptr) return;
     if (!value->is_boolean()) return Fail(name, "expected true or false", *value);
     out = value->get<bool>();
+  }
+  // A list of short strings (kOptional: absent reads as empty).
+  void operator()(const char* name, std::vector<std::string>& out, Bound bound = Bound::kDefault) {
+    if (Absent(name, bound)) return;
+    const json* value = Find(name);
+    if (value == nullptr) return;
+    if (!value->is_array()) return Fail(name, "expected an array of strings", *value);
+    out.clear();
+    out.reserve(value->size());
+    for (const json& item : *value) {
+      if (!item.is_string() || item.get_ref<const std::string&>().size() > kMaxShortStringBytes) {
+        return Fail(
+            name, "expected strings of at most " + std::to_string(kMaxShortStringBytes) + " bytes",
+            item);
+      }
+      out.push_back(item.get<std::string>());
+    }
   }
   void operator()(const char* name, Assignment& out, Bound = Bound::kDefault) {
     const json* value = Find(name);

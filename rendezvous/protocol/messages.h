@@ -169,6 +169,13 @@ struct AssignmentMessage {
   // The epoch of the replica that sent it (0: not replicated; absent on the
   // wire when 0). An agent refuses one older than an epoch it has seen.
   uint64_t epoch = 0;
+  // The master's message only (group rank 0): the addresses of this
+  // generation's member nodes, for its worker store's admission rule: each
+  // member's connection address as the rendezvous saw it, and its
+  // Join.store_addr when that is an IP literal. Sorted, without repeats.
+  // Empty for every other node, and when the list would not fit in a frame
+  // (absent on the wire when empty).
+  std::vector<std::string> member_addrs{};
   bool operator==(const AssignmentMessage&) const = default;
 };
 

@@ -22,6 +22,10 @@ using ConnId = uint64_t;
 struct MessageEvent {
   ConnId conn = 0;
   Message message;  // a request: Join, Heartbeat, WorkerFailed, WorkersSucceeded, Leave
+  // With a Join: the address the connection comes from, as the shell saw it
+  // (e.g. "10.0.0.2"); empty when unknown. The master's worker store admits
+  // it (AssignmentMessage::member_addrs).
+  std::string peer_addr{};
 };
 struct DisconnectEvent {
   ConnId conn = 0;

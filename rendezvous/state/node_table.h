@@ -35,6 +35,7 @@ struct RunNode {
   int local_world_size = 1;
   std::string store_addr;
   int store_port = 0;
+  std::string peer_addr;  // where its connection came from, as the daemon saw it
   uint64_t join_seq = 0;
   bool member = false;  // in the current generation
   int group_rank = -1;  // in the current generation

@@ -35,7 +35,7 @@ RunState* RendezvousCore::RunOf(ConnId conn) {
 Actions RendezvousCore::Handle(const Event& event, Time now) {
   return std::visit(
       Overloaded{
-          [&](const MessageEvent& e) { return HandleMessage(e.conn, e.message, now); },
+          [&](const MessageEvent& e) { return HandleMessage(e.conn, e.message, e.peer_addr, now); },
           [&](const DisconnectEvent& e) {
             Actions out;
             if (RunState* run = RunOf(e.conn)) out = run->OnDisconnect(e.conn, now);
@@ -63,7 +63,8 @@ Actions RendezvousCore::Handle(const Event& event, Time now) {
       event);
 }
 
-Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time now) {
+Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message,
+                                      const std::string& peer_addr, Time now) {
   auto find = [this](const std::string& run_id) -> RunState* {
     auto it = runs_.find(run_id);
     return it == runs_.end() ? nullptr : it->second.get();
@@ -94,7 +95,7 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message, Time 
               takeover_.records.erase(join.run_id);
             }
             conn_run_[conn] = join.run_id;
-            return run->OnJoin(conn, join, now);
+            return run->OnJoin(conn, join, peer_addr, now);
           },
           [&](const Heartbeat& hb) -> Actions {
             Actions out;

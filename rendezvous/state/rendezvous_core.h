@@ -46,7 +46,8 @@ class RendezvousCore {
   static constexpr Duration kEndedRunRetention{60'000};
 
  private:
-  Actions HandleMessage(ConnId conn, const Message& message, Time now);
+  Actions HandleMessage(ConnId conn, const Message& message, const std::string& peer_addr,
+                        Time now);
   RunState* RunOf(ConnId conn);
 
   Settings settings_;

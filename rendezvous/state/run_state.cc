@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "rendezvous/protocol/message_codec.h"
+#include "rendezvous/state/member_addresses.h"
 #include "rendezvous/state/rank_assignment.h"
 #include "rendezvous/state/refusal.h"
 
@@ -101,7 +102,11 @@ void RunState::SendAssignment(const Node& node, Actions& out) const {
   a.world_size = summary_.world_size;
   a.master_addr = summary_.master_addr;
   a.master_port = summary_.master_port;
-  out.push_back(SendAction{node.conn, AssignmentMessage{a}});
+  AssignmentMessage message{a};
+  // Only the master hosts the store: 10,000 agents need not each get 10,000
+  // addresses.
+  if (node.group_rank == 0) message.member_addrs = summary_.member_addrs;
+  out.push_back(SendAction{node.conn, std::move(message)});
 }
 
 void RunState::SummarizeGeneration() {
@@ -109,6 +114,7 @@ void RunState::SummarizeGeneration() {
   summary_ = GenerationSummary{};
   // A new generation's workers have not succeeded yet.
   succeeded_members_ = 0;
+  std::vector<std::pair<std::string, std::string>> member_addresses;  // seen, advertised
   for (auto& [id, node] : nodes_) {
     node.succeeded = false;
     if (!node.member) continue;
@@ -118,7 +124,9 @@ void RunState::SummarizeGeneration() {
       summary_.master_addr = node.store_addr;
       summary_.master_port = node.store_port;
     }
+    member_addresses.emplace_back(node.peer_addr, node.store_addr);
   }
+  summary_.member_addrs = MemberAddressList(member_addresses);
 }
 
 void RunState::OnDaemonStalled(Time now) {
@@ -127,7 +135,7 @@ void RunState::OnDaemonStalled(Time now) {
   nodes_.ForgiveStall(now);
 }
 
-Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
+Actions RunState::OnJoin(ConnId conn, const Join& join, const std::string& peer_addr, Time now) {
   if (phase_ == Phase::kEnded) {
     return {SendAction{conn, RunEnded{run_id_, end_succeeded_, end_message_}}};
   }
@@ -145,6 +153,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
     nodes_.Connected(*node, conn, now);
     node->store_addr = join.store_addr;
     node->store_port = join.store_port;
+    node->peer_addr = peer_addr;
     if (join.current) node->reported = join.current;
     Log(out, false, "event=rejoin node=" + join.node_id + " host=" + join.host);
     if (phase_ == Phase::kRebuilding) {
@@ -170,6 +179,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, Time now) {
   node.local_world_size = join.local_world_size;
   node.store_addr = join.store_addr;
   node.store_port = join.store_port;
+  node.peer_addr = peer_addr;
   node.join_seq = next_join_seq_++;
   node.reported = join.current;
   // Never a generation number this node was handed before (the daemon

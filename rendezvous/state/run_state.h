@@ -70,7 +70,8 @@ class RunState {
   RunRecord Record() const;
 
   // Requests from a node of this run. REQUIRES: the message's run_id is this run's.
-  Actions OnJoin(ConnId conn, const Join& join, Time now);
+  // `peer_addr`: where the connection comes from (MessageEvent::peer_addr).
+  Actions OnJoin(ConnId conn, const Join& join, const std::string& peer_addr, Time now);
   // Appends to `out`: the daemon handles heartbeats with one reused list. An
   // ack is a SendFrameAction sharing this run's encoded HeartbeatAck, so an
   // ack allocates nothing.
@@ -184,6 +185,8 @@ class RunState {
     int world_size = 0;
     std::string master_addr;
     int master_port = 0;
+    // For the master's assignment only (AssignmentMessage::member_addrs).
+    std::vector<std::string> member_addrs;
   };
   GenerationSummary summary_;
   // The generation being drained: why it ends, until when to wait, and the

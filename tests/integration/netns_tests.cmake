@@ -6,3 +6,7 @@ muster_integration_test(netns netns_test.py TIMEOUT 240 LABELS netns)
 # Replicas across hosts: etcd, three musterd replicas and three agents in
 # namespaces; the leader's host link is cut and the agents follow a new leader.
 muster_integration_test(netns_replica netns_replica_test.py TIMEOUT 240 LABELS netns replica)
+# The worker store admits only the job's hosts: a third host's connection is
+# closed and counted while the job runs on two, until a generation admits it.
+muster_integration_test(netns_store_admission store_admission_netns_test.py TIMEOUT 120
+                        LABELS netns store)

@@ -17,3 +17,6 @@ foreach(version 1.13 2.6 2.14)
   muster_integration_test(store_torch_${version} store_torch_versions_test.py TIMEOUT 300
                           LABELS store torch ENV MUSTER_TORCH_VERSIONS=${version})
 endforeach()
+# The store's bounds: a client that floods keys loses its connection, the
+# agent's memory stays bounded and the job's own clients keep working.
+muster_integration_test(store_limits store_limits_test.py TIMEOUT 60 LABELS store)

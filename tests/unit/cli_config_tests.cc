@@ -79,6 +79,7 @@ TEST_CASE("every config key works in both spellings") {
       if (flag.name == "slurm") value = "\"off\"";
       if (flag.name == "signals-to-handle") value = "\"SIGUSR2\"";
       if (flag.name == "warm-import") value = "\"numpy\"";
+      if (flag.name == "store-allow") value = "\"10.0.0.0/8\"";
       if (flag.name == "node-rank") args = {"--nnodes", "2"};
       INFO("key: " << key);
       ParseWith("{\"" + key + "\": " + value + "}", args);

@@ -109,6 +109,22 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
       {{"--master-port", "http", "t.py"},
        "--master-port: 'http' must be a port number from 0 to 65535"},
       {{"--master-addr=", "t.py"}, "--master-addr: '' must not be empty"},
+      {{"--store-allow", "10.0.0.0/33", "t.py"},
+       "--store-allow: '10.0.0.0/33' is not a CIDR (ADDRESS/BITS, BITS at most 32 for IPv4)"},
+      {{"--store-allow=10.0.0.0/8,node2", "t.py"},
+       "--store-allow: 'node2' is not a CIDR (ADDRESS/BITS with an IPv4 or IPv6 ADDRESS)"},
+      {{"t.py"},
+       "PET_STORE_ALLOW: empty entry in '10.0.0.0/8,' (expected CIDR,CIDR,..., e.g. 10.0.0.0/8)",
+       {{"PET_STORE_ALLOW", "10.0.0.0/8,"}}},
+      {{"--store-max-keys", "0", "t.py"},
+       "--store-max-keys: '0' must be a whole number from 1 to 2^53"},
+      {{"--store-max-bytes", "1T", "t.py"},
+       "--store-max-bytes: '1T' must be a size in bytes from 1 to 2^53, optionally with K, M or G "
+       "(powers of 1024), e.g. 512M"},
+      {{"--store-max-bytes", "9999999999G", "t.py"},
+       "--store-max-bytes: '9999999999G' must be a size in bytes from 1 to 2^53, optionally with "
+       "K, "
+       "M or G (powers of 1024), e.g. 512M"},
       // Workers.
       {{"--max-restarts", "-1", "t.py"}, "--max-restarts: '-1' must be a non-negative integer"},
       {{"--max_restarts", "3.5", "t.py"}, "--max_restarts: '3.5' must be a non-negative integer"},

@@ -1,6 +1,7 @@
 # Unit tests of the launcher's pure logic: environment, GPU ids, launch plan,
 # supervision state machine (fake spawner, fake time), output splitting and
-# routing, report, root-cause error file, fault injection decisions (fake time).
+# routing, report, root-cause error file, fault injection decisions (fake time),
+# the worker store's admission and bounds.
 muster_unit_test(launcher_unit_tests
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_env_test.cc
@@ -21,6 +22,7 @@ muster_unit_test(launcher_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/launcher_warm_fit_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_static_follower_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_in_place_recovery_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_store_policy_test.cc
   LIBS muster_launcher)
 # Whole runs of the agent over a fake spawner and a fake rendezvous: static
 # restarts, recoveries in place and their fallback, elastic generations. No

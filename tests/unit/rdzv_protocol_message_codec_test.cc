@@ -80,6 +80,9 @@ std::vector<Message> SampleMessages() {
             .current = true},
       Error{.code = ErrorCode::kNoLeader, .message = "no leader is elected yet", .current = true},
       AssignmentMessage{.assignment = SampleAssignment(), .epoch = 7},
+      // The master's: its store admits the generation's members.
+      AssignmentMessage{.assignment = SampleAssignment(),
+                        .member_addrs = {"10.0.0.1", "10.0.0.2", "fd00::3"}},
   };
 }
 
@@ -188,6 +191,25 @@ TEST_CASE("epochs and the leader are left out when unset and read as unset when 
         std::string::npos);
   CHECK(Encode(AssignmentMessage{.assignment = SampleAssignment()}).find("epoch") ==
         std::string::npos);
+  CHECK(Encode(AssignmentMessage{.assignment = SampleAssignment()}).find("member_addrs") ==
+        std::string::npos);
+}
+
+TEST_CASE("member addresses must be a list of short strings, naming the field") {
+  const std::string assignment = R"("assignment":{"run_id":"r","generation":1,"group_rank":0,
+    "group_world_size":1,"local_world_size":1,"global_rank_offset":0,"world_size":1,
+    "master_addr":"a","master_port":1,"restart_count":0,"max_restarts":0})";
+  Result<Message> not_list = Decode(0x84, "{" + assignment + R"(,"member_addrs":"10.0.0.1"})");
+  REQUIRE_FALSE(not_list.ok());
+  CHECK(not_list.status().message().find("Assignment.member_addrs: expected an array") !=
+        std::string::npos);
+  Result<Message> not_string = Decode(0x84, "{" + assignment + R"(,"member_addrs":[1]})");
+  REQUIRE_FALSE(not_string.ok());
+  CHECK(not_string.status().message().find("Assignment.member_addrs: expected strings") !=
+        std::string::npos);
+  Result<Message> missing = Decode(0x84, "{" + assignment + "}");
+  REQUIRE(missing.ok());
+  CHECK(std::get<AssignmentMessage>(*missing).member_addrs.empty());
 }
 
 TEST_CASE("a bad epoch or leader is refused, naming the field") {

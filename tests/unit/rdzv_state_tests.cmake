@@ -2,7 +2,8 @@
 # RunState and RendezvousCore on a fake cluster with a hand-driven clock, rank
 # assignment as a table, the status snapshot, a replica taking the lead, the
 # daemon's answer to a Hello and its changes of lead, and the settings
-# validation. No sockets, no clocks.
+# validation, and the member addresses the master is sent. No sockets, no
+# clocks.
 muster_unit_test(rdzv_state_unit_tests
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_round_test.cc
@@ -16,4 +17,5 @@ muster_unit_test(rdzv_state_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_settings_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_status_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_rank_assignment_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_member_addrs_test.cc
   LIBS muster_rdzv_state)

@@ -1,0 +1,121 @@
+// The store's bounds: KeyValueStore's byte accounting, and requests that
+// would pass --store-max-keys or --store-max-bytes closing their connection.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "store/request_handler.h"
+
+namespace muster::store {
+namespace {
+
+Request Make(Op op, std::vector<std::string> keys = {}, std::vector<std::string> values = {},
+             int64_t delta = 0) {
+  return Request{op, std::move(keys), std::move(values), delta, 0};
+}
+
+TEST_CASE("the store counts the bytes of names and values through every write", "[store][limits]") {
+  KeyValueStore store;
+  store.Set("ab", "1234");
+  CHECK(store.Bytes() == 6);
+  store.Set("ab", "1");
+  CHECK(store.Bytes() == 3);
+  store.Append("ab", "xy");
+  store.Append("c", "z");
+  CHECK(store.Bytes() == 7);
+  CHECK(store.CompareSet("c", "z", "zzz") == "zzz");
+  CHECK(store.Bytes() == 9);
+  REQUIRE(store.Add("n", 12).ok());
+  CHECK(store.Bytes() == 12);
+  REQUIRE(store.Barrier(1, "b", 5).ok());
+  CHECK(store.Bytes() == 14);
+  store.QueuePush("q", "item");
+  store.QueuePush("q", "it");
+  CHECK(store.Bytes() == 21);
+  CHECK(store.NumEntries() == 5);
+  CHECK(store.NumKeys() == 4);
+  store.QueuePop("q");
+  CHECK(store.Bytes() == 17);
+  store.QueuePop("q");
+  CHECK(store.Bytes() == 14);
+  CHECK(store.Delete("ab"));
+  CHECK(store.Bytes() == 9);
+  store.Clear();
+  CHECK(store.Bytes() == 0);
+  CHECK(store.NumEntries() == 0);
+}
+
+struct Limited {
+  KeyValueStore store;
+  HandlerLimits limits;
+  Limited() {
+    limits.max_keys = 3;
+    limits.max_bytes = 40;
+  }
+  HandlerOutcome Do(Request r) {
+    return HandleRequest(store, 1, Dialect::kModern, std::move(r), limits);
+  }
+};
+
+TEST_CASE_METHOD(Limited, "a write past the key limit closes its connection and changes nothing",
+                 "[store][limits]") {
+  CHECK_FALSE(Do(Make(Op::kSet, {"a"}, {"1"})).close);
+  CHECK_FALSE(Do(Make(Op::kAdd, {"b"}, {}, 1)).close);
+  CHECK_FALSE(Do(Make(Op::kQueuePush, {"q"}, {"x"})).close);
+  struct Row {
+    std::string name;
+    Request request;
+  };
+  const std::vector<Row> rows = {
+      {"SET", Make(Op::kSet, {"c"}, {"1"})},
+      {"ADD", Make(Op::kAdd, {"c"}, {}, 1)},
+      {"APPEND", Make(Op::kAppend, {"c"}, {"1"})},
+      {"COMPARE_SET", Make(Op::kCompareSet, {"c"}, {"", "1"})},
+      {"QUEUE_PUSH", Make(Op::kQueuePush, {"q2"}, {"1"})},
+      {"MULTI_SET", Make(Op::kMultiSet, {"a", "c"}, {"1", "1"})},
+      {"BARRIER", Make(Op::kBarrier, {"c"}, {}, 2)},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.name);
+    HandlerOutcome out = Do(row.request);
+    CHECK(out.close);
+    CHECK(out.close_reason == "store key limit reached keys=3 max_keys=3 (--store-max-keys)");
+  }
+  CHECK(store.NumEntries() == 3);
+  // Existing keys may still be written, and reads go on.
+  CHECK_FALSE(Do(Make(Op::kSet, {"a"}, {"2"})).close);
+  CHECK_FALSE(Do(Make(Op::kAdd, {"b"}, {}, 1)).close);
+  CHECK_FALSE(Do(Make(Op::kQueuePush, {"q"}, {"y"})).close);
+  CHECK(*store.Get("a") == "2");
+  // Room again once a key is gone.
+  CHECK_FALSE(Do(Make(Op::kDeleteKey, {"a"})).close);
+  CHECK_FALSE(Do(Make(Op::kSet, {"c"}, {"1"})).close);
+}
+
+TEST_CASE_METHOD(Limited, "a write past the byte limit closes its connection and shrinking passes",
+                 "[store][limits]") {
+  CHECK_FALSE(Do(Make(Op::kSet, {"k"}, {std::string(30, 'x')})).close);  // 31 bytes
+  HandlerOutcome out = Do(Make(Op::kSet, {"l"}, {std::string(9, 'x')}));
+  CHECK(out.close);
+  CHECK(out.close_reason ==
+        "store size limit reached bytes=31 request_adds=10 max_bytes=40 (--store-max-bytes)");
+  CHECK(Do(Make(Op::kAppend, {"k"}, {std::string(10, 'x')})).close);
+  CHECK(Do(Make(Op::kQueuePush, {"q"}, {std::string(9, 'x')})).close);
+  CHECK_FALSE(Do(Make(Op::kSet, {"l"}, {std::string(8, 'x')})).close);  // exactly 40
+  CHECK(store.Bytes() == 40);
+  // Replacing with a shorter value, or deleting, always passes.
+  CHECK_FALSE(Do(Make(Op::kSet, {"k"}, {"y"})).close);
+  CHECK(store.Bytes() == 11);
+}
+
+TEST_CASE("the default bounds are generous", "[store][limits]") {
+  const HandlerLimits defaults;
+  CHECK(defaults.max_keys == kDefaultStoreMaxKeys);
+  CHECK(defaults.max_bytes == kDefaultStoreMaxBytes);
+  CHECK(kDefaultStoreMaxKeys >= 1'000'000);
+  CHECK(kDefaultStoreMaxBytes >= (size_t{100} << 20));
+}
+
+}  // namespace
+}  // namespace muster::store
