@@ -19,6 +19,7 @@ from elastic_harness import (MUSTERD, agent_of_rank, check_generations, dumps, s
                              start_musterd, wait_exit, wait_generation)
 from harness import (MUSTER, Skip, base_env, check, free_port, kill_tree, pid_alive, read_dumps,
                      run_tests, start, tempdir, test, wait_for, worker)
+from testlib.procs import status_kib
 
 
 def three_agent_job(daemon_log=None):
@@ -328,7 +329,7 @@ def ten_thousand_idle_connections_do_not_stop_the_daemon():
     else:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
     daemon, port = start_musterd()
-    baseline_kib = rss_kib(daemon.pid)
+    baseline_kib = status_kib(daemon.pid)
     idle = []
     try:
         for _ in range(10_000):
@@ -339,7 +340,7 @@ def ten_thousand_idle_connections_do_not_stop_the_daemon():
         for agent in agents:
             check(wait_exit(agent, 30) == 0, "job beside 10k idle connections", agent.stderr.read())
         check(daemon.poll() is None, "musterd died")
-        grown_mib = (rss_kib(daemon.pid) - baseline_kib) / 1024
+        grown_mib = (status_kib(daemon.pid) - baseline_kib) / 1024
         print(f"musterd grew {grown_mib:.1f} MiB with 10k idle connections", flush=True)
         # Sanitizer shadow memory (TSan: ~800 MiB here) says nothing about
         # musterd's own; the regular build's run holds the bound.
@@ -412,11 +413,6 @@ def metrics_are_served_in_prometheus_text():
     check(float(values["muster_generations_total"]) >= 1, text)
     check(float(values["muster_dead_nodes_total"]) == 1, text)
     check(float(values["muster_heartbeats_total"]) > 0, text)
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return int(next(line for line in f if line.startswith("VmRSS")).split()[1])
 
 
 def status_json(port):

@@ -8,6 +8,7 @@ import time
 
 from store_harness import (check, closed_by_peer, i64, raw_connect, recv_exact, run_tests, s,
                            torch_client, u8, u32, u64, with_server)
+from testlib.procs import status_kib  # after store_harness: it puts scripts/lib on the path
 
 MAGIC = 0x3C85F7CE
 
@@ -246,11 +247,10 @@ def test_pipelined_requests_are_answered_in_order(server):
 
 
 def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
+    kib = status_kib(pid)
+    if kib is None:
+        raise AssertionError(f"no VmRSS for pid {pid}")
+    return kib / 1024
 
 
 @with_server

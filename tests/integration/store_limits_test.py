@@ -14,23 +14,13 @@ import shutil
 import time
 
 from harness import MUSTER, base_env, check, run_tests, start, tempdir, test, worker
+from testlib.procs import status_kib
 
 LIMIT = 16 << 20
 FLOOD = 256 << 20
 # The agent's own memory (~8 MiB here) plus the stored 16 MiB plus buffers;
 # without the bound the flood alone would take 256 MiB.
 MAX_RSS_KIB = 48 << 10
-
-
-def vm_rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 @test
@@ -43,7 +33,7 @@ def a_flooding_client_loses_its_connection_and_the_agent_stays_bounded():
         peak = 0
         deadline = time.monotonic() + 60
         while agent.poll() is None and time.monotonic() < deadline:
-            peak = max(peak, vm_rss_kib(agent.pid))
+            peak = max(peak, status_kib(agent.pid) or 0)
             time.sleep(0.02)
         _, err = agent.communicate(timeout=30)
         check(agent.returncode == 0, f"agent exit {agent.returncode}", err)

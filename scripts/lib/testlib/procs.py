@@ -79,6 +79,19 @@ def descendants(pid):
     return found
 
 
+def status_kib(pid, field="VmRSS"):
+    """A memory field of /proc/PID/status (VmRSS, VmHWM, ...) in KiB, or None when the
+    process is gone or has no such field."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 def cmdline(pid):
     """The command line of `pid` as bytes, arguments separated by NUL, or b"" when gone."""
     try:
