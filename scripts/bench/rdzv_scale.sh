@@ -209,10 +209,10 @@ for tls in modes:
         print(f"10k{label}, median of {len(runs)} runs: "
               f"round closed {close_ms:.0f} ms, daemon CPU {cpu:.1f} %, VmHWM {hwm:.1f} MiB")
     close_target, cpu_target, rss_target = TARGETS[tls]
-    mode_missed = [what + label for what, over in (("round close", close_ms > close_target),
-                                                   ("heart-beat CPU", cpu > cpu_target),
-                                                   ("RSS", hwm > rss_target)) if over]
-    missed += mode_missed
+    mode_missed = [what for what, over in (("round close", close_ms > close_target),
+                                           ("heart-beat CPU", cpu > cpu_target),
+                                           ("RSS", hwm > rss_target)) if over]
+    missed += [what + label for what in mode_missed]
     verdicts.append(f"{MODE[tls]}: " + ("MISSED: " + ", ".join(mode_missed) if mode_missed
                                          else "met"))
 
