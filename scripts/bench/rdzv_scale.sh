@@ -52,7 +52,7 @@ while [[ $# -gt 0 ]]; do
     --repeat) REPEAT=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --tls) TLS=$2; shift 2 ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "rdzv_scale.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
