@@ -17,8 +17,9 @@
 //
 // TLS 1.2 at least. Every connection keeps only what its live records need
 // (OpenSSL's release-buffers mode) and a server issues no session tickets:
-// 10,000 idle agents cost the daemon a few KiB each, not the 34 KiB of
-// record buffers a TLS stream usually holds.
+// no 34 KiB of record buffers per idle connection. What stays is the
+// session: about 14 KiB per agent, 23 KiB with a client certificate
+// (docs/benchmarks.md, "TLS: 10,000 agents and the join").
 //
 // Thread-safety: a loaded context is immutable and may be shared.
 #pragma once

@@ -71,6 +71,10 @@ class TlsStream {
   // One step of `op`: runs OpenSSL; on "want read/write" waits and steps
   // again; otherwise posts the handler.
   void Step(Op op, boost::asio::mutable_buffer buffer, size_t done, Handler handler);
+  // Waits until the socket is readable (writable with `want_write`), then
+  // steps `op`.
+  void Wait(bool want_write, Op op, boost::asio::mutable_buffer buffer, size_t done,
+            Handler handler);
   // The server's look at the first byte, before any TLS.
   void PeekFirstByte(boost::asio::mutable_buffer buffer, Handler handler);
   // The error for OpenSSL's result `ret` of a call, with failure_ set;

@@ -6,10 +6,16 @@
 //   rdzv_load --host 127.0.0.1 --port P --nodes 10000 --musterd-pid PID
 //             [--interval-ms 500] [--steady-seconds 10] [--warmup-seconds 1]
 //             [--settle-seconds 60] [--timeout-seconds 300] [--run-id bench]
+//             [--tls-ca F --tls-cert F --tls-key F] [--until-assigned]
 //
 // Phases, one connection per simulated agent:
-//   1. connect (at most 256 in flight) and say Hello (version 1, empty token);
-//      wait for every Welcome;
+//   1. connect (at most 256 connects and handshakes in flight) and say Hello
+//      (version 1, empty token); wait for every Welcome. With --tls-ca each
+//      agent first runs a TLS client handshake on its non-blocking socket (the
+//      agent's own TLS settings: muster's TlsContext, presenting --tls-cert
+//      when given, verifying the daemon's certificate against --host), then
+//      speaks through SSL_read/SSL_write; a refused handshake ends the run,
+//      naming the agent and OpenSSL's reason;
 //   2. send every Join {node "n<i>", local_world_size 1, min=max=N} in one
 //      burst; from then on each agent heart-beats every interval, agents
 //      spread evenly over the interval (agent i at offset i*interval/N), with
@@ -20,12 +26,22 @@
 //      up to `--settle-seconds` until the daemon keeps up (below; it may still
 //      be working off a backlog from the round), then `--steady-seconds`
 //      during which the daemon's utime+stime (/proc/PID/stat) is sampled;
-//      then its VmRSS/VmHWM (/proc/PID/status). "Keeps up": 99% of the agents
+//      then its VmRSS/VmHWM (/proc/PID/status). With --until-assigned the
+//      run ends when every agent has its assignment (the join benchmark,
+//      scripts/bench/tls_join.sh). "Keeps up": 99% of the agents
 //      have at most 2 heartbeats without an ack. musterd acks every heartbeat
 //      when the interval is at least fence_timeout / 3 (the default 0.5 s
 //      is), so a daemon running behind shows as a growing backlog; with a
 //      shorter interval it acks only some heartbeats and the judgment does
 //      not apply ("daemon_kept_up" is then false whatever the daemon does).
+//
+// Per agent, the phases of its join are timed and their medians printed
+// ("phase_ms"): tcp_connect (connect started -> connected), tls_handshake
+// (-> the client's handshake done: it has sent its Finished; the daemon
+// checks the client certificate when it reads it, which falls in the next
+// phase), hello_to_welcome (Hello sent -> Welcome read), join_to_assignment
+// (Join sent -> AssignmentMessage read), and connect_to_assignment (the
+// whole join). With one agent they are its own.
 //
 // Exit status: 0 when every agent was assigned and none was refused or
 // dropped; 1 otherwise (the JSON line says why in "error"); 2 on bad flags.
@@ -41,13 +57,23 @@
 // waking this process once per HeartbeatAck: a cost of the simulation (real
 // agents are on other hosts), and 20,000 wake-ups a second at 10,000 agents.
 // The rest of this side's receive path is still charged to the daemon.
+// Under TLS a tick's drain reads until OpenSSL wants more bytes (one record
+// per SSL_read), and every SSL object keeps buffers only while a record is in
+// flight (release-buffers mode, as the agents' context): what stays is each
+// client session, about 25 KiB (250 MiB at 10,000 agents).
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstring>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -64,6 +90,7 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/net/tls_context.h"
 #include "rendezvous/protocol/frame_codec.h"
 #include "rendezvous/protocol/message_codec.h"
 #include "rendezvous/protocol/messages.h"
@@ -91,6 +118,8 @@ struct Flags {
   double timeout_seconds = 300;
   int musterd_pid = 0;
   std::string run_id = "bench";
+  muster::rdzv::TlsClientFiles tls{{"", "--tls-ca"}, {"", "--tls-cert"}, {"", "--tls-key"}};
+  bool until_assigned = false;
 };
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -141,8 +170,15 @@ double OwnCpuSeconds() {
 
 class LoadGenerator {
  public:
-  LoadGenerator(asio::io_context& io, Flags flags)
-      : io_(io), flags_(std::move(flags)), tick_(io), phase_timer_(io), deadline_(io) {}
+  // `tls`: null for plain TCP.
+  LoadGenerator(asio::io_context& io, Flags flags,
+                std::shared_ptr<const muster::rdzv::TlsContext> tls)
+      : io_(io),
+        flags_(std::move(flags)),
+        tls_(std::move(tls)),
+        tick_(io),
+        phase_timer_(io),
+        deadline_(io) {}
 
   int Run() {
     tcp::resolver resolver(io_);
@@ -176,12 +212,14 @@ class LoadGenerator {
   struct Agent {
     Agent(asio::io_context& io, int i) : socket(io), index(i) {}
     ~Agent() {
+      SSL_free(ssl);  // the fd is not its to close
       if (polled_fd >= 0) ::close(polled_fd);
     }
     Agent(const Agent&) = delete;
     Agent& operator=(const Agent&) = delete;
     tcp::socket socket;
     int polled_fd = -1;  // once assigned: released from `socket`, polled by the tick
+    SSL* ssl = nullptr;  // under TLS, from the handshake on
     FrameDecoder decoder;
     int index;
     bool open = false;
@@ -191,6 +229,8 @@ class LoadGenerator {
     uint64_t acks = 0;
     std::string heartbeat;  // the encoded frame for the current generation
     std::string unsent;     // bytes the socket did not take yet
+    // The join's phases (see the header).
+    Clock::time_point t_connect, t_connected, t_handshaken, t_hello, t_welcome, t_join, t_assigned;
   };
 
   static std::string NodeId(int i) { return "n" + std::to_string(i); }
@@ -200,8 +240,10 @@ class LoadGenerator {
 
   void ConnectNext() {
     Agent& agent = *agents_[static_cast<size_t>(next_connect_++)];
+    agent.t_connect = Clock::now();
     agent.socket.async_connect(endpoint_, [this, &agent](const boost::system::error_code& ec) {
       if (done_) return;
+      agent.t_connected = agent.t_handshaken = Clock::now();
       if (ec) {
         Finish("connect of agent " + std::to_string(agent.index) + " failed: " + ec.message());
         return;
@@ -210,28 +252,142 @@ class LoadGenerator {
       boost::system::error_code ignored;
       agent.socket.set_option(tcp::no_delay(true), ignored);
       agent.socket.non_blocking(true, ignored);
-      muster::rdzv::Hello hello;
-      hello.agent_id = "rdzv_load:" + std::to_string(getpid()) + ":" + std::to_string(agent.index);
-      Send(agent, Encode(hello));
-      WaitReadable(agent);
-      if (next_connect_ < flags_.nodes) ConnectNext();
+      if (!tls_) return Greet(agent);
+      agent.ssl = SSL_new(tls_->native());
+      if (agent.ssl == nullptr) {
+        Finish("SSL_new failed: " + TlsReason(nullptr, 0));
+        return;
+      }
+      SSL_set_fd(agent.ssl, agent.socket.native_handle());
+      SSL_set_connect_state(agent.ssl);
+      // As the agent does (TlsStream): an IP address is matched against the
+      // certificate's IP entries, a name against its DNS names.
+      boost::system::error_code not_ip;
+      asio::ip::make_address(flags_.host, not_ip);
+      if (!not_ip) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(agent.ssl), flags_.host.c_str());
+      } else {
+        SSL_set1_host(agent.ssl, flags_.host.c_str());
+        SSL_set_tlsext_host_name(agent.ssl, flags_.host.c_str());
+      }
+      Handshake(agent);
     });
+  }
+
+  // One step of the client handshake; waits on the socket while OpenSSL
+  // wants it, greets once done.
+  void Handshake(Agent& agent) {
+    ERR_clear_error();
+    const int ret = SSL_do_handshake(agent.ssl);
+    if (ret == 1) {
+      agent.t_handshaken = Clock::now();
+      return Greet(agent);
+    }
+    const int error = SSL_get_error(agent.ssl, ret);
+    if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) {
+      ++tls_failures_;
+      Finish("TLS handshake of agent " + std::to_string(agent.index) +
+             " failed: " + TlsReason(agent.ssl, ret));
+      return;
+    }
+    agent.socket.async_wait(
+        error == SSL_ERROR_WANT_WRITE ? tcp::socket::wait_write : tcp::socket::wait_read,
+        [this, &agent](const boost::system::error_code& ec) {
+          if (done_ || !agent.open) return;
+          if (ec) {
+            Finish("TLS handshake of agent " + std::to_string(agent.index) + ": " + ec.message());
+            return;
+          }
+          Handshake(agent);
+        });
+  }
+
+  // Why OpenSSL refused: its latest error's reason, and the verification
+  // result when the peer's certificate failed it.
+  static std::string TlsReason(SSL* ssl, int ret) {
+    if (ssl != nullptr && SSL_get_error(ssl, ret) == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
+      ERR_clear_error();
+      return errno != 0 ? std::string("socket: ") + std::strerror(errno)
+                        : std::string("the daemon closed the connection");
+    }
+    const unsigned long code = ERR_get_error();
+    ERR_clear_error();
+    char text[256] = "unknown TLS error";
+    if (code != 0) ERR_error_string_n(code, text, sizeof text);
+    std::string reason = text;
+    // "error:0A000086:SSL routines::certificate verify failed": the reason is the last field.
+    if (const size_t colon = reason.rfind(':');
+        colon != std::string::npos && colon + 1 < reason.size())
+      reason = reason.substr(colon + 1);
+    if (ssl != nullptr && SSL_get_verify_result(ssl) != X509_V_OK) {
+      reason += std::string(": ") + X509_verify_cert_error_string(SSL_get_verify_result(ssl));
+    }
+    return reason;
+  }
+
+  void Greet(Agent& agent) {
+    muster::rdzv::Hello hello;
+    hello.agent_id = "rdzv_load:" + std::to_string(getpid()) + ":" + std::to_string(agent.index);
+    agent.t_hello = Clock::now();
+    Send(agent, Encode(hello));
+    WaitReadable(agent);
+    if (next_connect_ < flags_.nodes) ConnectNext();
   }
 
   // Writes what the socket takes now; keeps the rest and flushes it when the
   // socket becomes writable.
   // Non-blocking I/O on either form of the agent's socket; would_block when
   // nothing could be moved.
-  static size_t WriteSome(Agent& agent, std::string_view bytes, boost::system::error_code& ec) {
+  size_t WriteSome(Agent& agent, std::string_view bytes, boost::system::error_code& ec) {
+    if (agent.ssl != nullptr) {
+      ERR_clear_error();
+      const int n = SSL_write(agent.ssl, bytes.data(), static_cast<int>(bytes.size()));
+      return TlsResult(agent, n, ec);
+    }
     if (agent.polled_fd < 0)
       return agent.socket.write_some(asio::buffer(bytes.data(), bytes.size()), ec);
     return RawResult(
         ::send(agent.polled_fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL), ec);
   }
   size_t ReadSome(Agent& agent, boost::system::error_code& ec) {
+    if (agent.ssl != nullptr) {
+      ERR_clear_error();
+      const int n = SSL_read(agent.ssl, read_buffer_.data(), static_cast<int>(read_buffer_.size()));
+      return TlsResult(agent, n, ec);
+    }
     if (agent.polled_fd < 0) return agent.socket.read_some(asio::buffer(read_buffer_), ec);
     return RawResult(
         ::recv(agent.polled_fd, read_buffer_.data(), read_buffer_.size(), MSG_DONTWAIT), ec);
+  }
+  // SSL_read/SSL_write's result as RawResult's: would_block while OpenSSL
+  // wants the socket; a TLS failure is protocol_error, its reason in
+  // tls_failure_.
+  size_t TlsResult(Agent& agent, int n, boost::system::error_code& ec) {
+    if (n > 0) {
+      ec = {};
+      return static_cast<size_t>(n);
+    }
+    switch (SSL_get_error(agent.ssl, n)) {
+      case SSL_ERROR_WANT_READ:
+      case SSL_ERROR_WANT_WRITE:
+        ec = asio::error::would_block;
+        return 0;
+      case SSL_ERROR_ZERO_RETURN:
+        ec = asio::error::eof;
+        return 0;
+      case SSL_ERROR_SYSCALL:
+        if (ERR_peek_error() == 0) {
+          ec = errno == 0 ? boost::system::error_code(asio::error::eof)
+                          : boost::system::error_code(errno, boost::system::system_category());
+          return 0;
+        }
+        break;
+      default:
+        break;
+    }
+    tls_failure_ = TlsReason(agent.ssl, n);
+    ec = boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+    return 0;
   }
   static size_t RawResult(ssize_t n, boost::system::error_code& ec) {
     if (n >= 0) {
@@ -289,6 +445,7 @@ class LoadGenerator {
       boost::system::error_code ec;
       const size_t n = ReadSome(agent, ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) return;
+      if (ec == boost::system::errc::protocol_error) return Dropped(agent, "TLS: " + tls_failure_);
       if (ec) return Dropped(agent, ec == asio::error::eof ? "closed by the daemon" : ec.message());
       agent.decoder.Feed(std::string_view(read_buffer_.data(), n));
       for (;;) {
@@ -303,7 +460,8 @@ class LoadGenerator {
         if (done_ || !agent.open) return;
       }
       // A short read took everything that was there: spare the EAGAIN read.
-      if (n < read_buffer_.size()) return;
+      // Not under TLS: SSL_read returns one record, and more may wait.
+      if (agent.ssl == nullptr && n < read_buffer_.size()) return;
     }
   }
 
@@ -322,6 +480,7 @@ class LoadGenerator {
       ++agent.acks;
       ++acks_;
     } else if (std::holds_alternative<muster::rdzv::Welcome>(message)) {
+      agent.t_welcome = Clock::now();
       if (++welcomed_ == flags_.nodes) asio::post(io_, [this] { JoinBurst(); });
     } else if (std::holds_alternative<muster::rdzv::Waiting>(message)) {
       ++waitings_;
@@ -351,6 +510,7 @@ class LoadGenerator {
       return;
     }
     agent.assigned = true;
+    agent.t_assigned = now;
     boost::system::error_code ec;
     const int fd = agent.socket.release(ec);  // cancels its waits; the tick polls it now
     if (!ec) agent.polled_fd = fd;
@@ -358,6 +518,10 @@ class LoadGenerator {
     if (assigned_ == flags_.nodes) {
       t_last_assignment_ = now;
       daemon_cpu_round_end_ = ProcessCpu(flags_.musterd_pid);
+      if (flags_.until_assigned) {
+        Finish("");
+        return;
+      }
       StartSteady();
     }
   }
@@ -378,6 +542,7 @@ class LoadGenerator {
       join.max_restarts = 0;
       join.store_addr = "127.0.0.1";
       join.store_port = 10000 + agent->index % 50000;
+      agent->t_join = Clock::now();
       Send(*agent, Encode(join));
     }
     t_last_join_ = Clock::now();
@@ -466,14 +631,29 @@ class LoadGenerator {
     });
   }
 
-  void Dropped(Agent& agent, const std::string& why) {
+  void Dropped(Agent& agent, std::string why) {
     if (!agent.open) return;
+    // Under TLS, before its Welcome: the daemon refused the client
+    // certificate (TLS 1.3 checks it after the client's handshake is done).
+    // Its alert may wait behind a write that found the socket closed.
+    const bool refused = tls_ && agent.t_welcome == Clock::time_point{};
+    if (refused && agent.ssl != nullptr && why.rfind("TLS: ", 0) != 0) {
+      boost::system::error_code ec;
+      ReadSome(agent, ec);
+      if (ec == boost::system::errc::protocol_error) why = "TLS: " + tls_failure_;
+    }
     agent.open = false;
     boost::system::error_code ignored;
+    SSL_free(agent.ssl);
+    agent.ssl = nullptr;
     agent.socket.close(ignored);
     if (agent.polled_fd >= 0) ::close(agent.polled_fd);
     agent.polled_fd = -1;
     if (dropped_++ == 0) first_drop_ = NodeId(agent.index) + ": " + why;
+    if (refused) {  // the run cannot complete
+      ++tls_failures_;
+      Finish("agent " + std::to_string(agent.index) + " refused before its Welcome: " + why);
+    }
   }
 
   // Prints the JSON line and stops; `error` empty means the run completed.
@@ -483,9 +663,12 @@ class LoadGenerator {
     nlohmann::json out;
     out["nodes"] = flags_.nodes;
     out["interval_ms"] = flags_.interval_ms;
+    out["tls"] = tls_ != nullptr;
     out["connected"] = welcomed_;
     out["assigned"] = assigned_;
     if (t_connected_) out["connect_s"] = Ms(*t_connected_ - t_start_) / 1000.0;
+    out["phase_ms"] = PhaseMedians();
+    if (tls_failures_ > 0) out["tls_failures"] = tls_failures_;
     if (t_last_join_) out["join_burst_ms"] = Ms(*t_last_join_ - *t_first_join_);
     if (t_first_assignment_) {
       out["last_join_to_first_assignment_ms"] = Ms(*t_first_assignment_ - *t_last_join_);
@@ -547,8 +730,34 @@ class LoadGenerator {
     return exit_code_;
   }
 
+  // Median over the agents that got through each phase (see the header).
+  nlohmann::json PhaseMedians() const {
+    auto median = [this](auto from, auto to, auto reached) -> nlohmann::json {
+      std::vector<double> ms;
+      for (const auto& agent : agents_) {
+        if (reached(*agent)) ms.push_back(Ms(agent.get()->*to - agent.get()->*from));
+      }
+      if (ms.empty()) return nullptr;
+      auto mid = ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2);
+      std::nth_element(ms.begin(), mid, ms.end());
+      return *mid;
+    };
+    auto connected = [](const Agent& a) { return a.t_connected != Clock::time_point{}; };
+    auto greeted = [](const Agent& a) { return a.t_hello != Clock::time_point{}; };
+    auto welcomed = [](const Agent& a) { return a.t_welcome != Clock::time_point{}; };
+    auto assigned = [](const Agent& a) { return a.assigned; };
+    nlohmann::json out;
+    out["tcp_connect"] = median(&Agent::t_connect, &Agent::t_connected, connected);
+    if (tls_) out["tls_handshake"] = median(&Agent::t_connected, &Agent::t_handshaken, greeted);
+    out["hello_to_welcome"] = median(&Agent::t_hello, &Agent::t_welcome, welcomed);
+    out["join_to_assignment"] = median(&Agent::t_join, &Agent::t_assigned, assigned);
+    out["connect_to_assignment"] = median(&Agent::t_connect, &Agent::t_assigned, assigned);
+    return out;
+  }
+
   asio::io_context& io_;
   Flags flags_;
+  std::shared_ptr<const muster::rdzv::TlsContext> tls_;
   tcp::endpoint endpoint_;
   asio::steady_timer tick_;
   asio::steady_timer phase_timer_;
@@ -577,8 +786,9 @@ class LoadGenerator {
   uint64_t sent_steady_start_ = 0, sent_steady_end_ = 0;
   uint64_t acks_steady_start_ = 0, acks_steady_end_ = 0;
   uint64_t waitings_ = 0, repeated_assignments_ = 0, errors_ = 0, bad_assignments_ = 0;
-  uint64_t dropped_ = 0;
+  uint64_t dropped_ = 0, tls_failures_ = 0;
   std::string first_error_, first_drop_;
+  std::string tls_failure_;  // the latest TlsResult failure
 };
 
 }  // namespace
@@ -606,9 +816,32 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--musterd-pid", flags.musterd_pid, "daemon to sample in /proc")->required();
   app.add_option("--run-id", flags.run_id, "run id (default bench)");
+  app.add_option("--tls-ca", flags.tls.ca.path,
+                 "speak TLS, trusting this CA for the daemon's certificate (PEM)");
+  app.add_option("--tls-cert", flags.tls.cert.path,
+                 "with --tls-ca: each agent's client certificate (PEM), for mutual TLS");
+  app.add_option("--tls-key", flags.tls.key.path, "the key of --tls-cert (PEM)");
+  app.add_flag("--until-assigned", flags.until_assigned,
+               "end once every agent has its assignment (no heart-beating phase)");
   CLI11_PARSE(app, argc, argv);
 
+  std::shared_ptr<const muster::rdzv::TlsContext> tls;
+  if (flags.tls.any()) {
+    if (!flags.tls.ca.given()) {
+      std::cerr << "rdzv_load: --tls-cert and --tls-key need --tls-ca\n";
+      return 2;
+    }
+    std::vector<std::string> warnings;
+    auto context = muster::rdzv::TlsContext::ForClient(flags.tls, &warnings);
+    if (!context.ok()) {
+      std::cerr << "rdzv_load: " << context.status().message() << "\n";
+      return 2;
+    }
+    tls = std::move(context).value();
+  }
+  // OpenSSL writes with write(2): a socket the daemon closed must not kill us.
+  std::signal(SIGPIPE, SIG_IGN);
   asio::io_context io(1);
-  LoadGenerator generator(io, flags);
+  LoadGenerator generator(io, flags, tls);
   return generator.Run();
 }
