@@ -18,7 +18,7 @@
 #                 nearly every program
 #   ASan tests    unit, launcher, store, runtime and elastic integration under ASan+UBSan
 #   TSan build    build-tsan/, only the targets its tests run
-#   TSan tests    the rendezvous unit tests and integration/elastic under TSan
+#   TSan tests    the rendezvous unit tests (TLS included) and integration/elastic under TSan
 #   fuzz build    build-fuzz/ (clang, libFuzzer+ASan+UBSan)
 #   fuzz          every libFuzzer target for ${MUSTER_FUZZ_SECONDS:-30} s, over
 #                 its regression inputs first (two targets at a time)
@@ -79,7 +79,7 @@ asan_tests() {  # the unit tests and the integration tests labelled sanitize
 # The TSan stage: the daemon, the agent, the rendezvous unit tests and
 # integration/elastic, which starts the first two.
 TSAN_TARGETS=(muster musterd rdzv_state_unit_tests rdzv_protocol_unit_tests rdzv_client_unit_tests
-  rdzv_daemon_unit_tests rdzv_replica_unit_tests)
+  rdzv_daemon_unit_tests rdzv_replica_unit_tests rdzv_net_tls_tests)
 tsan_tests() {
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     run_ctest "$ROOT/build-tsan" tsan --parallel 2 --timeout 400 -R 'rdzv_|integration/elastic'
