@@ -121,6 +121,17 @@ def write_token(d):
     return token, path
 
 
+def namespace_setup():
+    """What each namespace case starts from: root, no stale hosts, fresh
+    certificates, an output directory, a token. Returns (certs, out, token,
+    token_file)."""
+    need_root()
+    remove_stale_hosts()
+    certs = make_certs()
+    token, token_file = write_token(certs)
+    return certs, tempdir(), token, token_file
+
+
 def wait_exit(proc, timeout):
     try:
         return proc.wait(timeout=timeout)
@@ -130,11 +141,7 @@ def wait_exit(proc, timeout):
 
 @test
 def mutual_tls_serves_certified_agents_and_refuses_the_rest_while_the_job_runs():
-    need_root()
-    remove_stale_hosts()
-    certs = make_certs()
-    out = tempdir()
-    _, token_file = write_token(certs)
+    certs, out, _, token_file = namespace_setup()
     with Hosts(3) as hosts:
         daemon, port = start_daemon(hosts, "musterd",
                                     mutual_tls(certs) + ["--token-file", token_file])
@@ -239,11 +246,7 @@ def captured_run(hosts, out, endpoint, conf, run_id):
 
 @test
 def the_token_crosses_the_wire_in_plain_text_and_not_under_tls():
-    need_root()
-    remove_stale_hosts()
-    certs = make_certs()
-    out = tempdir()
-    token, token_file = write_token(certs)
+    certs, out, token, token_file = namespace_setup()
     with Hosts(1) as hosts:
         plain, plain_port = start_daemon(hosts, "plain", ["--token-file", token_file])
         wire, log = captured_run(hosts, out, f"{DAEMON_ADDR}:{plain_port}",
