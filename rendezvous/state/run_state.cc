@@ -519,7 +519,10 @@ void RunState::EndRun(bool succeeded, const std::string& message, Time now, Acti
 void RunState::CheckStragglers(Time now, Actions& out) {
   member_rates_.clear();
   for (const auto& [id, node] : nodes_) {
-    if (node.member) member_rates_.push_back({id, node.host, node.step_rate.PerSecond()});
+    // A member whose workers all succeeded steps no more: done, not slow.
+    if (node.member && !node.succeeded) {
+      member_rates_.push_back({id, node.host, node.step_rate.PerSecond()});
+    }
   }
   for (const StragglerChange& change : stragglers_.Evaluate(member_rates_, now)) {
     const bool flagged = change.kind == StragglerChange::Kind::kFlagged;

@@ -130,8 +130,8 @@ class RunState {
   // to have no workers left (it just reported their failure).
   void NextGeneration(Time now, const std::string& why, Actions& out,
                       std::string_view stopped = {});
-  // Judges the members' step rates (straggler_detector.h) and logs who was
-  // flagged or cleared: event=straggler, event=straggler_cleared.
+  // Judges the step rates of the members still training (straggler_detector.h)
+  // and logs who was flagged or cleared: event=straggler, event=straggler_cleared.
   void CheckStragglers(Time now, Actions& out);
   // A draining member's workers are gone; the next generation starts when
   // it was the last one.

@@ -254,3 +254,15 @@ TEST_CASE("a standby node's steps are not judged, and a new generation starts th
   run = c.core().Status("job", c.now()).runs.at(0);
   for (const NodeStatus& n : run.nodes) CHECK_FALSE(n.steps_per_second.has_value());
 }
+
+TEST_CASE("a member whose workers succeeded is done, not a straggler", "[rdzv][straggler]") {
+  FakeCluster c(3, 4, 0, StragglerSettings());
+  c.AddAgents(4);
+  c.JoinAll();
+  c.ExpectNewGeneration();
+  RunSteps(c, {10, 10, 10, 10}, milliseconds(3'000));
+  c.Succeed(3);  // its share of the work is over: its step stays where it is
+  const Actions actions = RunSteps(c, {10, 10, 10, 0}, milliseconds(15'000));
+  CHECK_FALSE(Logged(actions, "event=straggler"));
+  CHECK(c.core().Status("job", c.now()).runs.at(0).stragglers == 0);
+}
