@@ -20,13 +20,13 @@ milliseconds Since(Time then, Time now) {
 
 }  // namespace
 
-HealthLimits HealthLimitsFor(double monitor_interval_s, std::optional<milliseconds> fence_timeout) {
+HealthLimits HealthLimitsFor(double monitor_interval_s, std::optional<milliseconds> contact_limit) {
   HealthLimits limits;
   const auto interval = milliseconds(static_cast<int64_t>(std::llround(monitor_interval_s * 1000)));
   // A tiny interval would make the tick the loop's main work.
   limits.tick_period = std::max(interval, kMinTickPeriod);
   limits.tick_limit = std::max(limits.tick_period * kStalledTicks, kMinTickLimit);
-  limits.contact_limit = fence_timeout;
+  limits.contact_limit = contact_limit;
   return limits;
 }
 

@@ -11,7 +11,7 @@
 //      (a heartbeat's answer, a waiting reply, an assignment) for longer than
 //      contact_limit
 //        -> unhealthy: this agent has lost the rendezvous; it fences its
-//           workers after the same silence (fence_rule.h);
+//           workers after the same silence (rendezvous/client/fence_rule.h);
 //   3. otherwise healthy. Before the rendezvous first answers, contact is not
 //      judged: the client's own first-contact wait ends the agent when it
 //      runs out (client_machine.h, kFirstContact).
@@ -42,15 +42,16 @@ struct HealthLimits {
 };
 
 // The limits for a run whose --monitor-interval is `monitor_interval_s`
-// (> 0) and, when elastic, whose agent fences after `fence_timeout`: the
-// loop ticks once per monitor interval (at least every kMinTickPeriod apart),
-// and is stalled after kStalledTicks of them or kMinTickLimit, whichever is
-// longer; contact is lost after fence_timeout.
+// (> 0) and, when elastic, whose agent fences its workers after a silence
+// of `contact_limit` (fence_timeout; failover_timeout with replicas): the
+// loop ticks once per monitor interval (at least kMinTickPeriod apart), and
+// is stalled after kStalledTicks of them or kMinTickLimit, whichever is
+// longer; contact is lost after contact_limit (nullopt: a static run).
 inline constexpr std::chrono::milliseconds kMinTickPeriod{50};
 inline constexpr int kStalledTicks = 5;
 inline constexpr std::chrono::milliseconds kMinTickLimit{5'000};
 HealthLimits HealthLimitsFor(double monitor_interval_s,
-                             std::optional<std::chrono::milliseconds> fence_timeout);
+                             std::optional<std::chrono::milliseconds> contact_limit);
 
 // When things last happened, as the agent recorded them.
 struct HealthRecord {

@@ -23,7 +23,7 @@ service names; ports are free ones):
   (pkg/runtime/framework/plugins/torch/torch.go, EnforceMLPolicy; names in
   pkg/constants): PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (the Job's
   completion index), PET_MASTER_ADDR (<job>-node-0-0.<job>), PET_MASTER_PORT
-  (29400, ContainerTrainerPort).
+  (29500, ContainerTrainerPort).
 
 The health port comes from TORCHELASTIC_HEALTH_CHECK_PORT=0 (torchrun's
 variable; a pod spec sets it beside the probe): each agent logs the port it
