@@ -1,8 +1,8 @@
 """The agent's health endpoint (--health-port) against a real musterd: 200
 while the rendezvous answers, 503 with the reason once it falls silent past
-the fence timeout (the daemon SIGSTOPped), 200 again once it answers; a port
-that is taken fails the start, naming the setting; /metrics and an unknown
-path."""
+the fence timeout (the daemon SIGSTOPped), 200 again once it answers; a
+stopped agent answers no probe (its loop serves them); a port that is taken
+fails the start, naming the setting; /metrics and an unknown path."""
 import os
 import re
 import signal
@@ -97,7 +97,32 @@ def a_silent_rendezvous_turns_the_answer_503_until_it_answers_again():
 
 
 @test
-def a_static_run_is_healthy_and_a_taken_port_fails_the_start():
+def a_stopped_agent_answers_no_probe_and_answers_again_once_it_runs():
+    out = tempdir()
+    script = write_file(out, "worker.py", WORKER)
+    log_path = os.path.join(out, "agent.log")
+    with open(log_path, "w") as log:
+        agent = start([MUSTER, "--nproc-per-node", "1", script, out],
+                      env=base_env(TORCHELASTIC_HEALTH_CHECK_PORT="0"), stdout=log, stderr=log)
+    check(wait_for(lambda: HEALTH_LINE.search(read(log_path)), 20), "no health line",
+          read(log_path))
+    health = int(HEALTH_LINE.search(read(log_path)).group(1))
+    check(get(health, "/healthz") == (200, "ok\n"), "a static run is healthy", read(log_path))
+    os.kill(agent.pid, signal.SIGSTOP)
+    try:
+        status, why = get(health, "/healthz")
+        check(status is None, f"a stopped agent answered {status} {why!r}")
+    finally:
+        os.kill(agent.pid, signal.SIGCONT)
+    check(wait_for(lambda: get(health, "/healthz")[0] == 200, 10, interval=0.1),
+          "never 200 again", read(log_path))
+    write_file(out, "go", "")
+    code = agent.wait(timeout=60)
+    check(code == 0, f"agent exited {code}", read(log_path))
+
+
+@test
+def a_taken_port_fails_the_start_naming_the_setting():
     holder = socket.socket()
     holder.bind(("0.0.0.0", 0))
     holder.listen()
