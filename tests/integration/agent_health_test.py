@@ -2,7 +2,8 @@
 while the rendezvous answers, 503 with the reason once it falls silent past
 the fence timeout (the daemon SIGSTOPped), 200 again once it answers; a
 stopped agent answers no probe (its loop serves them); a port that is taken
-fails the start, naming the setting; /metrics and an unknown path."""
+fails the start, naming the setting; --dry-run says where it would listen;
+/metrics and an unknown path."""
 import os
 import re
 import signal
@@ -137,6 +138,10 @@ def a_taken_port_fails_the_start_naming_the_setting():
         check(code == 1 and "TORCHELASTIC_HEALTH_CHECK_PORT" in err, f"exit {code}", err)
     finally:
         holder.close()
+    code, out, err = run_muster(["--dry-run", "--no-python", "true"],
+                                env=base_env(TORCHELASTIC_HEALTH_CHECK_PORT="8080"), timeout=30)
+    check(code == 0 and "health endpoint: 0.0.0.0:8080 (from TORCHELASTIC_HEALTH_CHECK_PORT)" in out,
+          f"--dry-run exit {code}", out, err)
     # No port asked: no endpoint, no line.
     code, _, err = run_muster(["--no-python", "true"], env=base_env(), timeout=30)
     check(code == 0 and "health_listening" not in err, f"exit {code}", err)
