@@ -5,6 +5,7 @@ muster_unit_test(rdzv_daemon_unit_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_advertised_address_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_status_reply_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_server_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_run_metrics_test.cc
   LIBS muster_rdzv_daemon)
 
 # TLS on the rendezvous connection: loading files, and the daemon shell over
