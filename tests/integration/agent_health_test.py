@@ -15,6 +15,11 @@ from elastic_harness import start_musterd
 from harness import MUSTER, base_env, check, run_muster, run_tests, start, tempdir, test, wait_for, \
     write_file
 
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:  # scripts/install-deps.sh installs it; the regular expressions still check
+    text_string_to_metric_families = None
+
 HEALTH_LINE = re.compile(r"event=health_listening host=\S+ port=(\d+)")
 
 # Waits for OUT/go, then exits 0; started again after a fence, it finds it.
@@ -72,6 +77,13 @@ def a_silent_rendezvous_turns_the_answer_503_until_it_answers_again():
                        "muster_agent_generation 1"):
             check(re.search(f"^{series}$", body, re.M), f"{series} not in {body!r}")
         check(re.search(r"^muster_agent_rendezvous_silence_seconds [0-9.e-]+$", body, re.M), body)
+        if text_string_to_metric_families is not None:
+            # As Prometheus reads it: every sample unlabelled, of the type announced.
+            parsed = {s.name: (family.type, s.labels, s.value)
+                      for family in text_string_to_metric_families(body) for s in family.samples}
+            check(parsed.get("muster_store_refused_total") == ("counter", {}, 0.0), str(parsed))
+            check(parsed.get("muster_agent_healthy") == ("gauge", {}, 1.0), str(parsed))
+            check(parsed.get("muster_agent_generation") == ("gauge", {}, 1.0), str(parsed))
         status, body = get(health, "/nothing")
         check(status == 404, f"/nothing {status} {body!r}")
 
