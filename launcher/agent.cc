@@ -16,6 +16,7 @@
 #include "launcher/warm_process.h"
 #include "launcher/worker_env.h"
 #include "rendezvous/daemon/rendezvous_server.h"
+#include "rendezvous/net/http_server.h"
 #include "store/store_server.h"
 
 namespace muster {
@@ -63,6 +64,7 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
                                 })),
       static_follower_(options_.max_restarts),
       fault_timer_(io_),
+      health_timer_(io_),
       held_output_timer_(io_) {
   spawner_.SetEvents(*this);
   if (static_assignment) node_ = std::move(*static_assignment);
@@ -80,6 +82,10 @@ int Agent::Run() {
   // A console that goes away must not kill the agent (and with it, the job).
   std::signal(SIGPIPE, SIG_IGN);
   for (const auto& warning : plan_.warnings) spdlog::warn("{}", warning);
+  if (Status s = StartHealthEndpoint(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
   // It imports while the rendezvous forms and the store starts.
   StartWarmProcess();
   if (elastic_) return RunElastic();  // starts fault injection once it knows its role
@@ -435,6 +441,8 @@ void Agent::Finish(int exit_code) {
   signals_.cancel();
   timer_.cancel();
   fault_timer_.cancel();
+  health_timer_.cancel();
+  if (health_server_) health_server_->Stop();
   if (store_) store_->Stop();
   io_.stop();
 }

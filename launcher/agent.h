@@ -31,6 +31,7 @@
 
 #include "launcher/elastic_follower.h"
 #include "launcher/fault_injector.h"
+#include "launcher/health_verdict.h"
 #include "launcher/in_place_recovery.h"
 #include "launcher/launch_options.h"
 #include "launcher/launch_plan.h"
@@ -43,6 +44,7 @@
 #include "launcher/static_follower.h"
 #include "launcher/worker_group.h"
 #include "launcher/worker_output.h"
+#include "rendezvous/net/http_request.h"
 #include "rendezvous/protocol/messages.h"
 
 namespace muster {
@@ -51,6 +53,7 @@ class StoreServer;
 }
 class WarmProcess;
 namespace rdzv {
+class HttpServer;
 class RendezvousServer;
 }  // namespace rdzv
 
@@ -191,6 +194,17 @@ class Agent final : public SpawnEvents {
   void Settle();
   void Finish(int exit_code);
 
+  // The health endpoint (agent_health.cc; --health-port): nothing runs
+  // without one. StartHealthEndpoint listens, logs event=health_listening
+  // with the port, and starts the ticks; an error names the setting and the
+  // address. The server answers on this thread: a stalled loop answers no
+  // probe at all (docs/kubernetes.md).
+  Status StartHealthEndpoint();
+  // Records a tick of the loop and sets the timer for the next.
+  void TickHealth();
+  HealthVerdict CurrentHealth() const;
+  rdzv::HttpResponse AnswerHealth(const rdzv::HttpRequest& request);
+
   // Fault injection (agent_faults.cc): all idle when options_.fault_plan is
   // empty.
   void StartFaultInjection();
@@ -262,6 +276,13 @@ class Agent final : public SpawnEvents {
 
   std::unique_ptr<FaultInjector> injector_;
   boost::asio::steady_timer fault_timer_;
+
+  // The health endpoint (agent_health.cc); health_server_ null without one.
+  HealthLimits health_limits_;
+  HealthRecord health_;  // last_contact unused: the client is asked
+  bool last_said_healthy_ = true;
+  std::unique_ptr<rdzv::HttpServer> health_server_;
+  boost::asio::steady_timer health_timer_;
 
   // Partial output lines (progress bars) are shown when this fires.
   boost::asio::steady_timer held_output_timer_;

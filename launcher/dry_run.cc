@@ -102,6 +102,13 @@ std::string DryRunReport(const LaunchOptions& options, const cli::ExtraOptions& 
   for (const auto& note : extras.derived) out << "derived: " << note << "\n";
   Rendezvous(out, options, elastic);
   Recovery(out, options, elastic.has_value());
+  if (options.health_port) {
+    // Where the settings table shows only --health-port's own sources.
+    out << "health endpoint: "
+        << (options.local_addr.empty() ? std::string("0.0.0.0") : options.local_addr) << ":"
+        << *options.health_port << " (from " << options.health_port_origin
+        << "), GET /healthz and /metrics\n";
+  }
   out << "GPUs: " << (plan.gpus.ids.empty() ? "none" : Join(plan.gpus.ids, ",")) << " (from "
       << plan.gpus.source << ")\n";
   out << "workers on this node: " << plan.nproc_per_node << ", run id " << plan.run_id << "\n";

@@ -138,6 +138,14 @@ struct LaunchOptions {
 
   std::string config_file;  // the --config given, for reporting only
 
+  // The agent's health endpoint (--health-port, else torchrun's
+  // TORCHELASTIC_HEALTH_CHECK_PORT): GET /healthz and /metrics on this port
+  // (0: one the kernel picks); unset: none. health_port_origin names where
+  // it came from, for errors ("--health-port", "PET_HEALTH_PORT",
+  // "TORCHELASTIC_HEALTH_CHECK_PORT", a config key).
+  std::optional<int> health_port;
+  std::string health_port_origin;
+
   // `muster launch` (torch.distributed.launch) without --use-env: the flag
   // that tells each worker its local rank, "--local_rank" or "--local-rank",
   // inserted as "FLAG=N" between SCRIPT and its arguments. Empty: none.

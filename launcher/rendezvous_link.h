@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "rendezvous/client/rendezvous_client.h"
 
 namespace muster {
@@ -33,6 +34,9 @@ class RendezvousLink {
                                    const std::string& message) = 0;
   virtual void ReportSucceeded(uint64_t generation) = 0;
   virtual void Leave() = 0;
+  // When the rendezvous last answered this agent; nullopt before its first
+  // answer (RendezvousClient::last_heard).
+  virtual std::optional<Time> last_heard() const = 0;
   // Fault injection (--inject drop-heartbeats, delay-heartbeats).
   virtual void SuspendTraffic(std::chrono::milliseconds duration) = 0;
   virtual void DelayHeartbeats(std::chrono::milliseconds delay,

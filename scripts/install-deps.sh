@@ -15,9 +15,9 @@ BUILD_PACKAGES=(
 # etcd-server: a real etcd cluster for the replicated rendezvous tests; openssl:
 # their throwaway CA for TLS to etcd. python3-tqdm: a real progress bar for the
 # live console output tests. python3-prometheus-client: the real text-format parser
-# that checks /metrics.
+# that checks /metrics. python3-yaml: parses docs/kubernetes.md's manifests.
 TEST_PACKAGES=(git python3 python3-torch procps iproute2 util-linux time slurm-wlm munge nftables openssl
-  etcd-server python3-tqdm python3-prometheus-client
+  etcd-server python3-tqdm python3-prometheus-client python3-yaml
   clang libclang-rt-14-dev)
 
 packages=("${BUILD_PACKAGES[@]}")

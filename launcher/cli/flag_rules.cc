@@ -4,6 +4,7 @@
 #include <random>
 
 #include "common/quote.h"
+#include "launcher/cli/number_parsers.h"
 
 namespace muster::cli {
 namespace {
@@ -25,6 +26,24 @@ Status ApplyFaultPlan(const RawSettings& given, const EnvLookup& env, LaunchOpti
     options.inject_seed = (*plan)->seed;
     options.fault_plan = std::move(*plan);
   }
+  return Status::Ok();
+}
+
+// --health-port, else torchrun's TORCHELASTIC_HEALTH_CHECK_PORT (empty:
+// unset, as with every PET_ variable).
+Status ApplyHealthPort(const RawSettings& given, const EnvLookup& env, LaunchOptions& options) {
+  if (const RawValue* flag = Given(given, "health-port")) {
+    options.health_port_origin = flag->origin;
+    return Status::Ok();
+  }
+  constexpr const char* kTorchVariable = "TORCHELASTIC_HEALTH_CHECK_PORT";
+  const std::optional<std::string> text = env ? env(kTorchVariable) : std::nullopt;
+  if (!text || text->empty()) return Status::Ok();
+  auto port = ParsePort(*text);
+  if (!port.ok())
+    return Status::InvalidArgument(std::string(kTorchVariable) + ": " + port.status().message());
+  options.health_port = *port;
+  options.health_port_origin = kTorchVariable;
   return Status::Ok();
 }
 
@@ -103,6 +122,7 @@ Status ApplyFlagRules(const RawSettings& given, const EnvLookup& env, LaunchOpti
     options.python = from_muster_python ? *from_env : "python3";
     options.python_origin = from_muster_python ? "MUSTER_PYTHON" : "";
   }
+  if (Status s = ApplyHealthPort(given, env, options); !s.ok()) return s;
   return ApplyFaultPlan(given, env, options);
 }
 

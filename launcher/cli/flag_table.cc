@@ -312,6 +312,17 @@ constexpr FlagSpec
                  [](V v, P& o) { return Assign(ParseNonEmpty(v), o.extras.logs_specs); }},
 
                 // General.
+                {"health-port", 0, ValueKind::kValue, kFromAll, kIntOrText, FlagGroup::kGeneral,
+                 "PORT", "$TORCHELASTIC_HEALTH_CHECK_PORT, else none",
+                 "Serve this agent's health (GET /healthz: 200, or 503 and why) and metrics "
+                 "(/metrics) on this port, on 0.0.0.0 or --local-addr; 0 picks a free port. See "
+                 "docs/kubernetes.md.",
+                 [](V v, P& o) -> Status {
+                   auto port = ParsePort(v);
+                   if (!port.ok()) return port.status();
+                   o.options.health_port = *port;
+                   return Status::Ok();
+                 }},
                 {"config", 0, ValueKind::kValue, kCliEnv, 0, FlagGroup::kGeneral, "FILE", "",
                  "JSON file of flag settings (keys are flag names, e.g. \"nproc_per_node\").",
                  [](V v, P& o) { return Assign(ParseNonEmpty(v), o.options.config_file); }},

@@ -392,6 +392,7 @@ void ClientMachine::OnServedMessage(const Message& message, Time now, ClientActi
     if (attempt_) AttemptFailed("the leader answered again", /*refused=*/false, now, out);
   }
   last_contact_ = now;
+  last_heard_ = now;
   latest_failure_ = ContactFailure::kNone;
   out.push_back(ArmTimer{ClientTimer::kFence, now + options_.settings.fence_timeout});
   if (replicated_) out.push_back(ArmTimer{ClientTimer::kQuiet, now + QuietAfter()});

@@ -222,6 +222,11 @@ class ClientMachine {
   // fenced since).
   uint64_t epoch() const { return epoch_seen_; }
   const std::optional<Assignment>& current() const { return current_; }
+  // When a leader serving this agent last sent it anything (a Welcome, a
+  // heartbeat's answer, a Waiting, an assignment); nullopt before the first
+  // Welcome. The agent's health endpoint judges contact by it
+  // (launcher/health_verdict.h).
+  std::optional<Time> last_heard() const { return last_heard_; }
   // The walk over the replicas (which endpoints are suspect).
   const EndpointWalk& walk() const { return walk_; }
 
@@ -288,6 +293,7 @@ class ClientMachine {
   bool lost_ = false;        // the link served was lost and not yet replaced
   bool replicated_ = false;  // several endpoints, or a replica said so
   Time last_contact_{};
+  std::optional<Time> last_heard_;                         // last_contact_, once a leader was heard
   ContactFailure latest_failure_ = ContactFailure::kNone;  // since the last message
   // When a replica last answered without serving, with evidence that no
   // leader took over since (fence_rule.h, R2); reset by a Welcome.

@@ -62,6 +62,9 @@ class RendezvousClient {
   void ReportWorkerFailure(uint64_t generation, int exit_code, const std::string& message);
   void ReportSucceeded(uint64_t generation);
   void Leave();
+  // ClientMachine::last_heard(): when a leader serving this agent last sent
+  // it anything; nullopt before the first Welcome.
+  std::optional<Time> last_heard() const { return machine_.last_heard(); }
 
   // Fault injection (common/fault_spec.h; fault_injecting_transport.h).
   // SuspendTraffic: for `duration` nothing is sent, what arrives is ignored

@@ -214,6 +214,7 @@ const std::vector<Sample>& Samples() {
       {"inject", "kill-worker,rank=1,step=3", "fault_plan", "kill-worker,rank=1,step=3", {}},
       {"inject-seed", "7", "inject_seed", "7", {}},
       {"dry-run", "", "dry_run", "true", {}},
+      {"health-port", "8080", "health_port", "8080", {}},
   };
   return samples;
 }
@@ -328,6 +329,21 @@ TEST_CASE("faults add up over repeated --inject, else MUSTER_INJECT, seeds likew
   CheckAccepted({{"--inject", a, "t.py"}, {{"fault_plan", a}}}, EnvOf({{"PET_INJECT", b}}));
   CheckAccepted({{"t.py"}, {{"fault_plan", "unset"}, {"inject_seed", "0"}}},
                 EnvOf({{"MUSTER_INJECT", ""}}));
+}
+
+TEST_CASE("the health port comes from --health-port, else TORCHELASTIC_HEALTH_CHECK_PORT") {
+  CheckAccepted({{"t.py"}, {{"health_port", "unset"}, {"health_port_origin", ""}}}, EnvOf({}));
+  CheckAccepted(
+      {{"t.py"},
+       {{"health_port", "9000"}, {"health_port_origin", "TORCHELASTIC_HEALTH_CHECK_PORT"}}},
+      EnvOf({{"TORCHELASTIC_HEALTH_CHECK_PORT", "9000"}}));
+  CheckAccepted({{"--health-port", "0", "t.py"},
+                 {{"health_port", "0"}, {"health_port_origin", "--health-port"}}},
+                EnvOf({{"TORCHELASTIC_HEALTH_CHECK_PORT", "9000"}}));
+  CheckAccepted({{"t.py"}, {{"health_port", "9001"}, {"health_port_origin", "PET_HEALTH_PORT"}}},
+                EnvOf({{"TORCHELASTIC_HEALTH_CHECK_PORT", "9000"}, {"PET_HEALTH_PORT", "9001"}}));
+  CheckAccepted({{"t.py"}, {{"health_port", "unset"}}},
+                EnvOf({{"TORCHELASTIC_HEALTH_CHECK_PORT", ""}}));
 }
 
 TEST_CASE("standalone without an id gets a fresh random one") {

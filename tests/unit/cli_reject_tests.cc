@@ -69,6 +69,12 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
       {{"--inject", "crash-daemon,after=1s", "t.py"},
        "MUSTER_INJECT_SEED: 'x' must be a non-negative integer",
        {{"MUSTER_INJECT_SEED", "x"}}},
+      // The health endpoint.
+      {{"--health-port", "70000", "t.py"},
+       "--health-port: '70000' must be a port number from 0 to 65535"},
+      {{"t.py"},
+       "TORCHELASTIC_HEALTH_CHECK_PORT: 'http' must be a port number from 0 to 65535",
+       {{"TORCHELASTIC_HEALTH_CHECK_PORT", "http"}}},
       // Rendezvous.
       {{"--rdzv-backend", "etcd", "t.py"},
        "--rdzv-backend: 'etcd' is not supported by muster; the rendezvous backends are "

@@ -111,6 +111,8 @@ inline std::map<std::string, std::string> Fields(const LaunchOptions& o, const E
   f["inject_seed"] = std::to_string(o.inject_seed);
   f["fault_plan"] = o.fault_plan ? o.fault_plan->text : "unset";
   f["config_file"] = o.config_file;
+  f["health_port"] = o.health_port ? std::to_string(*o.health_port) : "unset";
+  f["health_port_origin"] = o.health_port_origin;
   f["script"] = o.script;
   f["script_args"] = Join(o.script_args, " ");
   f["event_log_handler"] = x.event_log_handler;

@@ -103,6 +103,7 @@ class FakeRendezvous final : public RendezvousLink {
     if (on_succeeded) boost::asio::post(io_, [this, generation] { on_succeeded(generation); });
   }
   void Leave() override { calls.push_back("leave"); }
+  std::optional<Time> last_heard() const override { return heard; }
   void SuspendTraffic(std::chrono::milliseconds /*duration*/) override {
     calls.push_back("suspend");
   }
@@ -113,6 +114,7 @@ class FakeRendezvous final : public RendezvousLink {
 
   std::vector<std::string> calls;    // what the agent asked, in order
   std::vector<uint64_t> progress;    // every SetProgress, in order
+  std::optional<Time> heard;         // what last_heard() answers
   rdzv::Join join;                   // what the agent joins with
   std::function<void()> on_start;    // after Start()
   std::function<void()> on_cleared;  // after SetCurrent(nullopt)
@@ -132,6 +134,7 @@ class FakeRendezvous final : public RendezvousLink {
     }
     void ReportSucceeded(uint64_t g) override { to_.ReportSucceeded(g); }
     void Leave() override { to_.Leave(); }
+    std::optional<Time> last_heard() const override { return to_.last_heard(); }
     void SuspendTraffic(std::chrono::milliseconds d) override { to_.SuspendTraffic(d); }
     void DelayHeartbeats(std::chrono::milliseconds d, std::chrono::milliseconds w) override {
       to_.DelayHeartbeats(d, w);

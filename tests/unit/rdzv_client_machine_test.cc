@@ -195,6 +195,25 @@ TEST_CASE("an attempt timer already due when the attempt connected does not end 
   CHECK(Only(c.Fire(ClientTimer::kAttempt), {"close"}) == Lines{"close #1"});
 }
 
+TEST_CASE("the leader is last heard at its latest message, never before its Welcome",
+          "[rdzv][client][machine]") {
+  Client c({kA});
+  c.Start();
+  CHECK_FALSE(c.machine().last_heard());
+  c.Connected(1);
+  c.AdvanceTo(10ms);
+  CHECK_FALSE(c.machine().last_heard());
+  c.Receive(1, Welcome{});
+  CHECK(c.machine().last_heard() == c.now());
+  c.AdvanceTo(700ms);
+  c.Receive(1, AssignmentOf(1, 0));
+  CHECK(c.machine().last_heard() == c.now());
+  const Time heard = c.now();
+  c.AdvanceTo(900ms);
+  c.Closed(1, /*peer_gone=*/true);
+  CHECK(c.machine().last_heard() == heard);
+}
+
 TEST_CASE("a daemon silent for fence_timeout is fenced, a refusing one is not",
           "[rdzv][client][machine]") {
   SECTION("an open connection gone quiet") {
