@@ -44,6 +44,7 @@
 
 #include "rendezvous/state/events.h"
 #include "rendezvous/state/node_table.h"
+#include "rendezvous/state/run_history.h"
 #include "rendezvous/state/run_phase.h"
 #include "rendezvous/state/run_record.h"
 #include "rendezvous/state/settings.h"
@@ -109,6 +110,10 @@ class RunState {
   // This run as status shows it at `now` (heartbeat ages are measured to it).
   RunStatus Status(Time now) const;
 
+  // Where this run adds the daemon's recent events (run_history.h); shared
+  // with every run of the daemon. Null (the default): none are kept.
+  void set_event_log(std::shared_ptr<EventLog> events) { events_ = std::move(events); }
+
  private:
   using Node = RunNode;
 
@@ -152,6 +157,15 @@ class RunState {
   // The reporters become the only members, at the ranks their reports name;
   // the run's restart count rises to the highest one reported.
   void AdoptReporters(const std::vector<Node*>& reporters);
+
+  // The history the status page shows (run_state_history.cc).
+  // A daemon event of this run, when an event log is set.
+  void NoteEvent(Time now, std::string kind, std::string node_id, std::string text);
+  // `node` leaves the run now: `why` is NodeTable's ("disconnected",
+  // "silent") or "left".
+  void NoteDeparted(const Node& node, const std::string& why, Time now);
+  // The generation just started (or rebuilt) at `now`, with `cause`.
+  void NoteGeneration(Time now, GenerationCause cause);
 
   std::string run_id_;
   Settings settings_;
@@ -197,6 +211,10 @@ class RunState {
     std::set<std::string> running;
   };
   std::optional<Drain> drain_;
+  // Why the next generation forms; the latest cause wins, as drain_->why.
+  GenerationCause next_cause_;
+  RunHistory history_;
+  std::shared_ptr<EventLog> events_;
 };
 
 }  // namespace muster::rdzv
