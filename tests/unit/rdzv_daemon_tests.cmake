@@ -4,8 +4,9 @@
 muster_unit_test(rdzv_daemon_unit_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_advertised_address_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_status_reply_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_status_page_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_server_test.cc
-  LIBS muster_rdzv_daemon)
+  LIBS muster_rdzv_daemon nlohmann_json::nlohmann_json)
 
 # TLS on the rendezvous connection: loading files, and the daemon shell over
 # loopback with certificates made at run time (tls_test_certs.h).
