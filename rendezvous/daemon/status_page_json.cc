@@ -66,7 +66,7 @@ std::optional<size_t> ParseCount(std::string_view text) {
 }
 
 // Lower is more interesting.
-int StateOrder(const std::string& state) {
+int StateOrder(std::string_view state) {
   if (state == "dead") return 0;
   if (state == "left") return 1;
   if (state == "straggler") return 2;
@@ -75,11 +75,11 @@ int StateOrder(const std::string& state) {
 }
 
 json RowJson(const NodeRow& row) {
-  const NodeStatus& node = row.node;
+  const NodeStatus& node = *row.node;
   json r = {
       {"node_id", node.node_id},
       {"host", node.host},
-      {"state", row.state},
+      {"state", std::string(row.state)},
       {"connected", node.connected},
       {"local_world_size", node.local_world_size},
       {"heartbeat_age_ms", node.heartbeat_age.count()},
@@ -90,7 +90,7 @@ json RowJson(const NodeRow& row) {
                          node.global_rank_offset + node.local_world_size - 1};
   }
   if (!row.why.empty()) {
-    r["why"] = row.why;
+    r["why"] = std::string(row.why);
     r["age_ms"] = row.age.count();
   }
   if (const auto rate = StepsPerSecondOf(node)) r["steps_per_second"] = *rate;
@@ -175,11 +175,11 @@ std::vector<NodeRow> NodeRowsByInterest(const RunStatus& run) {
   std::vector<NodeRow> rows;
   rows.reserve(run.nodes.size() + run.departed.size());
   for (const RunStatus::Departed& gone : run.departed) {
-    rows.push_back(NodeRow{gone.node, gone.state, gone.why, gone.age});
+    rows.push_back(NodeRow{&gone.node, gone.state, gone.why, gone.age});
   }
   for (const NodeStatus& node : run.nodes) {
     const char* state = !node.member ? "waiting" : IsStraggler(node) ? "straggler" : "member";
-    rows.push_back(NodeRow{node, state, "", {}});
+    rows.push_back(NodeRow{&node, state, {}, {}});
   }
   // Ranks order members, and ids the rest, so equal rows keep a stable order.
   std::stable_sort(rows.begin(), rows.end(), [](const NodeRow& a, const NodeRow& b) {
@@ -187,12 +187,12 @@ std::vector<NodeRow> NodeRowsByInterest(const RunStatus& run) {
     const int sb = StateOrder(b.state);
     if (sa != sb) return sa < sb;
     if (sa <= 1) return a.age < b.age;  // the latest to go first
-    const auto ra = StepsPerSecondOf(a.node);
-    const auto rb = StepsPerSecondOf(b.node);
+    const auto ra = StepsPerSecondOf(*a.node);
+    const auto rb = StepsPerSecondOf(*b.node);
     if (ra.has_value() != rb.has_value()) return ra.has_value();
     if (ra && *ra != *rb) return *ra < *rb;
-    if (a.node.member) return a.node.group_rank < b.node.group_rank;
-    return a.node.node_id < b.node.node_id;
+    if (a.node->member) return a.node->group_rank < b.node->group_rank;
+    return a.node->node_id < b.node->node_id;
   });
   return rows;
 }

@@ -64,7 +64,7 @@ RunStatus RunningRun(const std::string& run_id, int members) {
 
 std::vector<std::string> Ids(const std::vector<NodeRow>& rows) {
   std::vector<std::string> ids;
-  for (const NodeRow& row : rows) ids.push_back(row.node.node_id + ":" + row.state);
+  for (const NodeRow& row : rows) ids.push_back(row.node->node_id + ":" + std::string(row.state));
   return ids;
 }
 
