@@ -90,8 +90,9 @@ const DaemonFlag kFlags[] = {
      .text = [](DaemonFlags& f) -> std::string& { return f.tls_client_ca; },
      .file = true},
     {.option = {"metrics-port", "", 0, OptionKind::kValue, kListening, "PORT", "no metrics server",
-                "Also serve Prometheus text metrics at /metrics on this port; 0 picks a free "
-                "port."},
+                "Also serve the status page at /, its JSON at /status.json and Prometheus text "
+                "metrics at /metrics on this port, over the daemon's TLS and behind its token; 0 "
+                "picks a free port."},
      .json_types = kJsonInteger,
      .integer = [](DaemonFlags& f) -> int64_t& { return f.metrics_port; },
      .lo = 0,

@@ -39,8 +39,9 @@
 #include "common/log_level.h"
 #include "common/version.h"
 #include "rendezvous/daemon/daemon_flags.h"
-#include "rendezvous/daemon/metrics_http.h"
+#include "rendezvous/daemon/daemon_http.h"
 #include "rendezvous/daemon/rendezvous_server.h"
+#include "rendezvous/net/http_server.h"
 #include "rendezvous/net/tls_context.h"
 #include "rendezvous/net/token_file.h"
 #include "rendezvous/replica/replica_node.h"
@@ -218,12 +219,17 @@ int main(int argc, char** argv) {
     spdlog::info("event=replica etcd={} key={} advertise={}", flags.etcd, (*replica_options)->key,
                  flags.advertise);
   }
-  std::unique_ptr<muster::rdzv::MetricsHttpServer> metrics;
+  std::unique_ptr<muster::rdzv::HttpServer> metrics;
   if (flags.metrics_port >= 0) {
     auto* raw = server->get();
-    auto started = muster::rdzv::MetricsHttpServer::Start(io, flags.host,
-                                                          static_cast<uint16_t>(flags.metrics_port),
-                                                          [raw] { return raw->MetricsText(); });
+    // The same TLS and token as the rendezvous port: the page shows every
+    // run's hosts.
+    muster::rdzv::HttpServerOptions http{flags.host, static_cast<uint16_t>(flags.metrics_port),
+                                         "--metrics-port", options.tls, options.token};
+    auto started = muster::rdzv::HttpServer::Start(
+        io, std::move(http), [raw](const muster::rdzv::HttpRequest& request) {
+          return muster::rdzv::AnswerDaemonHttp(*raw, request);
+        });
     if (!started.ok()) return Fail(started.status().message());
     metrics = std::move(started).value();
     spdlog::info("event=metrics_listening port={}", metrics->port());

@@ -13,3 +13,9 @@ muster_unit_test(rdzv_daemon_unit_tests
 muster_unit_test(rdzv_net_tls_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_net_tls_test.cc
   LIBS muster_rdzv_daemon)
+
+# The small HTTP endpoints (status page, metrics, health): the pure request
+# and token rules, and the server on loopback, plain and over TLS.
+muster_unit_test(rdzv_net_http_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_net_http_test.cc
+  LIBS muster_rdzv_net)
