@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "rendezvous/net/http_request.h"
+
 namespace muster::rdzv {
 namespace {
 
@@ -30,32 +32,6 @@ bool IsStraggler(const Node& node) {
   } else {
     return false;
   }
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// application/x-www-form-urlencoded: '+' is a space, %XX a byte; a bad
-// escape is kept as it is.
-std::string PercentDecode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '+') {
-      out += ' ';
-    } else if (text[i] == '%' && i + 2 < text.size() && HexDigit(text[i + 1]) >= 0 &&
-               HexDigit(text[i + 2]) >= 0) {
-      out += static_cast<char>(HexDigit(text[i + 1]) * 16 + HexDigit(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
 }
 
 std::optional<size_t> ParseCount(std::string_view text) {
@@ -151,22 +127,12 @@ json RunJson(const RunStatus& run, const StatusPageQuery& query) {
 
 StatusPageQuery ParseStatusPageQuery(std::string_view query) {
   StatusPageQuery parsed;
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    const size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) continue;
-    const std::string key = PercentDecode(pair.substr(0, eq));
-    const std::string value = PercentDecode(pair.substr(eq + 1));
-    if (key == "run") {
-      parsed.run = value;
-    } else if (key == "offset") {
-      parsed.offset = ParseCount(value).value_or(0);
-    } else if (key == "limit") {
-      const auto limit = ParseCount(value);
-      if (limit) parsed.limit = std::clamp<size_t>(*limit, 1, StatusPageQuery::kMaxLimit);
-    }
+  parsed.run = HttpQueryValue(query, "run").value_or("");
+  if (const auto offset = HttpQueryValue(query, "offset")) {
+    parsed.offset = ParseCount(*offset).value_or(0);
+  }
+  if (const auto limit = HttpQueryValue(query, "limit"); limit && ParseCount(*limit)) {
+    parsed.limit = std::clamp<size_t>(*ParseCount(*limit), 1, StatusPageQuery::kMaxLimit);
   }
   return parsed;
 }
