@@ -14,13 +14,21 @@ namespace {
 
 using nlohmann::json;
 
-// A node's step rate and straggler flag, when NodeStatus carries them (the
-// progress reports in heartbeats add them); until then every node reads as
-// "no step reports".
+// A node's step rate and straggler flag, and a run's median rate, when the
+// snapshot carries them (from the progress reports in heartbeats); without
+// them every node reads as "no step reports".
 template <typename Node>
 std::optional<double> StepsPerSecondOf(const Node& node) {
   if constexpr (requires { node.steps_per_second; }) {
     return std::optional<double>(node.steps_per_second);
+  } else {
+    return std::nullopt;
+  }
+}
+template <typename Run>
+std::optional<double> MedianStepsPerSecondOf(const Run& run) {
+  if constexpr (requires { run.median_steps_per_second; }) {
+    return std::optional<double>(run.median_steps_per_second);
   } else {
     return std::nullopt;
   }
@@ -116,6 +124,7 @@ json RunJson(const RunStatus& run, const StatusPageQuery& query) {
         {"limit", query.limit},
         {"rows", std::move(page)}}},
   };
+  if (const auto median = MedianStepsPerSecondOf(run)) r["median_steps_per_second"] = *median;
   if (run.outcome) {
     r["result"] = run.outcome->succeeded ? "succeeded" : "failed";
     r["message"] = run.outcome->message;

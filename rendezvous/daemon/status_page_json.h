@@ -18,7 +18,8 @@
 // A row's state is "dead" or "left" (gone from the run: with why and age_ms
 // since), "straggler", "member" or "waiting". Members, and the departed that
 // were members, carry group_rank and global_ranks [first, last]; a row has
-// steps_per_second only when the node reports steps. "replica" is present
+// steps_per_second only when the node reports steps, and a run
+// median_steps_per_second only when one of its members does. "replica" is present
 // for a replica only. Keys in byte order. Pure; never throws except
 // std::bad_alloc.
 #pragma once
