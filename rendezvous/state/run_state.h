@@ -31,7 +31,8 @@
 //
 // The code is split by concern: run_state.cc handles the events,
 // run_state_rebuild.cc rebuilds a run after a daemon restart,
-// run_state_status.cc takes its status snapshot; node_table.h keeps the
+// run_state_status.cc takes its status snapshot, run_state_history.cc keeps
+// the history the status page shows; node_table.h keeps the
 // nodes and their liveness, rank_assignment.h picks the ranks.
 #pragma once
 
@@ -166,6 +167,8 @@ class RunState {
   void NoteDeparted(const Node& node, const std::string& why, Time now);
   // The generation just started (or rebuilt) at `now`, with `cause`.
   void NoteGeneration(Time now, GenerationCause cause);
+  // Adds the history to `run`, ages measured to `now`.
+  void AddHistory(RunStatus& run, Time now) const;
 
   std::string run_id_;
   Settings settings_;
@@ -193,6 +196,11 @@ class RunState {
   std::string end_message_;
   bool end_succeeded_ = false;
   Counters counters_;
+  // What the status page shows of the past (run_history.h), and why the next
+  // generation forms: the latest cause wins, as Drain::why does.
+  RunHistory history_;
+  std::shared_ptr<EventLog> events_;
+  GenerationCause next_cause_;
   // What every member's assignment shares, computed when a generation starts.
   struct GenerationSummary {
     int group_world_size = 0;
@@ -211,10 +219,6 @@ class RunState {
     std::set<std::string> running;
   };
   std::optional<Drain> drain_;
-  // Why the next generation forms; the latest cause wins, as drain_->why.
-  GenerationCause next_cause_;
-  RunHistory history_;
-  std::shared_ptr<EventLog> events_;
 };
 
 }  // namespace muster::rdzv

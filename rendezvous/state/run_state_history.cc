@@ -50,4 +50,28 @@ void RunState::NoteGeneration(Time now, GenerationCause cause) {
                                             summary_.world_size, std::move(cause)});
 }
 
+void RunState::AddHistory(RunStatus& run, Time now) const {
+  const auto age = [now](Time at) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(now - at);
+  };
+  for (const GenerationRecord& g : history_.generations) {
+    run.generations.push_back({g.generation, age(g.formed), g.nodes, g.world_size, g.cause.reason,
+                               g.cause.node_id, g.cause.detail});
+  }
+  for (const DepartedNode& d : history_.departed) {
+    RunStatus::Departed& gone = run.departed.emplace_back();
+    gone.node.node_id = d.node_id;
+    gone.node.host = d.host;
+    gone.node.member = d.was_member;
+    gone.node.local_world_size = d.local_world_size;
+    gone.node.group_rank = d.group_rank;
+    gone.node.global_rank_offset = d.global_rank_offset;
+    gone.node.heartbeat_age = age(d.last_seen);
+    gone.state = d.state;
+    gone.why = d.why;
+    gone.age = age(d.at);
+    gone.generation = d.generation;
+  }
+}
+
 }  // namespace muster::rdzv

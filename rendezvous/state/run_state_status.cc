@@ -16,6 +16,7 @@ RunStatus RunState::Status(Time now) const {
   run.restart_count = restart_count_;
   run.max_restarts = max_restarts_;
   if (phase_ == Phase::kEnded) run.outcome = RunStatus::Outcome{end_succeeded_, end_message_};
+  AddHistory(run, now);
 
   // Members by group rank, then the others by node id: a stable, readable order.
   std::vector<const Node*> ordered;
@@ -39,27 +40,6 @@ RunStatus RunState::Status(Time now) const {
       status.group_rank = node->group_rank;
       status.global_rank_offset = node->global_rank_offset;
     }
-  }
-  const auto age = [now](Time at) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(now - at);
-  };
-  for (const GenerationRecord& g : history_.generations) {
-    run.generations.push_back({g.generation, age(g.formed), g.nodes, g.world_size, g.cause.reason,
-                               g.cause.node_id, g.cause.detail});
-  }
-  for (const DepartedNode& d : history_.departed) {
-    RunStatus::Departed& gone = run.departed.emplace_back();
-    gone.node.node_id = d.node_id;
-    gone.node.host = d.host;
-    gone.node.member = d.was_member;
-    gone.node.local_world_size = d.local_world_size;
-    gone.node.group_rank = d.group_rank;
-    gone.node.global_rank_offset = d.global_rank_offset;
-    gone.node.heartbeat_age = age(d.last_seen);
-    gone.state = d.state;
-    gone.why = d.why;
-    gone.age = age(d.at);
-    gone.generation = d.generation;
   }
   return run;
 }
