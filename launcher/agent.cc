@@ -310,6 +310,11 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   if (group_->OnProgress(tag, report.step, Clock::now())) {
     ArmTimer();
   }
+  // Elastic runs: the node's step rides on its next heartbeats (the slowest
+  // worker's, so a few bytes per heartbeat whatever the number of workers).
+  if (client_ && report.step >= 0) {
+    if (const std::optional<uint64_t> step = group_->NodeStep()) client_->SetProgress(*step);
+  }
   if (injector_) OnFaultProgress(WorkerGroup::LocalRankOf(tag), report);
   OnWorkerControl(tag, bytes);
 }

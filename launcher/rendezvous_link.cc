@@ -15,6 +15,7 @@ class ClientLink final : public RendezvousLink {
   void SetCurrent(std::optional<rdzv::Assignment> current) override {
     client_.SetCurrent(std::move(current));
   }
+  void SetProgress(uint64_t step) override { client_.SetProgress(step); }
   void ReportWorkerFailure(uint64_t generation, int exit_code,
                            const std::string& message) override {
     client_.ReportWorkerFailure(generation, exit_code, message);

@@ -26,6 +26,9 @@ class RendezvousLink {
   virtual void Start() = 0;
   virtual void Stop() = 0;
   virtual void SetCurrent(std::optional<rdzv::Assignment> current) = 0;
+  // The node's progress in the current generation (Heartbeat::step): the
+  // oldest of its workers' newest steps; the next heartbeats carry it.
+  virtual void SetProgress(uint64_t step) = 0;
   virtual void ReportWorkerFailure(uint64_t generation, int exit_code,
                                    const std::string& message) = 0;
   virtual void ReportSucceeded(uint64_t generation) = 0;

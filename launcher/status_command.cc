@@ -182,6 +182,24 @@ Answer Ask(const std::string& host, const std::string& port, const StatusArgs& a
   return answer;
 }
 
+// A steps-per-second figure for the table: "12.5", "0.04".
+std::string RateText(double rate) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", rate);
+  return text;
+}
+
+// The run's progress in one line: its median step rate and stragglers, or
+// that no worker reports steps (a script that does not use the progress
+// pipe: docs/operations.md, "Stragglers").
+std::string ProgressSummary(const nlohmann::json& run) {
+  const auto median = run.find("median_steps_per_second");
+  if (median == run.end() || !median->is_number()) return "no step reports";
+  const int stragglers = run.value("stragglers", 0);
+  return "median " + RateText(median->get<double>()) + " steps/s, " + std::to_string(stragglers) +
+         (stragglers == 1 ? " straggler" : " stragglers");
+}
+
 }  // namespace
 
 std::string FormatStatusTable(const std::string& status_json) {
@@ -205,9 +223,10 @@ std::string FormatStatusTable(const std::string& status_json) {
         << run.value("min_nodes", 0) << ", max " << run.value("max_nodes", 0) << "), restarts "
         << run.value("restart_count", 0) << "/" << run.value("max_restarts", 0) << "\n";
     if (run.contains("message")) out << "  " << run.value("message", "") << "\n";
+    out << "  " << ProgressSummary(run) << "\n";
     char line[256];
-    std::snprintf(line, sizeof(line), "  %-28s %-16s %-8s %-7s %-12s %-6s %s\n", "NODE", "HOST",
-                  "STATE", "GROUP", "RANKS", "LOCAL", "HEARTBEAT AGE");
+    std::snprintf(line, sizeof(line), "  %-28s %-16s %-8s %-7s %-12s %-6s %-9s %s\n", "NODE",
+                  "HOST", "STATE", "GROUP", "RANKS", "LOCAL", "STEPS/S", "HEARTBEAT AGE");
     out << line;
     for (const auto& node : run["nodes"]) {
       std::string ranks = "-";
@@ -217,12 +236,17 @@ std::string FormatStatusTable(const std::string& status_json) {
                 std::to_string(node["global_ranks"][1].get<int>());
         group = std::to_string(node.value("group_rank", -1));
       }
-      std::snprintf(line, sizeof(line), "  %-28s %-16s %-8s %-7s %-12s %-6d %.2fs%s\n",
+      std::string rate = "-";
+      if (node.contains("steps_per_second") && node["steps_per_second"].is_number()) {
+        rate = RateText(node["steps_per_second"].get<double>());
+      }
+      std::snprintf(line, sizeof(line), "  %-28s %-16s %-8s %-7s %-12s %-6d %-9s %.2fs%s%s\n",
                     node.value("node_id", "?").c_str(), node.value("host", "?").c_str(),
                     node.value("state", "?").c_str(), group.c_str(), ranks.c_str(),
-                    node.value("local_world_size", 0),
+                    node.value("local_world_size", 0), rate.c_str(),
                     static_cast<double>(node.value("heartbeat_age_ms", 0)) / 1000.0,
-                    node.value("connected", true) ? "" : " (disconnected)");
+                    node.value("connected", true) ? "" : " (disconnected)",
+                    node.value("straggler", false) ? " (straggler)" : "");
       out << line;
     }
   }

@@ -2,7 +2,9 @@
 // asks a rendezvous daemon (by default the one a job here would use,
 // status_endpoint.h) for its runs and prints them — as the daemon's JSON
 // document with --json, otherwise as a table per run: state, generation,
-// restarts, and per node host, group rank, global ranks, local world size and
+// restarts, its median steps per second and stragglers ("no step reports"
+// when no worker reports steps), and per node host, group rank, global
+// ranks, local world size, steps per second (stragglers marked) and
 // heartbeat age.
 #pragma once
 

@@ -136,6 +136,16 @@ bool WorkerGroup::OnProgress(uint64_t tag, int64_t step, Time now) {
   return false;
 }
 
+std::optional<uint64_t> WorkerGroup::NodeStep() const {
+  std::optional<uint64_t> oldest;
+  for (const auto& w : workers_) {
+    if (!w.running || w.last_step < 0) continue;
+    const auto step = static_cast<uint64_t>(w.last_step);
+    if (!oldest || step < *oldest) oldest = step;
+  }
+  return oldest;
+}
+
 void WorkerGroup::OnProgressClosed(uint64_t tag) {
   if (Worker* w = Find(tag)) w->last_progress.reset();
 }

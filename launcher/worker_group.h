@@ -119,6 +119,12 @@ class WorkerGroup {
   // The worker reported progress (`step`, or -1 when it said none). True
   // when this was its first report, which may make deadline() earlier.
   bool OnProgress(uint64_t tag, int64_t step, Time now);
+  // This node's progress in the attempt, for its heartbeats: the oldest of
+  // the running workers' newest reported steps (the slowest worker speaks
+  // for the node), over the workers that reported a step; nullopt when none
+  // did (a script that reports nothing). A process started again (a
+  // restart, or a replacement in place) counts from its own reports.
+  std::optional<uint64_t> NodeStep() const;
   // The worker closed its progress pipe (the muster Python package does
   // once its training is done): it is no longer watched for hangs, so a
   // slow interpreter exit is not one.

@@ -14,10 +14,11 @@ BUILD_PACKAGES=(
 # clang and libclang-rt-14-dev (libFuzzer, a Recommends only): the fuzz targets.
 # etcd-server: a real etcd cluster for the replicated rendezvous tests; openssl:
 # their throwaway CA for TLS to etcd. python3-tqdm: a real progress bar for the
-# live console output tests. chromium and chromium-driver: the status page's
-# browser test.
+# live console output tests. python3-prometheus-client: the real text-format parser
+# that checks /metrics. chromium and chromium-driver: the status page's browser
+# test.
 TEST_PACKAGES=(git python3 python3-torch procps iproute2 util-linux time slurm-wlm munge nftables openssl
-  etcd-server python3-tqdm chromium chromium-driver
+  etcd-server python3-tqdm python3-prometheus-client chromium chromium-driver
   clang libclang-rt-14-dev)
 
 packages=("${BUILD_PACKAGES[@]}")

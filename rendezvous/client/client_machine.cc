@@ -65,8 +65,11 @@ void ClientMachine::Send(const Message& message, ClientActions& out) const {
 }
 
 Heartbeat ClientMachine::MakeHeartbeat() const {
-  return {options_.join.run_id, options_.join.node_id, current_ ? current_->generation : 0};
+  return {options_.join.run_id, options_.join.node_id, current_ ? current_->generation : 0,
+          current_ ? step_ : 0};
 }
+
+void ClientMachine::SetProgress(uint64_t step) { step_ = step; }
 
 Join ClientMachine::MakeJoin() const {
   Join join = options_.join;
@@ -81,6 +84,8 @@ ClientActions ClientMachine::SetCurrent(std::optional<Assignment> current) {
   if (stopped_) return out;
   if (current) last_report_.ForgetBefore(current->generation);
   const bool workers_stopped = current_ && !current;
+  // Steps count per generation: a step of the last one is not this one's.
+  if (!current || !current_ || current->generation != current_->generation) step_ = 0;
   current_ = std::move(current);
   // A draining daemon starts the next generation once every member said its
   // workers are gone: say so now, not at the next heartbeat.

@@ -207,6 +207,10 @@ class ClientMachine {
   // none); when workers that ran stop, a heartbeat tells the daemon at once
   // (a draining daemon waits for it).
   ClientActions SetCurrent(std::optional<Assignment> current);
+  // The node's progress in the current generation (Heartbeat::step): the
+  // next heartbeats carry it; nothing is sent now. Forgotten when the
+  // current assignment changes generation or ends (0: none).
+  void SetProgress(uint64_t step);
   // Outcome reports are kept: the last one is sent again after every Join
   // on a new connection, until an assignment of a newer generation arrives.
   ClientActions ReportWorkerFailure(uint64_t generation, int exit_code, const std::string& message);
@@ -273,6 +277,7 @@ class ClientMachine {
   std::optional<ContactWait> contact_wait_;  // set by Start()
   OutcomeReport last_report_;
   std::optional<Assignment> current_;
+  uint64_t step_ = 0;  // SetProgress(), for current_'s generation
   LinkId next_link_ = 1;
   std::optional<Link> served_;   // the leader's connection (after its Welcome)
   std::optional<Link> attempt_;  // one being connected or greeted, or a probe

@@ -49,6 +49,8 @@ void RendezvousClient::SetCurrent(std::optional<Assignment> current) {
   Carry(machine_.SetCurrent(std::move(current)));
 }
 
+void RendezvousClient::SetProgress(uint64_t step) { machine_.SetProgress(step); }
+
 void RendezvousClient::ReportWorkerFailure(uint64_t generation, int exit_code,
                                            const std::string& message) {
   Carry(machine_.ReportWorkerFailure(generation, exit_code, message));

@@ -54,6 +54,9 @@ class RendezvousClient {
   // The assignment the workers run under now (nullopt: none running). When
   // workers that ran stop, a heartbeat tells the daemon at once (draining).
   void SetCurrent(std::optional<Assignment> current);
+  // The node's progress (ClientMachine::SetProgress): carried by the next
+  // heartbeats.
+  void SetProgress(uint64_t step);
   // Outcome reports are kept: the last one is sent again after every Join on
   // a reconnect, until an assignment of a newer generation arrives.
   void ReportWorkerFailure(uint64_t generation, int exit_code, const std::string& message);

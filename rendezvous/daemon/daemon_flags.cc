@@ -98,6 +98,14 @@ const DaemonFlag kFlags[] = {
      .lo = 0,
      .hi = kMaxPort,
      .unset = -1},
+    {.option = {"metrics-node-series", "", 0, OptionKind::kValue, kListening, "N",
+                "0: no per-node series",
+                "Also export per-node metrics (muster_node_*) for runs of at most N nodes; "
+                "every other series is per run, so cardinality stays bounded."},
+     .json_types = kJsonInteger,
+     .integer = [](DaemonFlags& f) -> int64_t& { return f.metrics_node_series; },
+     .lo = 0,
+     .hi = 100000},
     {.option = {"rdzv-conf", "", 0, OptionKind::kValue, kListening, "K=V,...", "",
                 "Rendezvous timeouts in seconds, e.g. heartbeat_timeout=1.5; an unknown key is "
                 "refused."},

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "rendezvous/daemon/advertised_address.h"
+#include "rendezvous/daemon/run_metrics.h"
 #include "rendezvous/daemon/status_reply.h"
 #include "rendezvous/protocol/heartbeat_fast_path.h"
 #include "rendezvous/protocol/message_codec.h"
@@ -371,7 +372,10 @@ std::string RendezvousServer::MetricsText() const {
          static_cast<double>(replica_.epoch));
   metric("muster_replica_leader_changes_total", "counter",
          "Times this replica took or lost the lead.", static_cast<double>(leader_changes_));
-  return out.str();
+  std::string text = out.str();
+  AppendRunMetrics(core_->Status("", Clock::now()), RunMetricsOptions{options_.metrics_node_series},
+                   text);
+  return text;
 }
 
 void RendezvousServer::Stop() {

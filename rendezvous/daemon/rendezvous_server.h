@@ -46,6 +46,8 @@ struct ServerOptions {
   // reports a worker failure and the run's end itself, once, so the
   // daemon's warnings (which say the same) are logged at info.
   bool inside_agent = false;
+  // /metrics: per-node series for runs of at most this many nodes (0: none).
+  int metrics_node_series = 0;
 };
 
 class RendezvousServer {

@@ -22,6 +22,8 @@ json NodeJson(const NodeStatus& node) {
     n["group_rank"] = node.group_rank;
     n["global_ranks"] = {node.global_rank_offset,
                          node.global_rank_offset + node.local_world_size - 1};
+    if (node.steps_per_second) n["steps_per_second"] = *node.steps_per_second;
+    n["straggler"] = node.straggler;
   }
   return n;
 }
@@ -39,6 +41,10 @@ json RunJson(const RunStatus& run) {
       {"max_restarts", run.max_restarts},
       {"nodes", std::move(nodes)},
   };
+  if (run.median_steps_per_second) {
+    r["median_steps_per_second"] = *run.median_steps_per_second;
+  }
+  r["stragglers"] = run.stragglers;
   if (run.outcome) {
     r["result"] = run.outcome->succeeded ? "succeeded" : "failed";
     r["message"] = run.outcome->message;

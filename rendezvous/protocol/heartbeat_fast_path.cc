@@ -51,8 +51,17 @@ std::optional<HeartbeatView> DecodePlainHeartbeatView(std::string_view in) {
   auto node_id = PlainString(in);
   if (!node_id || !Consume(in, ",\"run_id\":\"")) return std::nullopt;
   auto run_id = PlainString(in);
-  if (!run_id || in != "}") return std::nullopt;
-  return HeartbeatView{*run_id, *node_id, *generation};
+  if (!run_id) return std::nullopt;
+  // The step is optional: absent until a worker reports one (Encode leaves a
+  // 0 out, and a "step":0 reads as 0 on both paths).
+  uint64_t step = 0;
+  if (Consume(in, ",\"step\":")) {
+    auto reported = PlainUnsigned(in);
+    if (!reported) return std::nullopt;
+    step = *reported;
+  }
+  if (in != "}") return std::nullopt;
+  return HeartbeatView{*run_id, *node_id, *generation, step};
 }
 
 }  // namespace muster::rdzv

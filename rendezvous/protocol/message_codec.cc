@@ -93,6 +93,7 @@ struct Wire<Heartbeat> {
     v("run_id", m.run_id);
     v("node_id", m.node_id);
     v("generation", m.generation);
+    v("step", m.step, Bound::kOptional);
   }
 };
 

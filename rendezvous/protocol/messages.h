@@ -75,6 +75,10 @@ struct Heartbeat {
   std::string run_id;
   std::string node_id;
   uint64_t generation = 0;  // 0 while waiting for a first assignment
+  // The node's training progress in `generation`: the oldest of its local
+  // workers' newest reported steps (the slowest worker speaks for the node).
+  // 0: no worker reported a step yet (absent on the wire then).
+  uint64_t step = 0;
   bool operator==(const Heartbeat&) const = default;
 };
 
@@ -84,10 +88,11 @@ struct HeartbeatView {
   std::string_view run_id;
   std::string_view node_id;
   uint64_t generation = 0;
-  HeartbeatView(std::string_view run, std::string_view node, uint64_t gen)
-      : run_id(run), node_id(node), generation(gen) {}
+  uint64_t step = 0;  // Heartbeat::step
+  HeartbeatView(std::string_view run, std::string_view node, uint64_t gen, uint64_t step_ = 0)
+      : run_id(run), node_id(node), generation(gen), step(step_) {}
   explicit HeartbeatView(const Heartbeat& hb)
-      : run_id(hb.run_id), node_id(hb.node_id), generation(hb.generation) {}
+      : run_id(hb.run_id), node_id(hb.node_id), generation(hb.generation), step(hb.step) {}
 };
 
 // A local worker failed: the job restarts (a new generation for every node),

@@ -21,6 +21,7 @@
 #include "rendezvous/protocol/messages.h"
 #include "rendezvous/state/events.h"
 #include "rendezvous/state/settings.h"
+#include "rendezvous/state/step_rates.h"
 
 namespace muster::rdzv {
 
@@ -42,6 +43,7 @@ struct RunNode {
   int global_rank_offset = 0;
   bool succeeded = false;              // its workers of the current generation all exited 0
   std::optional<Assignment> reported;  // what it ran when it (re)joined, for rebuilding
+  StepRate step_rate;                  // from the steps its heartbeats carry
 };
 
 class NodeTable {

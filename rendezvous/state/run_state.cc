@@ -13,6 +13,14 @@
 namespace muster::rdzv {
 namespace {
 
+// A step rate for the log: "12.5", "0.04"; "none" when unknown.
+std::string RateText(std::optional<double> rate) {
+  if (!rate) return "none";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", *rate);
+  return text;
+}
+
 template <typename D>
 double SecondsOf(D d) {
   return std::chrono::duration<double>(d).count();
@@ -30,7 +38,8 @@ RunState::RunState(std::string run_id, const Join& first, const Settings& settin
       max_restarts_(first.max_restarts),
       nodes_(settings),
       gathering_since_(now),
-      round_opened_(now) {
+      round_opened_(now),
+      stragglers_(StragglerRule{settings.straggler_fraction, settings.straggler_window}) {
   if (const auto it = takeover.records.find(run_id_);
       it != takeover.records.end() && !it->second.ended) {
     const RunRecord& record = it->second;
@@ -118,6 +127,8 @@ void RunState::SummarizeGeneration() {
   std::vector<std::pair<std::string, std::string>> member_addresses;  // seen, advertised
   for (auto& [id, node] : nodes_) {
     node.succeeded = false;
+    // Steps count again from the new generation's workers.
+    node.step_rate.Reset();
     if (!node.member) continue;
     ++summary_.group_world_size;
     summary_.world_size += node.local_world_size;
@@ -250,6 +261,8 @@ void RunState::OnHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actio
   }
   node->last_seen = now;
   ++counters_.heartbeats;
+  node->step_rate.Record(hb.generation, hb.step, now);
+  steps_reported_ = steps_reported_ || hb.step != 0;
   if (drain_) {
     // Draining: a heartbeat for another generation says its workers are gone.
     if (hb.generation != generation_ && drain_->running.count(node->node_id)) {
@@ -528,6 +541,24 @@ void RunState::EndRun(bool succeeded, const std::string& message, Time now, Acti
   return;
 }
 
+void RunState::CheckStragglers(Time now, Actions& out) {
+  member_rates_.clear();
+  for (const auto& [id, node] : nodes_) {
+    // A member whose workers all succeeded steps no more: done, not slow.
+    if (node.member && !node.succeeded) {
+      member_rates_.push_back({id, node.host, node.step_rate.PerSecond()});
+    }
+  }
+  for (const StragglerChange& change : stragglers_.Evaluate(member_rates_, now)) {
+    const bool flagged = change.kind == StragglerChange::Kind::kFlagged;
+    out.push_back(LogAction{
+        flagged, std::string("event=") + (flagged ? "straggler" : "straggler_cleared") +
+                     " run=" + run_id_ + " node=" + change.node_id + " host=" + change.host +
+                     " rate=" + RateText(change.rate) + " median=" + RateText(change.median) +
+                     " gen=" + std::to_string(generation_)});
+  }
+}
+
 Actions RunState::OnTick(Time now) {
   Actions out;
   if (phase_ == Phase::kEnded) return out;
@@ -551,6 +582,10 @@ Actions RunState::OnTick(Time now) {
                   " did not report their workers stopped");
     drain_->running.clear();
     FinishDrainIfDone(now, out);
+  }
+  if (steps_reported_ && now >= next_straggler_check_) {
+    next_straggler_check_ = now + kStragglerCheckInterval;
+    CheckStragglers(now, out);
   }
   if (round_deadline_ && now >= *round_deadline_) {
     // Cleared first: finishing a rebuild may open an admission window of its own.

@@ -50,6 +50,7 @@
 #include "rendezvous/state/run_record.h"
 #include "rendezvous/state/settings.h"
 #include "rendezvous/state/status_snapshot.h"
+#include "rendezvous/state/straggler_detector.h"
 
 namespace muster::rdzv {
 
@@ -135,6 +136,9 @@ class RunState {
   // to have no workers left (it just reported their failure).
   void NextGeneration(Time now, const std::string& why, Actions& out,
                       std::string_view stopped = {});
+  // Judges the step rates of the members still training (straggler_detector.h)
+  // and logs who was flagged or cleared: event=straggler, event=straggler_cleared.
+  void CheckStragglers(Time now, Actions& out);
   // A draining member's workers are gone; the next generation starts when
   // it was the last one.
   void DrainedNode(const std::string& node_id, Time now, Actions& out);
@@ -219,6 +223,13 @@ class RunState {
     std::set<std::string> running;
   };
   std::optional<Drain> drain_;
+  // Stragglers: judged every kStragglerCheckInterval once any node of the
+  // run reported a step (a run that reports none costs nothing).
+  static constexpr Duration kStragglerCheckInterval{1'000};
+  StragglerDetector stragglers_;
+  bool steps_reported_ = false;
+  Time next_straggler_check_{};
+  std::vector<MemberRate> member_rates_;  // reused by CheckStragglers
 };
 
 }  // namespace muster::rdzv

@@ -27,6 +27,7 @@ RunStatus RunState::Status(Time now) const {
     return a->node_id < b->node_id;
   });
   run.nodes.reserve(ordered.size());
+  std::vector<double> rates;  // the members' known step rates
   for (const Node* node : ordered) {
     NodeStatus& status = run.nodes.emplace_back();
     status.node_id = node->node_id;
@@ -39,8 +40,13 @@ RunStatus RunState::Status(Time now) const {
     if (node->member) {
       status.group_rank = node->group_rank;
       status.global_rank_offset = node->global_rank_offset;
+      status.steps_per_second = node->step_rate.PerSecond();
+      status.straggler = stragglers_.IsStraggler(node->node_id);
+      if (status.steps_per_second) rates.push_back(*status.steps_per_second);
     }
   }
+  run.median_steps_per_second = MedianRate(rates);
+  run.stragglers = static_cast<int>(stragglers_.straggler_count());
   return run;
 }
 

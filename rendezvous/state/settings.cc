@@ -101,6 +101,7 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
     if (key == "idle_timeout") target = &s.idle_timeout;
     if (key == "connect_timeout") target = &s.connect_timeout, connect_given = true;
     if (key == "failover_timeout") target = &s.failover_timeout, failover_given = true;
+    if (key == "straggler_window") target = &s.straggler_window;
     if (target) {
       auto parsed = ParseSeconds(key, value);
       if (!parsed.ok()) return parsed.status();
@@ -112,6 +113,15 @@ Result<Settings> Settings::FromConf(const std::map<std::string, std::string>& co
         return BadValue(key, value, "an integer from 1 to 1000");
       }
       s.keep_alive_max_attempt = static_cast<int>(n);
+    } else if (key == "straggler_fraction") {
+      errno = 0;
+      char* end = nullptr;
+      const double fraction = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || errno != 0 || !std::isfinite(fraction) ||
+          fraction <= 0 || fraction > 1) {
+        return BadValue(key, value, "a number above 0 and at most 1 (of the median step rate)");
+      }
+      s.straggler_fraction = fraction;
     }
   }
   if (!heartbeat_given && s.keep_alive_max_attempt > 0) {

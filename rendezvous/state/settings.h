@@ -31,6 +31,10 @@
 //                          after it plus keep_alive_interval, and holds its takeover's
 //                          rebuild at most as long, less its lead margin
 //                          (takeover_hold.h)
+//   straggler_fraction     a member whose step rate stays below this fraction of the
+//                          run's median is a straggler (0.5; above 0, at most 1)
+//   straggler_window       ... for this long without a break (30 s); detection only
+//                          (straggler_detector.h, docs/operations.md "Stragglers")
 #pragma once
 
 #include <array>
@@ -70,13 +74,17 @@ struct Settings {
   // agent that last heard the old leader just before it died reaches the
   // new one inside it (PROTOCOL.md, "Replicas").
   Duration failover_timeout{3'500};
+  // Stragglers (straggler_detector.h): below this fraction of the median
+  // step rate, for this long.
+  double straggler_fraction = 0.5;
+  Duration straggler_window{30'000};
 
   // The keys FromConf() reads.
-  static constexpr std::array<std::string_view, 14> kKeys = {
-      "join_timeout",        "read_timeout",           "last_call_timeout", "close_timeout",
-      "keep_alive_interval", "keep_alive_max_attempt", "heartbeat_timeout", "disconnect_grace",
-      "fence_timeout",       "drain_timeout",          "hello_timeout",     "idle_timeout",
-      "connect_timeout",     "failover_timeout",
+  static constexpr std::array<std::string_view, 16> kKeys = {
+      "join_timeout",        "read_timeout",           "last_call_timeout",  "close_timeout",
+      "keep_alive_interval", "keep_alive_max_attempt", "heartbeat_timeout",  "disconnect_grace",
+      "fence_timeout",       "drain_timeout",          "hello_timeout",      "idle_timeout",
+      "connect_timeout",     "failover_timeout",       "straggler_fraction", "straggler_window",
   };
   static bool IsKey(std::string_view key);
 

@@ -26,6 +26,11 @@ struct NodeStatus {
   // run to global_rank_offset + local_world_size - 1.
   int group_rank = -1;
   int global_rank_offset = 0;
+  // Members only: steps per second over the last few seconds (step_rates.h);
+  // absent while its workers report no steps. Flagged a straggler
+  // (straggler_detector.h).
+  std::optional<double> steps_per_second;
+  bool straggler = false;
 };
 
 // One run.
@@ -40,6 +45,10 @@ struct RunStatus {
   // Members by group rank, then the other nodes by node id: a stable,
   // readable order.
   std::vector<NodeStatus> nodes;
+  // The median of the members' steps per second (absent: none reports), and
+  // how many members are flagged stragglers.
+  std::optional<double> median_steps_per_second;
+  int stragglers = 0;
   // How it ended; set exactly when phase is kEnded.
   struct Outcome {
     bool succeeded = false;

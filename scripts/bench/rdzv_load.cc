@@ -7,6 +7,7 @@
 //             [--interval-ms 500] [--steady-seconds 10] [--warmup-seconds 1]
 //             [--settle-seconds 60] [--timeout-seconds 300] [--run-id bench]
 //             [--tls-ca F --tls-cert F --tls-key F] [--until-assigned]
+//             [--progress-steps-per-second R]
 //
 // Phases, one connection per simulated agent:
 //   1. connect (at most 256 connects and handshakes in flight) and say Hello
@@ -34,6 +35,13 @@
 //      is), so a daemon running behind shows as a growing backlog; with a
 //      shorter interval it acks only some heartbeats and the judgment does
 //      not apply ("daemon_kept_up" is then false whatever the daemon does).
+//
+// With --progress-steps-per-second R > 0, an assigned agent's heartbeats
+// carry its progress (Heartbeat::step) as real agents' do once their workers
+// report steps: 1 + R x the seconds since its assignment, the same rate on
+// every agent (so no straggler is flagged). Each such heartbeat is encoded
+// anew, by hand in the form Encode() writes (checked against Encode() at the
+// start), so the generator's own cost stays small.
 //
 // Per agent, the phases of its join are timed and their medians printed
 // ("phase_ms"): tcp_connect (connect started -> connected), tls_handshake
@@ -120,6 +128,7 @@ struct Flags {
   std::string run_id = "bench";
   muster::rdzv::TlsClientFiles tls{{"", "--tls-ca"}, {"", "--tls-cert"}, {"", "--tls-key"}};
   bool until_assigned = false;
+  double progress_steps_per_second = 0;  // 0: heartbeats carry no step
 };
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -194,6 +203,14 @@ class LoadGenerator {
       agent->heartbeat = Encode(muster::rdzv::Heartbeat{flags_.run_id, NodeId(i), 0});
       agents_.push_back(std::move(agent));
     }
+    if (flags_.progress_steps_per_second > 0) {
+      // The hand-made frame must be what a real agent sends.
+      const muster::rdzv::Heartbeat sample{flags_.run_id, NodeId(0), 7, 12345};
+      if (ProgressFrame(0, 7, 12345) != Encode(sample)) {
+        return Finish("the hand-encoded heartbeat differs from Encode(): run id '" + flags_.run_id +
+                      "' needs escaping?");
+      }
+    }
     deadline_.expires_after(Seconds(flags_.timeout_seconds));
     deadline_.async_wait([this](const boost::system::error_code& e) {
       if (!e && !done_) Finish("timed out in phase '" + std::string(phase_) + "'");
@@ -234,6 +251,15 @@ class LoadGenerator {
   };
 
   static std::string NodeId(int i) { return "n" + std::to_string(i); }
+  // Agent i's heartbeat of `generation` carrying `step`, as Encode() writes it
+  // (keys in byte order, no spaces) for a run id that needs no escaping.
+  std::string ProgressFrame(int i, uint64_t generation, uint64_t step) const {
+    const std::string payload = "{\"generation\":" + std::to_string(generation) +
+                                ",\"node_id\":\"" + NodeId(i) + "\",\"run_id\":\"" + flags_.run_id +
+                                "\",\"step\":" + std::to_string(step) + "}";
+    return muster::rdzv::EncodeFrame(static_cast<uint8_t>(muster::rdzv::MessageType::kHeartbeat),
+                                     payload);
+  }
   static Clock::duration Seconds(double s) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
   }
@@ -576,7 +602,14 @@ class LoadGenerator {
         ++heartbeats_skipped_;  // the daemon is not reading this socket
         continue;
       }
-      Send(agent, agent.heartbeat);
+      if (flags_.progress_steps_per_second > 0 && agent.assigned) {
+        const double seconds = std::chrono::duration<double>(now - agent.t_assigned).count();
+        const auto step =
+            1 + static_cast<uint64_t>(std::max(0.0, seconds) * flags_.progress_steps_per_second);
+        Send(agent, ProgressFrame(agent.index, agent.generation, step));
+      } else {
+        Send(agent, agent.heartbeat);
+      }
       ++heartbeats_sent_;
       if (agent.assigned) ++agent.heartbeats_sent;
     }
@@ -664,6 +697,10 @@ class LoadGenerator {
     out["nodes"] = flags_.nodes;
     out["interval_ms"] = flags_.interval_ms;
     out["tls"] = tls_ != nullptr;
+    out["progress"] = flags_.progress_steps_per_second > 0;
+    if (flags_.progress_steps_per_second > 0) {
+      out["progress_steps_per_second"] = flags_.progress_steps_per_second;
+    }
     out["connected"] = welcomed_;
     out["assigned"] = assigned_;
     if (t_connected_) out["connect_s"] = Ms(*t_connected_ - t_start_) / 1000.0;
@@ -823,6 +860,9 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", flags.tls.key.path, "the key of --tls-cert (PEM)");
   app.add_flag("--until-assigned", flags.until_assigned,
                "end once every agent has its assignment (no heart-beating phase)");
+  app.add_option("--progress-steps-per-second", flags.progress_steps_per_second,
+                 "heartbeats carry a step growing at this rate once assigned (default 0: none)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   std::shared_ptr<const muster::rdzv::TlsContext> tls;

@@ -20,6 +20,14 @@
 # TLS at 10k: round closed <= 2 s after the last join, <= 35% of one core,
 # RSS <= 300 MiB; plain runs keep theirs. Default: off (plain only).
 #
+# --progress on makes every simulated agent's heartbeats carry its step
+# (Heartbeat::step, 10 steps a second once assigned), as agents whose workers
+# report progress do: musterd then keeps each node's step rate and judges
+# stragglers once a second. --progress both runs each N with and without, in
+# the same invocation (which goes first alternates with each repeat), and
+# prints the with/without ratio of each metric's median; the 10k targets are
+# the same with progress. Default: off.
+#
 # There is no reference implementation to compare against: torchrun's c10d
 # rendezvous cannot be driven with 10k agents on one machine, so these are
 # absolute numbers against the targets only. The load generator shares the
@@ -32,7 +40,7 @@
 #
 # Usage: scripts/bench/rdzv_scale.sh [--build-dir DIR] [--nodes "1000 4000 10000"]
 #                                    [--steady-seconds S] [--repeat K] [--json FILE]
-#                                    [--tls off|on|both]
+#                                    [--tls off|on|both] [--progress off|on|both]
 # Exits 1 when a run failed (an agent refused or dropped) or a 10k target was
 # missed (by the median, per mode).
 # Builds the rdzv_load target (scripts/bench/CMakeLists.txt, MUSTER_BUILD_BENCHMARKS=ON).
@@ -44,6 +52,8 @@ STEADY=10
 REPEAT=1
 JSON_OUT=""
 TLS=off
+PROGRESS=off
+PROGRESS_RATE=10  # steps per second each simulated node reports with --progress
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) BUILD=$2; shift 2 ;;
@@ -52,7 +62,8 @@ while [[ $# -gt 0 ]]; do
     --repeat) REPEAT=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --tls) TLS=$2; shift 2 ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    --progress) PROGRESS=$2; shift 2 ;;
+    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "rdzv_scale.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +73,13 @@ case "$TLS" in
   on) MODES_FIRST=(tls) ;;
   both) MODES_FIRST=(plain tls) ;;
   *) echo "rdzv_scale.sh: --tls '$TLS' must be off, on or both" >&2; exit 2 ;;
+esac
+
+case "$PROGRESS" in
+  off) PROGRESS_FIRST=(off) ;;
+  on) PROGRESS_FIRST=(on) ;;
+  both) PROGRESS_FIRST=(off on) ;;
+  *) echo "rdzv_scale.sh: --progress '$PROGRESS' must be off, on or both" >&2; exit 2 ;;
 esac
 
 if [[ ! -f "$BUILD/build.ninja" ]]; then
@@ -101,15 +119,16 @@ if ! [[ "$REPEAT" =~ ^[1-9][0-9]*$ ]]; then
   echo "rdzv_scale.sh: --repeat '$REPEAT' must be a positive integer" >&2
   exit 2
 fi
-# One run of N agents against a fresh daemon; mode plain or tls.
+# One run of N agents against a fresh daemon; mode plain or tls; progress off or on.
 run_once() {
-  local n=$1 mode=$2 daemon_tls=() load_tls=()
+  local n=$1 mode=$2 progress=$3 daemon_tls=() load_tls=() load_progress=()
+  [[ "$progress" == on ]] && load_progress=(--progress-steps-per-second "$PROGRESS_RATE")
   if [[ "$mode" == tls ]]; then
     daemon_tls=(--tls-cert "$WORK/musterd.pem" --tls-key "$WORK/musterd.key"
                 --tls-client-ca "$WORK/ca.pem")
     load_tls=(--tls-ca "$WORK/ca.pem" --tls-cert "$WORK/agent.pem" --tls-key "$WORK/agent.key")
   fi
-  local log="$WORK/musterd.$n.$mode.log"
+  local log="$WORK/musterd.$n.$mode.$progress.log"
   "$BUILD/bin/musterd" --host 127.0.0.1 --port 0 ${daemon_tls[@]+"${daemon_tls[@]}"} \
     >"$WORK/musterd.out" 2>"$log" &
   DAEMON_PID=$!
@@ -127,8 +146,8 @@ run_once() {
   # rdzv_load's default interval is musterd's default keep_alive_interval.
   if ! "$BUILD/bin/rdzv_load" --host 127.0.0.1 --port "$port" --nodes "$n" \
       --steady-seconds "$STEADY" --musterd-pid "$DAEMON_PID" ${load_tls[@]+"${load_tls[@]}"} \
-      >>"$WORK/results.jsonl"; then
-    echo "rdzv_scale.sh: run with $n nodes ($mode) failed: $(tail -n 1 "$WORK/results.jsonl")" >&2
+      ${load_progress[@]+"${load_progress[@]}"} >>"$WORK/results.jsonl"; then
+    echo "rdzv_scale.sh: run with $n nodes ($mode, progress $progress) failed: $(tail -n 1 "$WORK/results.jsonl")" >&2
     grep -E ' (warning|error): ' "$log" | head -n 5 >&2 || true
   fi
   stop_daemon
@@ -138,13 +157,17 @@ for n in $NODES; do
  for k in $(seq "$REPEAT"); do
   modes=("${MODES_FIRST[@]}")
   if (( ${#modes[@]} == 2 && k % 2 == 0 )); then modes=(tls plain); fi
-  for mode in "${modes[@]}"; do run_once "$n" "$mode"; done
+  progresses=("${PROGRESS_FIRST[@]}")
+  if (( ${#progresses[@]} == 2 && k % 2 == 0 )); then progresses=(on off); fi
+  for mode in "${modes[@]}"; do
+    for progress in "${progresses[@]}"; do run_once "$n" "$mode" "$progress"; done
+  done
  done
 done
 
 [[ -n "$JSON_OUT" ]] && cp "$WORK/results.jsonl" "$JSON_OUT"
 
-/usr/bin/python3 - "$WORK/results.jsonl" "$TLS" <<'EOF'
+/usr/bin/python3 - "$WORK/results.jsonl" "$TLS" "$PROGRESS" <<'EOF'
 import json, sys
 
 def fmt(value, spec, suffix=""):
@@ -152,18 +175,31 @@ def fmt(value, spec, suffix=""):
 
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 with_tls = sys.argv[2] != "off"
+with_progress = sys.argv[3] != "off"
 MODE = {False: "plain", True: "mutual TLS"}
-print(("| nodes | mode " if with_tls else "| nodes ") +
+
+def mode_of(r):
+    """A run's mode: (TLS, progress)."""
+    return bool(r.get("tls")), bool(r.get("progress"))
+
+def label(mode):
+    tls, progress = mode
+    parts = ([MODE[tls]] if with_tls else []) + (
+        ["with progress" if progress else "no progress"] if with_progress else [])
+    return ", ".join(parts)
+
+with_modes = with_tls or with_progress
+print(("| nodes | mode " if with_modes else "| nodes ") +
       "| last join → round closed | last join → first assignment "
       "| daemon CPU (% of one core) while heart-beating | of which kernel | daemon RSS (VmRSS / VmHWM) "
       "| heartbeats/s sent / acked | load gen CPU | load avg |")
-print("|---:" + ("|:---" if with_tls else "") + "|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("|---:" + ("|:---" if with_modes else "") + "|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in rows:
     cpu = fmt(r.get("daemon_cpu_pct"), ".1f", " %")
     if r.get("daemon_kept_up") is False:
         cpu += " (fell behind: a floor)"
     note = "" if r.get("ok") else f" — FAILED: {r.get('error')}"
-    mode = f"| {MODE[bool(r.get('tls'))]} " if with_tls else ""
+    mode = f"| {label(mode_of(r))} " if with_modes else ""
     print(f"| {r['nodes']}{note} {mode}"
           f"| {fmt(r.get('last_join_to_last_assignment_ms'), '.0f', ' ms')} "
           f"| {fmt(r.get('last_join_to_first_assignment_ms'), '.0f', ' ms')} "
@@ -174,10 +210,10 @@ for r in rows:
           f"| {fmt(r.get('loadgen_cpu_pct'), '.1f', ' %')} "
           f"| {fmt(r.get('loadavg_1m'), '.1f')} |")
 print()
-# Per mode: round closed (ms), daemon CPU (% of one core), RSS (MiB) at 10k.
+# Per TLS mode (progress or not): round closed (ms), daemon CPU (% of one core), RSS (MiB) at 10k.
 TARGETS = {False: (1000, 25, 200), True: (2000, 35, 300)}
-modes = sorted({bool(r.get("tls")) for r in rows})
-for tls in modes:
+modes = sorted({mode_of(r) for r in rows})
+for tls in sorted({tls for tls, _ in modes}):
     close, cpu, rss = TARGETS[tls]
     print(f"Targets at 10k nodes{' (' + MODE[tls] + ')' if with_tls else ''}: round closed "
           f"≤ {close} ms after the last join; daemon CPU ≤ {cpu} % of one core; RSS ≤ {rss} MiB.")
@@ -198,44 +234,67 @@ def medians(runs):
 
 missed = []
 verdicts = []
-for tls in modes:
-    runs = [r for r in rows if r["nodes"] == 10000 and r.get("ok") and bool(r.get("tls")) == tls]
-    label = " " + MODE[tls] if with_tls else ""
+for mode in modes:
+    runs = [r for r in rows if r["nodes"] == 10000 and r.get("ok") and mode_of(r) == mode]
+    name = " " + label(mode) if with_modes else ""
     if not runs:
-        verdicts.append(f"{MODE[tls]}: not run")
+        verdicts.append(f"{label(mode) or 'plain'}: not run")
         continue
     close_ms, cpu, hwm = medians(runs)
     if len(runs) > 1:
-        print(f"10k{label}, median of {len(runs)} runs: "
+        print(f"10k{name}, median of {len(runs)} runs: "
               f"round closed {close_ms:.0f} ms, daemon CPU {cpu:.1f} %, VmHWM {hwm:.1f} MiB")
-    close_target, cpu_target, rss_target = TARGETS[tls]
+    close_target, cpu_target, rss_target = TARGETS[mode[0]]
     mode_missed = [what for what, over in (("round close", close_ms > close_target),
                                            ("heart-beat CPU", cpu > cpu_target),
                                            ("RSS", hwm > rss_target)) if over]
-    missed += [what + label for what in mode_missed]
-    verdicts.append(f"{MODE[tls]}: " + ("MISSED: " + ", ".join(mode_missed) if mode_missed
-                                         else "met"))
+    missed += [what + name for what in mode_missed]
+    verdicts.append(f"{label(mode) or 'plain'}: " + ("MISSED: " + ", ".join(mode_missed)
+                                                    if mode_missed else "met"))
 
+def ratio_table(title, pairs):
+    """Per N, each metric's median over the `a` runs against the `b` runs.
+    pairs: [(N, extra label, a runs, b runs)]."""
+    print()
+    print(f"| nodes | round closed, {title} | daemon CPU, {title} | VmHWM, {title} |")
+    print("|---:|---:|---:|---:|")
+    for n, extra, a_runs, b_runs in pairs:
+        if not a_runs or not b_runs:
+            print(f"| {n}{extra} | n/a | n/a | n/a |")
+            continue
+        a, b = medians(a_runs), medians(b_runs)
+        print(f"| {n}{extra} | {a[0]:.0f} / {b[0]:.0f} ms = {a[0] / b[0]:.2f}× "
+              f"| {a[1]:.1f} / {b[1]:.1f} % = {a[1] / b[1]:.2f}× "
+              f"| {a[2]:.1f} / {b[2]:.1f} MiB = {a[2] / b[2]:.2f}× |")
+    print()
+
+def runs_of(n, tls, progress):
+    return [r for r in rows if r["nodes"] == n and r.get("ok") and mode_of(r) == (tls, progress)]
+
+nodes = sorted({r["nodes"] for r in rows})
 if sys.argv[2] == "both":
     # Each metric's median over the mutual-TLS runs against the plain ones, per N.
-    print()
-    print("| nodes | round closed, TLS / plain | daemon CPU, TLS / plain | VmHWM, TLS / plain "
-          "| TLS handshake, median agent |")
-    print("|---:|---:|---:|---:|---:|")
-    for n in sorted({r["nodes"] for r in rows}):
-        plain = [r for r in rows if r["nodes"] == n and r.get("ok") and not r.get("tls")]
-        tls = [r for r in rows if r["nodes"] == n and r.get("ok") and r.get("tls")]
-        if not plain or not tls:
-            print(f"| {n} | n/a | n/a | n/a | n/a |")
-            continue
-        p, t = medians(plain), medians(tls)
-        handshake = median([(r.get("phase_ms") or {}).get("tls_handshake") or 0 for r in tls])
-        print(f"| {n} | {t[0]:.0f} / {p[0]:.0f} ms = {t[0] / p[0]:.2f}× "
-              f"| {t[1]:.1f} / {p[1]:.1f} % = {t[1] / p[1]:.2f}× "
-              f"| {t[2]:.1f} / {p[2]:.1f} MiB = {t[2] / p[2]:.2f}× | {handshake:.0f} ms |")
-    print()
+    for progress in sorted({p for _, p in modes}):
+        extra = f" ({label((False, progress)).split(', ')[-1]})" if with_progress else ""
+        print()
+        print("| nodes | TLS handshake, median agent |")
+        print("|---:|---:|")
+        for n in nodes:
+            tls = runs_of(n, True, progress)
+            handshake = median([(r.get("phase_ms") or {}).get("tls_handshake") or 0
+                                for r in tls]) if tls else None
+            print(f"| {n}{extra} | {fmt(handshake, '.0f', ' ms')} |")
+        ratio_table("TLS / plain",
+                    [(n, extra, runs_of(n, True, progress), runs_of(n, False, progress))
+                     for n in nodes])
+if sys.argv[3] == "both":
+    # Each metric's median with progress in the heartbeats against without, per N.
+    for tls in sorted({t for t, _ in modes}):
+        extra = f" ({MODE[tls]})" if with_tls else ""
+        ratio_table("with progress / without",
+                    [(n, extra, runs_of(n, tls, True), runs_of(n, tls, False)) for n in nodes])
 
-if with_tls:
+if with_modes:
     print("10k targets: " + "; ".join(verdicts))
 else:
     print("10k targets: " + ("MISSED: " + ", ".join(missed) if missed else

@@ -56,7 +56,7 @@ void CheckFastPath(std::string_view payload) {
                             full.status().message() + " payload " + Printable(payload));
   const auto* hb = std::get_if<rdzv::Heartbeat>(&*full);
   FUZZ_CHECK(hb != nullptr && hb->run_id == view->run_id && hb->node_id == view->node_id &&
-                 hb->generation == view->generation,
+                 hb->generation == view->generation && hb->step == view->step,
              "the fast path and Decode() read different Heartbeats: " + Printable(payload));
 }
 

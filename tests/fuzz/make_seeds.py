@@ -66,6 +66,8 @@ MESSAGES = [
                                  "max_restarts": 0, "store_addr": "", "store_port": 0,
                                  "current": None, "unknown_field": [1, {"x": None}]}),
     ("heartbeat", 0x03, {"run_id": "job1", "node_id": "node1", "generation": 3}),
+    ("heartbeat-step", 0x03, {"run_id": "job1", "node_id": "node1", "generation": 3,
+                              "step": 1200}),
     ("heartbeat-escaped", 0x03, {"run_id": "j\u00e9b\"1", "node_id": "n\\1", "generation": 0}),
     ("worker-failed", 0x04, {"run_id": "job1", "node_id": "node1", "generation": 3,
                              "exit_code": -9, "message": "local rank 2 killed by SIGKILL"}),
@@ -90,6 +92,11 @@ def message_seeds():
         ("heartbeat-plain", b"\x03" + b'{"generation":18446744073709551615,"node_id":"n",'
                                       b'"run_id":"r"}'),
         ("heartbeat-float", b"\x03" + b'{"generation":1.0,"node_id":"n","run_id":"r"}'),
+        ("heartbeat-plain-step", b"\x03" + b'{"generation":7,"node_id":"n","run_id":"r",'
+                                           b'"step":18446744073709551615}'),
+        ("heartbeat-step-zero", b"\x03" + b'{"generation":7,"node_id":"n","run_id":"r","step":0}'),
+        ("heartbeat-step-negative", b"\x03" + b'{"generation":7,"node_id":"n","run_id":"r",'
+                                              b'"step":-3}'),
         ("join-negative", b"\x02" + payload({**MESSAGES[1][2], "local_world_size": -3})),
         ("deep", b"\x03" + b"[" * 20 + b"]" * 20),
         ("not-json", b"\x01" + b"\xff\xfe{"),

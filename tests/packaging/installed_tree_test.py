@@ -77,7 +77,8 @@ def install_puts_each_file_in_place():
                  "share/man/man1/muster-train.1",
                  "share/bash-completion/completions/muster",
                  "share/bash-completion/completions/musterd",
-                 "lib/systemd/system/musterd.service", "etc/muster/musterd.json"]:
+                 "lib/systemd/system/musterd.service", "etc/muster/musterd.json",
+                 "share/muster/grafana/muster-dashboard.json"]:
         one(path)
     private = glob.glob(os.path.join(prefix(), "include/muster/worker_runtime/comm/*/"))
     check(not private, f"private headers installed: {private}")

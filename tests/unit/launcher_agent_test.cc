@@ -211,6 +211,36 @@ TEST_CASE("an elastic node pauses workers that can and rejoins them into the nex
                                   "succeeded gen=2", "stop"});
 }
 
+TEST_CASE("an elastic node's heartbeats carry the step of its slowest worker",
+          "[agent][elastic][progress]") {
+  AgentRun run(/*nproc=*/2, /*max_restarts=*/0);
+  FakeRendezvous rendezvous(run.io);
+  run.script = [](int /*attempt*/, int /*local_rank*/) { return WorkerScript{}; };
+  rendezvous.on_start = [&] { rendezvous.Assign(1, 1); };
+  run.on_all_started = [&](int /*attempt*/) {
+    run.WriteProgress(0, 0, "5\n");
+    run.WriteProgress(0, 1, "3\n");
+    run.WriteProgress(0, 0, "inject 0\n9\n");  // the newest step of the read counts
+    run.WriteProgress(0, 1, "12\n");
+    run.WriteProgress(0, 1, "inject 1\n");  // no step: nothing new to say
+    run.ExitWorker(0, 0, 0);
+    run.ExitWorker(0, 1, 0);
+  };
+  rendezvous.on_succeeded = [&](uint64_t) { rendezvous.EndRun(true); };
+  CHECK(run.RunElastic(rendezvous) == 0);
+  CHECK(rendezvous.progress == std::vector<uint64_t>{5, 3, 3, 9});
+}
+
+TEST_CASE("an elastic node whose workers report nothing sends no step", "[agent][elastic]") {
+  AgentRun run(/*nproc=*/1, /*max_restarts=*/0);
+  FakeRendezvous rendezvous(run.io, 1);
+  run.script = [](int /*attempt*/, int /*local_rank*/) { return WorkerScript{.exit_code = 0}; };
+  rendezvous.on_start = [&] { rendezvous.Assign(1, 1); };
+  rendezvous.on_succeeded = [&](uint64_t) { rendezvous.EndRun(true); };
+  CHECK(run.RunElastic(rendezvous) == 0);
+  CHECK(rendezvous.progress.empty());
+}
+
 TEST_CASE("an elastic node whose workers fail reports the failure to the daemon",
           "[agent][elastic]") {
   AgentRun run(/*nproc=*/1, /*max_restarts=*/3);

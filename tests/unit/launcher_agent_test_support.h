@@ -90,6 +90,8 @@ class FakeRendezvous final : public RendezvousLink {
                             : "current none");
     if (!current && on_cleared) boost::asio::post(io_, on_cleared);
   }
+  // Kept apart from `calls`: a stepping worker reports often.
+  void SetProgress(uint64_t step) override { progress.push_back(step); }
   void ReportWorkerFailure(uint64_t generation, int exit_code,
                            const std::string& /*message*/) override {
     calls.push_back("failure gen=" + std::to_string(generation) +
@@ -110,6 +112,7 @@ class FakeRendezvous final : public RendezvousLink {
   }
 
   std::vector<std::string> calls;    // what the agent asked, in order
+  std::vector<uint64_t> progress;    // every SetProgress, in order
   rdzv::Join join;                   // what the agent joins with
   std::function<void()> on_start;    // after Start()
   std::function<void()> on_cleared;  // after SetCurrent(nullopt)
@@ -123,6 +126,7 @@ class FakeRendezvous final : public RendezvousLink {
     void Start() override { to_.Start(); }
     void Stop() override { to_.Stop(); }
     void SetCurrent(std::optional<rdzv::Assignment> c) override { to_.SetCurrent(std::move(c)); }
+    void SetProgress(uint64_t step) override { to_.SetProgress(step); }
     void ReportWorkerFailure(uint64_t g, int code, const std::string& m) override {
       to_.ReportWorkerFailure(g, code, m);
     }
@@ -218,6 +222,12 @@ class AgentRun {
       }
     }
     FAIL("no running worker attempt=" << attempt << " local_rank=" << local_rank);
+  }
+  // The worker of `attempt` and `local_rank` writes `line` on its progress
+  // pipe (a step: "42\n").
+  void WriteProgress(int attempt, int local_rank, const std::string& line) {
+    const uint64_t tag = WorkerGroup::MakeTag(static_cast<uint32_t>(attempt), local_rank);
+    boost::asio::post(io, [this, tag, line] { spawner.events->OnProgress(tag, line); });
   }
   // The pid the spawner gave the `index`-th process it started.
   static pid_t PidOfSpawn(int index) { return static_cast<pid_t>(1000 + index); }

@@ -15,6 +15,31 @@ TEST_CASE("the status table shows every node with its ranks and heartbeat age", 
   CHECK(table.find("0..1") != std::string::npos);
   CHECK(table.find("0.12s") != std::string::npos);
   CHECK(table.find("1.50s (disconnected)") != std::string::npos);
+  // Workers that report no steps: the run says so, its nodes show no rate.
+  CHECK(table.find("  no step reports\n") != std::string::npos);
+}
+
+TEST_CASE("the status table shows steps per second and marks stragglers", "[status]") {
+  const std::string doc = R"({"runs":[{"run_id":"job","state":"running","generation":1,
+    "min_nodes":3,"max_nodes":3,"restart_count":0,"max_restarts":0,
+    "median_steps_per_second":9.75,"stragglers":1,"nodes":[
+    {"node_id":"a","host":"ha","state":"member","connected":true,"local_world_size":1,
+     "heartbeat_age_ms":100,"group_rank":0,"global_ranks":[0,0],"steps_per_second":9.75,
+     "straggler":false},
+    {"node_id":"b","host":"hb","state":"member","connected":true,"local_world_size":1,
+     "heartbeat_age_ms":100,"group_rank":1,"global_ranks":[1,1],"steps_per_second":0.5,
+     "straggler":true},
+    {"node_id":"c","host":"hc","state":"member","connected":true,"local_world_size":1,
+     "heartbeat_age_ms":100,"group_rank":2,"global_ranks":[2,2],"straggler":false}]}]})";
+  const std::string table = muster::FormatStatusTable(doc);
+  INFO(table);
+  CHECK(table.find("  median 9.75 steps/s, 1 straggler\n") != std::string::npos);
+  CHECK(table.find("STEPS/S") != std::string::npos);
+  CHECK(table.find(" 0.5 ") != std::string::npos);
+  CHECK(table.find("0.10s (straggler)\n") != std::string::npos);
+  // One straggler line only; the node without a rate shows "-".
+  CHECK(table.find("(straggler)") == table.rfind("(straggler)"));
+  CHECK(table.find(" -         0.10s\n") != std::string::npos);
 }
 
 TEST_CASE("an empty or unreadable status document is said plainly", "[status]") {

@@ -185,3 +185,28 @@ TEST_CASE("a worker fault aimed at a worker that already exited sends nothing", 
   CHECK_FALSE(group.SignalWorker(7, SIGKILL));  // no such local rank
   CHECK(spawner.process_signals.empty());
 }
+
+TEST_CASE("the node's step is the oldest newest step of the workers that report one",
+          "[group][progress]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 30s);
+  REQUIRE(group.Start(Specs(3), t0).ok());
+  CHECK_FALSE(group.NodeStep());  // nothing reported: no step, not 0
+  group.OnProgress(group.TagFor(0), 40, t0 + 1s);
+  CHECK(group.NodeStep() == 40u);  // rank 1 and 2 said nothing yet: not counted
+  group.OnProgress(group.TagFor(1), 38, t0 + 1s);
+  group.OnProgress(group.TagFor(2), 41, t0 + 1s);
+  CHECK(group.NodeStep() == 38u);                  // the slowest worker speaks for the node
+  group.OnProgress(group.TagFor(1), -1, t0 + 2s);  // progress without a step keeps the step
+  CHECK(group.NodeStep() == 38u);
+  group.OnProgress(group.TagFor(1), 45, t0 + 2s);
+  CHECK(group.NodeStep() == 40u);
+  // A worker that is gone no longer counts.
+  group.OnExit(group.TagFor(0), ExitStatus::Exited(0), t0 + 3s, w0);
+  CHECK(group.NodeStep() == 41u);
+
+  // A new attempt (a restart) counts from its own workers' reports.
+  WorkerGroup next(spawner, 1, 30s);
+  REQUIRE(next.Start(Specs(3), t0 + 4s).ok());
+  CHECK_FALSE(next.NodeStep());
+}

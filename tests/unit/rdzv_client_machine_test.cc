@@ -277,6 +277,33 @@ TEST_CASE("workers that stop are reported at once to a draining daemon",
   CHECK(c.Show(c.machine().SetCurrent(std::nullopt)) == Lines{"send #1 Heartbeat gen=0"});
 }
 
+TEST_CASE("heartbeats carry the node's step of the current generation, and only that",
+          "[rdzv][client][machine]") {
+  Client c({kA});
+  c.Start();
+  c.Serve(1, 0);
+  c.machine().SetProgress(7);  // no assignment yet: nothing to report a step for
+  CHECK(Only(c.Fire(ClientTimer::kHeartbeat), {"send"}) == Lines{"send #1 Heartbeat gen=0"});
+  Assignment a;
+  a.generation = 3;
+  c.machine().SetCurrent(a);
+  CHECK(Only(c.Fire(ClientTimer::kHeartbeat), {"send"}) == Lines{"send #1 Heartbeat gen=3"});
+  c.machine().SetProgress(120);
+  CHECK(Only(c.Fire(ClientTimer::kHeartbeat), {"send"}) ==
+        Lines{"send #1 Heartbeat gen=3 step=120"});
+  // The same generation again (a repeated assignment) keeps the step.
+  c.machine().SetCurrent(a);
+  CHECK(Only(c.Fire(ClientTimer::kHeartbeat), {"send"}) ==
+        Lines{"send #1 Heartbeat gen=3 step=120"});
+  // A new generation's workers have reported nothing yet.
+  a.generation = 4;
+  c.machine().SetCurrent(a);
+  CHECK(Only(c.Fire(ClientTimer::kHeartbeat), {"send"}) == Lines{"send #1 Heartbeat gen=4"});
+  c.machine().SetProgress(5);
+  // Workers stopped: the heartbeat that says so carries no step.
+  CHECK(c.Show(c.machine().SetCurrent(std::nullopt)) == Lines{"send #1 Heartbeat gen=0"});
+}
+
 TEST_CASE("a refusal for good stops the client and gives up", "[rdzv][client][machine]") {
   Client c({kA});
   c.Start();

@@ -23,7 +23,8 @@ inline std::string MessageName(const Message& message) {
         if constexpr (std::is_same_v<T, Hello>) return "Hello";
         if constexpr (std::is_same_v<T, Join>) return "Join";
         if constexpr (std::is_same_v<T, Heartbeat>)
-          return "Heartbeat gen=" + std::to_string(m.generation);
+          return "Heartbeat gen=" + std::to_string(m.generation) +
+                 (m.step != 0 ? " step=" + std::to_string(m.step) : "");
         if constexpr (std::is_same_v<T, WorkerFailed>)
           return "WorkerFailed gen=" + std::to_string(m.generation);
         if constexpr (std::is_same_v<T, WorkersSucceeded>)

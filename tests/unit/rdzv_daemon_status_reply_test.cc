@@ -71,12 +71,12 @@ TEST_CASE("the status document is the documented JSON, byte for byte", "[rdzv][s
       StatusJson(c.core().Status("", c.now())) ==
       R"({"runs":[)"
       R"({"generation":1,"max_nodes":1,"max_restarts":0,"message":"every worker succeeded","min_nodes":1,"nodes":[)"
-      R"({"connected":true,"global_ranks":[0,2],"group_rank":0,"heartbeat_age_ms":0,"host":"h9","local_world_size":3,"node_id":"solo","state":"member"}],"restart_count":0,"result":"succeeded","run_id":"done","state":"ended"},)"
+      R"({"connected":true,"global_ranks":[0,2],"group_rank":0,"heartbeat_age_ms":0,"host":"h9","local_world_size":3,"node_id":"solo","state":"member","straggler":false}],"restart_count":0,"result":"succeeded","run_id":"done","state":"ended","stragglers":0},)"
       R"({"generation":1,"max_nodes":3,"max_restarts":1,"min_nodes":2,"nodes":[)"
-      R"({"connected":true,"global_ranks":[0,1],"group_rank":0,"heartbeat_age_ms":40,"host":"host0","local_world_size":2,"node_id":"node0","state":"member"},)"
-      R"({"connected":false,"global_ranks":[2,2],"group_rank":1,"heartbeat_age_ms":340,"host":"host1","local_world_size":1,"node_id":"node1","state":"member"},)"
-      R"({"connected":true,"global_ranks":[3,6],"group_rank":2,"heartbeat_age_ms":340,"host":"host2","local_world_size":4,"node_id":"node2","state":"member"},)"
-      R"({"connected":true,"heartbeat_age_ms":340,"host":"host3","local_world_size":1,"node_id":"node3","state":"waiting"}],"restart_count":0,"run_id":"job","state":"running"}]})");
+      R"({"connected":true,"global_ranks":[0,1],"group_rank":0,"heartbeat_age_ms":40,"host":"host0","local_world_size":2,"node_id":"node0","state":"member","straggler":false},)"
+      R"({"connected":false,"global_ranks":[2,2],"group_rank":1,"heartbeat_age_ms":340,"host":"host1","local_world_size":1,"node_id":"node1","state":"member","straggler":false},)"
+      R"({"connected":true,"global_ranks":[3,6],"group_rank":2,"heartbeat_age_ms":340,"host":"host2","local_world_size":4,"node_id":"node2","state":"member","straggler":false},)"
+      R"({"connected":true,"heartbeat_age_ms":340,"host":"host3","local_world_size":1,"node_id":"node3","state":"waiting"}],"restart_count":0,"run_id":"job","state":"running","stragglers":0}]})");
 }
 
 TEST_CASE("a status that fits is sent as a StatusReply holding the document", "[rdzv][status]") {

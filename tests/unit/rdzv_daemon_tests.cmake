@@ -8,6 +8,7 @@ muster_unit_test(rdzv_daemon_unit_tests
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_status_page_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_http_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_server_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_run_metrics_test.cc
   LIBS muster_rdzv_daemon nlohmann_json::nlohmann_json)
 
 # TLS on the rendezvous connection: loading files, and the daemon shell over

@@ -54,6 +54,7 @@ std::vector<Message> SampleMessages() {
            .store_port = 0,
            .current = std::nullopt},
       Heartbeat{.run_id = "run-7", .node_id = "node-a", .generation = 1ull << 40},
+      Heartbeat{.run_id = "run-7", .node_id = "node-a", .generation = 2, .step = 90210},
       WorkerFailed{.run_id = "run-7",
                    .node_id = "node-a",
                    .generation = 12,
@@ -163,6 +164,9 @@ TEST_CASE("message names are the struct names, Assignment for AssignmentMessage"
 TEST_CASE("a heartbeat is the documented bytes") {
   CHECK(Encode(Heartbeat{.run_id = "r", .node_id = "n", .generation = 3}) ==
         EncodeFrame(0x03, R"({"generation":3,"node_id":"n","run_id":"r"})"));
+  // A node's progress, once its workers report steps: a few bytes more.
+  CHECK(Encode(Heartbeat{.run_id = "r", .node_id = "n", .generation = 3, .step = 1200}) ==
+        EncodeFrame(0x03, R"({"generation":3,"node_id":"n","run_id":"r","step":1200})"));
 }
 
 TEST_CASE("an assignment is a nested object and an empty optional is left out") {

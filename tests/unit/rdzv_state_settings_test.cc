@@ -38,6 +38,8 @@ TEST_CASE("settings without keys are the documented defaults", "[rdzv][settings]
   CHECK(s->idle_timeout == Duration(60'000));
   CHECK(s->connect_timeout == Duration(2'000));   // 4 x keep_alive_interval
   CHECK(s->failover_timeout == Duration(3'500));  // fence_timeout + lease 2 s + expiry 0.5 s
+  CHECK(s->straggler_fraction == 0.5);
+  CHECK(s->straggler_window == Duration(30'000));
   // The daemon acks at most every fence_timeout / 3: at the default interval,
   // every heartbeat, so an agent hears from it twice within its fence timeout.
   CHECK(s->keep_alive_interval >= s->fence_timeout / 3);
@@ -77,6 +79,13 @@ TEST_CASE("settings refuse bad values with a message quoting key and value", "[r
       {"keep_alive_max_attempt", "1.5"},
       {"keep_alive_max_attempt", "many"},
       {"keep_alive_max_attempt", "100000"},
+      {"straggler_fraction", "0"},
+      {"straggler_fraction", "1.5"},
+      {"straggler_fraction", "-0.5"},
+      {"straggler_fraction", "half"},
+      {"straggler_fraction", "nan"},
+      {"straggler_window", "0"},
+      {"straggler_window", "30s"},
   }));
   INFO(key << "=" << value);
   auto s = Settings::FromConf({{key, value}});
@@ -210,4 +219,19 @@ TEST_CASE("rdzv-conf text parses the same for muster and musterd", "[rdzv][setti
     REQUIRE_FALSE(conf.ok());
     CHECK(conf.status().message() == message);
   }
+}
+
+TEST_CASE("the straggler rule's keys are read", "[rdzv][settings]") {
+  auto s = Settings::FromConf({{"straggler_fraction", "0.25"}, {"straggler_window", "3"}});
+  REQUIRE(s.ok());
+  CHECK(s->straggler_fraction == 0.25);
+  CHECK(s->straggler_window == Duration(3'000));
+  auto whole = Settings::FromConf({{"straggler_fraction", "1"}});
+  REQUIRE(whole.ok());
+  CHECK(whole->straggler_fraction == 1.0);
+  auto bad = Settings::FromConf({{"straggler_fraction", "2"}});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        "--rdzv-conf: straggler_fraction='2' must be a number above 0 and at most 1 (of the "
+        "median step rate)");
 }

@@ -145,6 +145,7 @@ struct Agent {
   // by an assignment; cleared by Waiting (it stops them, and heartbeats at
   // once, as muster's agent does) or by reporting a failure.
   uint64_t running = 0;
+  uint64_t step = 0;               // Heartbeat::step its heartbeats carry (0: none reported)
   bool stopping = false;           // told to stop by Waiting; heartbeats once delivery ends
   std::optional<Waiting> waiting;  // the latest Waiting since that assignment
   std::optional<RunEnded> ended;
@@ -228,7 +229,7 @@ class FakeCluster {
     return a.assignment ? a.assignment->generation : 0;
   }
   Actions Heartbeat(int i) {
-    return Send(i, rdzv::Heartbeat{kRunId, agent(i).node_id, agent(i).running});
+    return Send(i, rdzv::Heartbeat{kRunId, agent(i).node_id, agent(i).running, agent(i).step});
   }
   // A heartbeat from every connected agent that is not silent.
   Actions HeartbeatAll() {

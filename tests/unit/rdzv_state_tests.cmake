@@ -2,8 +2,8 @@
 # RunState and RendezvousCore on a fake cluster with a hand-driven clock, rank
 # assignment as a table, the status snapshot, a replica taking the lead, the
 # daemon's answer to a Hello and its changes of lead, and the settings
-# validation, and the member addresses the master is sent. No sockets, no
-# clocks.
+# validation, the member addresses the master is sent, and step rates and
+# stragglers. No sockets, no clocks.
 muster_unit_test(rdzv_state_unit_tests
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_round_test.cc
@@ -19,4 +19,6 @@ muster_unit_test(rdzv_state_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_history_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_rank_assignment_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_member_addrs_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_step_rates_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_straggler_test.cc
   LIBS muster_rdzv_state)

@@ -1,0 +1,125 @@
+#include "rendezvous/daemon/run_metrics.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <functional>
+
+namespace muster::rdzv {
+namespace {
+
+struct Family {
+  const char* name;
+  const char* help;
+};
+
+struct NodeCounts {
+  int member = 0;
+  int waiting = 0;
+};
+
+NodeCounts CountNodes(const RunStatus& run) {
+  NodeCounts counts;
+  for (const NodeStatus& node : run.nodes) {
+    if (node.member) {
+      ++counts.member;
+    } else {
+      ++counts.waiting;
+    }
+  }
+  return counts;
+}
+
+int WorldSize(const RunStatus& run) {
+  int size = 0;
+  for (const NodeStatus& node : run.nodes) {
+    if (node.member) size += node.local_world_size;
+  }
+  return size;
+}
+
+void Header(const Family& family, std::string& out) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} gauge\n", family.name,
+                 family.help, family.name);
+}
+
+// One family: its header, then `each(run)` for every run.
+void PerRun(const StatusSnapshot& snapshot, const Family& family, std::string& out,
+            const std::function<void(const RunStatus&, const std::string& run_label)>& each) {
+  Header(family, out);
+  for (const RunStatus& run : snapshot.runs) {
+    each(run, "run=\"" + PrometheusLabelValue(run.run_id) + "\"");
+  }
+}
+
+void Sample(std::string& out, const char* name, const std::string& labels, double value) {
+  fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, labels, value);
+}
+
+}  // namespace
+
+std::string PrometheusLabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void AppendRunMetrics(const StatusSnapshot& snapshot, const RunMetricsOptions& options,
+                      std::string& out) {
+  constexpr Family kState{"muster_run_state", "The run's phase (1 for the current one)."};
+  PerRun(snapshot, kState, out, [&](const RunStatus& run, const std::string& labels) {
+    Sample(out, kState.name, labels + ",state=\"" + std::string(RunPhaseName(run.phase)) + "\"", 1);
+  });
+  constexpr Family kGeneration{"muster_run_generation",
+                               "The run's current generation (0 before the first)."};
+  PerRun(snapshot, kGeneration, out, [&](const RunStatus& run, const std::string& labels) {
+    Sample(out, kGeneration.name, labels, static_cast<double>(run.generation));
+  });
+  constexpr Family kWorldSize{"muster_run_world_size", "Workers in the current generation."};
+  PerRun(snapshot, kWorldSize, out, [&](const RunStatus& run, const std::string& labels) {
+    Sample(out, kWorldSize.name, labels, WorldSize(run));
+  });
+  constexpr Family kNodes{"muster_run_nodes",
+                          "The run's nodes by state: member of the generation, or waiting."};
+  PerRun(snapshot, kNodes, out, [&](const RunStatus& run, const std::string& labels) {
+    const NodeCounts counts = CountNodes(run);
+    Sample(out, kNodes.name, labels + ",state=\"member\"", counts.member);
+    Sample(out, kNodes.name, labels + ",state=\"waiting\"", counts.waiting);
+  });
+  constexpr Family kRestarts{"muster_run_restarts", "Job-wide restarts used."};
+  PerRun(snapshot, kRestarts, out, [&](const RunStatus& run, const std::string& labels) {
+    Sample(out, kRestarts.name, labels, run.restart_count);
+  });
+  constexpr Family kBudget{"muster_run_restart_budget",
+                           "Job-wide restarts allowed (max_restarts)."};
+  PerRun(snapshot, kBudget, out, [&](const RunStatus& run, const std::string& labels) {
+    Sample(out, kBudget.name, labels, run.max_restarts);
+  });
+
+  if (options.node_series_max_nodes <= 0) return;
+  constexpr Family kAge{"muster_node_heartbeat_age_seconds",
+                        "Seconds since the node was last heard (runs within the node-series "
+                        "limit only)."};
+  PerRun(snapshot, kAge, out, [&](const RunStatus& run, const std::string& labels) {
+    if (static_cast<int>(run.nodes.size()) > options.node_series_max_nodes) return;
+    for (const NodeStatus& node : run.nodes) {
+      Sample(out, kAge.name,
+             labels + ",node=\"" + PrometheusLabelValue(node.node_id) + "\",host=\"" +
+                 PrometheusLabelValue(node.host) + "\"",
+             static_cast<double>(node.heartbeat_age.count()) / 1000.0);
+    }
+  });
+}
+
+}  // namespace muster::rdzv

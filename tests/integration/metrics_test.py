@@ -1,0 +1,117 @@
+"""musterd's /metrics read by the Prometheus client's own text-format parser
+(Debian's python3-prometheus-client): every per-run family is there with the
+label sets documented in rendezvous/daemon/run_metrics.h and values that match
+the jobs; per-node series appear only under --metrics-node-series; and the
+port asks for the daemon's token (Bearer, or Basic as a browser sends it).
+"""
+import base64
+import os
+import urllib.error
+import urllib.request
+
+from elastic_harness import start_agent, start_musterd, wait_generation
+from harness import Skip, check, free_port, run_tests, tempdir, test, wait_for, write_file
+
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:  # scripts/install-deps.sh installs it
+    text_string_to_metric_families = None
+
+RUN_FAMILIES = {
+    "muster_run_state": {"run", "state"},
+    "muster_run_generation": {"run"},
+    "muster_run_world_size": {"run"},
+    "muster_run_nodes": {"run", "state"},
+    "muster_run_restarts": {"run"},
+    "muster_run_restart_budget": {"run"},
+}
+
+
+def scrape(port, headers=None):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers=headers or {})
+    return urllib.request.urlopen(request, timeout=5).read().decode()
+
+
+def samples(text):
+    """{family: [(labels dict, value)]}, parsed as Prometheus parses it."""
+    if text_string_to_metric_families is None:
+        raise Skip("python3-prometheus-client is not installed (scripts/install-deps.sh)")
+    return {family.name: [(s.labels, s.value) for s in family.samples]
+            for family in text_string_to_metric_families(text)}
+
+
+def value(parsed, family, **labels):
+    found = [v for (l, v) in parsed.get(family, []) if l == labels]
+    check(len(found) == 1, f"{family}{labels}: {len(found)} samples", parsed.get(family))
+    return found[0]
+
+
+@test
+def per_run_metrics_carry_the_run_label_and_match_the_jobs():
+    metrics_port = free_port()
+    daemon, port = start_musterd(extra=["--metrics-port", str(metrics_port),
+                                        "--metrics-node-series", "4"])
+    alpha, beta = tempdir(), tempdir()
+    for _ in range(2):
+        start_agent(port, alpha, nnodes="2:2", nproc=2, run_id="alpha")
+    start_agent(port, beta, nnodes="2:2", nproc=1, run_id="beta",
+                extra=["--max-restarts", "3"])
+    wait_generation(alpha, 4)
+    check(wait_for(lambda: 'run="beta"' in scrape(metrics_port), 10), "run beta never appeared")
+    parsed = samples(scrape(metrics_port))
+
+    for family, label_names in RUN_FAMILIES.items():
+        check(family in parsed, f"{family} missing", sorted(parsed))
+        for labels, _ in parsed[family]:
+            check(set(labels) == label_names, f"{family} has labels {labels}")
+    check(value(parsed, "muster_run_state", run="alpha", state="running") == 1, parsed)
+    check(value(parsed, "muster_run_generation", run="alpha") >= 1, parsed)
+    check(value(parsed, "muster_run_world_size", run="alpha") == 4, parsed)
+    check(value(parsed, "muster_run_nodes", run="alpha", state="member") == 2, parsed)
+    check(value(parsed, "muster_run_nodes", run="alpha", state="waiting") == 0, parsed)
+    check(value(parsed, "muster_run_nodes", run="beta", state="waiting") == 1, parsed)
+    check(value(parsed, "muster_run_generation", run="beta") == 0, parsed)
+    check(value(parsed, "muster_run_restart_budget", run="beta") == 3, parsed)
+    check(value(parsed, "muster_run_restarts", run="alpha") == 0, parsed)
+
+    ages = parsed.get("muster_node_heartbeat_age_seconds", [])
+    check(len(ages) == 3, f"per-node series: {ages}")
+    for labels, age in ages:
+        check(set(labels) == {"run", "node", "host"} and 0 <= age < 5, f"node series {labels}")
+
+
+@test
+def no_per_node_series_by_default():
+    metrics_port = free_port()
+    daemon, port = start_musterd(extra=["--metrics-port", str(metrics_port)])
+    out = tempdir()
+    for _ in range(2):
+        start_agent(port, out, nnodes="2:2", nproc=1)
+    wait_generation(out, 2)
+    parsed = samples(scrape(metrics_port))
+    check(value(parsed, "muster_run_nodes", run="job", state="member") == 2, parsed)
+    check(not [f for f in parsed if f.startswith("muster_node_")], sorted(parsed))
+
+
+@test
+def the_metrics_port_asks_for_the_daemons_token():
+    token = "t0ken-for-metrics"
+    token_file = write_file(tempdir(), "token", token + "\n")
+    os.chmod(token_file, 0o600)
+    metrics_port = free_port()
+    start_musterd(extra=["--metrics-port", str(metrics_port), "--token-file", token_file])
+    try:
+        scrape(metrics_port)
+        check(False, "/metrics answered without the token")
+    except urllib.error.HTTPError as e:
+        check(e.code == 401 and "Basic" in e.headers.get("WWW-Authenticate", ""),
+              f"without the token: {e.code} {dict(e.headers)}")
+    parsed = samples(scrape(metrics_port, {"Authorization": f"Bearer {token}"}))
+    check("muster_run_state" in parsed, sorted(parsed))
+    basic = base64.b64encode(f"ops:{token}".encode()).decode()
+    text = scrape(metrics_port, {"Authorization": f"Basic {basic}"})
+    check("muster_runs " in text, text)
+
+
+if __name__ == "__main__":
+    run_tests()

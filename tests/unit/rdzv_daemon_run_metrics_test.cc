@@ -1,0 +1,60 @@
+// The per-run /metrics families: label values escaped as the text format
+// says, every family's header present without runs, per-node series only
+// for runs within the limit.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "rendezvous/daemon/run_metrics.h"
+
+namespace muster::rdzv {
+namespace {
+
+RunStatus Run(const std::string& id, int members, int waiting) {
+  RunStatus run;
+  run.run_id = id;
+  run.phase = RunPhase::kRunning;
+  run.generation = 2;
+  for (int i = 0; i < members + waiting; ++i) {
+    NodeStatus node;
+    node.node_id = id + "-n" + std::to_string(i);
+    node.host = "h" + std::to_string(i);
+    node.member = i < members;
+    node.local_world_size = 8;
+    run.nodes.push_back(node);
+  }
+  return run;
+}
+
+TEST_CASE("label values escape backslash, quote and newline", "[rdzv][metrics]") {
+  CHECK(PrometheusLabelValue("plain-run_1") == "plain-run_1");
+  CHECK(PrometheusLabelValue("a\\b\"c\nd") == "a\\\\b\\\"c\\nd");
+}
+
+TEST_CASE("every family has its header even with no run", "[rdzv][metrics]") {
+  std::string out;
+  AppendRunMetrics(StatusSnapshot{}, RunMetricsOptions{}, out);
+  for (const char* family :
+       {"muster_run_state", "muster_run_generation", "muster_run_world_size", "muster_run_nodes",
+        "muster_run_restarts", "muster_run_restart_budget"}) {
+    CHECK(out.find(std::string("# TYPE ") + family + " gauge\n") != std::string::npos);
+  }
+  CHECK(out.find("muster_node_") == std::string::npos);
+}
+
+TEST_CASE("runs are labelled, and per-node series come only within the limit", "[rdzv][metrics]") {
+  StatusSnapshot snapshot;
+  snapshot.runs = {Run("big", 3, 1), Run("small", 2, 0)};
+  std::string out;
+  AppendRunMetrics(snapshot, RunMetricsOptions{2}, out);
+  CHECK(out.find("muster_run_world_size{run=\"big\"} 24\n") != std::string::npos);
+  CHECK(out.find("muster_run_nodes{run=\"big\",state=\"waiting\"} 1\n") != std::string::npos);
+  CHECK(out.find("muster_run_state{run=\"small\",state=\"running\"} 1\n") != std::string::npos);
+  CHECK(
+      out.find("muster_node_heartbeat_age_seconds{run=\"small\",node=\"small-n0\",host=\"h0\"}") !=
+      std::string::npos);
+  CHECK(out.find("node=\"big-n0\"") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace muster::rdzv
