@@ -14,34 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// A node's step rate and straggler flag, and a run's median rate, when the
-// snapshot carries them (from the progress reports in heartbeats); without
-// them every node reads as "no step reports".
-template <typename Node>
-std::optional<double> StepsPerSecondOf(const Node& node) {
-  if constexpr (requires { node.steps_per_second; }) {
-    return std::optional<double>(node.steps_per_second);
-  } else {
-    return std::nullopt;
-  }
-}
-template <typename Run>
-std::optional<double> MedianStepsPerSecondOf(const Run& run) {
-  if constexpr (requires { run.median_steps_per_second; }) {
-    return std::optional<double>(run.median_steps_per_second);
-  } else {
-    return std::nullopt;
-  }
-}
-template <typename Node>
-bool IsStraggler(const Node& node) {
-  if constexpr (requires { node.straggler; }) {
-    return static_cast<bool>(node.straggler);
-  } else {
-    return false;
-  }
-}
-
 std::optional<size_t> ParseCount(std::string_view text) {
   size_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -77,7 +49,7 @@ json RowJson(const NodeRow& row) {
     r["why"] = std::string(row.why);
     r["age_ms"] = row.age.count();
   }
-  if (const auto rate = StepsPerSecondOf(node)) r["steps_per_second"] = *rate;
+  if (node.steps_per_second) r["steps_per_second"] = *node.steps_per_second;
   return r;
 }
 
@@ -124,7 +96,7 @@ json RunJson(const RunStatus& run, const StatusPageQuery& query) {
         {"limit", query.limit},
         {"rows", std::move(page)}}},
   };
-  if (const auto median = MedianStepsPerSecondOf(run)) r["median_steps_per_second"] = *median;
+  if (run.median_steps_per_second) r["median_steps_per_second"] = *run.median_steps_per_second;
   if (run.outcome) {
     r["result"] = run.outcome->succeeded ? "succeeded" : "failed";
     r["message"] = run.outcome->message;
@@ -153,7 +125,7 @@ std::vector<NodeRow> NodeRowsByInterest(const RunStatus& run) {
     rows.push_back(NodeRow{&gone.node, gone.state, gone.why, gone.age});
   }
   for (const NodeStatus& node : run.nodes) {
-    const char* state = !node.member ? "waiting" : IsStraggler(node) ? "straggler" : "member";
+    const char* state = !node.member ? "waiting" : node.straggler ? "straggler" : "member";
     rows.push_back(NodeRow{&node, state, {}, {}});
   }
   // Ranks order members, and ids the rest, so equal rows keep a stable order.
@@ -162,8 +134,8 @@ std::vector<NodeRow> NodeRowsByInterest(const RunStatus& run) {
     const int sb = StateOrder(b.state);
     if (sa != sb) return sa < sb;
     if (sa <= 1) return a.age < b.age;  // the latest to go first
-    const auto ra = StepsPerSecondOf(*a.node);
-    const auto rb = StepsPerSecondOf(*b.node);
+    const auto ra = a.node->steps_per_second;
+    const auto rb = b.node->steps_per_second;
     if (ra.has_value() != rb.has_value()) return ra.has_value();
     if (ra && *ra != *rb) return *ra < *rb;
     if (a.node->member) return a.node->group_rank < b.node->group_rank;

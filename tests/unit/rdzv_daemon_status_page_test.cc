@@ -118,6 +118,35 @@ TEST_CASE("the node table lists dead nodes first, the latest first, then left, m
   CHECK(counts.straggler == 0);
 }
 
+TEST_CASE("stragglers come next, then members by step rate, slowest first, silent ones last",
+          "[rdzv][status_page]") {
+  RunStatus run = RunningRun("job", 5);
+  run.nodes[0].steps_per_second = 10.0;
+  run.nodes[1].steps_per_second = 2.0;  // slow, not flagged
+  run.nodes[2].steps_per_second = 0.5;
+  run.nodes[2].straggler = true;
+  run.nodes[3].steps_per_second = 9.0;
+  // node4 reports no steps
+  run.median_steps_per_second = 9.0;
+  run.departed.push_back(Gone("dead", "dead", 1s));
+
+  const std::vector<NodeRow> rows = NodeRowsByInterest(run);
+  CHECK(Ids(rows) == std::vector<std::string>{"dead:dead", "node2:straggler", "node1:member",
+                                              "node3:member", "node0:member", "node4:member"});
+  const NodeCounts counts = CountNodes(rows);
+  CHECK(counts.member == 5);  // a straggler is a member too
+  CHECK(counts.straggler == 1);
+
+  StatusSnapshot snapshot;
+  snapshot.runs.push_back(run);
+  const json doc = json::parse(StatusPageJson(snapshot, {}));
+  const json& shown = doc["runs"][0];
+  CHECK(shown["median_steps_per_second"] == 9.0);
+  CHECK(shown["nodes"]["rows"][1]["steps_per_second"] == 0.5);
+  CHECK(shown["nodes"]["rows"][1]["state"] == "straggler");
+  CHECK_FALSE(shown["nodes"]["rows"][5].contains("steps_per_second"));
+}
+
 TEST_CASE("the document pages each run's rows and counts every state", "[rdzv][status_page]") {
   StatusSnapshot snapshot;
   snapshot.runs.push_back(RunningRun("job", 250));
