@@ -556,6 +556,9 @@ void RunState::CheckStragglers(Time now, Actions& out) {
                      " run=" + run_id_ + " node=" + change.node_id + " host=" + change.host +
                      " rate=" + RateText(change.rate) + " median=" + RateText(change.median) +
                      " gen=" + std::to_string(generation_)});
+    NoteEvent(now, flagged ? "straggler" : "straggler_cleared", change.node_id,
+              "host " + change.host + ": " + RateText(change.rate) +
+                  " steps/s against a median of " + RateText(change.median));
   }
 }
 

@@ -257,3 +257,36 @@ TEST_CASE("a new core handed the old one's event log keeps its events", "[rdzv][
   successor.set_event_log(events);
   CHECK(Kinds(successor.Status("", c.now())) == std::vector<std::string>{"generation"});
 }
+
+TEST_CASE("a straggler flagged, then cleared, is among the recent events",
+          "[rdzv][history][events]") {
+  Settings settings = TestSettings();
+  settings.straggler_window = 3s;
+  FakeCluster c(3, 3, 0, settings);
+  c.AddAgents(3);
+  c.JoinAll();
+  c.ExpectNewGeneration();
+  // Each agent steps at its rate per second, heart-beating every 0.5 s.
+  const auto step = [&c](const std::vector<uint64_t>& per_second, Duration how_long) {
+    const Time end = c.now() + how_long;
+    while (c.now() < end) {
+      for (size_t i = 0; i < per_second.size(); ++i) {
+        c.agent(static_cast<int>(i)).step += per_second[i] / 2;
+      }
+      c.HeartbeatAll();
+      c.Advance(500ms);
+    }
+  };
+  step({20, 20, 2}, 8s);
+  step({20, 20, 20}, 8s);
+  std::vector<EventStatus> stragglers;
+  for (const EventStatus& e : c.core().Status("", c.now()).events) {
+    if (e.kind.starts_with("straggler")) stragglers.push_back(e);
+  }
+  REQUIRE(stragglers.size() == 2);
+  CHECK(stragglers[0].kind == "straggler");
+  CHECK(stragglers[0].node_id == "node2");
+  CHECK(stragglers[0].text == "host host2: 2 steps/s against a median of 20");
+  CHECK(stragglers[1].kind == "straggler_cleared");
+  CHECK(stragglers[1].node_id == "node2");
+}
