@@ -70,7 +70,7 @@ std::vector<std::string> Ids(const std::vector<NodeRow>& rows) {
 
 }  // namespace
 
-TEST_CASE("the page's query names a run and a page; bad values take their defaults",
+TEST_CASE("the page's query names a run and a page, and bad values take their defaults",
           "[rdzv][status_page]") {
   struct Case {
     std::string query;
