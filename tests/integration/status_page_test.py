@@ -41,8 +41,10 @@ def need_browser(driver=False):
 
 def chromium_args(profile):
     # --no-sandbox: tests run as root in containers, where the sandbox cannot start.
+    # No crash reporter: its handler leaves the process group, out of the harness's reach.
     return ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}"]
+            "--no-first-run", "--hide-scrollbars", "--disable-breakpad", "--disable-crash-reporter",
+            f"--user-data-dir={profile}"]
 
 
 def chromium(args, timeout=90):
