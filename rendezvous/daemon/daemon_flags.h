@@ -39,12 +39,12 @@ struct DaemonFlags {
   int64_t port = kDefaultRendezvousPort;
   std::string config;
   std::string token_file;
-  std::string tls_cert;             // --tls-cert: serve TLS with this certificate
-  std::string tls_key;              // --tls-key
-  std::string tls_client_ca;        // --tls-client-ca: mutual TLS
-  int64_t metrics_port = -1;        // -1: no metrics server
-  int64_t metrics_node_series = 0;  // per-node series for runs up to this many nodes
-  std::string rdzv_conf;            // the command line's K=V,... text
+  std::string tls_cert;       // --tls-cert: serve TLS with this certificate
+  std::string tls_key;        // --tls-key
+  std::string tls_client_ca;  // --tls-client-ca: mutual TLS
+  int64_t metrics_port = -1;  // -1: no metrics server
+  int64_t node_metrics = 0;   // per-node series for runs up to this many nodes
+  std::string rdzv_conf;      // the command line's K=V,... text
   // The config file's rdzv_conf object, its values as text; --rdzv-conf's
   // keys win over it.
   std::map<std::string, std::string> config_rdzv_conf;

@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   options.port = static_cast<uint16_t>(flags.port);
   options.settings = *settings;
   options.max_connections = static_cast<size_t>(flags.max_connections);
-  options.metrics_node_series = static_cast<int>(flags.metrics_node_series);
+  options.node_metrics = static_cast<int>(flags.node_metrics);
   std::vector<std::string> file_warnings;  // logged once the logger is up
   if (!flags.token_file.empty()) {
     auto token = muster::rdzv::ReadTokenFile(flags.token_file);

@@ -373,8 +373,7 @@ std::string RendezvousServer::MetricsText() const {
   metric("muster_replica_leader_changes_total", "counter",
          "Times this replica took or lost the lead.", static_cast<double>(leader_changes_));
   std::string text = out.str();
-  AppendRunMetrics(core_->Status("", Clock::now()), RunMetricsOptions{options_.metrics_node_series},
-                   text);
+  AppendRunMetrics(core_->Status("", Clock::now()), RunMetricsOptions{options_.node_metrics}, text);
   return text;
 }
 

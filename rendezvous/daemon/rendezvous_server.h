@@ -47,7 +47,7 @@ struct ServerOptions {
   // daemon's warnings (which say the same) are logged at info.
   bool inside_agent = false;
   // /metrics: per-node series for runs of at most this many nodes (0: none).
-  int metrics_node_series = 0;
+  int node_metrics = 0;
 };
 
 class RendezvousServer {

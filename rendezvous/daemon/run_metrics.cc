@@ -4,6 +4,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 
 namespace muster::rdzv {
 namespace {
@@ -107,19 +108,43 @@ void AppendRunMetrics(const StatusSnapshot& snapshot, const RunMetricsOptions& o
     Sample(out, kBudget.name, labels, run.max_restarts);
   });
 
-  if (options.node_series_max_nodes <= 0) return;
-  constexpr Family kAge{"muster_node_heartbeat_age_seconds",
-                        "Seconds since the node was last heard (runs within the node-series "
-                        "limit only)."};
-  PerRun(snapshot, kAge, out, [&](const RunStatus& run, const std::string& labels) {
-    if (static_cast<int>(run.nodes.size()) > options.node_series_max_nodes) return;
-    for (const NodeStatus& node : run.nodes) {
-      Sample(out, kAge.name,
-             labels + ",node=\"" + PrometheusLabelValue(node.node_id) + "\",host=\"" +
-                 PrometheusLabelValue(node.host) + "\"",
-             static_cast<double>(node.heartbeat_age.count()) / 1000.0);
-    }
+  constexpr Family kSteps{"muster_run_steps_per_second",
+                          "The median of the members' step rates (absent without step reports)."};
+  PerRun(snapshot, kSteps, out, [&](const RunStatus& run, const std::string& labels) {
+    if (run.median_steps_per_second) Sample(out, kSteps.name, labels, *run.median_steps_per_second);
   });
+  constexpr Family kStragglers{"muster_run_stragglers", "Members flagged as stragglers."};
+  PerRun(snapshot, kStragglers, out, [&](const RunStatus& run, const std::string& labels) {
+    Sample(out, kStragglers.name, labels, run.stragglers);
+  });
+
+  if (options.node_series_max_nodes <= 0) return;
+  // One family per node value; runs past the limit add nothing.
+  auto per_node = [&](const Family& family,
+                      const std::function<std::optional<double>(const NodeStatus&)>& value) {
+    PerRun(snapshot, family, out, [&](const RunStatus& run, const std::string& labels) {
+      if (static_cast<int>(run.nodes.size()) > options.node_series_max_nodes) return;
+      for (const NodeStatus& node : run.nodes) {
+        const std::optional<double> v = value(node);
+        if (!v) continue;
+        Sample(out, family.name,
+               labels + ",node=\"" + PrometheusLabelValue(node.node_id) + "\",host=\"" +
+                   PrometheusLabelValue(node.host) + "\"",
+               *v);
+      }
+    });
+  };
+  per_node({"muster_node_heartbeat_age_seconds",
+            "Seconds since the node was last heard (runs within the node-series limit only)."},
+           [](const NodeStatus& node) -> std::optional<double> {
+             return static_cast<double>(node.heartbeat_age.count()) / 1000.0;
+           });
+  per_node({"muster_node_steps_per_second",
+            "The node's step rate (runs within the node-series limit; absent without reports)."},
+           [](const NodeStatus& node) { return node.steps_per_second; });
+  per_node({"muster_node_straggler",
+            "1 while the node is flagged a straggler (runs within the node-series limit)."},
+           [](const NodeStatus& node) -> std::optional<double> { return node.straggler ? 1 : 0; });
 }
 
 }  // namespace muster::rdzv

@@ -8,8 +8,12 @@
 //   muster_run_world_size{run}                      workers in the generation
 //   muster_run_nodes{run,state}                     state: member, waiting
 //   muster_run_restarts{run}, muster_run_restart_budget{run}
+//   muster_run_steps_per_second{run}                the members' median; absent
+//                                                   without step reports
+//   muster_run_stragglers{run}                      members flagged stragglers
 //
-// Per-node series (muster_node_*{run,node,host}) come only for runs of at
+// Per-node series (muster_node_{heartbeat_age_seconds,steps_per_second,
+// straggler}{run,node,host}) come only for runs of at
 // most `node_series_max_nodes` nodes (0, the default: none), for small jobs
 // whose operators want them.
 //

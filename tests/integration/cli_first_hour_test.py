@@ -166,7 +166,7 @@ def completions(program, *lines):
 
 @test
 def musterd_has_bash_completion_like_muster():
-    got = completions("musterd", "musterd --metrics-p", "musterd --etcd-c", "musterd --inject ''",
+    got = completions("musterd", "musterd --me", "musterd --etcd-c", "musterd --inject ''",
                       "musterd --port 0 --token_f")
     check(got == ["--metrics-port", "--etcd-cacert --etcd-cert", "crash-daemon,after=",
                   "--token_file"], f"musterd: {got}")

@@ -17,12 +17,14 @@ ends, pass or fail.
 """
 import json
 import os
+import re
 import subprocess
 import time
+import urllib.request
 
 from elastic_harness import start_musterd
-from harness import (MUSTER, PYTHON, SOURCE_DIR, Skip, base_env, check, run_tests, start,
-                     tempdir, test, wait_for, write_file)
+from harness import (MUSTER, PYTHON, SOURCE_DIR, Skip, base_env, check, free_port, run_tests,
+                     start, tempdir, test, wait_for, write_file)
 from train_harness import TRAIN, model
 
 WINDOW_S = 3  # straggler_window given to musterd
@@ -103,12 +105,21 @@ def read(path):
         return f.read()
 
 
+def run_metric(metrics_port, family, run_id):
+    """The value of family{run="run_id"} in musterd's /metrics; None when absent."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read()
+    found = re.search(rf'^{family}{{run="{run_id}"}} (\S+)$', text.decode(), re.MULTILINE)
+    return float(found.group(1)) if found else None
+
+
 @test
 def a_node_whose_workers_step_slowly_is_flagged_within_the_window_and_no_other():
     out = tempdir()
     log_path = os.path.join(out, "musterd.log")
     with open(log_path, "w") as log:
-        _, port = start_musterd(extra=["--rdzv-conf", f"straggler_window={WINDOW_S}"], log=log)
+        metrics_port = free_port()
+        _, port = start_musterd(extra=["--rdzv-conf", f"straggler_window={WINDOW_S}",
+                                       "--metrics-port", str(metrics_port)], log=log)
     agents = start_agents(port, out, [FAST_S, FAST_S, SLOW_S], "3:3", "slowjob")
     slow = agents[2]
     wait_rates_known(port, 3)
@@ -141,6 +152,8 @@ def a_node_whose_workers_step_slowly_is_flagged_within_the_window_and_no_other()
           f"slow rate {slow_node['steps_per_second']} not below half the median {median}")
     check("(straggler)" in table and "1 straggler" in table, "muster status marks it", table)
     check(table.count("(straggler)") == 1, "one node marked", table)
+    check(run_metric(metrics_port, "muster_run_stragglers", "slowjob") == 1, "the metric says 1")
+    check(run_metric(metrics_port, "muster_run_steps_per_second", "slowjob") > 0, "no step rate")
 
 
 @test
@@ -150,7 +163,9 @@ def a_fault_free_run_flags_no_straggler():
                         json.dumps({"rdzv_conf": {"straggler_window": WINDOW_S}}))
     log_path = os.path.join(out, "musterd.log")
     with open(log_path, "w") as log:
-        _, port = start_musterd(extra=["--config", config], log=log)
+        metrics_port = free_port()
+        _, port = start_musterd(extra=["--config", config, "--metrics-port", str(metrics_port)],
+                                log=log)
     start_agents(port, out, [FAST_S, FAST_S, FAST_S], "3:3", "evenjob")
     wait_rates_known(port, 3)
     time.sleep(WINDOW_S + 3)
@@ -162,6 +177,7 @@ def a_fault_free_run_flags_no_straggler():
     median = run.get("median_steps_per_second")
     check(median is not None and median > 0, f"no median: {run}")
     check(" 0 stragglers" in table and "steps/s" in table, "muster status", table)
+    check(run_metric(metrics_port, "muster_run_stragglers", "evenjob") == 0, "the metric says 0")
 
 
 @test

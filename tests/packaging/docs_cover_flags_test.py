@@ -369,8 +369,7 @@ def check_musterd_completion(source_dir, flags, failures):
         ("musterd --rdzv-conf heart", lambda r, c: None if r == ["heartbeat_timeout="] else f"gives {r}"),
         ("musterd --rdzv-conf join_timeout=5,last", lambda r, c: None if r == ["5,last_call_timeout="] else f"gives {r}"),
         ("musterd --inject ", lambda r, c: None if r == ["crash-daemon,after="] else f"gives {r}"),
-        ("musterd --port 29400 --metrics-p",
-         lambda r, c: None if r == ["--metrics-port"] else f"gives {r}"),
+        ("musterd --port 29400 --me", lambda r, c: None if r == ["--metrics-port"] else f"gives {r}"),
     ]
     with tempfile.TemporaryDirectory() as cwd:
         open(os.path.join(cwd, "job.json"), "w").close()
