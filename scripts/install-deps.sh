@@ -16,8 +16,9 @@ BUILD_PACKAGES=(
 # their throwaway CA for TLS to etcd. python3-tqdm: a real progress bar for the
 # live console output tests. python3-prometheus-client: the real text-format parser
 # that checks /metrics. python3-yaml: parses docs/kubernetes.md's manifests.
+# chromium and chromium-driver: the status page's browser test.
 TEST_PACKAGES=(git python3 python3-torch procps iproute2 util-linux time slurm-wlm munge nftables openssl
-  etcd-server python3-tqdm python3-prometheus-client python3-yaml
+  etcd-server python3-tqdm python3-prometheus-client python3-yaml chromium chromium-driver
   clang libclang-rt-14-dev)
 
 packages=("${BUILD_PACKAGES[@]}")

@@ -300,7 +300,15 @@ void RendezvousServer::DropEverything(LeadChange change) {
   for (auto& [conn, session] : sessions_) open.push_back(session.channel);
   // Forgotten before the closes come back: they find no run to report to.
   sessions_.clear();
+  // The recent events outlive the runs: the status page shows the change of lead among them.
+  std::shared_ptr<EventLog> events = core_->event_log();
+  events->Add(DaemonEvent{Clock::now(), "lead_change", "", "",
+                          std::string(replica::RoleName(replica_.role)) + " (epoch " +
+                              std::to_string(replica_.epoch) + ", leader " +
+                              (replica_.leader.empty() ? "unknown" : replica_.leader) +
+                              "): " + change.why});
   core_ = std::make_unique<RendezvousCore>(change.settings, std::move(change.takeover));
+  core_->set_event_log(std::move(events));
   for (auto& channel : open) channel->Close(change.why);
 }
 
@@ -314,6 +322,15 @@ void RendezvousServer::PublishRunRecords() {
     changed.push_back(std::move(record));
   }
   if (!changed.empty()) run_record_sink_(std::move(changed));
+}
+
+StatusSnapshot RendezvousServer::PageSnapshot() const {
+  StatusSnapshot snapshot = core_->Status("", Clock::now());
+  if (replica_.replicated) {
+    snapshot.replica = ReplicaSummary{replica_.self, replica::RoleName(replica_.role),
+                                      replica_.epoch, replica_.leader, replica_.replicas};
+  }
+  return snapshot;
 }
 
 std::string RendezvousServer::MetricsText() const {

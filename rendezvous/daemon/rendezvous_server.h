@@ -70,6 +70,9 @@ class RendezvousServer {
   uint16_t port() const { return port_; }
   // Prometheus text exposition of the daemon's counters.
   std::string MetricsText() const;
+  // Every run, the recent events and, for a replica, who leads, as the
+  // status page (status_page_json.h) shows them now.
+  StatusSnapshot PageSnapshot() const;
 
   // A replica's role changed (replica_status.h). Taking the lead, or losing
   // it, closes every connection and forgets every run: a new leader rebuilds

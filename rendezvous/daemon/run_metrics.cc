@@ -17,6 +17,8 @@ struct Family {
 struct NodeCounts {
   int member = 0;
   int waiting = 0;
+  int dead = 0;
+  int left = 0;
 };
 
 NodeCounts CountNodes(const RunStatus& run) {
@@ -26,6 +28,13 @@ NodeCounts CountNodes(const RunStatus& run) {
       ++counts.member;
     } else {
       ++counts.waiting;
+    }
+  }
+  for (const RunStatus::Departed& gone : run.departed) {
+    if (gone.state == "dead") {
+      ++counts.dead;
+    } else {
+      ++counts.left;
     }
   }
   return counts;
@@ -91,12 +100,16 @@ void AppendRunMetrics(const StatusSnapshot& snapshot, const RunMetricsOptions& o
   PerRun(snapshot, kWorldSize, out, [&](const RunStatus& run, const std::string& labels) {
     Sample(out, kWorldSize.name, labels, WorldSize(run));
   });
-  constexpr Family kNodes{"muster_run_nodes",
-                          "The run's nodes by state: member of the generation, or waiting."};
+  constexpr Family kNodes{
+      "muster_run_nodes",
+      "The run's nodes by state: member of the generation, waiting, or gone (dead, left; the "
+      "last 256 kept)."};
   PerRun(snapshot, kNodes, out, [&](const RunStatus& run, const std::string& labels) {
     const NodeCounts counts = CountNodes(run);
     Sample(out, kNodes.name, labels + ",state=\"member\"", counts.member);
     Sample(out, kNodes.name, labels + ",state=\"waiting\"", counts.waiting);
+    Sample(out, kNodes.name, labels + ",state=\"dead\"", counts.dead);
+    Sample(out, kNodes.name, labels + ",state=\"left\"", counts.left);
   });
   constexpr Family kRestarts{"muster_run_restarts", "Job-wide restarts used."};
   PerRun(snapshot, kRestarts, out, [&](const RunStatus& run, const std::string& labels) {
@@ -108,6 +121,13 @@ void AppendRunMetrics(const StatusSnapshot& snapshot, const RunMetricsOptions& o
     Sample(out, kBudget.name, labels, run.max_restarts);
   });
 
+  constexpr Family kSince{"muster_run_seconds_since_generation",
+                          "Seconds since the current generation formed (absent before the first)."};
+  PerRun(snapshot, kSince, out, [&](const RunStatus& run, const std::string& labels) {
+    if (run.generations.empty() || run.generations.back().generation != run.generation) return;
+    Sample(out, kSince.name, labels,
+           static_cast<double>(run.generations.back().age.count()) / 1000.0);
+  });
   constexpr Family kSteps{"muster_run_steps_per_second",
                           "The median of the members' step rates (absent without step reports)."};
   PerRun(snapshot, kSteps, out, [&](const RunStatus& run, const std::string& labels) {

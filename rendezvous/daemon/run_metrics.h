@@ -6,7 +6,10 @@
 //   muster_run_state{run,state} 1                   state: RunPhaseName
 //   muster_run_generation{run}                      0 before the first
 //   muster_run_world_size{run}                      workers in the generation
-//   muster_run_nodes{run,state}                     state: member, waiting
+//   muster_run_nodes{run,state}                     state: member, waiting, and the
+//                                                   nodes gone that the run's history
+//                                                   keeps (run_history.h): dead, left
+//   muster_run_seconds_since_generation{run}        absent before the first
 //   muster_run_restarts{run}, muster_run_restart_budget{run}
 //   muster_run_steps_per_second{run}                the members' median; absent
 //                                                   without step reports

@@ -91,6 +91,7 @@ Actions RendezvousCore::HandleMessage(ConnId conn, const Message& message,
                         .emplace(join.run_id, std::make_unique<RunState>(join.run_id, join,
                                                                          settings_, now, takeover_))
                         .first->second.get();
+              run->set_event_log(events_);
               // A record seeds the run it was kept for, not a later one of the same id.
               takeover_.records.erase(join.run_id);
             }
@@ -141,6 +142,12 @@ StatusSnapshot RendezvousCore::Status(std::string_view run_id, Time now) const {
   for (const auto& [id, run] : runs_) {
     if (!run_id.empty() && id != run_id) continue;
     snapshot.runs.push_back(run->Status(now));
+  }
+  for (const DaemonEvent& event : events_->events()) {
+    if (!run_id.empty() && event.run_id != run_id && !event.run_id.empty()) continue;
+    snapshot.events.push_back(
+        EventStatus{std::chrono::duration_cast<std::chrono::milliseconds>(now - event.at),
+                    event.kind, event.run_id, event.node_id, event.text});
   }
   return snapshot;
 }

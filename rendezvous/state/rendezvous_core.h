@@ -34,6 +34,13 @@ class RendezvousCore {
   // that the shell formats.
   StatusSnapshot Status(std::string_view run_id, Time now) const;
 
+  // The daemon's recent events (run_history.h), which every run adds to.
+  // A shell that replaces its core (a change of lead) hands the new one the
+  // old one's log, so the events outlive it, and notes the change itself.
+  const std::shared_ptr<EventLog>& event_log() const { return events_; }
+  // REQUIRES: no run yet (a core just made); `events` not null.
+  void set_event_log(std::shared_ptr<EventLog> events) { events_ = std::move(events); }
+
   // Counters of every run, ended and forgotten ones included, plus gauges.
   struct Totals : RunState::Counters {
     size_t runs = 0;
@@ -56,6 +63,7 @@ class RendezvousCore {
   std::map<ConnId, std::string> conn_run_;
   // Counters of forgotten runs, so totals never go down.
   RunState::Counters retired_;
+  std::shared_ptr<EventLog> events_ = std::make_shared<EventLog>();
 };
 
 }  // namespace muster::rdzv

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <utility>
 
 #include "rendezvous/protocol/message_codec.h"
 #include "rendezvous/state/member_addresses.h"
@@ -185,6 +186,7 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, const std::string& peer_
     return out;
   }
 
+  history_.Returned(join.node_id);
   Node& node = nodes_.Add(join.node_id);
   node.host = join.host;
   node.local_world_size = join.local_world_size;
@@ -293,6 +295,9 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
     Log(out, false,
         "event=worker_failed node=" + node->node_id + " gen=" + std::to_string(generation_) +
             " exit_code=" + std::to_string(failed.exit_code) + " while draining");
+    NoteEvent(now, "worker_failed", node->node_id,
+              "exit code " + std::to_string(failed.exit_code) + " while generation " +
+                  std::to_string(generation_) + " was ending");
     DrainedNode(node->node_id, now, out);
     return out;
   }
@@ -303,6 +308,9 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
       "event=worker_failed node=" + node->node_id + " gen=" + std::to_string(generation_) +
           " exit_code=" + std::to_string(failed.exit_code) + " failures=" +
           std::to_string(restart_count_) + " max_restarts=" + std::to_string(max_restarts_));
+  NoteEvent(now, "worker_failed", node->node_id,
+            "exit code " + std::to_string(failed.exit_code) + " (restart " +
+                std::to_string(restart_count_) + " of " + std::to_string(max_restarts_) + ")");
   round_opened_ = now;
   if (restart_count_ > max_restarts_) {
     EndRun(false,
@@ -312,6 +320,8 @@ Actions RunState::OnWorkerFailed(ConnId conn, const WorkerFailed& failed, Time n
     return out;
   }
   // An agent reports a failure once its workers are gone: nothing to drain there.
+  next_cause_ = GenerationCause{std::string(GenerationCause::kWorkerFailed), node->node_id,
+                                "exit code " + std::to_string(failed.exit_code)};
   NextGeneration(now, what, out, node->node_id);
   return out;
 }
@@ -366,6 +376,7 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
   const std::string host = gone->host;
   const int first_rank = gone->global_rank_offset;
   const int last_rank = gone->global_rank_offset + gone->local_world_size - 1;
+  NoteDeparted(*gone, why, now);
   nodes_.Erase(node_id);
   ++counters_.dead_nodes;
   Log(out, true,
@@ -383,6 +394,9 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
                                                  : why);
     round_opened_ = now;
     if (alive >= min_nodes_) {
+      next_cause_ = GenerationCause{
+          std::string(why == "left" ? GenerationCause::kNodeLeft : GenerationCause::kNodeLost),
+          node_id, history_.departed.back().why};
       NextGeneration(now, whose, out);
       return;
     }
@@ -396,6 +410,9 @@ void RunState::NodeGone(const std::string& node_id, Time now, const std::string&
                                "; waiting up to join_timeout " +
                                SecondsText(settings_.join_timeout) + "s for replacements";
     Log(out, true, "event=below_min nodes=" + std::to_string(alive));
+    NoteEvent(now, "below_min", "",
+              std::to_string(alive) + " nodes left, below --nnodes MIN " +
+                  std::to_string(min_nodes_) + "; waiting for replacements");
     WaitForReplacements(reason, out);
     return;
   }
@@ -473,6 +490,12 @@ void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
   ++counters_.generations;
   counters_.round_seconds_total += SecondsOf(now - round_opened_);
   drain_.reset();
+  // A round that gathered nodes forms because they joined, whatever ended
+  // the generation before it.
+  GenerationCause cause = std::exchange(next_cause_, {});
+  if (phase_ == Phase::kGathering || phase_ == Phase::kLastCall || cause.reason.empty()) {
+    cause = GenerationCause{std::string(GenerationCause::kJoined), "", why};
+  }
   for (const RankedMember& ranked : ranks.members) {
     Node& node = *candidates[ranked.candidate];
     node.member = true;
@@ -490,6 +513,7 @@ void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
           " failure_restarts=" + std::to_string(restart_count_) + "/" +
           std::to_string(max_restarts_) + " why=\"" + why + "\"");
   SummarizeGeneration();
+  NoteGeneration(now, std::move(cause));
   for (const RankedMember& ranked : ranks.members) {
     SendAssignment(*candidates[ranked.candidate], out);
   }
@@ -510,6 +534,7 @@ void RunState::EndRun(bool succeeded, const std::string& message, Time now, Acti
   Log(out, !succeeded,
       std::string("event=run_ended result=") + (succeeded ? "succeeded" : "failed") +
           " gen=" + std::to_string(generation_) + " message=\"" + message + "\"");
+  NoteEvent(now, "run_ended", "", (succeeded ? "succeeded: " : "failed: ") + message);
   for (auto& [id, node] : nodes_) {
     if (node.conn) out.push_back(SendAction{node.conn, RunEnded{run_id_, succeeded, message}});
   }
@@ -531,6 +556,9 @@ void RunState::CheckStragglers(Time now, Actions& out) {
                      " run=" + run_id_ + " node=" + change.node_id + " host=" + change.host +
                      " rate=" + RateText(change.rate) + " median=" + RateText(change.median) +
                      " gen=" + std::to_string(generation_)});
+    NoteEvent(now, flagged ? "straggler" : "straggler_cleared", change.node_id,
+              "host " + change.host + ": " + RateText(change.rate) +
+                  " steps/s against a median of " + RateText(change.median));
   }
 }
 
@@ -552,6 +580,9 @@ Actions RunState::OnTick(Time now) {
     Log(out, true,
         "event=drain_timeout gen=" + std::to_string(generation_) + " nodes=" + late +
             " (they did not report their workers stopped)");
+    NoteEvent(now, "drain_timeout", "",
+              "generation " + std::to_string(generation_) + ": " + late +
+                  " did not report their workers stopped");
     drain_->running.clear();
     FinishDrainIfDone(now, out);
   }
@@ -569,6 +600,8 @@ Actions RunState::OnTick(Time now) {
                            [](const auto& entry) { return !entry.second.member; })) {
       // Only if a newcomer is still there: a new generation restarts every
       // worker, and the one it was opened for may have died meanwhile.
+      next_cause_ =
+          GenerationCause{std::string(GenerationCause::kAdmitted), "", "new nodes joined"};
       NextGeneration(now, "admitting new nodes", out);
     } else if (phase_ == Phase::kRebuilding) {
       TryFinishRebuild(now, true, out);

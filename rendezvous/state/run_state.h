@@ -31,7 +31,8 @@
 //
 // The code is split by concern: run_state.cc handles the events,
 // run_state_rebuild.cc rebuilds a run after a daemon restart,
-// run_state_status.cc takes its status snapshot; node_table.h keeps the
+// run_state_status.cc takes its status snapshot, run_state_history.cc keeps
+// the history the status page shows; node_table.h keeps the
 // nodes and their liveness, rank_assignment.h picks the ranks.
 #pragma once
 
@@ -44,6 +45,7 @@
 
 #include "rendezvous/state/events.h"
 #include "rendezvous/state/node_table.h"
+#include "rendezvous/state/run_history.h"
 #include "rendezvous/state/run_phase.h"
 #include "rendezvous/state/run_record.h"
 #include "rendezvous/state/settings.h"
@@ -110,6 +112,10 @@ class RunState {
   // This run as status shows it at `now` (heartbeat ages are measured to it).
   RunStatus Status(Time now) const;
 
+  // Where this run adds the daemon's recent events (run_history.h); shared
+  // with every run of the daemon. Null (the default): none are kept.
+  void set_event_log(std::shared_ptr<EventLog> events) { events_ = std::move(events); }
+
  private:
   using Node = RunNode;
 
@@ -157,6 +163,17 @@ class RunState {
   // the run's restart count rises to the highest one reported.
   void AdoptReporters(const std::vector<Node*>& reporters);
 
+  // The history the status page shows (run_state_history.cc).
+  // A daemon event of this run, when an event log is set.
+  void NoteEvent(Time now, std::string kind, std::string node_id, std::string text);
+  // `node` leaves the run now: `why` is NodeTable's ("disconnected",
+  // "silent") or "left".
+  void NoteDeparted(const Node& node, const std::string& why, Time now);
+  // The generation just started (or rebuilt) at `now`, with `cause`.
+  void NoteGeneration(Time now, GenerationCause cause);
+  // Adds the history to `run`, ages measured to `now`.
+  void AddHistory(RunStatus& run, Time now) const;
+
   std::string run_id_;
   Settings settings_;
   std::optional<Time> rebuild_hold_until_;
@@ -183,6 +200,11 @@ class RunState {
   std::string end_message_;
   bool end_succeeded_ = false;
   Counters counters_;
+  // What the status page shows of the past (run_history.h), and why the next
+  // generation forms: the latest cause wins, as Drain::why does.
+  RunHistory history_;
+  std::shared_ptr<EventLog> events_;
+  GenerationCause next_cause_;
   // What every member's assignment shares, computed when a generation starts.
   struct GenerationSummary {
     int group_world_size = 0;

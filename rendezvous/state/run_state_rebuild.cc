@@ -60,6 +60,8 @@ void RunState::TryFinishRebuild(Time now, bool deadline_passed, Actions& out) {
         "event=rebuilt gen=" + std::to_string(generation_) +
             " nodes=" + std::to_string(reporters.size()));
     SummarizeGeneration();
+    NoteGeneration(now, GenerationCause{std::string(GenerationCause::kDaemonRestart), "",
+                                        "every member came back; no worker restarted"});
     for (Node* n : reporters) SendAssignment(*n, out);
     if (static_cast<int>(nodes_.size()) > static_cast<int>(reporters.size()) &&
         static_cast<int>(reporters.size()) < max_nodes_) {
@@ -73,6 +75,8 @@ void RunState::TryFinishRebuild(Time now, bool deadline_passed, Actions& out) {
   AdoptReporters(reporters);
   round_opened_ = now;
   if (static_cast<int>(nodes_.size()) >= min_nodes_) {
+    next_cause_ = GenerationCause{std::string(GenerationCause::kDaemonRestart), "",
+                                  "members missing after the rebuild"};
     StartGeneration(now, "rebuild after daemon restart found missing nodes", out);
     return;
   }

@@ -16,6 +16,7 @@ RunStatus RunState::Status(Time now) const {
   run.restart_count = restart_count_;
   run.max_restarts = max_restarts_;
   if (phase_ == Phase::kEnded) run.outcome = RunStatus::Outcome{end_succeeded_, end_message_};
+  AddHistory(run, now);
 
   // Members by group rank, then the others by node id: a stable, readable order.
   std::vector<const Node*> ordered;

@@ -55,6 +55,26 @@ struct RunStatus {
     std::string message;
   };
   std::optional<Outcome> outcome;
+  // The status page's history (run_history.h), oldest first; ages are to
+  // the snapshot's instant. `muster status` does not show them.
+  struct Generation {
+    uint64_t generation = 0;
+    std::chrono::milliseconds age{0};  // since it formed
+    int nodes = 0;
+    int world_size = 0;
+    std::string reason;  // GenerationCause::kJoined, kNodeLost, ...
+    std::string node_id;
+    std::string detail;
+  };
+  std::vector<Generation> generations;
+  struct Departed {
+    NodeStatus node;    // as it was when it went (member: the ranks it held)
+    std::string state;  // "dead" or "left"
+    std::string why;
+    std::chrono::milliseconds age{0};  // since it went
+    uint64_t generation = 0;
+  };
+  std::vector<Departed> departed;
 };
 
 // A replica of a replicated rendezvous: who answered, and who leads.
@@ -66,9 +86,19 @@ struct ReplicaSummary {
   std::vector<std::string> replicas;  // every replica registered in etcd, sorted
 };
 
+// One of the daemon's recent events (run_history.h), for the status page.
+struct EventStatus {
+  std::chrono::milliseconds age{0};
+  std::string kind;
+  std::string run_id;
+  std::string node_id;
+  std::string text;
+};
+
 struct StatusSnapshot {
   std::vector<RunStatus> runs;            // by run id
   std::optional<ReplicaSummary> replica;  // replicated only; the daemon fills it in
+  std::vector<EventStatus> events;        // the daemon's recent events, oldest first
 };
 
 }  // namespace muster::rdzv

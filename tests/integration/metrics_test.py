@@ -1,16 +1,19 @@
 """musterd's /metrics read by the Prometheus client's own text-format parser
 (Debian's python3-prometheus-client): every per-run family is there with the
 label sets documented in rendezvous/daemon/run_metrics.h and values that match
-the jobs; per-node series appear only under --metrics-node-series; and the
+the jobs; per-node series appear only under --node-metrics; and the
 port asks for the daemon's token (Bearer, or Basic as a browser sends it).
 """
 import base64
+import json
 import os
+import re
 import urllib.error
 import urllib.request
 
 from elastic_harness import start_agent, start_musterd, wait_generation
-from harness import Skip, check, free_port, run_tests, tempdir, test, wait_for, write_file
+from harness import (SOURCE_DIR, Skip, check, free_port, run_tests, tempdir, test, wait_for,
+                     write_file)
 
 try:
     from prometheus_client.parser import text_string_to_metric_families
@@ -50,7 +53,7 @@ def value(parsed, family, **labels):
 def per_run_metrics_carry_the_run_label_and_match_the_jobs():
     metrics_port = free_port()
     daemon, port = start_musterd(extra=["--metrics-port", str(metrics_port),
-                                        "--metrics-node-series", "4"])
+                                        "--node-metrics", "4"])
     alpha, beta = tempdir(), tempdir()
     for _ in range(2):
         start_agent(port, alpha, nnodes="2:2", nproc=2, run_id="alpha")
@@ -111,6 +114,24 @@ def the_metrics_port_asks_for_the_daemons_token():
     basic = base64.b64encode(f"ops:{token}".encode()).decode()
     text = scrape(metrics_port, {"Authorization": f"Basic {basic}"})
     check("muster_runs " in text, text)
+
+
+@test
+def the_grafana_dashboard_is_json_and_uses_only_metrics_musterd_serves():
+    path = os.path.join(SOURCE_DIR, "packaging", "grafana", "muster-dashboard.json")
+    with open(path) as f:
+        dashboard = json.load(f)
+    metrics_port = free_port()
+    start_musterd(extra=["--metrics-port", str(metrics_port)])
+    # A daemon with no run still writes every family's TYPE line.
+    served = set(re.findall(r"^# TYPE (\S+) ", scrape(metrics_port), re.MULTILINE))
+    queries = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
+    queries += [variable["definition"] for variable in dashboard["templating"]["list"]]
+    used = {name for query in queries for name in re.findall(r"\bmuster_[a-z_]+", query)}
+    check(queries and used, "the dashboard queries nothing")
+    check(used <= served, f"the dashboard uses metrics musterd does not serve: {sorted(used - served)}")
+    per_run = {name for name in served if name.startswith("muster_run_")}
+    check(per_run <= used, f"per-run metrics with no panel: {sorted(per_run - used)}")
 
 
 if __name__ == "__main__":

@@ -151,6 +151,16 @@ TEST_CASE("a standby redirects to the leader, and a change of lead drops every c
   RunUntil(io, [&] { return welcomed->closed; });
   CHECK(welcomed->closed);
   CHECK(Shows(server->MetricsText(), "muster_replica_leader_changes_total 2"));
+
+  // The status page shows who leads, and both changes among the recent events.
+  const StatusSnapshot page = server->PageSnapshot();
+  REQUIRE(page.replica.has_value());
+  CHECK(page.replica->role == "standby");
+  CHECK(page.replica->leader == "10.0.0.1:29400");
+  REQUIRE(page.events.size() == 2);
+  for (const EventStatus& event : page.events) CHECK(event.kind == "lead_change");
+  CHECK_THAT(page.events[0].text, Catch::StartsWith("leader (epoch 5"));
+  CHECK_THAT(page.events[1].text, Catch::StartsWith("standby (epoch 4, leader 10.0.0.1:29400)"));
 }
 
 TEST_CASE("a lead that arrives after its deadline is taken as a standby's", "[rdzv][daemon]") {

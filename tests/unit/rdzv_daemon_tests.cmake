@@ -1,12 +1,15 @@
 # The daemon shell: its pure pieces (which master address each member is
-# told, the status document with the frame that carries it), and the server
+# told, the status document with the frame that carries it, the status
+# page's document and what its HTTP port answers), and the server
 # carrying out the hello gate's and lead change's decisions on loopback.
 muster_unit_test(rdzv_daemon_unit_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_advertised_address_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_status_reply_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_status_page_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_http_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_server_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_run_metrics_test.cc
-  LIBS muster_rdzv_daemon)
+  LIBS muster_rdzv_daemon nlohmann_json::nlohmann_json)
 
 # TLS on the rendezvous connection: loading files, and the daemon shell over
 # loopback with certificates made at run time (tls_test_certs.h).

@@ -16,6 +16,7 @@ muster_unit_test(rdzv_state_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_lead_change_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_settings_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_status_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_history_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_rank_assignment_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_member_addrs_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_step_rates_test.cc
