@@ -1,13 +1,17 @@
 """musterd's /metrics read by the Prometheus client's own text-format parser
 (Debian's python3-prometheus-client): every per-run family is there with the
 label sets documented in rendezvous/daemon/run_metrics.h and values that match
-the jobs; per-node series appear only under --node-metrics; and the
-port asks for the daemon's token (Bearer, or Basic as a browser sends it).
+the jobs; per-node series appear only under --node-metrics; the port asks
+for the daemon's token (Bearer, or Basic as a browser sends it) and, under
+its TLS, serves the page, /status.json and /metrics over HTTPS only; the
+Grafana dashboard queries only metrics musterd serves.
 """
 import base64
 import json
 import os
 import re
+import ssl
+import subprocess
 import urllib.error
 import urllib.request
 
@@ -114,6 +118,36 @@ def the_metrics_port_asks_for_the_daemons_token():
     basic = base64.b64encode(f"ops:{token}".encode()).decode()
     text = scrape(metrics_port, {"Authorization": f"Basic {basic}"})
     check("muster_runs " in text, text)
+
+
+@test
+def over_tls_the_page_json_and_metrics_answer_https_with_the_token_and_not_plain_http():
+    certs = tempdir()
+    subprocess.run([os.path.join(SOURCE_DIR, "scripts", "bench", "tls_certs.sh"), certs], check=True)
+    token = "page-token"
+    token_file = write_file(certs, "token", token + "\n")
+    os.chmod(token_file, 0o600)
+    metrics_port = free_port()
+    start_musterd(extra=["--metrics-port", str(metrics_port), "--token-file", token_file,
+                         "--tls-cert", os.path.join(certs, "musterd.pem"),
+                         "--tls-key", os.path.join(certs, "musterd.key")])
+    context = ssl.create_default_context(cafile=os.path.join(certs, "ca.pem"))
+    auth = {"Authorization": f"Bearer {token}"}
+    for path, expect in (("/", "<html"), ("/status.json", '"runs"'), ("/metrics", "muster_runs ")):
+        request = urllib.request.Request(f"https://127.0.0.1:{metrics_port}{path}", headers=auth)
+        body = urllib.request.urlopen(request, timeout=5, context=context).read().decode()
+        check(expect in body, f"https {path}: {body[:200]}")
+    try:
+        urllib.request.urlopen(urllib.request.Request(f"https://127.0.0.1:{metrics_port}/"),
+                               timeout=5, context=context)
+        check(False, "the page answered over TLS without the token")
+    except urllib.error.HTTPError as e:
+        check(e.code == 401, f"without the token: {e.code}")
+    try:
+        scrape(metrics_port, auth)
+        check(False, "plain http answered on the TLS port")
+    except urllib.error.HTTPError as e:
+        check(e.code == 400 and b"speaks HTTPS" in e.read(), f"plain http: {e.code}")
 
 
 @test
