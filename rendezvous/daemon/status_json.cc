@@ -1,5 +1,7 @@
 #include "rendezvous/daemon/status_json.h"
 
+#include "rendezvous/daemon/replica_json.h"
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -61,15 +63,7 @@ std::string StatusJson(const StatusSnapshot& snapshot) {
   // not, a U+FFFD in the document beats an exception in the daemon.
   json doc{{"runs", std::move(runs)}};
   if (const auto& r = snapshot.replica) {
-    json standbys = json::array();
-    for (const std::string& replica : r->replicas) {
-      if (replica != r->leader) standbys.push_back(replica);
-    }
-    doc["replica"] = json{{"self", r->self},
-                          {"role", r->role},
-                          {"epoch", r->epoch},
-                          {"leader", r->leader},
-                          {"standbys", standbys}};
+    doc["replica"] = ReplicaJson(*r);
   }
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "rendezvous/daemon/replica_json.h"
 #include "rendezvous/net/http_request.h"
 
 namespace muster::rdzv {
@@ -178,15 +179,7 @@ std::string StatusPageJson(const StatusSnapshot& snapshot, const StatusPageQuery
   }
   json doc{{"runs", std::move(runs)}, {"events", std::move(events)}};
   if (const auto& r = snapshot.replica) {
-    json standbys = json::array();
-    for (const std::string& replica : r->replicas) {
-      if (replica != r->leader) standbys.push_back(replica);
-    }
-    doc["replica"] = json{{"self", r->self},
-                          {"role", r->role},
-                          {"epoch", r->epoch},
-                          {"leader", r->leader},
-                          {"standbys", standbys}};
+    doc["replica"] = ReplicaJson(*r);
   }
   // As StatusJson: a string that is not UTF-8 is written with U+FFFD.
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
