@@ -17,7 +17,10 @@
 #      0 and 1 poller goes first alternates.
 # Printed: one row per run, then the medians over the repeats: fetch time and
 # size per URL, daemon CPU per poller count with its ratio to none, and the
-# extra daemon CPU per poll (ms) against the poll's own time_total.
+# extra daemon CPU per poll (ms) against the poll's own time_total; and,
+# first, what one request costs per phase in process (status_page_cost.cc:
+# the snapshot, the page's order, the JSON), without the network or the
+# event loop, at the same N.
 #
 # The pollers are curl processes on the same machine (their cost is not the
 # daemon's, but it shares the cores); the 1-minute load average is printed
@@ -29,7 +32,7 @@
 #                                           [--pollers "1 10"] [--json FILE]
 # Exits 1 when a run failed (an agent refused or dropped, a fetch not
 # answered 200, the round not closed in time). There are no targets.
-# Builds musterd and rdzv_load (scripts/bench/CMakeLists.txt, MUSTER_BUILD_BENCHMARKS=ON).
+# Builds musterd, rdzv_load and status_page_cost (scripts/bench/CMakeLists.txt, MUSTER_BUILD_BENCHMARKS=ON).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD="$ROOT/build-bench"
@@ -48,7 +51,7 @@ while [[ $# -gt 0 ]]; do
     --fetches) FETCHES=$2; shift 2 ;;
     --pollers) POLLERS=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "status_page_scale.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -60,10 +63,12 @@ for value in "$NODES" "$REPEAT" "$FETCHES" $POLLERS; do
 done
 
 source "$ROOT/scripts/bench/musterd_bench.sh"
-musterd_bench_build musterd rdzv_load
+musterd_bench_build musterd rdzv_load status_page_cost
 musterd_bench_raise_nofile "$NODES"
 
 WORK=$(mktemp -d)
+# The per-phase breakdown, in process, before any daemon runs.
+"$BUILD/bin/status_page_cost" --nodes "$NODES" >"$WORK/cost.json"
 POLLER_PIDS=()
 stop_pollers() {
   local pid
@@ -164,10 +169,11 @@ for k in $(seq "$REPEAT"); do
   for p in "${order[@]}"; do run_pollers "$k" "$p"; done
 done
 
-/usr/bin/python3 - "$WORK/runs" "$NODES" "$STEADY" "$JSON_OUT" <<'EOF'
+/usr/bin/python3 - "$WORK/runs" "$NODES" "$STEADY" "$JSON_OUT" "$WORK/cost.json" <<'EOF'
 import json, os, statistics, sys
 
 runs_file, nodes, steady, json_out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+cost = json.load(open(sys.argv[5]))
 URLS = ["status.json", "status.json?limit=1000", "metrics"]
 
 def median(values):
@@ -220,6 +226,12 @@ for line in open(runs_file):
                       poll_bytes=median([b for _, _, b in polls]))
         poll_rows.append(result)
 
+print(f"In process at {nodes} nodes, median of {cost['repeat']} (status_page_cost): "
+      f"snapshot {cost['snapshot']:.2f} ms, rows by interest {cost['rows_by_interest']:.2f} ms, "
+      f"page JSON {cost['page_json']:.2f} ms (limit 1000: {cost['page_json_1000']:.2f} ms), "
+      f"run metrics {cost['run_metrics']:.2f} ms; a poll (snapshot + page JSON) "
+      f"{cost['status_json']:.2f} ms")
+print()
 print(f"Fetches at {nodes} nodes, median (max) of each run's fetches:")
 print("| run | /status.json (limit 100) | /status.json?limit=1000 | /metrics | load avg |")
 print("|---:|---:|---:|---:|---:|")
@@ -262,7 +274,8 @@ for p in sorted({r["pollers"] for r in poll_rows}):
     print(line)
 if json_out:
     with open(json_out, "w") as f:
-        json.dump({"nodes": nodes, "fetches": fetch_rows, "runs": poll_rows}, f, indent=1)
+        json.dump({"nodes": nodes, "in_process_ms": cost, "fetches": fetch_rows,
+                   "runs": poll_rows}, f, indent=1)
 for why in failed:
     print("FAILED: " + why)
 sys.exit(1 if failed else 0)
