@@ -24,8 +24,9 @@
 #
 # The pollers are curl processes on the same machine (their cost is not the
 # daemon's, but it shares the cores); the 1-minute load average is printed
-# with each row. Default settings (10,000 nodes, 3 repeats) take about
-# 6 minutes on a 2-core machine.
+# with each row; a run's poll count and poll time cover the whole run (the
+# join included), its CPU the steady window only. Default settings (10,000
+# nodes, 3 repeats) take about 2.5 minutes on a 2-core machine.
 #
 # Usage: scripts/bench/status_page_scale.sh [--build-dir DIR] [--nodes N] [--repeat K]
 #                                           [--steady-seconds S] [--fetches F]
@@ -51,7 +52,7 @@ while [[ $# -gt 0 ]]; do
     --fetches) FETCHES=$2; shift 2 ;;
     --pollers) POLLERS=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "status_page_scale.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
