@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared shell of the benchmarks that drive a real musterd with rdzv_load
 # (rdzv_scale.sh, status_page_scale.sh). Sourced, not run; the caller sets
 # ROOT (the source tree), BUILD (the build directory) and WORK (a scratch
@@ -59,6 +60,7 @@ musterd_bench_start() {
     exit 1
   fi
   # The metrics port is logged before the rendezvous port is printed.
+  # shellcheck disable=SC2034  # read by the callers
   METRICS_PORT=$(sed -n 's/.*event=metrics_listening port=\([0-9]*\).*/\1/p' "$log" | head -n 1)
 }
 

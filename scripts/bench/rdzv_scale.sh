@@ -82,6 +82,7 @@ case "$PROGRESS" in
   *) echo "rdzv_scale.sh: --progress '$PROGRESS' must be off, on or both" >&2; exit 2 ;;
 esac
 
+# shellcheck source=scripts/bench/musterd_bench.sh
 source "$ROOT/scripts/bench/musterd_bench.sh"
 musterd_bench_build musterd rdzv_load
 max_nodes=0

@@ -63,6 +63,7 @@ for value in "$NODES" "$REPEAT" "$FETCHES" $POLLERS; do
   fi
 done
 
+# shellcheck source=scripts/bench/musterd_bench.sh
 source "$ROOT/scripts/bench/musterd_bench.sh"
 musterd_bench_build musterd rdzv_load status_page_cost
 musterd_bench_raise_nofile "$NODES"
@@ -113,7 +114,8 @@ metrics_value() {  # NAME: its value at /metrics, or nothing
 
 # Run k's fetches: N agents heart-beat while the URLs are fetched one after another.
 run_fetches() {
-  local k=$1 out="$WORK/fetch.$k"
+  local k=$1
+  local out="$WORK/fetch.$k"
   musterd_bench_start "musterd.fetch.$k" --metrics-port 0
   "$BUILD/bin/rdzv_load" --host 127.0.0.1 --port "$DAEMON_PORT" --nodes "$NODES" \
     --steady-seconds 3600 --musterd-pid "$DAEMON_PID" >"$out.load" &
@@ -145,7 +147,8 @@ run_fetches() {
 
 # Run k with P pollers: rdzv_load's steady window measures the daemon's CPU.
 run_pollers() {
-  local k=$1 p=$2 out="$WORK/pollers.$k.$2"
+  local k=$1 p=$2
+  local out="$WORK/pollers.$k.$p"
   musterd_bench_start "musterd.pollers.$k.$p" --metrics-port 0
   : >"$out.polls"
   for _ in $(seq "$p"); do
@@ -162,10 +165,9 @@ run_pollers() {
 
 for k in $(seq "$REPEAT"); do
   run_fetches "$k"
-  order=(0 $POLLERS)
+  read -ra order <<<"0 $POLLERS"
   if (( k % 2 == 0 )); then
-    order=()
-    for p in 0 $POLLERS; do order=("$p" ${order[@]+"${order[@]}"}); done
+    read -ra order <<<"$(printf '%s\n' "${order[@]}" | tac | tr '\n' ' ')"
   fi
   for p in "${order[@]}"; do run_pollers "$k" "$p"; done
 done
