@@ -82,36 +82,15 @@ case "$PROGRESS" in
   *) echo "rdzv_scale.sh: --progress '$PROGRESS' must be off, on or both" >&2; exit 2 ;;
 esac
 
-if [[ ! -f "$BUILD/build.ninja" ]]; then
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DMUSTER_WERROR=ON -DMUSTER_CUDA=off -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-# The benchmark helpers are built only where asked for (MUSTER_BUILD_BENCHMARKS).
-cmake "$BUILD" -DMUSTER_BUILD_BENCHMARKS=ON >/dev/null
-cmake --build "$BUILD" --target musterd rdzv_load >/dev/null
-
-# Each side holds one descriptor per agent.
-hard=$(ulimit -Hn)
-[[ "$hard" == unlimited ]] && hard=65536
-ulimit -n "$hard"
+# shellcheck source=scripts/bench/musterd_bench.sh
+source "$ROOT/scripts/bench/musterd_bench.sh"
+musterd_bench_build musterd rdzv_load
 max_nodes=0
 for n in $NODES; do (( n > max_nodes )) && max_nodes=$n; done
-if (( $(ulimit -n) < max_nodes + 100 )); then
-  echo "rdzv_scale.sh: ulimit -n is $(ulimit -n) (hard limit), need $((max_nodes + 100))" >&2
-  exit 1
-fi
+musterd_bench_raise_nofile "$max_nodes"
 
 WORK=$(mktemp -d)
-DAEMON_PID=""
-stop_daemon() {
-  [[ -n "$DAEMON_PID" ]] || return 0
-  # SIGTERM first; a daemon busy with a backlog may not get to its signal handler.
-  kill -TERM "$DAEMON_PID" 2>/dev/null || true
-  for _ in $(seq 20); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$DAEMON_PID" 2>/dev/null || true
-  wait "$DAEMON_PID" 2>/dev/null || true
-  DAEMON_PID=""
-}
-trap 'stop_daemon; rm -rf "$WORK"' EXIT
+trap 'musterd_bench_stop; rm -rf "$WORK"' EXIT
 [[ "$TLS" == off ]] || "$ROOT/scripts/bench/tls_certs.sh" "$WORK"
 
 : > "$WORK/results.jsonl"
@@ -128,21 +107,9 @@ run_once() {
                 --tls-client-ca "$WORK/ca.pem")
     load_tls=(--tls-ca "$WORK/ca.pem" --tls-cert "$WORK/agent.pem" --tls-key "$WORK/agent.key")
   fi
-  local log="$WORK/musterd.$n.$mode.$progress.log"
-  "$BUILD/bin/musterd" --host 127.0.0.1 --port 0 ${daemon_tls[@]+"${daemon_tls[@]}"} \
-    >"$WORK/musterd.out" 2>"$log" &
-  DAEMON_PID=$!
-  port=""
-  for _ in $(seq 100); do
-    port=$(sed -n 's/^musterd listening on .*:\([0-9]*\)$/\1/p' "$WORK/musterd.out")
-    [[ -n "$port" ]] && break
-    sleep 0.05
-  done
-  if [[ -z "$port" ]]; then
-    echo "rdzv_scale.sh: musterd did not start:" >&2
-    cat "$log" >&2
-    exit 1
-  fi
+  local name="musterd.$n.$mode.$progress" log="$WORK/musterd.$n.$mode.$progress.log"
+  musterd_bench_start "$name" ${daemon_tls[@]+"${daemon_tls[@]}"}
+  port=$DAEMON_PORT
   # rdzv_load's default interval is musterd's default keep_alive_interval.
   if ! "$BUILD/bin/rdzv_load" --host 127.0.0.1 --port "$port" --nodes "$n" \
       --steady-seconds "$STEADY" --musterd-pid "$DAEMON_PID" ${load_tls[@]+"${load_tls[@]}"} \
@@ -150,7 +117,7 @@ run_once() {
     echo "rdzv_scale.sh: run with $n nodes ($mode, progress $progress) failed: $(tail -n 1 "$WORK/results.jsonl")" >&2
     grep -E ' (warning|error): ' "$log" | head -n 5 >&2 || true
   fi
-  stop_daemon
+  musterd_bench_stop
 }
 
 for n in $NODES; do
