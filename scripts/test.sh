@@ -76,10 +76,13 @@ asan_tests() {  # the unit tests and the integration tests labelled sanitize
     run_ctest "$ROOT/build-asan" asan --parallel 2 --timeout 300 -L 'unit|sanitize'
 }
 
-# The TSan stage: the daemon, the agent, the rendezvous unit tests and
-# integration/elastic, which starts the first two.
-TSAN_TARGETS=(muster musterd rdzv_state_unit_tests rdzv_protocol_unit_tests rdzv_client_unit_tests
-  rdzv_daemon_unit_tests rdzv_replica_unit_tests rdzv_net_tls_tests)
+# The TSan stage: the daemon, the agent, every rendezvous unit test and
+# integration/elastic, which starts the first two. The unit tests are read
+# from tests/unit/*.cmake, so that a new rdzv_ test is built for the stage
+# that runs it (ctest -R 'rdzv_' would otherwise find a placeholder).
+mapfile -t RDZV_UNIT_TESTS < <(sed -n 's/^muster_unit_test(\(rdzv_[a-z0-9_]*\).*/\1/p' \
+  "$ROOT"/tests/unit/*.cmake)
+TSAN_TARGETS=(muster musterd "${RDZV_UNIT_TESTS[@]}")
 tsan_tests() {
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     run_ctest "$ROOT/build-tsan" tsan --parallel 2 --timeout 400 -R 'rdzv_|integration/elastic'
