@@ -220,8 +220,7 @@ void RendezvousServer::Apply(const Actions& actions) {
           continue;
         }
         StatusSnapshot snapshot = status->snapshot;
-        snapshot.replica = ReplicaSummary{replica_.self, replica::RoleName(replica_.role),
-                                          replica_.epoch, replica_.leader, replica_.replicas};
+        snapshot.replica = ReplicaSummaryNow();
         it->second.channel->SendFrame(StatusReplyFrame(snapshot));
       }
     } else if (const auto* close = std::get_if<CloseAction>(&action)) {
@@ -326,11 +325,13 @@ void RendezvousServer::PublishRunRecords() {
 
 StatusSnapshot RendezvousServer::PageSnapshot() const {
   StatusSnapshot snapshot = core_->Status("", Clock::now());
-  if (replica_.replicated) {
-    snapshot.replica = ReplicaSummary{replica_.self, replica::RoleName(replica_.role),
-                                      replica_.epoch, replica_.leader, replica_.replicas};
-  }
+  if (replica_.replicated) snapshot.replica = ReplicaSummaryNow();
   return snapshot;
+}
+
+ReplicaSummary RendezvousServer::ReplicaSummaryNow() const {
+  return ReplicaSummary{replica_.self, std::string(replica::RoleName(replica_.role)),
+                        replica_.epoch, replica_.leader, replica_.replicas};
 }
 
 std::string RendezvousServer::MetricsText() const {

@@ -87,6 +87,8 @@ class RendezvousServer {
   void Stop();
 
  private:
+  // Who answers and who leads, for both status documents (replicas only).
+  ReplicaSummary ReplicaSummaryNow() const;
   struct Session {
     std::shared_ptr<MessageChannel> channel;
     bool greeted = false;
