@@ -42,12 +42,56 @@ cd "$ROOT"
 # shellcheck source=scripts/lib/stage_table.sh
 source "$ROOT/scripts/lib/stage_table.sh"
 
+# shellcheck source=scripts/lib/build_chain.sh
+source "$ROOT/scripts/lib/build_chain.sh"
+
 TIMINGS="$ROOT/build/test-timings"
-BUDGET_S=1800        # the whole run: docs/testing.md
-SUITE_BUDGET_S=720   # the suite stage
+# Budgets in seconds, cold (the compiler cache missed at least half of the
+# regular build) and warm: docs/testing.md ("The budget"). The table warns
+# when a stage, or the whole run, passes its own.
+BUDGET_COLD_S=2100
+BUDGET_WARM_S=900
+declare -A BUILD_BUDGET_COLD=([build]=480 ["Release build"]=60 ["ASan build"]=240 ["TSan build"]=60
+  ["fuzz build"]=60)
+declare -A BUILD_BUDGET_WARM=([build]=60 ["Release build"]=30 ["ASan build"]=30 ["TSan build"]=30
+  ["fuzz build"]=30)
+declare -A TEST_BUDGET=([suite]=660 ["ASan tests"]=180)
 mkdir -p "$TIMINGS"
 rm -f "$TIMINGS"/*.xml
-stage_table_init "$TIMINGS" "$BUDGET_S"
+stage_table_init "$TIMINGS" "$BUDGET_COLD_S"
+stage_on_exit_hook() { build_chain_stop; }
+
+stage_budget_of() {  # NAME: a test stage's budget, the same cold or warm
+  stage_budget "$1" "${TEST_BUDGET[$1]}"
+}
+
+# The regular build, in the foreground: its cache verdict also decides
+# which total budget the run is held to.
+build_regular() {
+  build_cache_start
+  scripts/build.sh "$ROOT/build"
+  local verdict
+  verdict=$(build_cache_verdict)
+  stage_note build "$verdict"
+  if [[ $verdict == cold ]]; then
+    stage_budget build "${BUILD_BUDGET_COLD[build]}"
+  else
+    stage_budget build "${BUILD_BUDGET_WARM[build]}"
+    stage_total_budget "$BUDGET_WARM_S"
+  fi
+}
+build_release() { scripts/package.sh --build-only; }
+build_asan() {
+  scripts/build.sh "$ROOT/build-asan" -DMUSTER_SANITIZE=address -DMUSTER_CUDA=off
+}
+build_tsan() {
+  scripts/build.sh "$ROOT/build-tsan" -DMUSTER_SANITIZE=thread -DMUSTER_CUDA=off \
+    --target "${TSAN_TARGETS[@]}"
+}
+build_fuzz() {
+  scripts/build.sh "$ROOT/build-fuzz" -DCMAKE_CXX_COMPILER=clang++ -DMUSTER_FUZZ=ON \
+    -DMUSTER_CUDA=off -DMUSTER_BUILD_TESTS=OFF --target fuzzers
+}
 
 run_ctest() {  # BUILD_DIR TIMINGS_NAME [ctest arguments...]
   local dir=$1 name=$2
@@ -91,27 +135,35 @@ tsan_tests() {
 stage deps scripts/install-deps.sh
 stage chroots scripts/torch_chroots.sh
 stage format format_check
-stage build scripts/build.sh "$ROOT/build"
+stage build build_regular
+
+# The later builds run behind the suite, in one chain at nice 19
+# (scripts/lib/build_chain.sh): the suite keeps its CPU, the builds take
+# what it leaves idle, and each later stage waits for its own build.
+CHAIN=(release)
+[[ "${MUSTER_SKIP_SANITIZERS:-0}" == "1" ]] || CHAIN+=(asan tsan)
+[[ "${MUSTER_SKIP_FUZZ:-0}" == "1" ]] || CHAIN+=(fuzz)
+build_chain_start "$TIMINGS/builds" "${CHAIN[@]}"
+
 # shellcheck disable=SC2086  # MUSTER_CTEST_ARGS is split on purpose
 stage --keep-going suite run_ctest "$ROOT/build" suite --parallel 2 --timeout 300 ${MUSTER_CTEST_ARGS:-}
-stage_budget suite "$SUITE_BUDGET_S"
+stage_budget_of suite
 
-stage "Release build" scripts/package.sh --build-only
+stage "Release build" build_chain_await release
 stage --keep-going "Release unit" run_ctest "$ROOT/build-release" release-unit --parallel 2 --timeout 300 -L unit
 stage package package_deb
 stage --keep-going ".deb test" deb_test
 
 if [[ "${MUSTER_SKIP_SANITIZERS:-0}" != "1" ]]; then
-  stage "ASan build" scripts/build.sh "$ROOT/build-asan" -DMUSTER_SANITIZE=address -DMUSTER_CUDA=off
+  stage "ASan build" build_chain_await asan
   stage --keep-going "ASan tests" asan_tests
-  stage "TSan build" scripts/build.sh "$ROOT/build-tsan" -DMUSTER_SANITIZE=thread -DMUSTER_CUDA=off \
-    --target "${TSAN_TARGETS[@]}"
+  stage_budget_of "ASan tests"
+  stage "TSan build" build_chain_await tsan
   stage --keep-going "TSan tests" tsan_tests
 fi
 
 if [[ "${MUSTER_SKIP_FUZZ:-0}" != "1" ]]; then
-  stage "fuzz build" scripts/build.sh "$ROOT/build-fuzz" -DCMAKE_CXX_COMPILER=clang++ -DMUSTER_FUZZ=ON \
-    -DMUSTER_CUDA=off -DMUSTER_BUILD_TESTS=OFF --target fuzzers
+  stage "fuzz build" build_chain_await fuzz
   stage --keep-going fuzz env MUSTER_FUZZ_JOBS=2 tests/fuzz/run_fuzzers.sh "$ROOT/build-fuzz"
 fi
 

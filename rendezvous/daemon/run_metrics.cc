@@ -14,15 +14,15 @@ struct Family {
   const char* help;
 };
 
-struct NodeCounts {
+struct RunNodeCounts {
   int member = 0;
   int waiting = 0;
   int dead = 0;
   int left = 0;
 };
 
-NodeCounts CountNodes(const RunStatus& run) {
-  NodeCounts counts;
+RunNodeCounts CountNodes(const RunStatus& run) {
+  RunNodeCounts counts;
   for (const NodeStatus& node : run.nodes) {
     if (node.member) {
       ++counts.member;
@@ -105,7 +105,7 @@ void AppendRunMetrics(const StatusSnapshot& snapshot, const RunMetricsOptions& o
       "The run's nodes by state: member of the generation, waiting, or gone (dead, left; the "
       "last 256 kept)."};
   PerRun(snapshot, kNodes, out, [&](const RunStatus& run, const std::string& labels) {
-    const NodeCounts counts = CountNodes(run);
+    const RunNodeCounts counts = CountNodes(run);
     Sample(out, kNodes.name, labels + ",state=\"member\"", counts.member);
     Sample(out, kNodes.name, labels + ",state=\"waiting\"", counts.waiting);
     Sample(out, kNodes.name, labels + ",state=\"dead\"", counts.dead);

@@ -20,7 +20,7 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-HelloAnswer Refused(ErrorCode code, std::string text) {
+HelloAnswer RefusedAnswer(ErrorCode code, std::string text) {
   return HelloAnswer{HelloAnswer::Verdict::kRefused, Error{code, std::move(text), true}};
 }
 
@@ -29,17 +29,18 @@ HelloAnswer Refused(ErrorCode code, std::string text) {
 HelloAnswer AnswerHello(const Message& first, std::string_view token, const std::string& daemon_id,
                         const ReplicaStatus& replica, Time now) {
   const Hello* hello = std::get_if<Hello>(&first);
-  if (hello == nullptr) return Refused(ErrorCode::kBadRequest, "the first message must be Hello");
+  if (hello == nullptr)
+    return RefusedAnswer(ErrorCode::kBadRequest, "the first message must be Hello");
   if (hello->protocol_version != kProtocolVersion) {
-    return Refused(ErrorCode::kBadVersion, "protocol version " +
-                                               std::to_string(hello->protocol_version) +
-                                               " is not supported (this daemon speaks " +
-                                               std::to_string(kProtocolVersion) + ")");
+    return RefusedAnswer(ErrorCode::kBadVersion, "protocol version " +
+                                                     std::to_string(hello->protocol_version) +
+                                                     " is not supported (this daemon speaks " +
+                                                     std::to_string(kProtocolVersion) + ")");
   }
   if (!ConstantTimeEquals(hello->token, token)) {
-    return Refused(ErrorCode::kBadToken, hello->token.empty()
-                                             ? "this daemon requires a token (--token-file)"
-                                             : "wrong token");
+    return RefusedAnswer(ErrorCode::kBadToken, hello->token.empty()
+                                                   ? "this daemon requires a token (--token-file)"
+                                                   : "wrong token");
   }
   if (!replica.Serves(now)) {
     return HelloAnswer{HelloAnswer::Verdict::kRedirected, StandbyAnswer(replica, now)};

@@ -15,13 +15,28 @@
 #       stage_table_finish exits with the first failed stage's code.
 #   stage_table_finish
 #       Exits: 0, or the code of the first stage that failed.
+#   stage_on_exit_hook
+#       When the script defines it, the exit trap calls it first (to stop
+#       what the script started in the background).
 #   stage_budget NAME BUDGET_S
-#       Marks an earlier stage's own budget: the table warns when it passed it.
+#       Marks a stage's own budget: the table warns when it passed it. May be
+#       called from inside the stage's COMMAND (it reaches the table when the
+#       command ends).
+#   stage_total_budget BUDGET_S
+#       Replaces the whole run's budget (stage_table_init's); likewise
+#       callable from inside a stage.
+#   stage_note NAME TEXT
+#       Adds TEXT in brackets after the stage's result in the table; likewise
+#       callable from inside the stage.
 
 STAGE_NAMES=()
 STAGE_SECONDS=()
 STAGE_RESULTS=()
 declare -A STAGE_BUDGET=()  # NAME -> seconds, from stage_budget
+declare -A STAGE_NOTE=()    # NAME -> text, from stage_note
+# What stage_budget and stage_note say inside a stage's subshell: one
+# "KIND<tab>NAME<tab>VALUE" line each, applied when the stage ends.
+STAGE_SIDE_FILE=""
 STAGE_CURRENT=""
 STAGE_CURRENT_START=0
 STAGE_TIMINGS_DIR=""
@@ -33,6 +48,8 @@ stage_table_init() {
   STAGE_TIMINGS_DIR=$1
   STAGE_TOTAL_BUDGET_S=$2
   STAGE_RUN_START=$SECONDS
+  STAGE_SIDE_FILE="$STAGE_TIMINGS_DIR/stage-side.tsv"
+  : >"$STAGE_SIDE_FILE"
   trap 'stage_table_on_exit' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
@@ -62,6 +79,7 @@ stage() {
   )
   rc=$?
   set -e
+  stage_apply_side_file
   case $rc in
     0) result=PASS ;;
     77) result=SKIP ;;
@@ -83,7 +101,40 @@ stage_table_finish() {
 }
 
 stage_budget() {
-  STAGE_BUDGET[$1]=$2
+  if [[ -n $STAGE_CURRENT && -n $STAGE_SIDE_FILE ]]; then
+    printf 'budget\t%s\t%s\n' "$1" "$2" >>"$STAGE_SIDE_FILE"
+  else
+    STAGE_BUDGET[$1]=$2
+  fi
+}
+
+stage_total_budget() {
+  if [[ -n $STAGE_CURRENT && -n $STAGE_SIDE_FILE ]]; then
+    printf 'total\t-\t%s\n' "$1" >>"$STAGE_SIDE_FILE"
+  else
+    STAGE_TOTAL_BUDGET_S=$1
+  fi
+}
+
+stage_note() {
+  if [[ -n $STAGE_CURRENT && -n $STAGE_SIDE_FILE ]]; then
+    printf 'note\t%s\t%s\n' "$1" "$2" >>"$STAGE_SIDE_FILE"
+  else
+    STAGE_NOTE[$1]=$2
+  fi
+}
+
+stage_apply_side_file() {
+  local kind name value
+  [[ -n $STAGE_SIDE_FILE && -s $STAGE_SIDE_FILE ]] || return 0
+  while IFS=$'\t' read -r kind name value; do
+    case $kind in
+      budget) STAGE_BUDGET[$name]=$value ;;
+      note) STAGE_NOTE[$name]=$value ;;
+      total) STAGE_TOTAL_BUDGET_S=$value ;;
+    esac
+  done <"$STAGE_SIDE_FILE"
+  : >"$STAGE_SIDE_FILE"
 }
 
 # The slowest test cases of every JUnit file, as "SECONDS FILE TEST" lines.
@@ -107,6 +158,7 @@ stage_table_on_exit() {
   trap - EXIT
   # The table must not fail the exit: nothing in it may end the script.
   set +e +o pipefail
+  declare -F stage_on_exit_hook >/dev/null && stage_on_exit_hook
   if [[ -n $STAGE_CURRENT ]]; then  # interrupted, or exited inside a stage's shell code
     STAGE_NAMES+=("$STAGE_CURRENT")
     STAGE_SECONDS+=($((SECONDS - STAGE_CURRENT_START)))
@@ -121,6 +173,7 @@ stage_table_on_exit() {
   for i in "${!STAGE_NAMES[@]}"; do
     line=$(printf "%-${width}s  %7s  %s" "${STAGE_NAMES[i]}" "$(stage_clock "${STAGE_SECONDS[i]}")" \
       "${STAGE_RESULTS[i]}")
+    [[ -z ${STAGE_NOTE[${STAGE_NAMES[i]}]:-} ]] || line+=" (${STAGE_NOTE[${STAGE_NAMES[i]}]})"
     budget=${STAGE_BUDGET[${STAGE_NAMES[i]}]:-0}
     if ((budget > 0 && STAGE_SECONDS[i] > budget)); then
       line+="  WARNING: over its budget of $(stage_clock "$budget")"

@@ -38,7 +38,7 @@ std::map<std::string, std::string> Parsed(const std::vector<std::string>& args, 
   return Fields(*outcome.options, outcome.extras);
 }
 
-std::string Rejected(const std::vector<std::string>& args, const EnvMap& env) {
+std::string SlurmRejected(const std::vector<std::string>& args, const EnvMap& env) {
   CliOutcome outcome = ParseLaunchCommandLine(args, EnvOf(env));
   REQUIRE_FALSE(outcome.options.has_value());
   CHECK(outcome.exit_code == 2);
@@ -134,19 +134,19 @@ TEST_CASE("SLURM is ignored with --slurm off, --standalone, or outside a step") 
 
 TEST_CASE("bad SLURM variables are named in one error line") {
   CHECK_THAT(
-      Rejected({"train.py"}, With(StepEnv("0"), {{"SLURM_STEP_NUM_TASKS", "6"}})),
+      SlurmRejected({"train.py"}, With(StepEnv("0"), {{"SLURM_STEP_NUM_TASKS", "6"}})),
       Catch::Contains("srun started 6 tasks on 3 nodes") && Catch::Contains("--ntasks-per-node=1"));
-  CHECK_THAT(Rejected({"train.py"}, StepEnv("x")), Catch::Contains("SLURM_NODEID='x'"));
-  CHECK_THAT(Rejected({"train.py"}, StepEnv("3")),
+  CHECK_THAT(SlurmRejected({"train.py"}, StepEnv("x")), Catch::Contains("SLURM_NODEID='x'"));
+  CHECK_THAT(SlurmRejected({"train.py"}, StepEnv("3")),
              Catch::Contains("SLURM_NODEID: '3' must be less than the maximum node count 3"));
-  CHECK_THAT(Rejected({"train.py"}, With(StepEnv("0"), {{"SLURM_STEP_NODELIST", "n[3-1]"}})),
+  CHECK_THAT(SlurmRejected({"train.py"}, With(StepEnv("0"), {{"SLURM_STEP_NODELIST", "n[3-1]"}})),
              Catch::Contains("SLURM_STEP_NODELIST") && Catch::Contains("n[3-1]"));
-  CHECK_THAT(Rejected({"train.py"}, With(StepEnv("0"), {{"SLURM_JOB_ID", "12a"}})),
+  CHECK_THAT(SlurmRejected({"train.py"}, With(StepEnv("0"), {{"SLURM_JOB_ID", "12a"}})),
              Catch::Contains("SLURM_JOB_ID='12a'"));
-  CHECK_THAT(Rejected({"train.py"}, With(StepEnv("0"), {{"SLURM_STEP_NUM_NODES", "abc"},
-                                                        {"SLURM_STEP_NUM_TASKS", "abc"}})),
+  CHECK_THAT(SlurmRejected({"train.py"}, With(StepEnv("0"), {{"SLURM_STEP_NUM_NODES", "abc"},
+                                                             {"SLURM_STEP_NUM_TASKS", "abc"}})),
              Catch::Contains("SLURM_STEP_NUM_NODES: 'abc'"));
-  CHECK_THAT(Rejected({"--slurm", "maybe", "train.py"}, StepEnv("0")),
+  CHECK_THAT(SlurmRejected({"--slurm", "maybe", "train.py"}, StepEnv("0")),
              Catch::Contains("--slurm: 'maybe'"));
 }
 

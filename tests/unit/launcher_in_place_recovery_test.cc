@@ -45,85 +45,87 @@ RecoveryView Joining() {
   return {.state = GroupState::kRecovering, .joining = true, .failure_known = true};
 }
 
-const Time t0{};
+const Time kRecoveryEpoch{};
 
 TEST_CASE("nothing happens while the group runs", "[in-place-recovery]") {
   InPlaceRecovery recovery;
-  CHECK(recovery.OnGroupEvent(Running(), t0).empty());
-  CHECK(recovery.OnGroupEvent(Running(), t0 + 1ms).empty());
+  CHECK(recovery.OnGroupEvent(Running(), kRecoveryEpoch).empty());
+  CHECK(recovery.OnGroupEvent(Running(), kRecoveryEpoch + 1ms).empty());
 }
 
 TEST_CASE("a failure paused in place is paused then known then paused then recovered once each",
           "[in-place-recovery]") {
   InPlaceRecovery recovery;
   // The failure is handled alone: the agent feeds the view again after it.
-  CHECK(Show(recovery.OnGroupEvent(Pausing(), t0)) == Lines{"pause", "failure known"});
-  CHECK(recovery.OnGroupEvent(Pausing(), t0 + 1ms).empty());
-  CHECK(Show(recovery.OnGroupEvent(Paused(), t0 + 10ms)) == Lines{"paused"});
-  CHECK(recovery.OnGroupEvent(Paused(), t0 + 11ms).empty());
-  recovery.OnRejoinSent(t0 + 20ms);
-  CHECK(recovery.OnGroupEvent(Joining(), t0 + 25ms).empty());
-  CHECK(Show(recovery.OnGroupEvent(Running(), t0 + 50ms)) ==
+  CHECK(Show(recovery.OnGroupEvent(Pausing(), kRecoveryEpoch)) == Lines{"pause", "failure known"});
+  CHECK(recovery.OnGroupEvent(Pausing(), kRecoveryEpoch + 1ms).empty());
+  CHECK(Show(recovery.OnGroupEvent(Paused(), kRecoveryEpoch + 10ms)) == Lines{"paused"});
+  CHECK(recovery.OnGroupEvent(Paused(), kRecoveryEpoch + 11ms).empty());
+  recovery.OnRejoinSent(kRecoveryEpoch + 20ms);
+  CHECK(recovery.OnGroupEvent(Joining(), kRecoveryEpoch + 25ms).empty());
+  CHECK(Show(recovery.OnGroupEvent(Running(), kRecoveryEpoch + 50ms)) ==
         Lines{"recovered paused_ms=20 total_ms=50"});
   // Over: the group running on is nothing new.
-  CHECK(recovery.OnGroupEvent(Running(), t0 + 51ms).empty());
+  CHECK(recovery.OnGroupEvent(Running(), kRecoveryEpoch + 51ms).empty());
 }
 
 TEST_CASE("a hang probe's failure is known once the silent workers are killed",
           "[in-place-recovery]") {
   InPlaceRecovery recovery;
-  CHECK(Show(recovery.OnGroupEvent(Pausing(/*failure_known=*/false), t0)) == Lines{"pause"});
-  CHECK(recovery.OnGroupEvent(Pausing(/*failure_known=*/false), t0 + 1ms).empty());
+  CHECK(Show(recovery.OnGroupEvent(Pausing(/*failure_known=*/false), kRecoveryEpoch)) ==
+        Lines{"pause"});
+  CHECK(recovery.OnGroupEvent(Pausing(/*failure_known=*/false), kRecoveryEpoch + 1ms).empty());
   // The silent worker is killed as hung: its failure is known at once, but
   // the survivors are not ready to join until it exited.
-  CHECK(Show(recovery.OnGroupEvent(Pausing(/*failure_known=*/true), t0 + 1s)) ==
+  CHECK(Show(recovery.OnGroupEvent(Pausing(/*failure_known=*/true), kRecoveryEpoch + 1s)) ==
         Lines{"failure known"});
-  CHECK(recovery.OnGroupEvent(Pausing(/*failure_known=*/true), t0 + 1s).empty());
-  CHECK(Show(recovery.OnGroupEvent(Paused(), t0 + 1s + 5ms)) == Lines{"paused"});
+  CHECK(recovery.OnGroupEvent(Pausing(/*failure_known=*/true), kRecoveryEpoch + 1s).empty());
+  CHECK(Show(recovery.OnGroupEvent(Paused(), kRecoveryEpoch + 1s + 5ms)) == Lines{"paused"});
 }
 
 TEST_CASE("a pause that cuts a join short pauses again and reports the new pause",
           "[in-place-recovery]") {
   InPlaceRecovery recovery;
-  recovery.OnGroupEvent(Pausing(), t0);
-  recovery.OnGroupEvent(Paused(), t0 + 10ms);
-  recovery.OnRejoinSent(t0 + 20ms);
-  recovery.OnGroupEvent(Joining(), t0 + 21ms);
+  recovery.OnGroupEvent(Pausing(), kRecoveryEpoch);
+  recovery.OnGroupEvent(Paused(), kRecoveryEpoch + 10ms);
+  recovery.OnRejoinSent(kRecoveryEpoch + 20ms);
+  recovery.OnGroupEvent(Joining(), kRecoveryEpoch + 21ms);
   // PauseAll: the group recovers again, not joining; the failure stays handled.
-  CHECK(Show(recovery.OnGroupEvent(Pausing(), t0 + 30ms)) == Lines{"pause during join"});
-  CHECK(Show(recovery.OnGroupEvent(Paused(), t0 + 40ms)) == Lines{"paused"});
-  recovery.OnRejoinSent(t0 + 60ms);
-  recovery.OnGroupEvent(Joining(), t0 + 61ms);
-  CHECK(Show(recovery.OnGroupEvent(Running(), t0 + 70ms)) ==
+  CHECK(Show(recovery.OnGroupEvent(Pausing(), kRecoveryEpoch + 30ms)) ==
+        Lines{"pause during join"});
+  CHECK(Show(recovery.OnGroupEvent(Paused(), kRecoveryEpoch + 40ms)) == Lines{"paused"});
+  recovery.OnRejoinSent(kRecoveryEpoch + 60ms);
+  recovery.OnGroupEvent(Joining(), kRecoveryEpoch + 61ms);
+  CHECK(Show(recovery.OnGroupEvent(Running(), kRecoveryEpoch + 70ms)) ==
         Lines{"recovered paused_ms=60 total_ms=70"});
 }
 
 TEST_CASE("a recovery the group gives up on falls back", "[in-place-recovery]") {
   InPlaceRecovery recovery;
-  recovery.OnGroupEvent(Pausing(), t0);
+  recovery.OnGroupEvent(Pausing(), kRecoveryEpoch);
   RecoveryView stopping{.state = GroupState::kStopping, .failure_known = true, .fell_back = true};
-  CHECK(Show(recovery.OnGroupEvent(stopping, t0 + 5ms)) ==
+  CHECK(Show(recovery.OnGroupEvent(stopping, kRecoveryEpoch + 5ms)) ==
         Lines{"fell back paused_ms=5 total_ms=5"});
-  CHECK(recovery.OnGroupEvent(stopping, t0 + 6ms).empty());
+  CHECK(recovery.OnGroupEvent(stopping, kRecoveryEpoch + 6ms).empty());
 }
 
 TEST_CASE("a recovery stopped from outside is abandoned, not a fallback", "[in-place-recovery]") {
   InPlaceRecovery recovery;
-  recovery.OnGroupEvent(Pausing(), t0);
+  recovery.OnGroupEvent(Pausing(), kRecoveryEpoch);
   RecoveryView stopping{.state = GroupState::kStopping, .failure_known = true};
-  CHECK(Show(recovery.OnGroupEvent(stopping, t0 + 5ms)) ==
+  CHECK(Show(recovery.OnGroupEvent(stopping, kRecoveryEpoch + 5ms)) ==
         Lines{"abandoned paused_ms=5 total_ms=5"});
 }
 
 TEST_CASE("the processes started for a recovery are counted from its pause",
           "[in-place-recovery]") {
   InPlaceRecovery recovery;
-  recovery.OnGroupEvent(Pausing(), t0);
+  recovery.OnGroupEvent(Pausing(), kRecoveryEpoch);
   recovery.OnReplacementsStarted(1);
   recovery.OnReplacementsStarted(2);
   CHECK(recovery.replacements_started() == 3);
-  recovery.OnGroupEvent(Running(), t0 + 1ms);
-  recovery.OnGroupEvent(Pausing(), t0 + 2ms);
+  recovery.OnGroupEvent(Running(), kRecoveryEpoch + 1ms);
+  recovery.OnGroupEvent(Pausing(), kRecoveryEpoch + 2ms);
   CHECK(recovery.replacements_started() == 0);
 }
 

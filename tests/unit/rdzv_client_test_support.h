@@ -61,7 +61,7 @@ inline std::string Show(const ClientAction& action, Time start) {
         if constexpr (std::is_same_v<T, ConnectTo>) {
           return "connect " + a.endpoint.Text() + " #" + std::to_string(a.link);
         } else if constexpr (std::is_same_v<T, SendTo>) {
-          return "send #" + std::to_string(a.link) + " " + MessageName(a.message);
+          return "send #" + std::to_string(a.link) + " " + testing::MessageName(a.message);
         } else if constexpr (std::is_same_v<T, CloseLink>) {
           return "close #" + std::to_string(a.link);
         } else if constexpr (std::is_same_v<T, ArmTimer>) {

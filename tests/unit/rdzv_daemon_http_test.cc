@@ -11,7 +11,7 @@
 namespace muster::rdzv {
 namespace {
 
-std::unique_ptr<RendezvousServer> StartServer(boost::asio::io_context& io) {
+std::unique_ptr<RendezvousServer> StartHttpServer(boost::asio::io_context& io) {
   ServerOptions options;
   options.host = "127.0.0.1";
   auto server = RendezvousServer::Start(io, options);
@@ -21,7 +21,7 @@ std::unique_ptr<RendezvousServer> StartServer(boost::asio::io_context& io) {
 
 TEST_CASE("each path of the metrics port gets its answer", "[rdzv][daemon_http]") {
   boost::asio::io_context io;
-  auto server = StartServer(io);
+  auto server = StartHttpServer(io);
   struct Case {
     std::string path;
     std::string query;
@@ -50,7 +50,7 @@ TEST_CASE("each path of the metrics port gets its answer", "[rdzv][daemon_http]"
 TEST_CASE("the status page is self-contained: it refers to nothing but status.json",
           "[rdzv][daemon_http]") {
   boost::asio::io_context io;
-  auto server = StartServer(io);
+  auto server = StartHttpServer(io);
   std::string page = AnswerDaemonHttp(*server, HttpRequest{"GET", "/", "", ""}).body;
   // The SVG namespace is a name, not an address anything is fetched from.
   const std::string svg_namespace = "\"http://www.w3.org/2000/svg\"";

@@ -12,13 +12,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
-FakeCluster Running(int nodes, int min_nodes) { return RunningCluster(min_nodes, nodes, 5); }
+FakeCluster RunningNodes(int nodes, int min_nodes) { return RunningCluster(min_nodes, nodes, 5); }
 
 }  // namespace
 
 TEST_CASE("after a worker failure the next generation waits until the other members stopped",
           "[rdzv][drain]") {
-  FakeCluster c = Running(3, 3);
+  FakeCluster c = RunningNodes(3, 3);
   c.agent(2).silent = true;  // it gets Waiting but takes its time to stop
   auto out = c.Fail(0);
   CHECK(Logged(out, "event=draining gen=1 nodes=2"));
@@ -41,7 +41,7 @@ TEST_CASE("after a worker failure the next generation waits until the other memb
 }
 
 TEST_CASE("a member that dies while draining is not waited for", "[rdzv][drain]") {
-  FakeCluster c = Running(3, 2);
+  FakeCluster c = RunningNodes(3, 2);
   c.agent(2).silent = true;
   c.Fail(0);
   c.ExpectNoNewGeneration();
@@ -53,7 +53,7 @@ TEST_CASE("a member that dies while draining is not waited for", "[rdzv][drain]"
 
 TEST_CASE("a failure reported while draining ends the same generation, not another restart",
           "[rdzv][drain]") {
-  FakeCluster c = Running(2, 2);
+  FakeCluster c = RunningNodes(2, 2);
   c.agent(1).silent = true;
   c.Fail(0);
   auto out = c.Fail(1);  // its workers failed while being stopped
@@ -63,7 +63,7 @@ TEST_CASE("a failure reported while draining ends the same generation, not anoth
 }
 
 TEST_CASE("a drain that gets no answer ends after its timeout with a warning", "[rdzv][drain]") {
-  FakeCluster c = Running(2, 2);
+  FakeCluster c = RunningNodes(2, 2);
   c.agent(1).silent = true;
   c.Fail(0);
   // The silent agent is still alive as far as the daemon knows: keep it so.
@@ -82,7 +82,7 @@ TEST_CASE("a drain that gets no answer ends after its timeout with a warning", "
 
 TEST_CASE("a member that rejoins without workers while draining counts as stopped",
           "[rdzv][drain]") {
-  FakeCluster c = Running(2, 2);
+  FakeCluster c = RunningNodes(2, 2);
   c.agent(1).silent = true;
   c.Fail(0);
   c.ExpectNoNewGeneration();

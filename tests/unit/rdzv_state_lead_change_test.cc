@@ -19,7 +19,7 @@ using muster::rdzv::replica::Role;
 
 namespace {
 
-const Time kNow = Time{} + 100s;
+const Time kLeadChangeNow = Time{} + 100s;
 
 ReplicaStatus Leading(Time lead_until) {
   ReplicaStatus s;
@@ -88,15 +88,15 @@ TEST_CASE("a lead is taken only while it serves", "[rdzv][lead]") {
     Role role;
   };
   const std::vector<Row> rows = {
-      {"a lead before its deadline", Leading(kNow + 1ms), true, Role::kLeader},
-      {"a lead at its deadline", Leading(kNow), false, Role::kStandby},
-      {"a lead that arrived late", Leading(kNow - 1s), false, Role::kStandby},
+      {"a lead before its deadline", Leading(kLeadChangeNow + 1ms), true, Role::kLeader},
+      {"a lead at its deadline", Leading(kLeadChangeNow), false, Role::kStandby},
+      {"a lead that arrived late", Leading(kLeadChangeNow - 1s), false, Role::kStandby},
       {"a standby", Standing(), false, Role::kStandby},
       {"standalone", ReplicaStatus{}, false, Role::kStandalone},
   };
   for (const Row& row : rows) {
     INFO(row.what);
-    const ReplicaStatus taken = TakeStatus(row.given, kNow);
+    const ReplicaStatus taken = TakeStatus(row.given, kLeadChangeNow);
     CHECK(taken.leading == row.leading);
     CHECK(taken.role == row.role);
     CHECK(taken.epoch == row.given.epoch);  // the rest as given
@@ -105,18 +105,19 @@ TEST_CASE("a lead is taken only while it serves", "[rdzv][lead]") {
 }
 
 TEST_CASE("a lead that ran out knows no leader until etcd is read again", "[rdzv][lead]") {
-  CHECK_FALSE(LapsedLead(Leading(kNow + 1ms), kNow));
-  CHECK_FALSE(LapsedLead(Standing(), kNow));
-  CHECK_FALSE(LapsedLead(ReplicaStatus{}, kNow));
-  const auto lapsed = LapsedLead(Leading(kNow), kNow);
+  CHECK_FALSE(LapsedLead(Leading(kLeadChangeNow + 1ms), kLeadChangeNow));
+  CHECK_FALSE(LapsedLead(Standing(), kLeadChangeNow));
+  CHECK_FALSE(LapsedLead(ReplicaStatus{}, kLeadChangeNow));
+  const auto lapsed = LapsedLead(Leading(kLeadChangeNow), kLeadChangeNow);
   REQUIRE(lapsed);
   CHECK(lapsed->leader.empty());
   CHECK_FALSE(lapsed->fresh);
   CHECK(lapsed->epoch == 3);
   // Taken, it is a standby's, and the lead is lost.
-  const ReplicaStatus taken = TakeStatus(*lapsed, kNow);
+  const ReplicaStatus taken = TakeStatus(*lapsed, kLeadChangeNow);
   CHECK_FALSE(taken.leading);
-  const auto change = DecideLeadChange(Leading(kNow), taken, Settings{}, kNow, "ran out");
+  const auto change =
+      DecideLeadChange(Leading(kLeadChangeNow), taken, Settings{}, kLeadChangeNow, "ran out");
   REQUIRE(change);
   CHECK(change->why == "ran out");
 }
@@ -131,32 +132,32 @@ TEST_CASE("only a change of lead drops everything", "[rdzv][lead]") {
   const std::vector<Row> rows = {
       {"standalone stays", ReplicaStatus{}, ReplicaStatus{}, false},
       {"starting to standby", Starting(), Standing(), false},
-      {"a leader renews", Leading(kNow + 1s), Leading(kNow + 2s), false},
-      {"a standby takes the lead", Standing(), Leading(kNow + 1s), true},
-      {"a leader steps down", Leading(kNow + 1s), Standing(), true},
+      {"a leader renews", Leading(kLeadChangeNow + 1s), Leading(kLeadChangeNow + 2s), false},
+      {"a standby takes the lead", Standing(), Leading(kLeadChangeNow + 1s), true},
+      {"a leader steps down", Leading(kLeadChangeNow + 1s), Standing(), true},
   };
   for (const Row& row : rows) {
     INFO(row.what);
-    CHECK(DecideLeadChange(row.before, row.after, configured, kNow, "stepped down").has_value() ==
-          row.changes);
+    CHECK(DecideLeadChange(row.before, row.after, configured, kLeadChangeNow, "stepped down")
+              .has_value() == row.changes);
   }
 }
 
 TEST_CASE("taking the lead holds the rebuild and starts from etcd's records", "[rdzv][lead]") {
   const Settings configured;
-  const ReplicaStatus after = Leading(kNow + 1s);
-  const auto change = DecideLeadChange(Standing(), after, configured, kNow, "unused");
+  const ReplicaStatus after = Leading(kLeadChangeNow + 1s);
+  const auto change = DecideLeadChange(Standing(), after, configured, kLeadChangeNow, "unused");
   REQUIRE(change);
   CHECK(change->why == "this replica took the lead (epoch 3)");
-  CHECK(change->takeover.rebuild_hold_until == kNow + TakeoverHold(configured, 600ms));
+  CHECK(change->takeover.rebuild_hold_until == kLeadChangeNow + TakeoverHold(configured, 600ms));
   CHECK(change->takeover.records == after.run_records);
   CHECK(change->settings == LeaderSettings(configured));
 }
 
 TEST_CASE("losing the lead starts an empty core with the settings as configured", "[rdzv][lead]") {
   const Settings configured;
-  const auto change = DecideLeadChange(Leading(kNow + 1s), Standing(), configured, kNow,
-                                       "this replica stepped down");
+  const auto change = DecideLeadChange(Leading(kLeadChangeNow + 1s), Standing(), configured,
+                                       kLeadChangeNow, "this replica stepped down");
   REQUIRE(change);
   CHECK(change->why == "this replica stepped down");
   CHECK(change->takeover == Takeover{});

@@ -114,7 +114,8 @@ struct Stream {
   }
 };
 
-Request Make(Op op, std::vector<std::string> keys = {}, std::vector<std::string> values = {}) {
+Request DialectRequest(Op op, std::vector<std::string> keys = {},
+                       std::vector<std::string> values = {}) {
   return Request{op, std::move(keys), std::move(values), 0, 0};
 }
 
@@ -136,9 +137,9 @@ TEST_CASE("torch 2.1's MULTI_GET, MULTI_SET or CANCEL_WAIT settle the connection
     s.Push(kAddInit + U8(10) + U64(1) + Str("/a") + Str("1") + U8(7) + Str("/a") + U8(8) +
            Str("/b") + Str("x"));
     REQUIRE(s.requests.size() == 4);
-    CHECK(s.requests[1] == Make(Op::kMultiSet, {"/a"}, {"1"}));
-    CHECK(s.requests[2] == Make(Op::kDeleteKey, {"/a"}));
-    CHECK(s.requests[3] == Make(Op::kAppend, {"/b"}, {"x"}));
+    CHECK(s.requests[1] == DialectRequest(Op::kMultiSet, {"/a"}, {"1"}));
+    CHECK(s.requests[2] == DialectRequest(Op::kDeleteKey, {"/a"}));
+    CHECK(s.requests[3] == DialectRequest(Op::kAppend, {"/b"}, {"x"}));
     CHECK(s.decoder.dialect() == Dialect::kTorch21);
     CHECK(s.decoder.dialect_settled());
   }
@@ -146,7 +147,7 @@ TEST_CASE("torch 2.1's MULTI_GET, MULTI_SET or CANCEL_WAIT settle the connection
     Stream s;
     s.Push(U8(9) + U64(2) + Str("/a") + Str("/b"));
     REQUIRE(s.requests.size() == 1);
-    CHECK(s.requests[0] == Make(Op::kMultiGet, {"/a", "/b"}));
+    CHECK(s.requests[0] == DialectRequest(Op::kMultiGet, {"/a", "/b"}));
     CHECK(s.decoder.dialect() == Dialect::kTorch21);
   }
   SECTION("CANCEL_WAIT after a WAIT timed out") {
@@ -154,7 +155,7 @@ TEST_CASE("torch 2.1's MULTI_GET, MULTI_SET or CANCEL_WAIT settle the connection
     s.Push(U8(5) + U64(1) + Str("/late"));
     s.Push(U8(11), {.wait_pending = true});
     REQUIRE(s.requests.size() == 2);
-    CHECK(s.requests[1] == Make(Op::kCancelWait));
+    CHECK(s.requests[1] == DialectRequest(Op::kCancelWait));
     CHECK(s.decoder.dialect() == Dialect::kTorch21);
   }
   SECTION("a 2.1 connection rejects bytes past CANCEL_WAIT") {
@@ -173,11 +174,11 @@ TEST_CASE("a request after an unanswered WAIT settles the connection as torch 1.
   // at once, whatever follows.
   s.Push(U8(8) + Str("/k"), {.wait_pending = true, .quiet = false});
   REQUIRE(s.requests.size() == 2);
-  CHECK(s.requests[1] == Make(Op::kDeleteKey, {"/k"}));
+  CHECK(s.requests[1] == DialectRequest(Op::kDeleteKey, {"/k"}));
   CHECK(s.decoder.dialect() == Dialect::kLegacy);
   CHECK(s.decoder.dialect_settled());
   s.Push(U8(7) + Str("/w"));
-  CHECK(s.requests.back() == Make(Op::kWatchKey, {"/w"}));
+  CHECK(s.requests.back() == DialectRequest(Op::kWatchKey, {"/w"}));
 }
 
 TEST_CASE("query 7 before the dialect is known closes the connection", "[store][dialect]") {
@@ -195,7 +196,7 @@ TEST_CASE("an undecided query 8 is APPEND when bytes follow its key", "[store][d
   // As torch 2.1's SendBuffer writes it: the whole request at once.
   s.Push(kAddInit + U8(8) + Str("/a") + Str("x"), {.quiet = false});
   REQUIRE(s.requests.size() == 2);
-  CHECK(s.requests[1] == Make(Op::kAppend, {"/a"}, {"x"}));
+  CHECK(s.requests[1] == DialectRequest(Op::kAppend, {"/a"}, {"x"}));
   CHECK(s.decoder.dialect() == Dialect::kTorch21);
 }
 
@@ -209,7 +210,7 @@ TEST_CASE("an undecided query 8 with nothing after its key waits for the client 
     CHECK(s.decoder.awaiting_quiet());
     s.Push("", {.quiet = true});
     REQUIRE(s.requests.size() == 2);
-    CHECK(s.requests[1] == Make(Op::kDeleteKey, {"/k"}));
+    CHECK(s.requests[1] == DialectRequest(Op::kDeleteKey, {"/k"}));
     CHECK_FALSE(s.decoder.awaiting_quiet());
     CHECK(s.decoder.dialect() == Dialect::kLegacy);
     CHECK(s.decoder.dialect_settled());
@@ -223,7 +224,7 @@ TEST_CASE("an undecided query 8 with nothing after its key waits for the client 
     CHECK(s.requests.empty());
     s.Push("x", {.quiet = false});
     REQUIRE(s.requests.size() == 1);
-    CHECK(s.requests[0] == Make(Op::kAppend, {"/a"}, {"x"}));
+    CHECK(s.requests[0] == DialectRequest(Op::kAppend, {"/a"}, {"x"}));
   }
   SECTION("a key too long to prove it is closed as ambiguous") {
     Stream s;

@@ -10,8 +10,8 @@
 namespace muster::store {
 namespace {
 
-Request Make(Op op, std::vector<std::string> keys = {}, std::vector<std::string> values = {},
-             int64_t delta = 0) {
+Request LimitsRequest(Op op, std::vector<std::string> keys = {},
+                      std::vector<std::string> values = {}, int64_t delta = 0) {
   return Request{op, std::move(keys), std::move(values), delta, 0};
 }
 
@@ -60,21 +60,21 @@ struct Limited {
 
 TEST_CASE_METHOD(Limited, "a write past the key limit closes its connection and changes nothing",
                  "[store][limits]") {
-  CHECK_FALSE(Do(Make(Op::kSet, {"a"}, {"1"})).close);
-  CHECK_FALSE(Do(Make(Op::kAdd, {"b"}, {}, 1)).close);
-  CHECK_FALSE(Do(Make(Op::kQueuePush, {"q"}, {"x"})).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kSet, {"a"}, {"1"})).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kAdd, {"b"}, {}, 1)).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kQueuePush, {"q"}, {"x"})).close);
   struct Row {
     std::string name;
     Request request;
   };
   const std::vector<Row> rows = {
-      {"SET", Make(Op::kSet, {"c"}, {"1"})},
-      {"ADD", Make(Op::kAdd, {"c"}, {}, 1)},
-      {"APPEND", Make(Op::kAppend, {"c"}, {"1"})},
-      {"COMPARE_SET", Make(Op::kCompareSet, {"c"}, {"", "1"})},
-      {"QUEUE_PUSH", Make(Op::kQueuePush, {"q2"}, {"1"})},
-      {"MULTI_SET", Make(Op::kMultiSet, {"a", "c"}, {"1", "1"})},
-      {"BARRIER", Make(Op::kBarrier, {"c"}, {}, 2)},
+      {"SET", LimitsRequest(Op::kSet, {"c"}, {"1"})},
+      {"ADD", LimitsRequest(Op::kAdd, {"c"}, {}, 1)},
+      {"APPEND", LimitsRequest(Op::kAppend, {"c"}, {"1"})},
+      {"COMPARE_SET", LimitsRequest(Op::kCompareSet, {"c"}, {"", "1"})},
+      {"QUEUE_PUSH", LimitsRequest(Op::kQueuePush, {"q2"}, {"1"})},
+      {"MULTI_SET", LimitsRequest(Op::kMultiSet, {"a", "c"}, {"1", "1"})},
+      {"BARRIER", LimitsRequest(Op::kBarrier, {"c"}, {}, 2)},
   };
   for (const Row& row : rows) {
     CAPTURE(row.name);
@@ -84,28 +84,28 @@ TEST_CASE_METHOD(Limited, "a write past the key limit closes its connection and 
   }
   CHECK(store.NumEntries() == 3);
   // Existing keys may still be written, and reads go on.
-  CHECK_FALSE(Do(Make(Op::kSet, {"a"}, {"2"})).close);
-  CHECK_FALSE(Do(Make(Op::kAdd, {"b"}, {}, 1)).close);
-  CHECK_FALSE(Do(Make(Op::kQueuePush, {"q"}, {"y"})).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kSet, {"a"}, {"2"})).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kAdd, {"b"}, {}, 1)).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kQueuePush, {"q"}, {"y"})).close);
   CHECK(*store.Get("a") == "2");
   // Room again once a key is gone.
-  CHECK_FALSE(Do(Make(Op::kDeleteKey, {"a"})).close);
-  CHECK_FALSE(Do(Make(Op::kSet, {"c"}, {"1"})).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kDeleteKey, {"a"})).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kSet, {"c"}, {"1"})).close);
 }
 
 TEST_CASE_METHOD(Limited, "a write past the byte limit closes its connection and shrinking passes",
                  "[store][limits]") {
-  CHECK_FALSE(Do(Make(Op::kSet, {"k"}, {std::string(30, 'x')})).close);  // 31 bytes
-  HandlerOutcome out = Do(Make(Op::kSet, {"l"}, {std::string(9, 'x')}));
+  CHECK_FALSE(Do(LimitsRequest(Op::kSet, {"k"}, {std::string(30, 'x')})).close);  // 31 bytes
+  HandlerOutcome out = Do(LimitsRequest(Op::kSet, {"l"}, {std::string(9, 'x')}));
   CHECK(out.close);
   CHECK(out.close_reason ==
         "store size limit reached bytes=31 request_adds=10 max_bytes=40 (--store-max-bytes)");
-  CHECK(Do(Make(Op::kAppend, {"k"}, {std::string(10, 'x')})).close);
-  CHECK(Do(Make(Op::kQueuePush, {"q"}, {std::string(9, 'x')})).close);
-  CHECK_FALSE(Do(Make(Op::kSet, {"l"}, {std::string(8, 'x')})).close);  // exactly 40
+  CHECK(Do(LimitsRequest(Op::kAppend, {"k"}, {std::string(10, 'x')})).close);
+  CHECK(Do(LimitsRequest(Op::kQueuePush, {"q"}, {std::string(9, 'x')})).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kSet, {"l"}, {std::string(8, 'x')})).close);  // exactly 40
   CHECK(store.Bytes() == 40);
   // Replacing with a shorter value, or deleting, always passes.
-  CHECK_FALSE(Do(Make(Op::kSet, {"k"}, {"y"})).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kSet, {"k"}, {"y"})).close);
   CHECK(store.Bytes() == 11);
 }
 

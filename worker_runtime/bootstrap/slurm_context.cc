@@ -12,14 +12,14 @@
 namespace muster::runtime {
 namespace {
 
-constexpr const char* kSource = "SLURM";
+constexpr const char* kSlurmSource = "SLURM";
 
 // SLURM_NTASKS_PER_NODE exists only with --ntasks-per-node; otherwise
 // SLURM_TASKS_PER_NODE lists every node's count and SLURM_NODEID says which
 // entry is ours (the first when SLURM_NODEID is absent).
 Result<int> LocalWorldSize(const EnvLookup& env) {
   if (auto text = env("SLURM_NTASKS_PER_NODE")) return PositiveInt("SLURM_NTASKS_PER_NODE", *text);
-  auto list = Required(env, kSource, "SLURM_TASKS_PER_NODE");
+  auto list = Required(env, kSlurmSource, "SLURM_TASKS_PER_NODE");
   if (!list.ok()) return list.status();
   int node_index = 0;
   if (auto text = env("SLURM_NODEID")) {
@@ -42,13 +42,13 @@ Result<Context> ContextFromSlurm(const EnvLookup& env) {
   Context ctx;
   ctx.source = Context::Source::kSlurm;
 
-  auto rank_text = Required(env, kSource, "SLURM_PROCID");
+  auto rank_text = Required(env, kSlurmSource, "SLURM_PROCID");
   if (!rank_text.ok()) return rank_text.status();
-  auto world_text = Required(env, kSource, "SLURM_NTASKS");
+  auto world_text = Required(env, kSlurmSource, "SLURM_NTASKS");
   if (!world_text.ok()) return world_text.status();
-  auto local_rank_text = Required(env, kSource, "SLURM_LOCALID");
+  auto local_rank_text = Required(env, kSlurmSource, "SLURM_LOCALID");
   if (!local_rank_text.ok()) return local_rank_text.status();
-  auto job_id = Required(env, kSource, "SLURM_JOB_ID");
+  auto job_id = Required(env, kSlurmSource, "SLURM_JOB_ID");
   if (!job_id.ok()) return job_id.status();
 
   auto rank = NonNegativeInt("SLURM_PROCID", *rank_text);
@@ -77,7 +77,7 @@ Result<Context> ContextFromSlurm(const EnvLookup& env) {
     if (!addr.ok()) return addr.status();
     ctx.master_addr = std::move(*addr);
   } else {
-    auto node_list = Required(env, kSource, "SLURM_JOB_NODELIST");
+    auto node_list = Required(env, kSlurmSource, "SLURM_JOB_NODELIST");
     if (!node_list.ok()) return node_list.status();
     auto first_host = FirstHostOfList(*node_list);
     if (!first_host.ok()) {

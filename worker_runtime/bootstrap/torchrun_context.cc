@@ -8,7 +8,7 @@
 namespace muster::runtime {
 namespace {
 
-constexpr const char* kSource = "torchrun";
+constexpr const char* kTorchrunSource = "torchrun";
 
 }  // namespace
 
@@ -16,13 +16,13 @@ Result<Context> ContextFromTorchrun(const EnvLookup& env) {
   Context ctx;
   ctx.source = Context::Source::kTorchrun;
 
-  auto rank_text = Required(env, kSource, "RANK");
+  auto rank_text = Required(env, kTorchrunSource, "RANK");
   if (!rank_text.ok()) return rank_text.status();
-  auto world_text = Required(env, kSource, "WORLD_SIZE");
+  auto world_text = Required(env, kTorchrunSource, "WORLD_SIZE");
   if (!world_text.ok()) return world_text.status();
-  auto addr_text = Required(env, kSource, "MASTER_ADDR");
+  auto addr_text = Required(env, kTorchrunSource, "MASTER_ADDR");
   if (!addr_text.ok()) return addr_text.status();
-  auto port_text = Required(env, kSource, "MASTER_PORT");
+  auto port_text = Required(env, kTorchrunSource, "MASTER_PORT");
   if (!port_text.ok()) return port_text.status();
 
   auto rank = NonNegativeInt("RANK", *rank_text);

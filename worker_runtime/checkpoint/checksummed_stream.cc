@@ -22,7 +22,7 @@ static_assert(std::endian::native == std::endian::little,
 // Large enough that tensors stream at disk speed, small next to a model.
 constexpr size_t kBufferSize = size_t{1} << 20;
 
-std::string SystemError(const char* what) {
+std::string StreamSystemError(const char* what) {
   return std::string(what) + ": " + std::strerror(errno);
 }
 
@@ -70,7 +70,7 @@ Status ChecksummedWriter::WriteAll(const void* data, size_t size) {
     const ssize_t written = ::write(fd_, bytes, size);
     if (written < 0) {
       if (errno == EINTR) continue;
-      return Status::IoError(SystemError("write"));
+      return Status::IoError(StreamSystemError("write"));
     }
     bytes += written;
     size -= static_cast<size_t>(written);
@@ -129,7 +129,7 @@ Status ChecksummedReader::Fill() {
   for (;;) {
     const ssize_t got = ::read(fd_, buffer_.data(), buffer_.size());
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Status::IoError(SystemError("read"));
+    if (got < 0) return Status::IoError(StreamSystemError("read"));
     // The file shrank after its size was taken: as torn as a short file.
     if (got == 0) return Status::InvalidArgument("truncated: end of file came early");
     begin_ = 0;
