@@ -7,7 +7,10 @@
 #                 the torch integration tests launch (built once, kept; root only)
 #   format        clang-format --dry-run --Werror over every C++ file
 #   build         the regular build (build/)
-#   suite         every test of build/ (unit, integration, chaos, package)
+#   suite         every test of build/ (unit, integration, chaos, package);
+#                 the Release, ASan, TSan and fuzz builds start behind it,
+#                 one after another at nice 19 (scripts/lib/build_chain.sh),
+#                 and each "... build" stage below waits for its own
 #   Release build the Release build (build-release/, as packaged)
 #   Release unit  its unit tests
 #   package       scripts/package.sh: the .deb from build-release/
@@ -27,11 +30,16 @@
 # (a failed install, format check or build does stop it), and the exit code is
 # the first failed stage's. At its end, also after a failure or an interrupt,
 # it prints a table of the stages with their wall times and the 15 slowest
-# tests (ctest's own timing, from the JUnit files under build/test-timings/),
-# and warns when the total passes 30 minutes or the suite stage 12.
+# tests (ctest's own timing, from the JUnit files under build/test-timings/).
+# A build stage's row also gives the build's own time and whether it was cold
+# or warm (at least half of its compiles missed the compiler cache, or not);
+# the table warns when a stage passes its budget, cold or warm, and when the
+# total passes the run's (35 minutes when the regular build was cold, 15
+# when it was warm; docs/testing.md, "The budget").
 #
 # Every build goes through ccache when it is installed (scripts/build.sh): the
 # cache lives outside the clone, so a fresh clone on the same machine reuses it.
+# The build logs of the background builds are under build/test-timings/builds/.
 #
 # Env: MUSTER_SKIP_SANITIZERS=1 skips the ASan and TSan stages, MUSTER_SKIP_FUZZ=1
 # the fuzz stages (for quick local runs); MUSTER_CTEST_ARGS adds ctest

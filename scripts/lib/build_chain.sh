@@ -66,9 +66,13 @@ build_chain_start() {
   mkdir -p "$BUILD_CHAIN_DIR"
   local name
   for name in "$@"; do rm -f "$BUILD_CHAIN_DIR/$name.log" "$BUILD_CHAIN_DIR/$name.done"; done
+  local parent=$$
   (
     renice -n 19 -p "$BASHPID" >/dev/null
     for name in "$@"; do
+      # A script killed outright (SIGKILL: no exit trap) leaves the chain
+      # to end after the build under way, not to start the next.
+      kill -0 "$parent" 2>/dev/null || exit 0
       start=$SECONDS
       build_cache_start
       set +e
