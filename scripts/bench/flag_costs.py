@@ -17,7 +17,6 @@ Example (the sanitizer builds' choices, docs/testing.md):
     --variant 'O2 -g=-O2 -g' --variant 'O1 -g=-O1 -g' --variant 'O1 -g1=-O1 -g1'
 """
 import argparse
-import json
 import os
 import re
 import shlex
@@ -26,23 +25,7 @@ import sys
 import tempfile
 import time
 
-
-def base_argv(entry):
-    argv = shlex.split(entry["command"]) if "command" in entry else list(entry["arguments"])
-    while argv and os.path.basename(argv[0]) == "ccache":
-        argv.pop(0)
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in ("-o", "-MF", "-MT", "-MQ"):
-            skip = True
-            continue
-        if arg in ("-MD", "-MMD"):
-            continue
-        out.append(arg)
-    return out
+import compile_db
 
 
 def with_variant(argv, flags):
@@ -66,19 +49,13 @@ def main():
         if not sep:
             sys.exit(f"flag_costs: --variant {spec!r} is not NAME=FLAGS")
         variants.append((name, flags))
-    with open(os.path.join(args.build_dir, "compile_commands.json")) as db:
-        entries = [e for e in json.load(db) if e["file"].endswith(".cc") and re.search(args.match, e["file"])
-                   and os.path.isfile(e["file"])]  # generated sources exist once built
-    if not entries:
-        sys.exit(f"flag_costs: no .cc file matches {args.match!r}")
-    step = max(1, len(entries) // args.limit)
-    entries = entries[::step][: args.limit]
+    entries = compile_db.units(args.build_dir, args.match, args.limit)
     totals = {name: 0.0 for name, _ in variants}
     with tempfile.TemporaryDirectory() as out_dir:
         for entry in entries:
             row = []
             for name, flags in variants:
-                argv = with_variant(base_argv(entry), flags) + ["-o", os.path.join(out_dir, "unit.o")]
+                argv = with_variant(compile_db.compile_argv(entry), flags) + ["-o", os.path.join(out_dir, "unit.o")]
                 start = time.monotonic()
                 result = subprocess.run(argv, cwd=entry["directory"], capture_output=True, text=True)
                 seconds = time.monotonic() - start

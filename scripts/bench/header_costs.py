@@ -18,10 +18,11 @@ import collections
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 import tempfile
+
+import compile_db
 
 LIBRARIES = [
     ("boost/asio+beast", re.compile(r"/boost/(asio|beast)")),
@@ -45,22 +46,7 @@ def library_of(path):
 
 
 def clang_command(entry, out_dir, index):
-    argv = shlex.split(entry["command"]) if "command" in entry else list(entry["arguments"])
-    # Drop the launcher (ccache) and the compiler; keep the flags.
-    while argv and not argv[0].endswith(("g++", "c++", "clang++")):
-        argv.pop(0)
-    argv = argv[1:]
-    flags, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in ("-o", "-MF", "-MT", "-MQ"):
-            skip = True
-            continue
-        if arg in ("-MD", "-MMD") or arg.startswith("-Wno-tsan"):
-            continue
-        flags.append(arg)
+    flags = [arg for arg in compile_db.compile_argv(entry)[1:] if not arg.startswith("-Wno-tsan")]
     return ["clang++", *flags, "-Wno-unknown-warning-option", "-ftime-trace",
             "-ftime-trace-granularity=100", "-o", os.path.join(out_dir, f"tu{index}.o")]
 
@@ -88,12 +74,7 @@ def main():
     parser.add_argument("--match", default=".", help="regex on the source path")
     parser.add_argument("--limit", type=int, default=1000)
     args = parser.parse_args()
-    with open(os.path.join(args.build_dir, "compile_commands.json")) as db:
-        entries = [e for e in json.load(db) if re.search(args.match, e["file"]) and e["file"].endswith(".cc")
-                   and os.path.isfile(e["file"])]  # generated sources exist once built
-    entries = entries[:: max(1, len(entries) // args.limit)][: args.limit]  # spread over the tree
-    if not entries:
-        sys.exit(f"header_costs: no .cc file matches {args.match!r}")
+    entries = compile_db.units(args.build_dir, args.match, args.limit)
     whole = collections.Counter()
     libraries = collections.Counter()
     per_unit = []

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Stages of a long script, timed, and their table printed when the script
 # ends: after the last stage, after a failed one, or on an interrupt.
 # Sourced by scripts/test.sh; needs bash and awk.
@@ -101,40 +102,40 @@ stage_table_finish() {
 }
 
 stage_budget() {
-  if [[ -n $STAGE_CURRENT && -n $STAGE_SIDE_FILE ]]; then
-    printf 'budget\t%s\t%s\n' "$1" "$2" >>"$STAGE_SIDE_FILE"
-  else
-    STAGE_BUDGET[$1]=$2
-  fi
+  stage_set budget "$1" "$2"
 }
 
 stage_total_budget() {
-  if [[ -n $STAGE_CURRENT && -n $STAGE_SIDE_FILE ]]; then
-    printf 'total\t-\t%s\n' "$1" >>"$STAGE_SIDE_FILE"
-  else
-    STAGE_TOTAL_BUDGET_S=$1
-  fi
+  stage_set total - "$1"
 }
 
 stage_note() {
+  stage_set note "$1" "$2"
+}
+
+# KIND NAME VALUE: now, or, inside a stage's subshell (whose variables die
+# with it), through the side file when the stage ends.
+stage_set() {
   if [[ -n $STAGE_CURRENT && -n $STAGE_SIDE_FILE ]]; then
-    printf 'note\t%s\t%s\n' "$1" "$2" >>"$STAGE_SIDE_FILE"
-  else
-    STAGE_NOTE[$1]=$2
+    printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$STAGE_SIDE_FILE"
+    return
   fi
+  case $1 in
+    budget) STAGE_BUDGET[$2]=$3 ;;
+    note) STAGE_NOTE[$2]=$3 ;;
+    total) STAGE_TOTAL_BUDGET_S=$3 ;;
+  esac
 }
 
 stage_apply_side_file() {
-  local kind name value
+  local kind name value line lines=()
   [[ -n $STAGE_SIDE_FILE && -s $STAGE_SIDE_FILE ]] || return 0
-  while IFS=$'\t' read -r kind name value; do
-    case $kind in
-      budget) STAGE_BUDGET[$name]=$value ;;
-      note) STAGE_NOTE[$name]=$value ;;
-      total) STAGE_TOTAL_BUDGET_S=$value ;;
-    esac
-  done <"$STAGE_SIDE_FILE"
+  mapfile -t lines <"$STAGE_SIDE_FILE"
   : >"$STAGE_SIDE_FILE"
+  for line in "${lines[@]}"; do
+    IFS=$'\t' read -r kind name value <<<"$line"
+    STAGE_CURRENT="" stage_set "$kind" "$name" "$value"  # applied here, not written back
+  done
 }
 
 # The slowest test cases of every JUnit file, as "SECONDS FILE TEST" lines.
