@@ -16,6 +16,7 @@ import argparse
 import collections
 import os
 import re
+import signal
 import sys
 
 
@@ -50,6 +51,7 @@ def kind_of(output):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped to head
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("build_dir")
     parser.add_argument("--top", type=int, default=15)
