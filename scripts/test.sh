@@ -81,13 +81,8 @@ build_regular() {
   scripts/build.sh "$ROOT/build"
   local verdict
   verdict=$(build_cache_verdict)
-  stage_note build "$verdict"
-  if [[ $verdict == cold ]]; then
-    stage_budget build "${BUILD_BUDGET_COLD[build]}"
-  else
-    stage_budget build "${BUILD_BUDGET_WARM[build]}"
-    stage_total_budget "$BUDGET_WARM_S"
-  fi
+  build_stage_verdict "$verdict" "$verdict"
+  [[ $verdict == cold ]] || stage_total_budget "$BUDGET_WARM_S"
 }
 build_release() { scripts/package.sh --build-only; }
 build_asan() {

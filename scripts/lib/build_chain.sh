@@ -91,7 +91,7 @@ build_chain_start() {
 }
 
 build_chain_await() {
-  local name=$1 rc seconds verdict budget
+  local name=$1 rc seconds verdict
   while [[ ! -f "$BUILD_CHAIN_DIR/$name.done" ]]; do
     if ! kill -0 "$BUILD_CHAIN_PID" 2>/dev/null; then
       cat "$BUILD_CHAIN_DIR/$name.log" 2>/dev/null
@@ -103,10 +103,18 @@ build_chain_await() {
   cat "$BUILD_CHAIN_DIR/$name.log"
   read -r rc seconds verdict <"$BUILD_CHAIN_DIR/$name.done"
   echo "build_chain: $name built in $(stage_clock "$seconds") behind the earlier stages ($verdict cache)"
-  stage_note "$STAGE_CURRENT" "own $(stage_clock "$seconds"), $verdict"
-  if [[ $verdict == cold ]]; then budget=${BUILD_BUDGET_COLD[$STAGE_CURRENT]:-0}; else budget=${BUILD_BUDGET_WARM[$STAGE_CURRENT]:-0}; fi
-  stage_budget "$STAGE_CURRENT" "$budget"
+  build_stage_verdict "$verdict" "own $(stage_clock "$seconds"), $verdict"
   return "$rc"
+}
+
+# VERDICT NOTE: the current stage's note, and its budget for that verdict.
+build_stage_verdict() {
+  stage_note "$STAGE_CURRENT" "$2"
+  if [[ $1 == cold ]]; then
+    stage_budget "$STAGE_CURRENT" "${BUILD_BUDGET_COLD[$STAGE_CURRENT]:-0}"
+  else
+    stage_budget "$STAGE_CURRENT" "${BUILD_BUDGET_WARM[$STAGE_CURRENT]:-0}"
+  fi
 }
 
 # Every descendant of PID, deepest first.
@@ -121,9 +129,10 @@ build_chain_descendants() {
 build_chain_stop() {
   [[ -n $BUILD_CHAIN_PID ]] || return 0
   local pids
-  # Stop the chain first, so that it starts nothing new, then what it ran.
-  pids=$(build_chain_descendants "$BUILD_CHAIN_PID")
+  # Stop the chain first, so that it starts nothing new, then list and
+  # kill what it ran.
   kill -STOP "$BUILD_CHAIN_PID" 2>/dev/null
+  pids=$(build_chain_descendants "$BUILD_CHAIN_PID")
   # shellcheck disable=SC2086  # one pid a word
   kill -TERM $pids "$BUILD_CHAIN_PID" 2>/dev/null
   kill -CONT "$BUILD_CHAIN_PID" 2>/dev/null
