@@ -55,7 +55,7 @@ import torch.distributed as dist
 
 from muster.process_group import AbortStuck, ProcessGroup
 from muster.session import EXIT_RECOVERY_FAILED, RecoveryExit, Session, log
-from muster.state_sync import agree_on_state
+from muster.state_sync import StateTransferError, agree_on_state, check_transferable
 
 # Words of the errors gloo, NCCL and the store raise when a peer is lost or
 # the group was interrupted (torch 1.13 raises plain RuntimeErrors), matched
@@ -94,13 +94,17 @@ class InPlace:
                  backend: str = None, timeout: float = 60.0, ddp: bool = True, **ddp_kwargs):
         """`model`: the bare module (not yet DDP); `optimizer`: over its
         parameters; `state`: a dict of whatever else a joiner needs (epoch,
-        sampler position, RNG states), kept equal on every rank; `step`: the
+        sampler position, RNG states), kept equal on every rank, holding
+        only what state_sync.py moves without pickle (None, bool, int,
+        float, str, bytes, tensors, and lists, tuples and dicts of them:
+        anything else raises StateTransferError here); `step`: the
         steps already done (a resumed checkpoint's); `timeout`: seconds for
         each wait on muster and for the process group's store and
         collectives; `ddp_kwargs` go to DistributedDataParallel."""
         self.module = model
         self.optimizer = optimizer
         self.state = {} if state is None else state
+        check_transferable(self.state)
         self.step = int(step)
         self._device = _device_of(model)
         if backend is None:
@@ -269,7 +273,9 @@ class InPlace:
             try:
                 source = self._form()
                 break
-            except RecoveryExit:
+            except (RecoveryExit, StateTransferError):
+                # Not a peer lost while joining: the state cannot move (or a
+                # peer sent one that was refused), and would not next time.
                 raise
             except Exception as error:
                 # The generation did not form (a peer lost while joining):
