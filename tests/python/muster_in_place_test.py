@@ -3,7 +3,9 @@ run, on CPU with Debian's torch 1.13: a one-process gloo group formed from
 torchrun's environment over a store this test serves.
 
 - the rank and world size stay known once the group is gone (an NCCL abort
-  removes the default group, and the failure is then logged with the rank).
+  removes the default group, and the failure is then logged with the rank);
+- a `state` holding a value that cannot move between ranks without a
+  pickle is refused at construction, naming its key and type.
 
 Run: /usr/bin/python3 tests/python/muster_in_place_test.py
 """
@@ -40,6 +42,13 @@ class RankAfterTheGroupTest(unittest.TestCase):
         self.assertEqual((job.rank, job.world_size), (0, 1))
         dist.destroy_process_group()
         self.assertEqual((job.rank, job.world_size), (0, 1))
+
+    def test_a_state_that_cannot_travel_is_refused_at_construction(self):
+        model = torch.nn.Linear(2, 2)
+        with self.assertRaises(muster.StateTransferError) as caught:
+            muster.InPlace(model, state={"epoch": 1, "seen": {3, 4}}, timeout=10)
+        self.assertIn("state['seen']: a set cannot move between ranks", str(caught.exception))
+        self.assertFalse(dist.is_initialized(), "a group was formed for a refused state")
 
 
 if __name__ == "__main__":

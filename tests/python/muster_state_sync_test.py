@@ -264,6 +264,12 @@ def attacker_role(rank, work):
 
 
 class TwoRanksTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # torch 2.x imports its compiler stack when the first optimizer is
+        # built (1.6 s in the 2.14 chroot): once here, not in every child.
+        model_and_optimizer()
+
     def test_an_honest_sources_module_optimizer_and_state_arrive_whole(self):
         (source, receiver), _ = on_two_ranks(self, honest_role)
         for result in (source, receiver):
