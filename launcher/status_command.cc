@@ -6,17 +6,17 @@
 #include <csignal>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "common/option_parser.h"
+#include "common/printable.h"
 #include "common/version.h"
 #include "launcher/cli/spec_parsers.h"
 #include "launcher/launch_plan.h"
 #include "launcher/status_endpoint.h"
+#include "launcher/status_table.h"
 #include "rendezvous/net/message_channel.h"
 #include "rendezvous/net/token_file.h"
 #include "rendezvous/protocol/frame_codec.h"
@@ -95,18 +95,21 @@ Result<StatusArgs> ReadStatusArgs(const ParsedOptions& parsed, const EnvLookup& 
     if (conf_flag != nullptr && name == "PET_RDZV_CONF") return *conf_flag;
     return env(name);
   };
+  // The TLS settings first: a conf that does not parse stops here, before
+  // any token is read.
+  auto tls_files = ChooseStatusTls(conf_flag, env);
+  if (!tls_files.ok()) return tls_files.status();
   if (auto token_file = ChooseStatusTokenFile(token_flag, conf_env)) {
+    const std::string origin = token_flag != nullptr  ? "--token-file"
+                               : conf_flag != nullptr ? "--rdzv-conf token_file"
+                                                      : "PET_RDZV_CONF token_file";
     auto token = rdzv::ReadTokenFile(*token_file);
-    if (!token.ok()) {
-      return Status::InvalidArgument((token_flag != nullptr  ? "--token-file: "
-                                      : conf_flag != nullptr ? "--rdzv-conf token_file: "
-                                                             : "PET_RDZV_CONF token_file: ") +
-                                     token.status().message());
+    if (!token.ok()) return Status::InvalidArgument(origin + ": " + token.status().message());
+    if (auto warning = StatusTokenFileWarning(origin, *token_file)) {
+      std::cerr << "muster status: warning: " << *warning << "\n";
     }
     a.token = *token;
   }
-  auto tls_files = ChooseStatusTls(conf_flag, env);
-  if (!tls_files.ok()) return tls_files.status();
   if (tls_files->any()) {
     auto tls = rdzv::TlsContext::ForClient(*tls_files, nullptr);
     if (!tls.ok()) return tls.status();
@@ -182,76 +185,7 @@ Answer Ask(const std::string& host, const std::string& port, const StatusArgs& a
   return answer;
 }
 
-// A steps-per-second figure for the table: "12.5", "0.04".
-std::string RateText(double rate) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g", rate);
-  return text;
-}
-
-// The run's progress in one line: its median step rate and stragglers, or
-// that no worker reports steps (a script that does not use the progress
-// pipe: docs/operations.md, "Stragglers").
-std::string ProgressSummary(const nlohmann::json& run) {
-  const auto median = run.find("median_steps_per_second");
-  if (median == run.end() || !median->is_number()) return "no step reports";
-  const int stragglers = run.value("stragglers", 0);
-  return "median " + RateText(median->get<double>()) + " steps/s, " + std::to_string(stragglers) +
-         (stragglers == 1 ? " straggler" : " stragglers");
-}
-
 }  // namespace
-
-std::string FormatStatusTable(const std::string& status_json) {
-  const auto doc = nlohmann::json::parse(status_json, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("runs")) return "unreadable status document\n";
-  std::ostringstream out;
-  if (doc.contains("replica") && doc["replica"].is_object()) {
-    const auto& replica = doc["replica"];
-    std::string standbys;
-    for (const auto& standby : replica.value("standbys", nlohmann::json::array())) {
-      if (!standbys.empty()) standbys += ", ";
-      standbys += standby.get<std::string>();
-    }
-    out << "leader " << replica.value("leader", "?") << " (epoch " << replica.value("epoch", 0)
-        << "), standbys: " << (standbys.empty() ? "none" : standbys) << "\n";
-  }
-  if (doc["runs"].empty()) out << "no runs\n";
-  for (const auto& run : doc["runs"]) {
-    out << "run " << run.value("run_id", "?") << ": " << run.value("state", "?") << ", generation "
-        << run.value("generation", 0) << ", nodes " << run["nodes"].size() << " (min "
-        << run.value("min_nodes", 0) << ", max " << run.value("max_nodes", 0) << "), restarts "
-        << run.value("restart_count", 0) << "/" << run.value("max_restarts", 0) << "\n";
-    if (run.contains("message")) out << "  " << run.value("message", "") << "\n";
-    out << "  " << ProgressSummary(run) << "\n";
-    char line[256];
-    std::snprintf(line, sizeof(line), "  %-28s %-16s %-8s %-7s %-12s %-6s %-9s %s\n", "NODE",
-                  "HOST", "STATE", "GROUP", "RANKS", "LOCAL", "STEPS/S", "HEARTBEAT AGE");
-    out << line;
-    for (const auto& node : run["nodes"]) {
-      std::string ranks = "-";
-      std::string group = "-";
-      if (node.contains("global_ranks")) {
-        ranks = std::to_string(node["global_ranks"][0].get<int>()) + ".." +
-                std::to_string(node["global_ranks"][1].get<int>());
-        group = std::to_string(node.value("group_rank", -1));
-      }
-      std::string rate = "-";
-      if (node.contains("steps_per_second") && node["steps_per_second"].is_number()) {
-        rate = RateText(node["steps_per_second"].get<double>());
-      }
-      std::snprintf(line, sizeof(line), "  %-28s %-16s %-8s %-7s %-12s %-6d %-9s %.2fs%s%s\n",
-                    node.value("node_id", "?").c_str(), node.value("host", "?").c_str(),
-                    node.value("state", "?").c_str(), group.c_str(), ranks.c_str(),
-                    node.value("local_world_size", 0), rate.c_str(),
-                    static_cast<double>(node.value("heartbeat_age_ms", 0)) / 1000.0,
-                    node.value("connected", true) ? "" : " (disconnected)",
-                    node.value("straggler", false) ? " (straggler)" : "");
-      out << line;
-    }
-  }
-  return out.str();
-}
 
 std::string StatusHelpText() { return OptionsHelp(kIntro, kStatusOptions); }
 
@@ -289,11 +223,12 @@ int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env)
       !answer.refusal->leader.empty()) {
     // A standby of a replicated rendezvous: the runs are the leader's.
     std::cerr << "muster status: " << asked << " is a standby; asking the leader "
-              << answer.refusal->leader << " (epoch " << answer.refusal->epoch << ")\n";
+              << EscapeControlCharacters(answer.refusal->leader) << " (epoch "
+              << answer.refusal->epoch << ")\n";
     auto leader = cli::SplitEndpoint(answer.refusal->leader);
     if (!leader.ok() || !leader->port) {
-      std::cerr << "muster status: the standby named an unusable leader '" << answer.refusal->leader
-                << "'\n";
+      std::cerr << "muster status: the standby named an unusable leader '"
+                << EscapeControlCharacters(answer.refusal->leader) << "'\n";
       return 1;
     }
     answer = Ask(leader->host, std::to_string(*leader->port), a);
@@ -301,7 +236,7 @@ int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env)
   if (!answer.reply) {
     std::cerr << "muster status: "
               << (answer.refusal
-                      ? "refused: " + answer.refusal->message
+                      ? "refused: " + EscapeControlCharacters(answer.refusal->message)
                       : answer.failure.value_or("no answer within " +
                                                 std::to_string(kStatusTimeout.count()) + " s"));
     // Say where an endpoint the user did not type came from.
@@ -314,7 +249,7 @@ int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env)
     return 1;
   }
   const std::optional<std::string>& reply = answer.reply;
-  std::cout << (a.json ? *reply + "\n" : FormatStatusTable(*reply));
+  std::cout << (a.json ? StatusJsonForTerminal(*reply) + "\n" : FormatStatusTable(*reply));
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/env_lookup.h"
+#include "launcher/status_table.h"  // FormatStatusTable
 
 namespace muster {
 
@@ -23,8 +24,5 @@ int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env)
 
 // `muster status --help` (no trailing newline).
 std::string StatusHelpText();
-
-// The table form of a status document (exposed for tests).
-std::string FormatStatusTable(const std::string& status_json);
 
 }  // namespace muster

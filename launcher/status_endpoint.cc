@@ -1,5 +1,10 @@
 #include "launcher/status_endpoint.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "common/quote.h"
 #include "rendezvous/state/settings.h"
 
 namespace muster {
@@ -37,15 +42,27 @@ Result<rdzv::TlsClientFiles> ChooseStatusTls(const std::string* conf_flag, const
   if (!text) return rdzv::TlsClientFiles{};
   auto conf = rdzv::Settings::ParseConfText(*text);
   if (!conf.ok()) {
-    // A job given this PET_RDZV_CONF would refuse it; status asks in the clear.
-    if (conf_flag == nullptr) return rdzv::TlsClientFiles{};
-    return Status::InvalidArgument("--rdzv-conf: " + conf.status().message());
+    // Never a downgrade: asking in the clear would send the token, if any,
+    // where the job's TLS keys say it must not go.
+    return Status::InvalidArgument(origin + ": " + conf.status().message());
   }
   const auto file = [&](const char* key) {
     const auto it = conf->find(key);
     return rdzv::TlsFile{it == conf->end() ? "" : it->second, origin + " " + key};
   };
   return rdzv::TlsClientFiles{file("tls_ca"), file("tls_cert"), file("tls_key")};
+}
+
+bool TokenModeIsShared(unsigned mode) { return (mode & (S_IRWXG | S_IRWXO)) != 0; }
+
+std::optional<std::string> StatusTokenFileWarning(const std::string& origin,
+                                                  const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !TokenModeIsShared(st.st_mode)) return std::nullopt;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+  return origin + " " + Quote(path) + " is readable by users other than its owner (mode " + mode +
+         "): whoever reads it joins the cluster; chmod go-rwx it";
 }
 
 }  // namespace muster

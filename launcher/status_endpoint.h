@@ -35,13 +35,26 @@ StatusEndpoint ChooseStatusEndpoint(const std::string* flag, const EnvLookup& en
 
 // The token file to present: `flag` (--token-file) when given, else the
 // token_file key of PET_RDZV_CONF; nullopt when neither names one (or
-// PET_RDZV_CONF does not parse: the job would refuse it anyway).
+// PET_RDZV_CONF does not parse: ChooseStatusTls refuses it then).
 std::optional<std::string> ChooseStatusTokenFile(const std::string* flag, const EnvLookup& env);
 
 // The TLS files to connect with: the tls_* keys of `conf_flag` (muster
 // status --rdzv-conf) when given, else of PET_RDZV_CONF; none given: plain
 // TCP. Each file's flag names where it came from ("--rdzv-conf tls_ca",
-// "PET_RDZV_CONF tls_ca"). An unparsable --rdzv-conf is an error naming it.
+// "PET_RDZV_CONF tls_ca"). An unparsable --rdzv-conf or PET_RDZV_CONF is
+// an error naming it and the bad pair, never a fall back to plain TCP:
+//   "PET_RDZV_CONF: pair 'tls_ca' is not KEY=VALUE (expected 'key=value,key2=value2')"
 Result<rdzv::TlsClientFiles> ChooseStatusTls(const std::string* conf_flag, const EnvLookup& env);
+
+// A warning when the token file at `path` may be read by its group or by
+// every user (`origin` names where the path came from: "--token-file"):
+//   "--token-file '/home/u/token' is readable by users other than its owner
+//    (mode 0640): whoever reads it joins the cluster; chmod go-rwx it"
+// nullopt when only its owner may read it, or when it cannot be examined
+// (reading it then fails with its own error).
+std::optional<std::string> StatusTokenFileWarning(const std::string& origin,
+                                                  const std::string& path);
+// The rule on a mode alone (st_mode bits): a group or others bit is set.
+bool TokenModeIsShared(unsigned mode);
 
 }  // namespace muster

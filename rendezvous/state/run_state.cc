@@ -5,6 +5,7 @@
 #include <iterator>
 #include <utility>
 
+#include "common/printable.h"
 #include "rendezvous/protocol/message_codec.h"
 #include "rendezvous/state/member_addresses.h"
 #include "rendezvous/state/rank_assignment.h"
@@ -77,7 +78,9 @@ const std::shared_ptr<const std::string>& RunState::AckFrame() {
 }
 
 void RunState::Log(Actions& out, bool warning, const std::string& line) const {
-  out.push_back(LogAction{warning, line + " run=" + run_id_});
+  // Node ids, hosts, run ids and messages come from agents: a newline in
+  // one must not start a forged line of its own.
+  out.push_back(LogAction{warning, EscapeControlCharacters(line + " run=" + run_id_)});
 }
 
 Actions RunState::RefuseUnknownNode(ConnId conn, std::string_view node_id) const {
@@ -156,6 +159,14 @@ Actions RunState::OnJoin(ConnId conn, const Join& join, const std::string& peer_
                    "--nnodes " + std::to_string(join.min_nodes) + ":" +
                        std::to_string(join.max_nodes) + " differs from run '" + run_id_ + "' (" +
                        std::to_string(min_nodes_) + ":" + std::to_string(max_nodes_) + ")",
+                   Refused::kFatal);
+  }
+  // One restart budget for the whole job: a node that counts another would
+  // restart when the run has ended, or end it while others would restart.
+  if (join.max_restarts != max_restarts_) {
+    return Refusal(conn, ErrorCode::kBadRequest,
+                   "--max-restarts " + std::to_string(join.max_restarts) + " differs from run '" +
+                       run_id_ + "' (" + std::to_string(max_restarts_) + ")",
                    Refused::kFatal);
   }
   Actions out;
@@ -552,10 +563,11 @@ void RunState::CheckStragglers(Time now, Actions& out) {
   for (const StragglerChange& change : stragglers_.Evaluate(member_rates_, now)) {
     const bool flagged = change.kind == StragglerChange::Kind::kFlagged;
     out.push_back(LogAction{
-        flagged, std::string("event=") + (flagged ? "straggler" : "straggler_cleared") +
+        flagged, EscapeControlCharacters(
+                     std::string("event=") + (flagged ? "straggler" : "straggler_cleared") +
                      " run=" + run_id_ + " node=" + change.node_id + " host=" + change.host +
                      " rate=" + RateText(change.rate) + " median=" + RateText(change.median) +
-                     " gen=" + std::to_string(generation_)});
+                     " gen=" + std::to_string(generation_))});
     NoteEvent(now, flagged ? "straggler" : "straggler_cleared", change.node_id,
               "host " + change.host + ": " + RateText(change.rate) +
                   " steps/s against a median of " + RateText(change.median));

@@ -6,3 +6,7 @@ muster_unit_test(host_list_tests
   LIBS muster_host_list)
 target_compile_definitions(host_list_tests PRIVATE
   MUSTER_HOST_LIST_CASES="${CMAKE_CURRENT_LIST_DIR}/host_list_cases.txt")
+# common/printable.h: how terminals and log lines show untrusted strings.
+muster_unit_test(printable_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/printable_test.cc
+  LIBS muster_quote)

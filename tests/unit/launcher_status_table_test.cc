@@ -46,3 +46,52 @@ TEST_CASE("an empty or unreadable status document is said plainly", "[status]") 
   CHECK(muster::FormatStatusTable(R"({"runs":[]})") == "no runs\n");
   CHECK(muster::FormatStatusTable("not json") == "unreadable status document\n");
 }
+
+TEST_CASE("status prints what a joiner sent with its control characters escaped", "[status]") {
+  // ESC ] 0 ; ... BEL retitles the terminal, ESC [ 2 J clears it, U+009B
+  // is CSI to many terminals; a newline would forge a row.
+  const std::string doc = R"({"runs":[{"run_id":"job\u001b]0;owned\u0007","state":"ended",
+    "generation":1,"min_nodes":1,"max_nodes":1,"restart_count":0,"max_restarts":0,
+    "message":"node x failed\n  forged line\u001b[2J","nodes":[
+    {"node_id":"a\u009b2J","host":"h\u001b[31mred","state":"member\u007f","connected":true,
+     "local_world_size":1,"heartbeat_age_ms":5}]}]})";
+  const std::string table = muster::FormatStatusTable(doc);
+  INFO(table);
+  for (const char c : table) {
+    const auto byte = static_cast<unsigned char>(c);
+    CHECK((c == '\n' || (byte >= 0x20 && byte != 0x7f && byte != 0xc2)));
+  }
+  CHECK(table.find("run job\\x1b]0;owned\\x07: ended") != std::string::npos);
+  CHECK(table.find("  node x failed\\n  forged line\\x1b[2J\n") != std::string::npos);
+  CHECK(table.find("a\\u009b2J") != std::string::npos);
+  CHECK(table.find("h\\x1b[31mred") != std::string::npos);
+
+  const std::string json = muster::StatusJsonForTerminal(doc);
+  for (const char c : json) {
+    const auto byte = static_cast<unsigned char>(c);
+    CHECK((byte >= 0x20 && byte < 0x7f));
+  }
+  CHECK(json.find(R"("node_id":"a\u009b2J")") != std::string::npos);
+  CHECK(json.find(R"("state":"member\u007f")") != std::string::npos);
+}
+
+TEST_CASE("a status document with a field of the wrong type is an error line naming it",
+          "[status]") {
+  const auto table = [](const std::string& doc) { return muster::FormatStatusTable(doc); };
+  CHECK(table(R"({"runs":[{"run_id":"j","nodes":[{"node_id":"a","host":7}]}]})") ==
+        "malformed status document: runs[0].nodes[0].host is a number, not a string\n");
+  CHECK(table(R"({"runs":[{"run_id":"j","generation":"3","nodes":[]}]})") ==
+        "malformed status document: runs[0].generation is a string, not an integer\n");
+  CHECK(table(R"({"runs":[{"run_id":"j","nodes":[{"global_ranks":[0]}]}]})") ==
+        "malformed status document: runs[0].nodes[0].global_ranks is not [first, last]\n");
+  CHECK(table(R"({"runs":[{"run_id":"j","nodes":{"a":1}}]})") ==
+        "malformed status document: runs[0].nodes is an object, not an array\n");
+  CHECK(table(R"({"runs":[{"run_id":"j"}]})").starts_with("run j: "));  // no nodes: none shown
+  CHECK(table(R"({"runs":[3]})") ==
+        "malformed status document: runs[0] is a number, not an object\n");
+  CHECK(table(R"({"runs":{"x":1}})") ==
+        "malformed status document: runs is an object, not an array\n");
+  CHECK(table(R"({"replica":{"leader":"a","standbys":[1]},"runs":[]})") ==
+        "malformed status document: replica.standbys[0] is a number, not a string\n");
+  CHECK(table(R"([1,2])") == "unreadable status document\n");
+}
