@@ -13,8 +13,9 @@ returns (the source's step, the source rank) once every rank holds its state:
   tensor;
 - then the optimizer's state_dict and `state` travel as a JSON header (their
   structure, each tensor replaced by its index, and each tensor's dtype,
-  shape and device) followed by each tensor's bytes, one broadcast each.
-  The optimizer loads what it got and `state` is replaced in place.
+  shape and device) followed by the tensors' bytes (`buckets`: a large
+  tensor in a broadcast of its own, small ones packed together). The
+  optimizer loads what it got and `state` is replaced in place.
 
 Nothing a peer sends is unpickled. gloo and NCCL carry whatever anyone who
 reaches their ports sends (docs/security.md), so a receiver parses JSON
@@ -46,6 +47,7 @@ import torch.distributed as dist
 
 FORMAT = "muster-state/1"
 HEADER_LIMIT = 64 << 20  # bytes of JSON a receiver accepts as a header
+BUCKET_BYTES = 1 << 20   # tensors smaller than this move packed together
 MAX_DEPTH = 64           # nesting of lists, tuples and dicts, either way
 
 ALLOWED = ("state may hold None, bool, int, float, str, bytes, torch.Tensor, and lists, tuples "
@@ -264,6 +266,31 @@ def _as_bytes(tensor, device):
     return tensor.detach().to(device).contiguous().reshape(-1).view(torch.uint8)
 
 
+def buckets(sizes):
+    """The broadcasts that move tensors of `sizes` bytes, in order, as
+    (total bytes, [(tensor index, offset), ...]) each: a tensor of
+    BUCKET_BYTES or more alone, smaller ones packed together up to
+    BUCKET_BYTES, end to end (an optimizer's state is mostly small
+    tensors, and one collective each costs more than their bytes). Empty
+    tensors move in none. Both sides compute it from the header."""
+    found, packed, end = [], [], 0
+    for index, size in enumerate(sizes):
+        if size == 0:
+            continue
+        if size >= BUCKET_BYTES:
+            found.append((size, [(index, 0)]))
+            continue
+        offset = end
+        if packed and offset + size > BUCKET_BYTES:
+            found.append((end, packed))
+            packed, offset = [], 0
+        packed.append((index, offset))
+        end = offset + size
+    if packed:
+        found.append((end, packed))
+    return found
+
+
 def _send(optimizer, state, source, device):
     try:
         header, tensors = encode_payload(
@@ -272,10 +299,15 @@ def _send(optimizer, state, source, device):
         _broadcast_bytes(error_header(str(error)), source, device)
         raise
     _broadcast_bytes(header, source, device)
-    for tensor in tensors:
-        data = _as_bytes(tensor, device)
-        if data.numel() > 0:
-            dist.broadcast(data, source)
+    data = [_as_bytes(tensor, device) for tensor in tensors]
+    for total, members in buckets([d.numel() for d in data]):
+        if len(members) == 1:
+            dist.broadcast(data[members[0][0]], source)
+            continue
+        bucket = torch.empty(total, dtype=torch.uint8, device=device)
+        for index, offset in members:
+            bucket[offset:offset + data[index].numel()].copy_(data[index])
+        dist.broadcast(bucket, source)
 
 
 def _receive(source, device):
@@ -285,12 +317,18 @@ def _receive(source, device):
     except StateTransferError as error:
         raise StateTransferError(f"rank {dist.get_rank()}: rank {source}'s state refused: "
                                  f"{error}") from None
+    specs = header.tensors
+    data = [torch.empty(0, dtype=torch.uint8, device=device) for _ in specs]
+    for total, members in buckets([spec.nbytes for spec in specs]):
+        bucket = torch.empty(total, dtype=torch.uint8, device=device)
+        dist.broadcast(bucket, source)
+        for index, offset in members:
+            # A copy of its own: a tensor kept in the optimizer must not pin the bucket.
+            data[index] = (bucket if len(members) == 1 else
+                           bucket[offset:offset + specs[index].nbytes].clone())
     tensors = []
-    for spec in header.tensors:
-        data = torch.empty(spec.nbytes, dtype=torch.uint8, device=device)
-        if spec.nbytes > 0:
-            dist.broadcast(data, source)
-        tensor = data.view(spec.dtype).reshape(spec.shape)
+    for spec, raw in zip(specs, data):
+        tensor = raw.view(spec.dtype).reshape(spec.shape)
         tensors.append(tensor.cpu() if spec.on_cpu else tensor)
     return decode(header.optimizer, tensors, "optimizer"), decode(header.state, tensors, "state")
 

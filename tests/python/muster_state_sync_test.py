@@ -143,6 +143,13 @@ class TheHeaderTest(unittest.TestCase):
                 state_sync.parse_header(data)
             self.assertIn(expected, str(caught.exception))
 
+    def test_small_tensors_move_packed_and_large_ones_alone(self):
+        large, limit = 3 << 20, state_sync.BUCKET_BYTES
+        self.assertEqual(state_sync.buckets([0, 10, large, 5, limit - 10, 20]),
+                         [(large, [(2, 0)]), (15, [(1, 0), (3, 10)]), (limit - 10, [(4, 0)]),
+                          (20, [(5, 0)])])
+        self.assertEqual(state_sync.buckets([0, 0]), [])
+
     def test_a_sources_error_is_what_the_receiver_raises(self):
         with self.assertRaises(StateTransferError) as caught:
             state_sync.parse_header(state_sync.error_header("state['x']: a set cannot move"))
@@ -222,7 +229,8 @@ def honest_role(rank, work):
     state = {"epoch": 0}
     if rank == 0:
         train(model, optimizer, 5)
-        state = {"epoch": 2, "rng": torch.get_rng_state(), "order": (3, 1, 2), 5: [b"k"]}
+        state = {"epoch": 2, "rng": torch.get_rng_state(), "order": (3, 1, 2), 5: [b"k"],
+                 "large": torch.arange(150000, dtype=torch.int64)}  # a broadcast of its own
     step, source = state_sync.agree_on_state(5 if rank == 0 else 0, model, optimizer, state,
                                              torch.device("cpu"))
     # Both ranks go on identically from here: one more step each.
@@ -233,7 +241,9 @@ def honest_role(rank, work):
             "optimizer_step": float(torch.as_tensor(optimizer.state_dict()["state"][0]["step"])),
             "epoch": state["epoch"], "order": list(state["order"]),
             "order_type": type(state["order"]).__name__, "key_5": [b.hex() for b in state[5]],
-            "rng": [str(state["rng"].dtype), state["rng"].tolist()]}
+            "rng": [str(state["rng"].dtype), state["rng"].tolist()],
+            "large": [str(state["large"].dtype), int(state["large"].sum())]
+            if "large" in state else None}
 
 
 def bad_state_role(rank, work):
@@ -283,6 +293,8 @@ class TwoRanksTest(unittest.TestCase):
         self.assertEqual(receiver["key_5"], [b"k".hex()])
         self.assertEqual(receiver["rng"], source["rng"])
         self.assertEqual(receiver["rng"][0], "torch.uint8")
+        self.assertEqual(receiver["large"], source["large"])
+        self.assertEqual(receiver["large"], ["torch.int64", sum(range(150000))])
 
     def test_a_source_whose_state_cannot_travel_fails_both_ranks_with_its_message(self):
         (source, receiver), _ = on_two_ranks(self, bad_state_role)
