@@ -70,6 +70,9 @@ struct LaunchOptions {
   // store's defaults (store/request_handler.h).
   std::optional<uint64_t> store_max_keys;
   std::optional<uint64_t> store_max_bytes;
+  // --store-max-connections: connections the store holds open at once;
+  // unset: store::kDefaultStoreMaxConnections.
+  std::optional<uint64_t> store_max_connections;
 
   // Workers.
   int max_restarts = 0;                // >= 0

@@ -53,6 +53,7 @@ store::SessionLimits StoreLimits(const LaunchOptions& options) {
   store::SessionLimits limits;
   if (options.store_max_keys) limits.handler.max_keys = *options.store_max_keys;
   if (options.store_max_bytes) limits.handler.max_bytes = *options.store_max_bytes;
+  if (options.store_max_connections) limits.max_connections = *options.store_max_connections;
   return limits;
 }
 

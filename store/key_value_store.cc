@@ -172,16 +172,26 @@ void KeyValueStore::Register(Owner owner, std::vector<std::string> keys) {
   const WaiterId id = next_waiter_++;
   const size_t count = keys.size();
   Waiter waiter{owner, std::move(keys), count};
-  for (const auto& k : waiter.missing_keys) waiting_on_[k].push_back(id);
+  for (const auto& k : waiter.missing_keys) {
+    waiting_on_[k].push_back(id);
+    waited_key_bytes_ += k.size();
+  }
+  waited_keys_ += count;
   waiters_.emplace(id, std::move(waiter));
   by_owner_[owner].push_back(id);
+}
+
+void KeyValueStore::Forget(std::map<WaiterId, Waiter>::iterator waiter) {
+  waited_keys_ -= waiter->second.missing_keys.size();
+  for (const auto& k : waiter->second.missing_keys) waited_key_bytes_ -= k.size();
+  waiters_.erase(waiter);
 }
 
 void KeyValueStore::Ready(WaiterId id) {
   auto w = waiters_.find(id);
   const Owner owner = w->second.owner;
   ready_.emplace_back(owner, id);
-  waiters_.erase(w);
+  Forget(w);
   auto& owned = by_owner_[owner];
   std::erase(owned, id);
   if (owned.empty()) by_owner_.erase(owner);
@@ -228,6 +238,11 @@ void KeyValueStore::QueuePush(const std::string& key, std::string value) {
   if (list.empty()) waiting_on_.erase(it);
 }
 
+const std::string* KeyValueStore::QueueFront(const std::string& key) const {
+  auto it = queues_.find(key);
+  return it == queues_.end() ? nullptr : &it->second.front();
+}
+
 KeyValueStore::Popped KeyValueStore::QueuePop(const std::string& key) {
   auto it = queues_.find(key);
   if (it == queues_.end()) return {};
@@ -263,7 +278,7 @@ size_t KeyValueStore::CancelWaits(Owner owner) {
       std::erase(list->second, id);
       if (list->second.empty()) waiting_on_.erase(list);
     }
-    waiters_.erase(w);
+    Forget(w);
     ++removed;
   }
   by_owner_.erase(it);

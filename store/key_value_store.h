@@ -76,6 +76,12 @@ class KeyValueStore {
   // overhead is not counted.
   size_t NumEntries() const { return data_.size() + queues_.size(); }
   size_t Bytes() const { return bytes_; }
+  // What pending waiters hold: the keys they were registered on (each
+  // listing counted) and those keys' bytes. The store's bounds count them
+  // beside NumEntries() and Bytes() (request_handler.h), so that waits on
+  // keys that are never written can not grow the store without limit.
+  size_t WaitedKeys() const { return waited_keys_; }
+  size_t WaitedKeyBytes() const { return waited_key_bytes_; }
 
   // How a write changes NumEntries() and Bytes(), before it is made, so
   // that a request past a limit can be refused whole.
@@ -114,6 +120,9 @@ class KeyValueStore {
   // Removes the oldest item of queue `key`. Never blocks: a client that wants
   // to block WAITs for `key` first, as torch's queue_pop(block=True) does.
   Popped QueuePop(const std::string& key);
+  // The item QueuePop would return, or nullptr for no queue `key`. Valid
+  // until the next mutation.
+  const std::string* QueueFront(const std::string& key) const;
 
   // The number of items in queue `key`; 0 when there is no such queue.
   int64_t QueueLen(const std::string& key) const;
@@ -162,6 +171,8 @@ class KeyValueStore {
   // owner once nothing is missing. `list` is waiting_on_[key].
   void CountWrite(std::vector<WaiterId>& list, size_t index);
   void Ready(WaiterId id);
+  // Erases a waiter, keeping WaitedKeys() and WaitedKeyBytes().
+  void Forget(std::map<WaiterId, Waiter>::iterator waiter);
   bool QueueHasItems(const std::string& key) const;
 
   std::unordered_map<std::string, std::string> data_;
@@ -171,7 +182,9 @@ class KeyValueStore {
   std::unordered_map<Owner, std::vector<WaiterId>> by_owner_;
   std::vector<std::pair<Owner, WaiterId>> ready_;
   WaiterId next_waiter_ = 1;
-  size_t bytes_ = 0;  // see Bytes()
+  size_t bytes_ = 0;             // see Bytes()
+  size_t waited_keys_ = 0;       // see WaitedKeys()
+  size_t waited_key_bytes_ = 0;  // see WaitedKeyBytes()
 };
 
 }  // namespace muster::store

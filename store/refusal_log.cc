@@ -3,7 +3,7 @@
 namespace muster::store {
 
 std::optional<std::string> RefusalLog::OnRefused(const std::string& address,
-                                                 const std::string& admission, Time now) {
+                                                 const std::string& reason, Time now) {
   ++total_;
   ++since_warning_;
   bool first_of_address = false;
@@ -15,13 +15,17 @@ std::optional<std::string> RefusalLog::OnRefused(const std::string& address,
   }
   const bool quiet_long_enough = !last_warning_ || now - *last_warning_ >= kQuietFor;
   if (!first_of_address && !quiet_long_enough) return std::nullopt;
-  std::string line =
-      "event=store_refused peer=" + address + " refused_total=" + std::to_string(total_) +
-      " refused_since_last_warning=" + std::to_string(since_warning_) + " admitted=" + admission +
-      " (the store admits loopback, this host and the admitted hosts only; see --store-allow)";
+  std::string line = "event=store_refused peer=" + address +
+                     " refused_total=" + std::to_string(total_) +
+                     " refused_since_last_warning=" + std::to_string(since_warning_) + " " + reason;
   last_warning_ = now;
   since_warning_ = 0;
   return line;
+}
+
+std::string RefusalLog::AdmissionReason(const std::string& admission) {
+  return "admitted=" + admission +
+         " (the store admits loopback, this host and the admitted hosts only; see --store-allow)";
 }
 
 uint64_t RefusalLog::RefusedFrom(const std::string& address) const {

@@ -1,4 +1,5 @@
-// Counts the connections the worker store refused (PeerAdmission said no)
+// Counts the connections the worker store refused (PeerAdmission said no, the
+// peer had no address to check, or the connection cap was reached)
 // and decides which refusals get a warning line, so that a host that
 // reconnects in a loop cannot flood the agent's log. Pure: `now` comes in.
 //
@@ -35,10 +36,13 @@ class RefusalLog {
   // Records one refused connection from `address`. Returns the warning line
   // to log, or nullopt when this refusal is throttled. E.g.
   //   "event=store_refused peer=10.0.0.3 refused_total=1 refused_since_last_warning=1
-  //    admitted=members=2 (not a member of this generation; see --store-allow)"
-  // (`admission` is PeerAdmission::Describe() of the store's rule.)
-  std::optional<std::string> OnRefused(const std::string& address, const std::string& admission,
+  //    admitted=members=2 (the store admits loopback, ...; see --store-allow)"
+  // `reason` ends the line: AdmissionReason() for a peer the rule refused.
+  std::optional<std::string> OnRefused(const std::string& address, const std::string& reason,
                                        Time now);
+  // The reason of a refusal by the admission rule whose PeerAdmission::
+  // Describe() is `admission`.
+  static std::string AdmissionReason(const std::string& admission);
 
   uint64_t total() const { return total_; }
   // Refusals of `address` (0 when never refused, or not remembered).

@@ -1,5 +1,6 @@
 #include "store/request_handler.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,21 +32,45 @@ Status WaitRoom(const KeyValueStore& store, KeyValueStore::Owner owner,
 }
 
 // Whether the store may grow by `growth` (one request's writes together).
+// Keys and bytes held by pending waiters count as stored ones.
 Status Room(const KeyValueStore& store, const HandlerLimits& limits,
             const KeyValueStore::Growth& growth) {
-  if (growth.keys > 0 && store.NumEntries() + growth.keys > limits.max_keys) {
-    return Status::InvalidArgument(
-        "store key limit reached keys=" + std::to_string(store.NumEntries()) +
-        " max_keys=" + std::to_string(limits.max_keys) + " (--store-max-keys)");
+  const size_t keys = store.NumEntries() + store.WaitedKeys();
+  const size_t bytes = store.Bytes() + store.WaitedKeyBytes();
+  if (growth.keys > 0 && keys + growth.keys > limits.max_keys) {
+    return Status::InvalidArgument("store key limit reached keys=" + std::to_string(keys) +
+                                   " max_keys=" + std::to_string(limits.max_keys) +
+                                   " (--store-max-keys)");
   }
-  if (growth.bytes > 0 && store.Bytes() + static_cast<size_t>(growth.bytes) > limits.max_bytes) {
-    return Status::InvalidArgument(
-        "store size limit reached bytes=" + std::to_string(store.Bytes()) +
-        " request_adds=" + std::to_string(growth.bytes) +
-        " max_bytes=" + std::to_string(limits.max_bytes) + " (--store-max-bytes)");
+  if (growth.bytes > 0 && bytes + static_cast<size_t>(growth.bytes) > limits.max_bytes) {
+    return Status::InvalidArgument("store size limit reached bytes=" + std::to_string(bytes) +
+                                   " request_adds=" + std::to_string(growth.bytes) + " max_bytes=" +
+                                   std::to_string(limits.max_bytes) + " (--store-max-bytes)");
   }
   return Status::Ok();
 }
+
+// A WAIT (or a blocking pop) may register a waiter on every key it names:
+// their names count against the store's bounds while they wait.
+Status RoomToWait(const KeyValueStore& store, const HandlerLimits& limits,
+                  const std::vector<std::string>& keys) {
+  KeyValueStore::Growth growth;
+  growth.keys = keys.size();
+  for (const auto& key : keys) growth.bytes += static_cast<int64_t>(key.size());
+  return Room(store, limits, growth);
+}
+
+// Every reply is sized before it is built: one that does not fit the room
+// the connection has left (HandlerLimits::reply_room) is never allocated.
+Status RoomToReply(const HandlerLimits& limits, size_t reply_bytes) {
+  if (reply_bytes <= limits.reply_room) return Status::Ok();
+  return Status::InvalidArgument("reply too large bytes=" + std::to_string(reply_bytes) +
+                                 " room=" + std::to_string(limits.reply_room) + " " +
+                                 std::string(limits.reply_bound));
+}
+
+// The wire size of one EncodeBytes'd value.
+constexpr size_t EncodedSize(size_t value_bytes) { return 8 + value_bytes; }
 
 Status RoomFor(const KeyValueStore& store, const HandlerLimits& limits, const std::string& key,
                size_t value_bytes, KeyValueStore::Write how) {
@@ -85,6 +110,11 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
                              KeyValueStore::Write::kReplace);
           !s.ok())
         return Close(s.message());
+      // The reply is the desired value or the expected one.
+      if (Status s = RoomToReply(
+              limits, EncodedSize(std::max(request.values[0].size(), request.values[1].size())));
+          !s.ok())
+        return Close(s.message());
       EncodeBytes(
           store.CompareSet(request.keys[0], request.values[0], std::move(request.values[1])),
           &out.reply);
@@ -95,6 +125,8 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
       const std::string* value = store.Get(request.keys[0]);
       if (value == nullptr)
         return Close("GET of a missing key key='" + Printable(request.keys[0]) + "'");
+      if (Status s = RoomToReply(limits, EncodedSize(value->size())); !s.ok())
+        return Close(s.message());
       EncodeBytes(*value, &out.reply);
       break;
     }
@@ -115,10 +147,12 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
       break;
     case Op::kWait:
       if (Status s = WaitRoom(store, owner, limits); !s.ok()) return Close(s.message());
+      if (Status s = RoomToWait(store, limits, request.keys); !s.ok()) return Close(s.message());
       if (store.Wait(owner, request.keys)) EncodeByte(kStopWaiting, &out.reply);
       break;
     case Op::kBarrier: {
       if (Status s = WaitRoom(store, owner, limits); !s.ok()) return Close(s.message());
+      if (Status s = RoomToWait(store, limits, request.keys); !s.ok()) return Close(s.message());
       if (Status s = RoomFor(store, limits, request.keys[0], kCounterBytes,
                              KeyValueStore::Write::kReplace);
           !s.ok())
@@ -137,6 +171,11 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
       store.QueuePush(request.keys[0], std::move(request.values[0]));
       break;
     case Op::kQueuePop: {
+      // Sized from the oldest item before it is taken: a refused pop loses
+      // nothing.
+      const std::string* oldest = store.QueueFront(request.keys[0]);
+      if (Status s = RoomToReply(limits, 8 + (oldest ? EncodedSize(oldest->size()) : 0)); !s.ok())
+        return Close(s.message());
       KeyValueStore::Popped popped = store.QueuePop(request.keys[0]);
       EncodeInt64(popped.length_before, &out.reply);
       if (popped.value) EncodeBytes(*popped.value, &out.reply);
@@ -154,6 +193,7 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
         return Close("LIST_KEYS reply too large bytes=" + std::to_string(bytes) +
                      " max=" + std::to_string(limits.max_list_keys_reply_bytes));
       }
+      if (Status s = RoomToReply(limits, bytes); !s.ok()) return Close(s.message());
       out.reply.reserve(bytes);
       EncodeInt64(static_cast<int64_t>(keys.size()), &out.reply);
       for (const auto& key : keys) EncodeBytes(key, &out.reply);
@@ -176,14 +216,25 @@ HandlerOutcome HandleRequest(KeyValueStore& store, KeyValueStore::Owner owner, D
         return Close(s.message());
       store.Append(request.keys[0], request.values[0]);
       break;
-    case Op::kMultiGet:
+    case Op::kMultiGet: {
+      // Summed first: one short request may name a large key thousands of
+      // times, asking for a reply of terabytes.
+      std::vector<const std::string*> values;
+      values.reserve(request.keys.size());
+      size_t bytes = 0;
       for (const auto& key : request.keys) {
         const std::string* value = store.Get(key);
         if (value == nullptr)
           return Close("MULTI_GET of a missing key key='" + Printable(key) + "'");
-        EncodeBytes(*value, &out.reply);
+        values.push_back(value);
+        bytes += EncodedSize(value->size());
+        if (bytes > limits.reply_room) break;  // no need to add up the rest
       }
+      if (Status s = RoomToReply(limits, bytes); !s.ok()) return Close(s.message());
+      out.reply.reserve(bytes);
+      for (const std::string* value : values) EncodeBytes(*value, &out.reply);
       break;
+    }
     case Op::kMultiSet: {
       // Refused whole: each key's growth against the store as it is now (a
       // key listed twice counts twice, erring on the side of refusing).

@@ -12,7 +12,10 @@
 //   - A connection may hold at most HandlerLimits::max_pending_waits waiters
 //     (WAITs and BARRIERs together).
 //   - A LIST_KEYS reply larger than HandlerLimits::max_list_keys_reply_bytes
-//     closes the connection instead of being built.
+//     closes the connection instead of being built; so does any reply larger
+//     than HandlerLimits::reply_room (what the connection may still queue).
+//   - Pending waiters' keys count against max_keys and max_bytes: a WAIT or
+//     BARRIER past them closes its connection.
 //   - The store as a whole holds at most HandlerLimits::max_keys keys (queues
 //     included) and max_bytes bytes of names and values (KeyValueStore::
 //     Bytes()). A write that would pass either limit is not made, and the
@@ -34,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "store/key_value_store.h"
 #include "store/tcpstore_protocol.h"
@@ -72,8 +76,19 @@ inline constexpr size_t kDefaultStoreMaxBytes = size_t{1} << 30;  // 1 GiB
 struct HandlerLimits {
   size_t max_pending_waits = kMaxPendingWaitsPerConnection;
   size_t max_list_keys_reply_bytes = 256u << 20;
-  size_t max_keys = kDefaultStoreMaxKeys;    // keys and queues, all connections together
-  size_t max_bytes = kDefaultStoreMaxBytes;  // names and values, all connections together
+  // Keys and queues, all connections together, and the keys pending waiters
+  // are registered on (KeyValueStore::WaitedKeys()).
+  size_t max_keys = kDefaultStoreMaxKeys;
+  // Names and values, all connections together, and the names of the keys
+  // pending waiters are registered on.
+  size_t max_bytes = kDefaultStoreMaxBytes;
+  // The most bytes this request's reply may take: every reply (GET,
+  // MULTI_GET, COMPARE_SET, QUEUE_POP, LIST_KEYS) is sized before it is
+  // built, and one past it closes the connection instead. Set by the
+  // session for each request (store_session.h); `reply_bound` names the
+  // bound that set it, for the warning.
+  size_t reply_room = SIZE_MAX;
+  std::string_view reply_bound = "(unbounded)";
 };
 
 struct HandlerOutcome {

@@ -1,5 +1,6 @@
 #include "store/store_server.h"
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <utility>
@@ -16,6 +17,11 @@ namespace muster::store {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
+
+namespace {
+// How refusals name a peer whose address could not be read.
+const std::string kUnnamedPeer = "unnamed";
+}  // namespace
 
 class StoreServer::Impl : public SessionHost, public std::enable_shared_from_this<Impl> {
  public:
@@ -36,6 +42,11 @@ class StoreServer::Impl : public SessionHost, public std::enable_shared_from_thi
   KeyValueStore& store() override { return store_; }
   void DeliverReadyWaiters() override;
   void OnSessionClosed(uint64_t id) override { sessions_.erase(id); }
+  std::span<uint8_t> ReadBuffer() override { return read_buffer_; }
+  void AccountHeld(size_t before, size_t after) override { held_bytes_ += after - before; }
+  size_t HeldBytes() const override { return held_bytes_; }
+  // Refuses `socket` (reset, counted, a throttled warning naming `address`).
+  void Refuse(tcp::socket& socket, const std::string& address, const std::string& rule);
 
   tcp::acceptor acceptor_;
   asio::steady_timer retry_timer_;  // paces accept retries after an error
@@ -44,6 +55,8 @@ class StoreServer::Impl : public SessionHost, public std::enable_shared_from_thi
   PeerAdmission admission_;
   RefusalLog refusals_;
   std::map<uint64_t, std::shared_ptr<StoreSession>> sessions_;
+  std::array<uint8_t, 64 * 1024> read_buffer_;  // see ReadBuffer()
+  size_t held_bytes_ = 0;                       // see HeldBytes()
   uint64_t next_id_ = 1;
   uint16_t port_ = 0;
   bool stopped_ = false;
@@ -125,19 +138,37 @@ bool StoreServer::Impl::Admit(tcp::socket& socket) {
   boost::system::error_code local_ec;
   const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
   const tcp::endpoint local = socket.local_endpoint(local_ec);
-  // A peer already gone has no address to judge; its session ends at the
-  // first read.
-  if (peer_ec || local_ec || admission_.Admits(peer.address(), local.address())) return true;
+  // A peer that sent bytes and reset before accept() has no address to
+  // judge (ENOTCONN), yet its bytes are still readable: admitting it would
+  // let any host write blind whenever the acceptor lags (the agent stopped,
+  // or busy forking). It is refused like a foreign host.
+  if (peer_ec || local_ec) {
+    Refuse(socket, kUnnamedPeer,
+           "reason=\"the peer reset before it was accepted: no address to check\"");
+    return false;
+  }
+  if (sessions_.size() >= limits_.max_connections) {
+    Refuse(socket, Unmapped(peer.address()).to_string(),
+           "reason=\"connection limit reached max_connections=" +
+               std::to_string(limits_.max_connections) + " (--store-max-connections)\"");
+    return false;
+  }
+  if (admission_.Admits(peer.address(), local.address())) return true;
+  Refuse(socket, Unmapped(peer.address()).to_string(),
+         RefusalLog::AdmissionReason(admission_.Describe()));
+  return false;
+}
+
+void StoreServer::Impl::Refuse(tcp::socket& socket, const std::string& address,
+                               const std::string& rule) {
   // Reset, not a graceful close: nothing is owed to the peer, and a host
   // that reconnects in a loop leaves no TIME_WAIT socket behind here.
   boost::system::error_code ignored;
   socket.set_option(asio::socket_base::linger(true, 0), ignored);
   socket.close(ignored);
-  const std::string address = Unmapped(peer.address()).to_string();
-  if (auto line = refusals_.OnRefused(address, admission_.Describe(), Clock::now())) {
+  if (auto line = refusals_.OnRefused(address, rule, Clock::now())) {
     spdlog::warn("{} port={}", *line, port_);
   }
-  return false;
 }
 
 void StoreServer::Impl::DeliverReadyWaiters() {

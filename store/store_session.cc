@@ -1,5 +1,6 @@
 #include "store/store_session.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,10 @@ StoreSession::StoreSession(uint64_t id, asio::ip::tcp::socket socket,
       host_(std::move(host)),
       limits_(limits),
       decoder_(limits.decoder),
+      connection_bound_("max_queued_bytes=" + std::to_string(limits.max_queued_bytes) +
+                        " (per connection)"),
+      store_bound_("max_buffered_bytes=" + std::to_string(limits.max_buffered_bytes) +
+                   " (all connections)"),
       settle_timer_(socket_.get_executor()) {
   boost::system::error_code ec;
   auto endpoint = socket_.remote_endpoint(ec);
@@ -27,6 +32,9 @@ StoreSession::StoreSession(uint64_t id, asio::ip::tcp::socket socket,
   // Every reply is tiny and awaited by a blocking client: never let Nagle
   // hold one back.
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  // Reads wait for readiness and then read without blocking into the host's
+  // shared buffer (OnReadable).
+  socket_.non_blocking(true, ec);
 }
 
 void StoreSession::Start() { DoRead(); }
@@ -34,19 +42,42 @@ void StoreSession::Start() { DoRead(); }
 void StoreSession::DoRead() {
   if (closed_ || reading_) return;
   reading_ = true;
-  socket_.async_read_some(asio::buffer(read_buffer_),
-                          [self = shared_from_this()](const boost::system::error_code& ec,
-                                                      size_t n) { self->OnRead(ec, n); });
+  socket_.async_wait(
+      asio::ip::tcp::socket::wait_read,
+      [self = shared_from_this()](const boost::system::error_code& ec) { self->OnReadable(ec); });
 }
 
-void StoreSession::OnRead(const boost::system::error_code& ec, size_t n) {
+void StoreSession::OnReadable(const boost::system::error_code& wait_ec) {
   reading_ = false;
   if (closed_) return;
+  if (wait_ec) {
+    Close(wait_ec.message(), /*warn=*/false);
+    return;
+  }
+  auto host = host_.lock();
+  if (!host) {
+    Close("server gone", /*warn=*/false, /*notify_host=*/false);
+    return;
+  }
+  const std::span<uint8_t> buffer = host->ReadBuffer();
+  boost::system::error_code ec;
+  const size_t n = socket_.read_some(asio::buffer(buffer.data(), buffer.size()), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    DoRead();
+    return;
+  }
   if (ec) {
     Close(ec == asio::error::eof ? "peer closed" : ec.message(), /*warn=*/false);
     return;
   }
-  decoder_.Feed(std::span<const uint8_t>(read_buffer_.data(), n));
+  decoder_.Feed(std::span<const uint8_t>(buffer.data(), n));
+  UpdateHeld();
+  if (host->HeldBytes() > limits_.max_buffered_bytes) {
+    Close("store buffers over their bound held=" + std::to_string(host->HeldBytes()) +
+              " this_connection=" + std::to_string(held_) + " " + store_bound_,
+          /*warn=*/true);
+    return;
+  }
   // A client that sends is not quiet: a running check starts over.
   if (settling_) {
     settling_ = false;
@@ -55,8 +86,26 @@ void StoreSession::OnRead(const boost::system::error_code& ec, size_t n) {
   Pump();
 }
 
+void StoreSession::UpdateHeld() {
+  const size_t now = closed_ ? 0 : decoder_.held_bytes() + queued_bytes_;
+  if (now == held_) return;
+  if (auto host = host_.lock()) host->AccountHeld(held_, now);
+  held_ = now;
+}
+
+void StoreSession::SetReplyRoom(const SessionHost& host, HandlerLimits& limits) const {
+  const size_t connection_room =
+      limits_.max_queued_bytes > queued_bytes_ ? limits_.max_queued_bytes - queued_bytes_ : 0;
+  const size_t held = host.HeldBytes();
+  const size_t store_room =
+      limits_.max_buffered_bytes > held ? limits_.max_buffered_bytes - held : 0;
+  limits.reply_room = std::min(connection_room, store_room);
+  limits.reply_bound = connection_room <= store_room ? connection_bound_ : store_bound_;
+}
+
 void StoreSession::Pump() {
   ProcessRequests();
+  UpdateHeld();
   // Backpressure: while a client leaves its replies unread, its further
   // requests stay unprocessed and its socket unread; OnWrite resumes.
   if (!closed_ && queued_bytes_ <= limits_.pause_reading_bytes) DoRead();
@@ -84,8 +133,10 @@ void StoreSession::ProcessRequests() {
       return;
     }
     const Op op = decoded.request.op;
-    HandlerOutcome outcome = HandleRequest(host->store(), id_, decoder_.dialect(),
-                                           std::move(decoded.request), limits_.handler);
+    HandlerLimits limits = limits_.handler;
+    SetReplyRoom(*host, limits);
+    HandlerOutcome outcome =
+        HandleRequest(host->store(), id_, decoder_.dialect(), std::move(decoded.request), limits);
     if (outcome.close) {
       Close(outcome.close_reason + " query=" + std::string(OpName(op)), /*warn=*/true);
       host->DeliverReadyWaiters();
@@ -118,14 +169,11 @@ void StoreSession::OnSettleTimer() {
 
 void StoreSession::Send(std::string bytes) {
   if (closed_ || bytes.empty()) return;
+  // Replies were sized against the bounds before they were built; a
+  // STOP_WAITING byte is too small to matter.
   queued_bytes_ += bytes.size();
   queue_.push_back(std::move(bytes));
-  if (queued_bytes_ > limits_.max_queued_bytes) {
-    Close("write queue over limit queued_bytes=" + std::to_string(queued_bytes_) +
-              " max=" + std::to_string(limits_.max_queued_bytes),
-          /*warn=*/true);
-    return;
-  }
+  UpdateHeld();
   DoWrite();
 }
 
@@ -150,6 +198,7 @@ void StoreSession::OnWrite(const boost::system::error_code& ec, size_t n) {
   queued_bytes_ -= n <= queued_bytes_ ? n : queued_bytes_;
   in_flight_.clear();
   if (closed_) return;
+  UpdateHeld();
   if (ec) {
     Close("write failed: " + ec.message(), /*warn=*/false);
     return;
@@ -172,6 +221,7 @@ void StoreSession::Close(std::string_view reason, bool warn, bool notify_host) {
   socket_.close(ignored);
   settle_timer_.cancel();
   queue_.clear();
+  UpdateHeld();  // closed: holds nothing (a write in flight still frees its bytes later)
   if (!notify_host) return;
   if (auto host = host_.lock()) {
     host->store().CancelWaits(id_);

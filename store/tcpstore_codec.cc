@@ -15,6 +15,10 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "TCPStore sends native-endian integers; muster assumes little-endian hosts");
 
+// An emptied buffer larger than this is released (RequestDecoder::Compact):
+// the size of a socket read, so ordinary small requests never reallocate.
+constexpr size_t kKeptBufferBytes = 64 * 1024;
+
 template <typename T>
 T LoadLittle(const char* p) {
   T v;
@@ -40,6 +44,14 @@ void RequestDecoder::Feed(std::span<const uint8_t> bytes) {
 void RequestDecoder::Feed(std::string_view bytes) {
   if (!error_.empty()) return;
   Compact();
+  // A body whose length is known is buffered in one allocation of its size,
+  // not grown by doubling to up to twice that.
+  if (have_pending_len_) {
+    const size_t body_end = pos_ + pending_len_;
+    if (body_end > buffer_.capacity() && body_end >= buffer_.size() + bytes.size()) {
+      buffer_.reserve(body_end);
+    }
+  }
   buffer_.append(bytes);
 }
 
@@ -49,6 +61,8 @@ void RequestDecoder::Compact() {
   if (pos_ == 0) return;
   if (pos_ == buffer_.size()) {
     buffer_.clear();
+    // A connection that once sent a large value does not keep its buffer.
+    if (buffer_.capacity() > kKeptBufferBytes) buffer_.shrink_to_fit();
     pos_ = 0;
   } else if (pos_ >= buffer_.size() - pos_) {
     buffer_.erase(0, pos_);

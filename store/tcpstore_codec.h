@@ -38,7 +38,7 @@ namespace muster::store {
 struct DecoderLimits {
   uint64_t max_string_bytes = 64ull << 20;    // any one key or value
   uint64_t max_keys = 1ull << 16;             // n in CHECK/WAIT/MULTI_GET/MULTI_SET
-  uint64_t max_request_bytes = 256ull << 20;  // one whole request, prefixes included
+  uint64_t max_request_bytes = 128ull << 20;  // one whole request, prefixes included
 };
 
 // What the caller knows about the connection beyond its bytes. Only an
@@ -88,6 +88,12 @@ class RequestDecoder {
   // Bytes fed but not yet decoded. The fields of a partial request already
   // read are not counted; 0 once every request fed has been returned.
   size_t buffered_bytes() const { return buffer_.size() - pos_; }
+  // The memory this decoder holds for its client: the buffer's capacity and
+  // the partial request (fields read, and the body announced by a length
+  // prefix). What the store's buffer budget counts (store_session.h). A
+  // buffer emptied after a large request is released, so an idle connection
+  // holds next to nothing.
+  size_t held_bytes() const { return buffer_.capacity() + (in_request_ ? request_bytes_ : 0); }
 
  private:
   enum class Field { kDone, kU32, kI64, kCount, kKey, kValue };

@@ -134,6 +134,16 @@ constexpr FlagSpec
                    o.options.store_max_bytes = *size;
                    return Status::Ok();
                  }},
+                {"store-max-connections", 0, ValueKind::kValue, kFromAll, kIntOrText,
+                 FlagGroup::kRendezvous, "N", "262144",
+                 "Most connections the worker store holds open at once (torch holds 1 per rank, "
+                 "2 on torch 1.13); one past it is refused.",
+                 [](V v, P& o) -> Status {
+                   auto count = ParseCount(v);
+                   if (!count.ok()) return count.status();
+                   o.options.store_max_connections = *count;
+                   return Status::Ok();
+                 }},
 
                 // Workers.
                 {"max-restarts", 0, ValueKind::kValue, kFromAll, kIntOrText, FlagGroup::kWorkers,

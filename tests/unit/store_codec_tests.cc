@@ -2,6 +2,7 @@
 // Legacy literals marked "captured" are exactly what torch 1.13's client sent.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -261,6 +262,29 @@ TEST_CASE("a request split at every byte boundary decodes the same", "[store][co
     CHECK(got == whole.requests);
     CHECK(d.buffered_bytes() == 0);
   }
+}
+
+TEST_CASE("a decoder holds a large value's bytes once, and releases them after",
+          "[store][codec][limits]") {
+  // A modern SET of an 8 MiB value, fed in socket-sized pieces.
+  const std::string value(8 << 20, 'v');
+  const std::string stream = U8(0) + U32(kValidationMagic) + U8(1) + Str("/big") + Str(value);
+  RequestDecoder d;
+  size_t peak = 0;
+  Decoded all;
+  for (size_t at = 0; at < stream.size(); at += 64 * 1024) {
+    Decoded step = DecodeAll(d, stream.substr(at, 64 * 1024));
+    all.requests.insert(all.requests.end(), step.requests.begin(), step.requests.end());
+    peak = std::max(peak, d.held_bytes());
+  }
+  REQUIRE(all.requests.size() == 2);
+  CHECK(all.requests[1].values[0] == value);
+  // The body is buffered in one allocation of its size (not grown to up to
+  // twice that by doubling) and counted once more while announced.
+  CHECK(peak <= 2 * value.size() + 128 * 1024);
+  // Once decoded, the buffer is given back at the next read.
+  d.Feed(std::string_view());
+  CHECK(d.held_bytes() <= 64 * 1024);
 }
 
 TEST_CASE("truncated input yields need-more and no request", "[store][codec]") {

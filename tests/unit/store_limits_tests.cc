@@ -109,6 +109,79 @@ TEST_CASE_METHOD(Limited, "a write past the byte limit closes its connection and
   CHECK(store.Bytes() == 11);
 }
 
+TEST_CASE_METHOD(Limited, "waits count their keys against the store's bounds", "[store][limits]") {
+  // Waits on keys that are never written hold their names: they count like
+  // stored keys, so 1,024 waits per connection can not grow the store.
+  CHECK_FALSE(Do(LimitsRequest(Op::kWait, {"w1", "w2"})).close);
+  CHECK(store.WaitedKeys() == 2);
+  CHECK(store.WaitedKeyBytes() == 4);
+  HandlerOutcome out = Do(LimitsRequest(Op::kWait, {"w3", "w4"}));
+  CHECK(out.close);
+  CHECK(out.close_reason == "store key limit reached keys=2 max_keys=3 (--store-max-keys)");
+  CHECK(Do(LimitsRequest(Op::kSet, {"a"}, {"1"})).close == false);
+  CHECK(Do(LimitsRequest(Op::kSet, {"b"}, {"1"})).close);  // 1 key + 2 waited
+  // A long name counts its bytes.
+  HandlerOutcome long_name = HandleRequest(store, 2, Dialect::kModern,
+                                           LimitsRequest(Op::kWait, {std::string(40, 'n')}), [&] {
+                                             HandlerLimits wide = limits;
+                                             wide.max_keys = 100;
+                                             return wide;
+                                           }());
+  CHECK(long_name.close);
+  CHECK(long_name.close_reason ==
+        "store size limit reached bytes=6 request_adds=40 max_bytes=40 (--store-max-bytes)");
+  // The waiter's keys are released when it completes or is cancelled.
+  store.Set("w1", "x");
+  store.Set("w2", "x");
+  CHECK(store.WaitedKeys() == 0);
+  CHECK(store.WaitedKeyBytes() == 0);
+  CHECK(store.TakeReadyWaiters().size() == 1);
+  store.Clear();
+  CHECK_FALSE(Do(LimitsRequest(Op::kWait, {"w5"})).close);
+  CHECK(store.CancelWaits(1) == 1);
+  CHECK(store.WaitedKeys() == 0);
+}
+
+TEST_CASE_METHOD(Limited, "every reply is sized before it is built", "[store][limits]") {
+  limits.max_keys = 100;
+  limits.max_bytes = 1 << 20;
+  CHECK_FALSE(Do(LimitsRequest(Op::kSet, {"big"}, {std::string(1000, 'x')})).close);
+  CHECK_FALSE(Do(LimitsRequest(Op::kQueuePush, {"q"}, {std::string(1000, 'x')})).close);
+  limits.reply_room = 1008;  // exactly one value with its length
+  limits.reply_bound = "max_queued_bytes=1008 (per connection)";
+  CHECK(Do(LimitsRequest(Op::kGet, {"big"})).reply.size() == 1008);
+  CHECK_FALSE(Do(LimitsRequest(Op::kQueuePush, {"q"}, {std::string(1000, 'y')})).close);
+
+  limits.reply_room = 1007;
+  struct Row {
+    std::string name;
+    Request request;
+    size_t reply_bytes;
+  };
+  // One short MULTI_GET naming the same key 65,536 times asks for 66 MB: it
+  // is refused at its first value past the room, before anything is built.
+  const std::vector<Row> rows = {
+      {"GET", LimitsRequest(Op::kGet, {"big"}), 1008},
+      {"MULTI_GET", LimitsRequest(Op::kMultiGet, std::vector<std::string>(65536, "big")), 1008},
+      {"COMPARE_SET", LimitsRequest(Op::kCompareSet, {"big"}, {"", std::string(1000, 'z')}), 1008},
+      {"QUEUE_POP", LimitsRequest(Op::kQueuePop, {"q"}), 1016},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.name);
+    HandlerOutcome out = Do(row.request);
+    CHECK(out.close);
+    CHECK(out.reply.empty());
+    CHECK(out.close_reason == "reply too large bytes=" + std::to_string(row.reply_bytes) +
+                                  " room=1007 max_queued_bytes=1008 (per connection)");
+  }
+  // A refused pop loses nothing; refused reads change nothing.
+  CHECK(store.QueueLen("q") == 2);
+  CHECK(store.Get("big")->size() == 1000);
+  limits.reply_room = 18;
+  CHECK(Do(LimitsRequest(Op::kListKeys)).close_reason ==
+        "reply too large bytes=19 room=18 max_queued_bytes=1008 (per connection)");
+}
+
 TEST_CASE("the default bounds are generous", "[store][limits]") {
   const HandlerLimits defaults;
   CHECK(defaults.max_keys == kDefaultStoreMaxKeys);
