@@ -61,19 +61,37 @@ TlsStream::TlsStream(asio::ip::tcp::socket& socket, const TlsContext& context,
     return;
   }
   SSL_set_connect_state(ssl_);
+  // Each call below can refuse its input, and a refused one leaves nothing
+  // to check against: the handshake would then accept any certificate of
+  // the CA (another agent's included). OpenSSL refuses an address with a
+  // zone (fe80::1%eth0), an empty host and other forms a certificate cannot
+  // name; such an endpoint is refused rather than half checked.
   boost::system::error_code not_ip;
   asio::ip::make_address(verify_host, not_ip);
+  bool identity_set = false;
   if (!not_ip) {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), verify_host.c_str());
+    identity_set = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), verify_host.c_str()) == 1;
   } else {
-    SSL_set1_host(ssl_, verify_host.c_str());
-    SSL_set_tlsext_host_name(ssl_, verify_host.c_str());
+    identity_set = !verify_host.empty() && SSL_set1_host(ssl_, verify_host.c_str()) == 1 &&
+                   SSL_set_tlsext_host_name(ssl_, verify_host.c_str()) == 1;
+  }
+  if (!identity_set) {
+    ERR_clear_error();
+    unverifiable_ = "cannot check the server's identity for endpoint '" + verify_host +
+                    "': a certificate cannot name it (an IPv6 address with a zone such as "
+                    "%eth0, or an empty host); dial a host name or an address without a zone";
   }
 }
 
 TlsStream::~TlsStream() { SSL_free(ssl_); }
 
-void TlsStream::Handshake(Handler handler) { Step(Op::kHandshake, {}, 0, std::move(handler)); }
+void TlsStream::Handshake(Handler handler) {
+  if (!unverifiable_.empty()) {
+    failure_ = unverifiable_;
+    return Finish(std::move(handler), MakeErrorCode(TlsErrc::kFailed), 0);
+  }
+  Step(Op::kHandshake, {}, 0, std::move(handler));
+}
 
 void TlsStream::ReadSome(asio::mutable_buffer buffer, Handler handler) {
   if (server_ && !peeked_) return PeekFirstByte(buffer, std::move(handler));

@@ -7,7 +7,10 @@
 //
 // Client side: Handshake() first; it checks the server's certificate chains
 // to the trusted CAs and names `verify_host` (a DNS name, or an IP address
-// matched against the certificate's IP entries). Server side: the handshake
+// matched against the certificate's IP entries). A `verify_host` that
+// cannot be checked (an address with a zone, "fe80::1%eth0"; an empty one)
+// fails the handshake before a byte is sent, with failure() naming it: a
+// chain alone says only "some certificate of this CA". Server side: the handshake
 // runs inside the first ReadSome. Before it, the server looks at the peer's
 // first byte: a peer that does not start a TLS handshake fails with
 // TlsErrc::kPlaintextPeer, so the caller can answer it in plain text.
@@ -87,6 +90,8 @@ class TlsStream {
   bool server_;
   bool peeked_ = false;  // server: the first byte was a TLS handshake
   std::string failure_;
+  // Client: why the dialled host cannot be checked; empty when it can.
+  std::string unverifiable_;
 };
 
 }  // namespace muster::rdzv

@@ -240,5 +240,23 @@ TEST_CASE("an agent refuses a daemon whose certificate does not name the host it
   CHECK(std::holds_alternative<Welcome>(named->heard.front()));
 }
 
+TEST_CASE("an agent refuses an endpoint whose identity no certificate can name", "[rdzv][tls]") {
+  // OpenSSL cannot match an address with a zone against a certificate: the
+  // chain alone would pass any certificate of the CA, so the handshake must
+  // not start. The daemon's certificate here is valid for loopback; only the
+  // dialled name is wrong.
+  asio::io_context io;
+  auto server = StartServer(io, ServerTls("server", /*mutual=*/false));
+  auto client = TlsContext::ForClient(ClientFiles("ca"), nullptr);
+  REQUIRE(client.ok());
+  auto zoned = Connect(io, server->port(), *client, "fe80::1%lo");
+  auto empty = Connect(io, server->port(), *client, "");
+  RunUntil(io, [&] { return zoned->handshake_done && empty->handshake_done; });
+  CHECK(zoned->handshake_failure.starts_with(
+      "cannot check the server's identity for endpoint 'fe80::1%lo'"));
+  CHECK(empty->handshake_failure.starts_with("cannot check the server's identity for endpoint ''"));
+  CHECK(zoned->heard.empty());
+}
+
 }  // namespace
 }  // namespace muster::rdzv
