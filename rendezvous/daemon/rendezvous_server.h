@@ -41,7 +41,9 @@ struct ServerOptions {
   // certificate that chains to it.
   std::shared_ptr<const TlsContext> tls;
   size_t max_connections = 20000;
-  MessageChannel::Limits limits;
+  // Each agent's connection; its first frame, the Hello, is held to
+  // kMaxHelloFrameBytes.
+  MessageChannel::Limits limits{.max_first_frame_bytes = kMaxHelloFrameBytes};
   // Served by an agent for its own job (--standalone, is_host): each agent
   // reports a worker failure and the run's end itself, once, so the
   // daemon's warnings (which say the same) are logged at info.

@@ -16,7 +16,7 @@ MessageChannel::MessageChannel(asio::ip::tcp::socket socket, Limits limits, BadI
       tls_(tls ? std::make_unique<TlsStream>(socket_, *tls, verify_host) : nullptr),
       limits_(limits),
       bad_input_(bad_input),
-      decoder_(limits.max_frame_bytes),
+      decoder_(limits.max_frame_bytes, limits.max_first_frame_bytes),
       last_activity_(Clock::now()) {
   boost::system::error_code ec;
   auto endpoint = socket_.remote_endpoint(ec);

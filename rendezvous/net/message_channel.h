@@ -40,6 +40,10 @@ class MessageChannel : public std::enable_shared_from_this<MessageChannel> {
     // kMaxStatusReplyFrameBytes.
     uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
     size_t max_queued_bytes = 8u << 20;  // a peer that does not read is dropped
+    // The largest first frame read (0: max_frame_bytes). A daemon reads a
+    // Hello first and sets kMaxHelloFrameBytes: a peer not yet known holds
+    // at most that much of its memory, not a whole max_frame_bytes.
+    uint32_t max_first_frame_bytes = 0;
   };
   struct Handlers {
     std::function<void(Message)> on_message;

@@ -20,7 +20,11 @@ uint32_t ReadLength(const uint8_t* p) {
 
 }  // namespace
 
-FrameDecoder::FrameDecoder(uint32_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {
+FrameDecoder::FrameDecoder(uint32_t max_frame_bytes, uint32_t max_first_frame_bytes)
+    : max_frame_bytes_(max_frame_bytes),
+      max_first_frame_bytes_(max_first_frame_bytes == 0
+                                 ? max_frame_bytes
+                                 : std::min(max_first_frame_bytes, max_frame_bytes)) {
   assert(max_frame_bytes >= 1);
 }
 
@@ -47,7 +51,10 @@ void FrameDecoder::Feed(std::span<const uint8_t> bytes) {
       if (buffer_.size() - next_header_ == kFrameLengthBytes) {
         const uint32_t length = ReadLength(buffer_.data() + next_header_);
         if (length == 0) return Fail(FrameError::kEmpty, length);
-        if (length > max_frame_bytes_) return Fail(FrameError::kOversized, length);
+        if (length > (first_judged_ ? max_frame_bytes_ : max_first_frame_bytes_)) {
+          return Fail(FrameError::kOversized, length);
+        }
+        first_judged_ = true;
         next_header_ += kFrameLengthBytes + length;
       }
     }
@@ -107,10 +114,16 @@ void FrameDecoder::Compact() {
 void FrameDecoder::Fail(FrameError error, uint32_t length) {
   buffer_.resize(next_header_);  // drop the bad prefix; earlier frames stay
   error_ = error;
-  error_message_ = error == FrameError::kEmpty
-                       ? "empty frame: length=0, a frame holds at least its type byte"
-                       : "oversized frame: length=" + std::to_string(length) +
-                             " max_frame_bytes=" + std::to_string(max_frame_bytes_);
+  if (error == FrameError::kEmpty) {
+    error_message_ = "empty frame: length=0, a frame holds at least its type byte";
+  } else if (!first_judged_ && max_first_frame_bytes_ < max_frame_bytes_) {
+    error_message_ = "oversized first frame: length=" + std::to_string(length) +
+                     " max_first_frame_bytes=" + std::to_string(max_first_frame_bytes_) +
+                     " (the Hello comes first)";
+  } else {
+    error_message_ = "oversized frame: length=" + std::to_string(length) +
+                     " max_frame_bytes=" + std::to_string(max_frame_bytes_);
+  }
 }
 
 std::string EncodeFrame(uint8_t type, std::string_view payload) {

@@ -43,6 +43,10 @@ inline constexpr uint32_t kDefaultMaxFrameBytes = 1u << 20;  // N, type byte inc
 // client that sends StatusRequest must accept it; the daemon answers a
 // status that would not fit with an Error instead.
 inline constexpr uint32_t kMaxStatusReplyFrameBytes = 8u << 20;
+// The bound on the first frame a daemon reads from a connection, which must
+// be a Hello (about 200 bytes): a peer that has not yet said who it is may
+// make the daemon buffer no more than this.
+inline constexpr uint32_t kMaxHelloFrameBytes = 16u << 10;
 
 enum class FrameError {
   kNone,
@@ -61,8 +65,11 @@ struct FrameResult {
 
 class FrameDecoder {
  public:
-  // REQUIRES: max_frame_bytes >= 1.
-  explicit FrameDecoder(uint32_t max_frame_bytes = kDefaultMaxFrameBytes);
+  // REQUIRES: max_frame_bytes >= 1. `max_first_frame_bytes`: a tighter
+  // bound for the stream's first frame (a daemon's kMaxHelloFrameBytes);
+  // 0: max_frame_bytes.
+  explicit FrameDecoder(uint32_t max_frame_bytes = kDefaultMaxFrameBytes,
+                        uint32_t max_first_frame_bytes = 0);
 
   FrameDecoder(const FrameDecoder&) = delete;
   FrameDecoder& operator=(const FrameDecoder&) = delete;
@@ -93,6 +100,8 @@ class FrameDecoder {
   void Fail(FrameError error, uint32_t length);
 
   uint32_t max_frame_bytes_;
+  uint32_t max_first_frame_bytes_;
+  bool first_judged_ = false;  // the first frame's length prefix was accepted
   std::vector<uint8_t> buffer_;
   size_t pos_ = 0;          // start of the first frame not yet returned
   size_t next_header_ = 0;  // start of the first length prefix not yet validated

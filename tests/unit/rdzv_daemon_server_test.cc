@@ -107,6 +107,36 @@ TEST_CASE("the shell welcomes a good Hello and keeps the connection", "[rdzv][da
   CHECK(Shows(server->MetricsText(), "muster_connections 1"));
 }
 
+TEST_CASE("a peer that sends a 64 KiB frame before its Hello is closed, after it 64 KiB are read",
+          "[rdzv][daemon]") {
+  asio::io_context io;
+  auto server = StartServer(io);
+  // The right token, in a Hello padded past the 16 KiB a stranger may send.
+  Hello padded = WithToken("secret");
+  padded.agent_id = std::string(64 << 10, 'a');
+  auto stranger = Connect(io, server->port());
+  REQUIRE(stranger->channel->Send(padded));
+  RunUntil(io, [&] { return stranger->closed; });
+  CHECK(stranger->closed);
+  REQUIRE(stranger->heard.size() == 1);
+  const auto* error = std::get_if<Error>(&stranger->heard.front());
+  REQUIRE(error != nullptr);
+  CHECK(error->code == ErrorCode::kBadFrame);
+  CHECK(error->message.find("first frame") != std::string::npos);
+
+  // A greeted agent's frames are held to the full bound: a 64 KiB frame is
+  // read whole and judged by its content (a run id past 4096 bytes).
+  auto agent = Greet(io, server->port(), WithToken("secret"));
+  REQUIRE(std::holds_alternative<Welcome>(agent->heard.front()));
+  REQUIRE(agent->channel->Send(StatusRequest{std::string(64 << 10, 'r')}));
+  RunUntil(io, [&] { return agent->heard.size() == 2; });
+  REQUIRE(agent->heard.size() == 2);
+  const auto* judged = std::get_if<Error>(&agent->heard.back());
+  REQUIRE(judged != nullptr);
+  CHECK(judged->message.find("oversized") == std::string::npos);
+  CHECK(judged->message.find("at most 4096 bytes") != std::string::npos);
+}
+
 TEST_CASE("a standby redirects to the leader, and a change of lead drops every connection",
           "[rdzv][daemon]") {
   asio::io_context io;

@@ -39,6 +39,25 @@ TEST_CASE("a frame is a little-endian length, a type byte and the payload") {
   CHECK(EncodeFrame(0x81, "") == std::string("\x01\x00\x00\x00\x81", 5));
 }
 
+TEST_CASE("the first frame is held to its own bound, later frames to max_frame_bytes") {
+  FrameDecoder decoder(/*max_frame_bytes=*/100, /*max_first_frame_bytes=*/10);
+  // A first frame of 10 passes, and then one of 100, in the same feed.
+  decoder.Feed(EncodeFrame(1, std::string(9, 'h')) + EncodeFrame(2, std::string(99, 'j')));
+  FrameResult last;
+  CHECK(Drain(decoder, &last).size() == 2);
+  CHECK(last.state == FrameResult::kNeedMore);
+
+  FrameDecoder stranger(100, 10);
+  stranger.Feed(LengthPrefix(11));
+  CHECK(stranger.failed());
+  CHECK(stranger.buffered_bytes() == 0);  // nothing of it is kept
+  const FrameResult refused = stranger.Next();
+  CHECK(refused.state == FrameResult::kError);
+  CHECK(refused.error == FrameError::kOversized);
+  CHECK(refused.message ==
+        "oversized first frame: length=11 max_first_frame_bytes=10 (the Hello comes first)");
+}
+
 TEST_CASE("a frame fed in one piece decodes to its type and payload") {
   FrameDecoder decoder;
   decoder.Feed(EncodeFrame(0x07, R"({"run_id":"r"})"));
