@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/clock.h"
+#include "rendezvous/client/timing_agreement.h"
 
 namespace muster::rdzv {
 namespace {
@@ -20,6 +21,7 @@ std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
 
 ClientMachine::ClientMachine(ClientOptions options, uint64_t seed)
     : options_(std::move(options)),
+      configured_(options_.settings),
       random_(seed),
       walk_(options_.endpoints),
       replicated_(walk_.replicated()) {}
@@ -340,6 +342,7 @@ void ClientMachine::OnAttemptMessage(const Message& message, Time now, ClientAct
                        std::to_string(welcome->epoch) + " seen=" + std::to_string(epoch_seen_)));
     return AttemptFailed("a leader of an older epoch", /*refused=*/false, now, out);
   }
+  if (!AdoptTiming(welcome->timing, now, out)) return;
   epoch_seen_ = welcome->epoch;
   served_epoch_ = welcome->epoch;
   // Adopted: the attempt is the link served from now on; one it replaces (a
@@ -353,6 +356,35 @@ void ClientMachine::OnAttemptMessage(const Message& message, Time now, ClientAct
   walk_.AfterWelcome();
   last_answer_.reset();
   OnServedMessage(message, now, out);  // contact
+}
+
+bool ClientMachine::AdoptTiming(const DaemonTiming& timing, Time now, ClientActions& out) {
+  // The same daemon (or replicas of one configuration) welcomes again after
+  // every reconnect: one warning, not one per Welcome.
+  if (adopted_timing_ == timing) return true;
+  auto adopted = AdoptDaemonTiming(configured_, timing);
+  if (!adopted.ok()) {
+    const std::string where = attempt_->endpoint.Text();
+    for (ClientAction& action : Stop()) out.push_back(std::move(action));
+    out.push_back(GiveUp{"the rendezvous at " + where +
+                         " cannot be followed: " + adopted.status().message()});
+    return false;
+  }
+  const bool interval_changed =
+      adopted->settings.keep_alive_interval != options_.settings.keep_alive_interval;
+  options_.settings = adopted->settings;
+  adopted_timing_ = timing;
+  if (!adopted->differences.empty()) {
+    out.push_back(Warn("event=rdzv_timing_adopted endpoint=" + attempt_->endpoint.Text() + " " +
+                       adopted->differences +
+                       "; heartbeats and fencing follow the rendezvous's --rdzv-conf"));
+  }
+  // A heartbeat armed at this agent's own, longer interval could come after
+  // the daemon's heartbeat_timeout.
+  if (interval_changed) {
+    out.push_back(ArmTimer{ClientTimer::kHeartbeat, now + options_.settings.keep_alive_interval});
+  }
+  return true;
 }
 
 void ClientMachine::OnStandbyAnswer(const Error& error, Time now, ClientActions& out) {

@@ -12,7 +12,9 @@
 // standby's not_leader to the leader, probes the other replicas while a
 // served connection has gone quiet (never closing it itself: the leader
 // would count that as this node's death), and fences by the rule of
-// fence_rule.h. It remembers the highest leader epoch it has seen and
+// fence_rule.h, by the timing of the daemon that welcomed it
+// (timing_agreement.h: one warning names each value that differs from its
+// own --rdzv-conf). It remembers the highest leader epoch it has seen and
 // refuses a Welcome or an assignment from an older one: a deposed leader
 // that has not noticed yet.
 //
@@ -42,7 +44,10 @@
 //   attempt: Welcome of an older epoch -------------> CloseLink, as a failed attempt
 //   attempt: Welcome -------------------------------> kServed: the attempt is the link served
 //                                                     (a quiet one it replaces: CloseLink);
-//                                                     arm kFence, kQuiet (replicas)
+//                                                     adopt its timing; arm kFence, kQuiet
+//                                                     (replicas)
+//   attempt: Welcome with a timing that breaks -----> kStopped, GiveUp
+//            the fence rule
 //   served: any message ----------------------------> contact: arm kFence, kQuiet; in kProbing
 //                                                     the attempt is closed (kServed)
 //   served: Assignment (epoch not older) -----------> DeliverAssignment
@@ -186,6 +191,10 @@ class ClientMachine {
   // `seed` drives the backoff's jitter.
   ClientMachine(ClientOptions options, uint64_t seed);
 
+  // The settings it acts on: options' until a Welcome's timing replaces
+  // theirs (timing_agreement.h).
+  const Settings& settings() const { return options_.settings; }
+
   // Begins the wait for a first contact, and the first attempt. With no
   // endpoint: kStopped and GiveUp.
   ClientActions Start(Time now);
@@ -253,6 +262,9 @@ class ClientMachine {
   void CloseAttempt(const std::string& why, ClientActions& out);
   void OnAttemptMessage(const Message& message, Time now, ClientActions& out);
   void OnStandbyAnswer(const Error& error, Time now, ClientActions& out);
+  // Takes `timing` (a Welcome's) for the settings acted on; false when it
+  // breaks the fence rule, and the machine has stopped and given up.
+  bool AdoptTiming(const DaemonTiming& timing, Time now, ClientActions& out);
   void OnServedMessage(const Message& message, Time now, ClientActions& out);
   void OnServedLost(const std::string& why, bool peer_gone, Time now, ClientActions& out);
   // TLS refused this agent at `where`: no endpoint will take it until its
@@ -276,7 +288,9 @@ class ClientMachine {
   // The walk, its decisions made at `now`.
   EndpointWalk& WalkAt(Time now) { return walk_.At(now); }
 
-  ClientOptions options_;
+  ClientOptions options_;  // .settings: with the adopted timing
+  Settings configured_;    // options' settings as given (the agent's --rdzv-conf)
+  std::optional<DaemonTiming> adopted_timing_;  // the last Welcome's
   std::mt19937_64 random_;
   EndpointWalk walk_;
   std::optional<ContactWait> contact_wait_;  // set by Start()

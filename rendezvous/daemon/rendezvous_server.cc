@@ -122,7 +122,8 @@ void RendezvousServer::OnMessage(ConnId conn, Message message) {
   Session& session = it->second;
   const auto now = Clock::now();
   if (!session.greeted) {
-    const HelloAnswer answer = AnswerHello(message, options_.token, daemon_id_, replica_, now);
+    const HelloAnswer answer =
+        AnswerHello(message, options_.token, daemon_id_, core_->settings(), replica_, now);
     if (answer.verdict == HelloAnswer::Verdict::kWelcome) {
       session.greeted = true;
       session.channel->Send(answer.reply);

@@ -153,6 +153,10 @@ struct Wire<Welcome> {
     v("protocol_version", m.protocol_version);
     v("daemon_id", m.daemon_id);
     v("epoch", m.epoch, Bound::kOptional);
+    v("keep_alive_interval_ms", m.timing.keep_alive_interval_ms);
+    v("heartbeat_timeout_ms", m.timing.heartbeat_timeout_ms);
+    v("fence_timeout_ms", m.timing.fence_timeout_ms);
+    v("failover_timeout_ms", m.timing.failover_timeout_ms);
   }
 };
 

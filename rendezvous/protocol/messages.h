@@ -19,7 +19,12 @@
 
 namespace muster::rdzv {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+// 2: Welcome carries the daemon's timing, which agents adopt (PROTOCOL.md,
+// "One timing for the run"). A daemon refuses a Hello of any other version
+// (bad_version, fatal), and a version-1 daemon refuses a version-2 Hello the
+// same way: a version-1 agent, which fences by its own --rdzv-conf, never
+// joins a run beside version-2 agents.
+inline constexpr uint32_t kProtocolVersion = 2;
 // Where agents find musterd when --rdzv-endpoint gives no port (torchrun's c10d default).
 inline constexpr int kDefaultRendezvousPort = 29400;
 
@@ -128,12 +133,25 @@ struct StatusRequest {
 
 // --- daemon -> agent -------------------------------------------------------
 
+// The timing a daemon acts on, in milliseconds (Settings of
+// rendezvous/state/settings.h): every agent it welcomes heartbeats and
+// fences by it, whatever its own --rdzv-conf says (client/timing_agreement.h).
+struct DaemonTiming {
+  uint64_t keep_alive_interval_ms = 0;  // how often agents heartbeat
+  uint64_t heartbeat_timeout_ms = 0;    // silence after which it gives a node's place away
+  uint64_t fence_timeout_ms = 0;        // silence after which an agent stops its workers
+  uint64_t failover_timeout_ms = 0;     // the same, while replicas answer (replicated only)
+  bool operator==(const DaemonTiming&) const = default;
+};
+
 struct Welcome {
   uint32_t protocol_version = kProtocolVersion;
   std::string daemon_id;  // changes when the daemon restarts
   // A replica that leads: its epoch (PROTOCOL.md, "Replicas"). 0: not
   // replicated. Absent on the wire when 0.
   uint64_t epoch = 0;
+  // Required on the wire (protocol version 2).
+  DaemonTiming timing{};
   bool operator==(const Welcome&) const = default;
 };
 

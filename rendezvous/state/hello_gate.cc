@@ -26,8 +26,16 @@ HelloAnswer RefusedAnswer(ErrorCode code, std::string text) {
 
 }  // namespace
 
+DaemonTiming TimingOf(const Settings& settings) {
+  const auto ms = [](Duration d) { return static_cast<uint64_t>(d.count()); };
+  return DaemonTiming{.keep_alive_interval_ms = ms(settings.keep_alive_interval),
+                      .heartbeat_timeout_ms = ms(settings.heartbeat_timeout),
+                      .fence_timeout_ms = ms(settings.fence_timeout),
+                      .failover_timeout_ms = ms(settings.failover_timeout)};
+}
+
 HelloAnswer AnswerHello(const Message& first, std::string_view token, const std::string& daemon_id,
-                        const ReplicaStatus& replica, Time now) {
+                        const Settings& settings, const ReplicaStatus& replica, Time now) {
   const Hello* hello = std::get_if<Hello>(&first);
   if (hello == nullptr)
     return RefusedAnswer(ErrorCode::kBadRequest, "the first message must be Hello");
@@ -45,8 +53,9 @@ HelloAnswer AnswerHello(const Message& first, std::string_view token, const std:
   if (!replica.Serves(now)) {
     return HelloAnswer{HelloAnswer::Verdict::kRedirected, StandbyAnswer(replica, now)};
   }
-  return HelloAnswer{HelloAnswer::Verdict::kWelcome,
-                     Welcome{kProtocolVersion, daemon_id, ServingEpoch(replica)}};
+  return HelloAnswer{
+      HelloAnswer::Verdict::kWelcome,
+      Welcome{kProtocolVersion, daemon_id, ServingEpoch(replica), TimingOf(settings)}};
 }
 
 Error StandbyAnswer(const ReplicaStatus& replica, Time now) {

@@ -10,6 +10,10 @@
 //   any, at a replica that does not serve  StandbyAnswer()            kRedirected
 //   otherwise                              Welcome                    kWelcome
 //
+// The Welcome carries the daemon's timing (TimingOf): the agent heartbeats
+// and fences by it, so it stops its workers before this daemon gives its
+// place away, whatever the agent's own --rdzv-conf says.
+//
 // A replica that does not serve (ReplicaStatus::Serves) answers with the
 // leader it knows (not_leader, with its HOST:PORT and epoch) or with
 // no_leader, never naming itself: a key of its own that outlived its lead,
@@ -27,6 +31,7 @@
 #include "common/clock.h"
 #include "rendezvous/protocol/messages.h"
 #include "rendezvous/state/replica_status.h"
+#include "rendezvous/state/settings.h"
 
 namespace muster::rdzv {
 
@@ -40,10 +45,13 @@ struct HelloAnswer {
   Message reply;  // Welcome, or Error
 };
 
-// What the daemon whose token is `token` (empty: none required) and whose id
-// is `daemon_id` answers to `first` at `now`.
+// What the daemon whose token is `token` (empty: none required), whose id
+// is `daemon_id` and whose settings are `settings` answers to `first` at `now`.
 HelloAnswer AnswerHello(const Message& first, std::string_view token, const std::string& daemon_id,
-                        const ReplicaStatus& replica, Time now);
+                        const Settings& settings, const ReplicaStatus& replica, Time now);
+
+// The part of `settings` a Welcome carries.
+DaemonTiming TimingOf(const Settings& settings);
 
 // What a replica that does not serve answers to a Hello at `now` (not fatal:
 // the agent tries the leader it names, or another replica).

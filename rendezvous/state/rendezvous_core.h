@@ -24,6 +24,10 @@ class RendezvousCore {
   // Every run's record, ended ones included (until they are forgotten).
   std::vector<RunRecord> Records() const;
 
+  // The settings every run of this core acts on (a leader's are widened,
+  // lead_change.h): what a Welcome tells agents (hello_gate.h).
+  const Settings& settings() const { return settings_; }
+
   Actions Handle(const Event& event, Time now);
   // The hot path of Handle(MessageEvent{conn, Heartbeat}): the same outcome,
   // appended to `out`, with no copy of the heartbeat's strings.

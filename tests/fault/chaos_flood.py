@@ -31,7 +31,7 @@ def frame(kind, payload):
 
 
 def hello():
-    return frame(0x01, json.dumps({"protocol_version": 1, "token": "",
+    return frame(0x01, json.dumps({"protocol_version": 2, "token": "",
                                    "agent_id": "chaos-flood:0:0"}).encode())
 
 

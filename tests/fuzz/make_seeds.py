@@ -53,7 +53,7 @@ ASSIGNMENT = {"run_id": "job1", "generation": 3, "group_rank": 1, "group_world_s
               "max_restarts": 3}
 
 MESSAGES = [
-    ("hello", 0x01, {"protocol_version": 1, "token": "s3cret", "agent_id": "node1:4242:9f3a"}),
+    ("hello", 0x01, {"protocol_version": 2, "token": "s3cret", "agent_id": "node1:4242:9f3a"}),
     ("join", 0x02, {"run_id": "job1", "node_id": "node1", "host": "node1", "local_world_size": 8,
                     "min_nodes": 1, "max_nodes": 4, "max_restarts": 3, "store_addr": "10.0.0.1",
                     "store_port": 29501}),
@@ -74,7 +74,9 @@ MESSAGES = [
     ("workers-succeeded", 0x05, {"run_id": "job1", "node_id": "node1", "generation": 3}),
     ("leave", 0x06, {"run_id": "job1", "node_id": "node1"}),
     ("status-request", 0x07, {"run_id": ""}),
-    ("welcome", 0x81, {"protocol_version": 1, "daemon_id": "musterd-7f3a"}),
+    ("welcome", 0x81, {"protocol_version": 2, "daemon_id": "musterd-7f3a",
+                       "keep_alive_interval_ms": 500, "heartbeat_timeout_ms": 1250,
+                       "fence_timeout_ms": 1000, "failover_timeout_ms": 3500}),
     ("error", 0x82, {"code": "stale_generation", "message": "generation 2 is not 3",
                      "fatal": False}),
     ("waiting", 0x83, {"run_id": "job1", "reason": "2 of min 4 nodes joined"}),

@@ -279,8 +279,9 @@ class FakeReplicas {
     Replica& replica = replicas_[static_cast<size_t>(conn.replica)];
     if (!conn.replica_open || replica.hung) return;
     if (!conn.greeted) {
-      const HelloAnswer answer = AnswerHello(
-          message, /*token=*/"", "replica" + std::to_string(conn.replica), replica.status, now_);
+      const HelloAnswer answer =
+          AnswerHello(message, /*token=*/"", "replica" + std::to_string(conn.replica),
+                      replica.core ? replica.core->settings() : settings_, replica.status, now_);
       ToAgent(id, answer.reply);
       if (answer.verdict == HelloAnswer::Verdict::kWelcome) {
         conn.greeted = true;

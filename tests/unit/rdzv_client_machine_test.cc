@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "rendezvous/client/client_machine.h"
+#include "rendezvous/state/hello_gate.h"
 #include "tests/unit/rdzv_client_test_support.h"
 
 namespace muster::rdzv {
@@ -22,6 +23,11 @@ using State = ClientMachine::State;
 const Endpoint kA{"10.0.0.1", 29400};
 const Endpoint kB{"10.0.0.2", 29400};
 const Endpoint kC{"10.0.0.3", 29400};
+
+// A daemon's Welcome, with the default timing (the agent's own here).
+Welcome DaemonWelcome(uint64_t epoch = 0) {
+  return Welcome{kProtocolVersion, "d", epoch, TimingOf(Settings{})};
+}
 
 // One agent's client on a hand-driven clock.
 class Client {
@@ -57,7 +63,7 @@ class Client {
   // Connected and welcomed by the leader of `epoch` on `link`.
   void Serve(LinkId link, uint64_t epoch) {
     Connected(link);
-    Receive(link, Welcome{kProtocolVersion, "d", epoch});
+    Receive(link, DaemonWelcome(epoch));
     REQUIRE(machine_.state() == State::kServed);
   }
   ClientMachine& machine() { return machine_; }
@@ -100,7 +106,7 @@ TEST_CASE("a daemon's Welcome makes the attempt the connection served", "[rdzv][
   CHECK(c.Connected(1) == Lines{"send #1 Hello", "send #1 Join", "arm attempt @+2000ms"});
   CHECK(c.machine().state() == State::kGreeting);
   c.AdvanceTo(10ms);
-  CHECK(c.Receive(1, Welcome{}) ==
+  CHECK(c.Receive(1, DaemonWelcome()) ==
         Lines{"cancel attempt", "arm fence @+1010ms", "cancel first-contact"});
   CHECK(c.machine().state() == State::kServed);
   CHECK(c.Receive(1, AssignmentOf(1, 0)) ==
@@ -203,7 +209,7 @@ TEST_CASE("the leader is last heard at its latest message, never before its Welc
   c.Connected(1);
   c.AdvanceTo(10ms);
   CHECK_FALSE(c.machine().last_heard());
-  c.Receive(1, Welcome{});
+  c.Receive(1, DaemonWelcome());
   CHECK(c.machine().last_heard() == c.now());
   c.AdvanceTo(700ms);
   c.Receive(1, AssignmentOf(1, 0));
@@ -261,7 +267,7 @@ TEST_CASE("a Welcome or an assignment from a leader of an older epoch is refused
   c.Fire(ClientTimer::kRetry);
   c.Connected(2);
   // Not adopted: closed as a failed attempt, and the sweep (A and B) pauses.
-  CHECK(Only(c.Receive(2, Welcome{kProtocolVersion, "d", 4}), {"close", "arm retry"}) ==
+  CHECK(Only(c.Receive(2, DaemonWelcome(4)), {"close", "arm retry"}) ==
         Lines{"close #2", "arm retry @+28ms"});
   CHECK(c.machine().state() == State::kConnecting);
 }
@@ -278,7 +284,7 @@ TEST_CASE("the last outcome is sent again after the Join on a new connection",
   c.Fire(ClientTimer::kRetry);
   CHECK(Only(c.Connected(2), {"send"}) ==
         Lines{"send #2 Hello", "send #2 Join", "send #2 WorkerFailed gen=1"});
-  c.Receive(2, Welcome{});
+  c.Receive(2, DaemonWelcome());
   c.Receive(2, AssignmentOf(2, 0));  // a newer generation: that outcome is moot
   c.Closed(2, /*peer_gone=*/true);
   c.Fire(ClientTimer::kRetry);
@@ -388,7 +394,7 @@ TEST_CASE("once fenced, a leader's Welcome serves the agent again", "[rdzv][clie
   CHECK(c.machine().state() == State::kFenced);
   c.Fire(ClientTimer::kRetry);
   c.Connected(2);
-  c.Receive(2, Welcome{kProtocolVersion, "d", 2});
+  c.Receive(2, DaemonWelcome(2));
   CHECK(c.machine().state() == State::kServed);
   CHECK(c.machine().epoch() == 2);
 }

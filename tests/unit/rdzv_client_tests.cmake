@@ -10,4 +10,5 @@ muster_unit_test(rdzv_client_unit_tests
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_client_contact_wait_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_client_machine_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/rdzv_client_failover_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/rdzv_client_timing_agreement_test.cc
   LIBS muster_rdzv_client_logic muster_rdzv_state muster_rdzv_protocol)

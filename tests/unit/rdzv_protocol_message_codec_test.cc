@@ -63,7 +63,12 @@ std::vector<Message> SampleMessages() {
       WorkersSucceeded{.run_id = "run-7", .node_id = "node-a", .generation = 12},
       Leave{.run_id = "run-7", .node_id = "node-a"},
       StatusRequest{.run_id = ""},
-      Welcome{.protocol_version = 1, .daemon_id = "musterd-1700000000-ab12"},
+      Welcome{.protocol_version = 2,
+              .daemon_id = "musterd-1700000000-ab12",
+              .timing = {.keep_alive_interval_ms = 500,
+                         .heartbeat_timeout_ms = 1'250,
+                         .fence_timeout_ms = 1'000,
+                         .failover_timeout_ms = 3'500}},
       Error{.code = ErrorCode::kStaleGeneration,
             .message = "Heartbeat generation 3 < current 4",
             .fatal = true},
@@ -73,7 +78,13 @@ std::vector<Message> SampleMessages() {
       RunEnded{.run_id = "run-7", .succeeded = true, .message = "all workers exited 0"},
       StatusReply{.json = R"({"runs":[{"run_id":"run-7","nodes":["é","\u0000"]}]})"},
       // A replicated rendezvous's epochs and leader.
-      Welcome{.protocol_version = 1, .daemon_id = "musterd-2", .epoch = 1ull << 40},
+      Welcome{.protocol_version = 2,
+              .daemon_id = "musterd-2",
+              .epoch = 1ull << 40,
+              .timing = {.keep_alive_interval_ms = 500,
+                         .heartbeat_timeout_ms = 1'250,
+                         .fence_timeout_ms = 1'000,
+                         .failover_timeout_ms = 3'500}},
       Error{.code = ErrorCode::kNotLeader,
             .message = "not the leader: the leader is 10.0.0.2:29400 (epoch 7)",
             .leader = "10.0.0.2:29400",
@@ -179,10 +190,19 @@ TEST_CASE("an assignment is a nested object and an empty optional is left out") 
 }
 
 TEST_CASE("epochs and the leader are left out when unset and read as unset when missing") {
-  // What an older daemon sends, and what an unreplicated one still does.
-  CHECK(Encode(Welcome{.protocol_version = 1, .daemon_id = "d"}) ==
-        EncodeFrame(0x81, R"({"daemon_id":"d","protocol_version":1})"));
-  Result<Message> welcome = Decode(0x81, R"({"daemon_id":"d","protocol_version":1})");
+  // What an unreplicated daemon sends.
+  const std::string timing =
+      R"("failover_timeout_ms":3,"fence_timeout_ms":1,"heartbeat_timeout_ms":2,)"
+      R"("keep_alive_interval_ms":1)";
+  CHECK(Encode(Welcome{.protocol_version = 2,
+                       .daemon_id = "d",
+                       .timing = {.keep_alive_interval_ms = 1,
+                                  .heartbeat_timeout_ms = 2,
+                                  .fence_timeout_ms = 1,
+                                  .failover_timeout_ms = 3}}) ==
+        EncodeFrame(0x81, R"({"daemon_id":"d",)" + timing + R"(,"protocol_version":2})"));
+  Result<Message> welcome =
+      Decode(0x81, R"({"daemon_id":"d",)" + timing + R"(,"protocol_version":2})");
   REQUIRE(welcome.ok());
   CHECK(std::get<Welcome>(*welcome).epoch == 0);
   Result<Message> error = Decode(0x82, R"({"code":"no_leader","message":"m","fatal":false,
@@ -214,6 +234,18 @@ TEST_CASE("member addresses must be a list of short strings, naming the field") 
   Result<Message> missing = Decode(0x84, "{" + assignment + "}");
   REQUIRE(missing.ok());
   CHECK(std::get<AssignmentMessage>(*missing).member_addrs.empty());
+}
+
+TEST_CASE("a Welcome without the daemon's timing (a version 1 daemon's) is refused, naming it") {
+  Result<Message> old = Decode(0x81, R"({"daemon_id":"d","protocol_version":1})");
+  REQUIRE_FALSE(old.ok());
+  CHECK(old.status().message() == "Welcome.keep_alive_interval_ms: missing");
+  Result<Message> negative = Decode(0x81, R"({"daemon_id":"d","protocol_version":2,
+    "keep_alive_interval_ms":500,"heartbeat_timeout_ms":-1,"fence_timeout_ms":1,
+    "failover_timeout_ms":3})");
+  REQUIRE_FALSE(negative.ok());
+  CHECK(negative.status().message().find("Welcome.heartbeat_timeout_ms: expected an integer") !=
+        std::string::npos);
 }
 
 TEST_CASE("a bad epoch or leader is refused, naming the field") {

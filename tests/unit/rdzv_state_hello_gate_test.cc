@@ -72,6 +72,10 @@ TEST_CASE("a bad Hello is refused, fatally, whatever the replica's role", "[rdzv
        ErrorCode::kBadVersion,
        "protocol version " + std::to_string(kProtocolVersion + 1) +
            " is not supported (this daemon speaks " + std::to_string(kProtocolVersion) + ")"},
+      // Version 1 agents fence by their own --rdzv-conf, not the daemon's
+      // timing: they must not join beside version 2 agents.
+      {"an agent of version 1", HelloWith("", 1), "", Standalone(), ErrorCode::kBadVersion,
+       "protocol version 1 is not supported (this daemon speaks 2)"},
       {"no token where one is required", HelloWith(""), "secret", Standalone(),
        ErrorCode::kBadToken, "this daemon requires a token (--token-file)"},
       {"a wrong token", HelloWith("secreT"), "secret", Standalone(), ErrorCode::kBadToken,
@@ -86,7 +90,8 @@ TEST_CASE("a bad Hello is refused, fatally, whatever the replica's role", "[rdzv
   };
   for (const Row& row : rows) {
     INFO(row.what);
-    const HelloAnswer answer = AnswerHello(row.first, row.token, "d1", row.replica, kNow);
+    const HelloAnswer answer =
+        AnswerHello(row.first, row.token, "d1", Settings{}, row.replica, kNow);
     CHECK(answer.verdict == Verdict::kRefused);
     REQUIRE(std::holds_alternative<Error>(answer.reply));
     const Error& error = std::get<Error>(answer.reply);
@@ -111,9 +116,9 @@ TEST_CASE("a good Hello is welcomed by a daemon that serves, with its epoch", "[
   for (const Row& row : rows) {
     INFO(row.what);
     const HelloAnswer answer =
-        AnswerHello(HelloWith(row.token), row.token, "d1", row.replica, kNow);
+        AnswerHello(HelloWith(row.token), row.token, "d1", Settings{}, row.replica, kNow);
     CHECK(answer.verdict == Verdict::kWelcome);
-    CHECK(answer.reply == Message{Welcome{kProtocolVersion, "d1", row.epoch}});
+    CHECK(answer.reply == Message{Welcome{kProtocolVersion, "d1", row.epoch, TimingOf({})}});
   }
 }
 
@@ -152,7 +157,7 @@ TEST_CASE("a replica that does not serve answers as a standby, never naming itse
   };
   for (const Row& row : rows) {
     INFO(row.what);
-    const HelloAnswer answer = AnswerHello(HelloWith(""), "", "d1", row.replica, kNow);
+    const HelloAnswer answer = AnswerHello(HelloWith(""), "", "d1", Settings{}, row.replica, kNow);
     CHECK(answer.verdict == Verdict::kRedirected);
     REQUIRE(std::holds_alternative<Error>(answer.reply));
     const Error& error = std::get<Error>(answer.reply);
@@ -164,6 +169,20 @@ TEST_CASE("a replica that does not serve answers as a standby, never naming itse
     CHECK(error.epoch == row.epoch);
     CHECK(error.current == row.current);
   }
+}
+
+TEST_CASE("the Welcome carries the timing the daemon acts on, in milliseconds", "[rdzv][hello]") {
+  Settings settings;
+  settings.keep_alive_interval = Duration(2'000);
+  settings.heartbeat_timeout = Duration(10'000);
+  settings.fence_timeout = Duration(8'000);
+  settings.failover_timeout = Duration(10'500);
+  const HelloAnswer answer = AnswerHello(HelloWith(""), "", "d1", settings, Standalone(), kNow);
+  REQUIRE(std::holds_alternative<Welcome>(answer.reply));
+  CHECK(std::get<Welcome>(answer.reply).timing == DaemonTiming{.keep_alive_interval_ms = 2'000,
+                                                               .heartbeat_timeout_ms = 10'000,
+                                                               .fence_timeout_ms = 8'000,
+                                                               .failover_timeout_ms = 10'500});
 }
 
 TEST_CASE("the serving epoch is the replica's only while it leads", "[rdzv][hello]") {

@@ -106,6 +106,36 @@ TEST_CASE("a second node with a different --nnodes is refused with an error nami
   CHECK(c.Members() == std::vector<int>{0, 2});
 }
 
+TEST_CASE("a node with a different --max-restarts is refused with an error naming both",
+          "[rdzv][round]") {
+  // One restart budget for the job: a node counting another is not ignored.
+  FakeCluster c(2, 2, /*max_restarts=*/3);
+  c.AddAgents(3);
+  c.Join(0);
+  Join bad = c.MakeJoin(1);
+  bad.max_restarts = 5;
+  c.Send(1, bad);
+
+  const Agent& refused = c.agent(1);
+  REQUIRE(refused.errors.size() == 1);
+  CHECK(refused.errors[0].code == ErrorCode::kBadRequest);
+  CHECK(refused.errors[0].fatal);
+  CHECK(refused.errors[0].message == "--max-restarts 5 differs from run 'job' (3)");
+  CHECK(refused.closed == 1);
+
+  c.Join(2);
+  c.ExpectNewGeneration();
+  CHECK(c.Members() == std::vector<int>{0, 2});
+  // A member that comes back with another budget is refused too, not
+  // silently held to the run's.
+  Join rejoin = c.MakeJoin(2);
+  rejoin.max_restarts = 0;
+  rejoin.current = c.agent(2).assignment;
+  c.Send(2, rejoin);
+  REQUIRE(c.agent(2).errors.size() == 1);
+  CHECK(c.agent(2).errors[0].message == "--max-restarts 0 differs from run 'job' (3)");
+}
+
 TEST_CASE("a run id can be reused once its run has ended", "[rdzv][round]") {
   RendezvousCore core(TestSettings());
   const Time t0{};
