@@ -48,9 +48,9 @@ class LineReader:
 
 
 class StoreServerProcess:
-    def __init__(self, port=0, settle_ms=None):
+    def __init__(self, port=0, settle_ms=None, env=None):
         self.stderr = tempfile.TemporaryFile()
-        env = dict(os.environ)
+        env = dict(os.environ, **(env or {}))
         if settle_ms is not None:
             env["MUSTER_STORE_SETTLE_MS"] = str(settle_ms)
         self.proc = subprocess.Popen([SERVER_BIN, str(port)], stdin=subprocess.PIPE,
@@ -142,13 +142,14 @@ def run_tests(tests):
     harness.run_tests()
 
 
-def with_server(fn=None, *, settle_ms=None):
-    """Runs fn(server) against a fresh store server, killed afterwards."""
+def with_server(fn=None, *, settle_ms=None, env=None):
+    """Runs fn(server) against a fresh store server (with `env` added to its
+    environment), killed afterwards."""
     if fn is None:
-        return lambda f: with_server(f, settle_ms=settle_ms)
+        return lambda f: with_server(f, settle_ms=settle_ms, env=env)
 
     def run():
-        server = StoreServerProcess(settle_ms=settle_ms)
+        server = StoreServerProcess(settle_ms=settle_ms, env=env)
         try:
             fn(server)
         except Exception:

@@ -3,12 +3,13 @@
 //
 // stdout: "port=N" once listening, then one line per stdin command.
 // stdin commands, one per line:
-//   stats  -> "connections=C keys=K waits=W"
+//   stats  -> "connections=C keys=K waits=W refused=R"
 //   seal   -> StoreServer::Seal(), then "sealed"
 //   open N -> StoreServer::Open(N), then "opened"
 // Exits 0 on SIGTERM, SIGINT or stdin EOF; exits 1 if the server cannot start.
 // Logs (spdlog, level from SPDLOG_LEVEL, default info) go to stderr.
-// MUSTER_STORE_SETTLE_MS, when set, replaces SessionLimits::settle_delay.
+// MUSTER_STORE_SETTLE_MS, when set, replaces SessionLimits::settle_delay;
+// MUSTER_STORE_MAX_CONNECTIONS, SessionLimits::max_connections.
 #include <unistd.h>
 
 #include <chrono>
@@ -56,7 +57,8 @@ struct StdinCommands {
       std::getline(lines, line);
       if (line == "stats") {
         std::cout << "connections=" << server->num_connections() << " keys=" << server->num_keys()
-                  << " waits=" << server->num_pending_waits() << std::endl;
+                  << " waits=" << server->num_pending_waits()
+                  << " refused=" << server->refused_connections() << std::endl;
       } else if (line == "seal") {
         server->Seal();
         std::cout << "sealed" << std::endl;
@@ -82,6 +84,9 @@ int main(int argc, char** argv) {
   muster::store::SessionLimits limits;
   if (const char* settle = std::getenv("MUSTER_STORE_SETTLE_MS")) {
     limits.settle_delay = std::chrono::milliseconds(std::stoi(settle));
+  }
+  if (const char* cap = std::getenv("MUSTER_STORE_MAX_CONNECTIONS")) {
+    limits.max_connections = std::stoull(cap);
   }
 
   asio::io_context io;

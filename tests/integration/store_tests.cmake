@@ -20,3 +20,8 @@ endforeach()
 # The store's bounds: a client that floods keys loses its connection, the
 # agent's memory stays bounded and the job's own clients keep working.
 muster_integration_test(store_limits store_limits_test.py TIMEOUT 60 LABELS store)
+# The store's admission and memory bounds against a hostile client on
+# loopback: data-then-reset while the store is stopped, the connection cap,
+# a MULTI_GET asking for terabytes and GETs that are never read.
+muster_integration_test(store_hostile_clients store_hostile_clients_test.py TIMEOUT 120
+                        LABELS store)
