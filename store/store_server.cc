@@ -10,6 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "common/accept_retry.h"
 #include "common/clock.h"
 #include "store/refusal_log.h"
 
@@ -26,7 +27,7 @@ const std::string kUnnamedPeer = "unnamed";
 class StoreServer::Impl : public SessionHost, public std::enable_shared_from_this<Impl> {
  public:
   Impl(asio::io_context& io, SessionLimits limits)
-      : acceptor_(io), retry_timer_(io), limits_(limits) {}
+      : acceptor_(io), accept_retry_(io.get_executor()), limits_(limits) {}
 
   Status Listen(const std::string& host, uint16_t port);
   void Accept();
@@ -49,7 +50,7 @@ class StoreServer::Impl : public SessionHost, public std::enable_shared_from_thi
   void Refuse(tcp::socket& socket, const std::string& address, const std::string& rule);
 
   tcp::acceptor acceptor_;
-  asio::steady_timer retry_timer_;  // paces accept retries after an error
+  AcceptRetry accept_retry_;  // paces accept retries after an error
   const SessionLimits limits_;
   KeyValueStore store_;
   PeerAdmission admission_;
@@ -105,15 +106,13 @@ void StoreServer::Impl::Accept() {
     auto self = weak.lock();
     if (!self || self->stopped_ || !self->accepting_ || epoch != self->accept_epoch_) return;
     if (ec == asio::error::operation_aborted) return;
-    if (ec) {
+    if (AcceptRetry::Pauses(ec)) {
       // Transient (e.g. out of file descriptors): retry after a pause rather
       // than spinning on an error that is still there.
       spdlog::warn("store accept failed port={} error=\"{}\"", self->port_, ec.message());
-      self->retry_timer_.expires_after(std::chrono::milliseconds(100));
-      self->retry_timer_.async_wait([weak, epoch](const boost::system::error_code& timer_ec) {
+      self->accept_retry_.After([weak, epoch] {
         auto again = weak.lock();
-        if (!timer_ec && again && !again->stopped_ && again->accepting_ &&
-            epoch == again->accept_epoch_) {
+        if (again && !again->stopped_ && again->accepting_ && epoch == again->accept_epoch_) {
           again->Accept();
         }
       });
@@ -201,7 +200,7 @@ void StoreServer::Impl::Stop() {
   accepting_ = false;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
-  retry_timer_.cancel();
+  accept_retry_.Cancel();
   CloseSessions("server stopped");
   // Refusals are news at the end too: the warnings were throttled.
   spdlog::log(refusals_.total() > 0 ? spdlog::level::info : spdlog::level::debug,
@@ -219,7 +218,7 @@ void StoreServer::Impl::Seal() {
     ++accept_epoch_;
     boost::system::error_code ignored;
     acceptor_.cancel(ignored);
-    retry_timer_.cancel();
+    accept_retry_.Cancel();
   }
   const size_t closed = sessions_.size();
   const size_t keys = store_.NumEntries();

@@ -35,6 +35,7 @@ RendezvousServer::RendezvousServer(asio::io_context& io, ServerOptions options)
       acceptor_(io),
       tick_timer_(io),
       sweep_timer_(io),
+      accept_retry_(io.get_executor()),
       core_(std::make_unique<RendezvousCore>(options_.settings)),
       daemon_id_(NewDaemonId()) {}
 
@@ -79,10 +80,9 @@ void RendezvousServer::Accept() {
     if (stopped_) return;
     if (ec) {
       // Out of file descriptors and the like: back off instead of spinning.
-      if (ec != asio::error::operation_aborted) {
+      if (AcceptRetry::Pauses(ec)) {
         spdlog::warn("event=accept_failed error=\"{}\"", ec.message());
-        auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
-        timer->async_wait([this, timer](const boost::system::error_code&) {
+        accept_retry_.After([this] {
           if (!stopped_) Accept();
         });
       }
@@ -384,6 +384,7 @@ void RendezvousServer::Stop() {
   stopped_ = true;
   boost::system::error_code ec;
   acceptor_.close(ec);
+  accept_retry_.Cancel();
   tick_timer_.cancel();
   sweep_timer_.cancel();
   std::vector<std::shared_ptr<MessageChannel>> channels;

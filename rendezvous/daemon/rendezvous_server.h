@@ -23,6 +23,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/accept_retry.h"
 #include "common/status.h"
 #include "rendezvous/net/message_channel.h"
 #include "rendezvous/state/lead_change.h"
@@ -126,6 +127,7 @@ class RendezvousServer {
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer sweep_timer_;
+  AcceptRetry accept_retry_;  // paces accepts after a failure (out of descriptors)
   std::unique_ptr<RendezvousCore> core_;
   ReplicaStatus replica_;
   std::function<void(std::vector<RunRecord>)> run_record_sink_;

@@ -128,7 +128,7 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
 }  // namespace
 
 HttpServer::HttpServer(asio::io_context& io, std::shared_ptr<Shared> shared)
-    : io_(io), acceptor_(io), shared_(std::move(shared)) {}
+    : io_(io), acceptor_(io), retry_(io.get_executor()), shared_(std::move(shared)) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -161,6 +161,9 @@ void HttpServer::Accept() {
   acceptor_.async_accept(
       [this, shared = shared_](const boost::system::error_code& ec, tcp::socket socket) {
         if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+        // Out of descriptors: the connection waits in the backlog, and an
+        // accept at once would fail at once, spinning the daemon's loop.
+        if (AcceptRetry::Pauses(ec)) return retry_.After([this] { Accept(); });
         if (!ec) {
           if (shared->open_connections >= kMaxConnections) {
             boost::system::error_code ignored;
@@ -169,13 +172,13 @@ void HttpServer::Accept() {
             std::make_shared<HttpExchange>(std::move(socket), io_, shared)->Run();
           }
         }
-        // Other accept errors (out of descriptors) are transient: keep serving.
         Accept();
       });
 }
 
 void HttpServer::Stop() {
   boost::system::error_code ignored;
+  retry_.Cancel();
   acceptor_.close(ignored);
 }
 

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "common/accept_retry.h"
 #include "common/status.h"
 #include "rendezvous/net/http_request.h"
 #include "rendezvous/net/tls_context.h"
@@ -48,6 +49,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   uint16_t port() const { return port_; }
+  // How many accepts failed and were retried after a pause.
+  uint64_t accept_pauses() const { return retry_.pauses(); }
   // Stops accepting; requests in flight are answered.
   void Stop();
 
@@ -59,6 +62,7 @@ class HttpServer {
 
   boost::asio::io_context& io_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  AcceptRetry retry_;  // paces accepts after a failure (out of descriptors)
   std::shared_ptr<Shared> shared_;
   uint16_t port_ = 0;
 };

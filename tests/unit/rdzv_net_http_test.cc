@@ -3,15 +3,22 @@
 // on loopback, plain and over TLS, where a request without the token gets
 // 401 and never reaches the handler, and a plain-text client on the HTTPS
 // port is told so.
+#include <sys/resource.h>
+#include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <csignal>
+#include <ctime>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "rendezvous/net/http_server.h"
 #include "rendezvous/net/tls_stream.h"
@@ -189,6 +196,90 @@ TEST_CASE("over TLS HttpServer answers HTTPS, and tells a plain-text client", "[
   reply = Fetch(io, port, "GET / HTTP/1.1\r\n\r\n");
   CHECK(reply.starts_with("HTTP/1.0 400"));
   CHECK(reply.ends_with("this endpoint speaks HTTPS\n"));
+}
+
+// Fills this process's descriptor table: the soft RLIMIT_NOFILE is lowered
+// to 256 and descriptors are taken until none is left. Undone when it goes
+// out of scope, whatever the test did.
+class FullDescriptorTable {
+ public:
+  FullDescriptorTable() {
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved_) == 0);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = std::min<rlim_t>(saved_.rlim_cur, 256);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &lowered) == 0);
+    for (;;) {
+      const int fd = ::dup(STDERR_FILENO);
+      if (fd < 0) break;
+      taken_.push_back(fd);
+    }
+  }
+  ~FullDescriptorTable() {
+    Free();
+    ::setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  FullDescriptorTable(const FullDescriptorTable&) = delete;
+  FullDescriptorTable& operator=(const FullDescriptorTable&) = delete;
+  void Free() {
+    for (const int fd : taken_) ::close(fd);
+    taken_.clear();
+  }
+
+ private:
+  rlimit saved_{};
+  std::vector<int> taken_;
+};
+
+double ThreadCpuSeconds() {
+  timespec now{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
+
+TEST_CASE("out of descriptors the HTTP acceptor pauses instead of spinning, and recovers",
+          "[rdzv][http]") {
+  asio::io_context io;
+  auto server =
+      HttpServer::Start(io, {"127.0.0.1", 0, "--test-port", nullptr, ""}, [](const HttpRequest&) {
+        return HttpResponse{200, "text/plain", "served"};
+      });
+  REQUIRE(server.ok());
+  asio::ip::tcp::socket client(io);
+  client.open(asio::ip::tcp::v4());  // its descriptor, before the table is full
+  FullDescriptorTable full;
+  // The kernel completes the connection into the backlog; accept fails.
+  client.connect({asio::ip::make_address("127.0.0.1"), (*server)->port()});
+  asio::write(client, asio::buffer(std::string("GET / HTTP/1.1\r\n\r\n")));
+
+  const double cpu_before = ThreadCpuSeconds();
+  io.run_for(std::chrono::milliseconds(500));
+  const double cpu = ThreadCpuSeconds() - cpu_before;
+  // A spinning acceptor burns the whole half second; a pausing one retries
+  // about every AcceptRetry::kPause.
+  CHECK(cpu < 0.05);
+  CHECK((*server)->accept_pauses() >= 2);
+  CHECK((*server)->accept_pauses() <= 8);
+
+  full.Free();
+  std::string reply;
+  std::array<char, 1024> chunk{};
+  bool closed = false;
+  std::function<void()> read = [&] {
+    client.async_read_some(asio::buffer(chunk), [&](const boost::system::error_code& ec, size_t n) {
+      reply.append(chunk.data(), n);
+      if (ec) {
+        closed = true;
+      } else {
+        read();
+      }
+    });
+  };
+  read();
+  io.restart();
+  while (!closed && io.run_one_for(std::chrono::seconds(5)) > 0) {
+  }
+  CHECK(reply.starts_with("HTTP/1.0 200"));
+  CHECK(reply.ends_with("served"));
 }
 
 }  // namespace
