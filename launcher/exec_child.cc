@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "launcher/close_on_exec.h"
 #include "launcher/process_spawner.h"
 
 namespace muster {
@@ -32,8 +33,6 @@ constexpr bool kShareMemory = true;
 #else
 constexpr bool kShareMemory = true;
 #endif
-
-constexpr unsigned kCloseRangeCloexec = 1U << 2;  // CLOSE_RANGE_CLOEXEC, Linux 5.11
 
 // The child's steps that can fail, as its report names them.
 enum class Step : int { kSetsid, kDeathSignal, kPlaceFd, kExec };
@@ -128,9 +127,7 @@ int ChildMain(void* raw) {
   // Asio's sockets (the store's listener, its connections) are not
   // close-on-exec: mark every descriptor from 3 up close-on-exec so that no
   // worker inherits them, then place the four the worker gets.
-  if (syscall(SYS_close_range, 3U, ~0U, kCloseRangeCloexec) != 0) {
-    for (int fd = 3; fd < 4096; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
-  }
+  MarkCloseOnExecFrom(3);
   for (int i = 0; i < 4; ++i) {
     if (!PlaceAt(sources[i], kTargets[i])) Fail(report_fd, Step::kPlaceFd);
   }

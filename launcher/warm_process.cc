@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "launcher/close_on_exec.h"
 #include "launcher/warm_fit.h"
 
 extern const char kWarmZygoteSource[];  // launcher/warm/zygote.py, embedded at build time
@@ -33,7 +34,6 @@ constexpr int kChannelFd = 3;  // where zygote.py finds its channel
 constexpr char kBootstrap[] =
     "import socket as s;channel=s.socket(s.AF_UNIX,s.SOCK_SEQPACKET,0,3);"
     "exec(compile(channel.recv(1<<20).decode(),'<muster warm process>','exec'))";
-constexpr unsigned kCloseRangeCloexec = 1U << 2;
 // A fork request answers in milliseconds; past this the warm process is stuck.
 constexpr int kForkReplyTimeoutMs = 10000;
 
@@ -135,7 +135,9 @@ void WarmProcess::Start(WarmSettings settings) {
     } else if (dup2(child_end, kChannelFd) < 0) {
       _exit(127);
     }
-    syscall(SYS_close_range, kChannelFd + 1, ~0U, kCloseRangeCloexec);
+    // The agent's sockets are not close-on-exec: none may reach the warm
+    // process, and through it every worker it forks (any kernel).
+    MarkCloseOnExecFrom(kChannelFd + 1);
     execve(python.c_str(), const_cast<char* const*>(argv.data()),
            const_cast<char* const*>(envp.data()));
     _exit(127);

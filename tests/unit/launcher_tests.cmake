@@ -20,6 +20,7 @@ muster_unit_test(launcher_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/launcher_status_table_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_fault_injector_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_warm_fit_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_close_on_exec_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_static_follower_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_in_place_recovery_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_store_policy_test.cc
