@@ -6,7 +6,11 @@ workers/store_use.py: a PING and an ADD on MASTER_ADDR:MASTER_PORT). While it
 runs, a client on h3, outside the job, connects to the store: the store closes
 the connection before answering anything, and the master's agent warns,
 naming h3's address and counting the refusal; the workers of h1 and h2 go on.
-Then an agent on h3 joins without --local-addr: the next generation's member
+Next, while the master's agent is stopped (SIGSTOP, for less than a heartbeat
+timeout), h3 makes 20 data-then-reset connections, each a SET of its own
+key: the kernel queues them with their bytes, the store refuses them once the
+agent runs again (their peer address can no longer be read), and none of the
+keys exists afterwards. Then an agent on h3 joins without --local-addr: the next generation's member
 addresses include h3's as musterd saw it, its worker's PING and ADD succeed,
 and the job completes on 3 nodes.
 
@@ -14,6 +18,7 @@ Needs root (namespaces, veths, a bridge); otherwise the test is skipped.
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -22,7 +27,7 @@ from elastic_harness import MUSTERD, dumps, wait_generation
 from harness import MUSTER, Skip, check, run_tests, tempdir, test, wait_for, worker
 from netns_harness import DAEMON_ADDR, Hosts, host_addr, remove_stale_hosts
 
-RUN_SECONDS = 6  # each generation's workers: long enough for h3's probe and join
+RUN_SECONDS = 8  # each generation's workers: long enough for h3's probe and join
 
 # Run on h3: connect, VALIDATE, PING; print how the store answered and how fast.
 # The store resets a refused connection at accept: the reset may reach the
@@ -37,6 +42,37 @@ try:
     print("answered" if data else "closed", f"{time.monotonic() - start:.3f}")
 except ConnectionResetError:
     print("closed", f"{time.monotonic() - start:.3f}")
+"""
+
+# Run on h3: once the file argv[3] exists, 20 connections that each send
+# VALIDATE and a SET of "/injected/N" and reset (SO_LINGER 0); then prints
+# "sent" and creates argv[4].
+INJECT = r"""
+import os, socket, struct, sys, time
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.002)
+for i in range(20):
+    key = f"/injected/{i}".encode()
+    sock = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+    sock.sendall(struct.pack("<BI", 0, 0x3C85F7CE) + struct.pack("<BQ", 1, len(key)) + key +
+                 struct.pack("<Q", 8) + b"injected")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+print("sent", flush=True)
+open(sys.argv[4], "w").close()
+"""
+
+# Run on a member host: prints how many of "/injected/0..19" the store has.
+PRESENT = r"""
+import socket, struct, sys
+sock = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+sock.sendall(struct.pack("<BI", 0, 0x3C85F7CE))
+found = 0
+for i in range(20):
+    key = f"/injected/{i}".encode()
+    sock.sendall(struct.pack("<BQQ", 5, 1, len(key)) + key)
+    found += sock.recv(1) == b"\x00"
+print("present", found)
 """
 
 
@@ -94,6 +130,35 @@ def a_host_outside_the_job_is_refused_until_a_generation_admits_it():
             check(all(a.poll() is None for a in agents.values()), "the job's agents run", logs())
             check(all(rec.get("store_ok") for rec in dumps(out)[first].values()),
                   "h1's and h2's workers used the store", logs())
+
+            # h3's data-then-reset connections while the master's agent is stopped.
+            go, sent = os.path.join(out, "inject.go"), os.path.join(out, "inject.sent")
+            injector = hosts.spawn(f"{hosts.prefix}-h3", [sys.executable, "-c", INJECT,
+                                                          master_addr, master_port, go, sent],
+                                   "inject-h3")
+            time.sleep(0.3)  # the interpreter is up and polling for `go`
+            os.kill(agents[master].pid, signal.SIGSTOP)
+            try:
+                stopped = time.monotonic()
+                open(go, "w").close()
+                check(wait_for(lambda: os.path.exists(sent), 2), "h3 sent its 20 connections",
+                      hosts.log(injector))
+            finally:
+                os.kill(agents[master].pid, signal.SIGCONT)
+            print(f"the master's agent was stopped for {time.monotonic() - stopped:.3f} s",
+                  flush=True)
+            other = 3 - master
+            present = hosts.spawn(f"{hosts.prefix}-h{other}",
+                                  [sys.executable, "-c", PRESENT, master_addr, master_port],
+                                  "present")
+            present.wait(timeout=10)
+            check(hosts.log(present, "out").split() == ["present", "0"],
+                  f"none of h3's keys was written: {hosts.log(present, 'out')}",
+                  hosts.log(present), logs())
+            refused = "event=store_refused peer=unnamed "
+            check(wait_for(lambda: refused in hosts.log(agents[master]), 5),
+                  f"the master's agent warned {refused!r}", logs())
+            check(all(a.poll() is None for a in agents.values()), "the job's agents run", logs())
 
             # h3 joins, advertising no address: the next generation admits it by the
             # address musterd saw it connect from.
