@@ -124,6 +124,8 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
        {{"PET_STORE_ALLOW", "10.0.0.0/8,"}}},
       {{"--store-max-keys", "0", "t.py"},
        "--store-max-keys: '0' must be a whole number from 1 to 2^53"},
+      {{"--store-max-connections", "many", "t.py"},
+       "--store-max-connections: 'many' must be a whole number from 1 to 2^53"},
       {{"--store-max-bytes", "1T", "t.py"},
        "--store-max-bytes: '1T' must be a size in bytes from 1 to 2^53, optionally with K, M or G "
        "(powers of 1024), e.g. 512M"},

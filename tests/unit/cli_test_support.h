@@ -76,6 +76,8 @@ inline std::map<std::string, std::string> Fields(const LaunchOptions& o, const E
   f["store_allow"] = Join(o.store_allow);
   f["store_max_keys"] = o.store_max_keys ? std::to_string(*o.store_max_keys) : "unset";
   f["store_max_bytes"] = o.store_max_bytes ? std::to_string(*o.store_max_bytes) : "unset";
+  f["store_max_connections"] =
+      o.store_max_connections ? std::to_string(*o.store_max_connections) : "unset";
   f["max_restarts"] = std::to_string(o.max_restarts);
   f["monitor_interval_s"] = Text(o.monitor_interval_s);
   f["start_method"] = o.start_method;
