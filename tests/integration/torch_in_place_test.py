@@ -352,9 +352,14 @@ def a_node_joining_mid_run_takes_its_state_from_a_running_peer(version):
     steps_by_rank = read_steps(job.log)
     check_every_step_done(steps_by_rank, 6, steps)
     last = {pid for entries in steps_by_rank.values() for s, pid in entries if s == steps}
-    check(len(last) == 6, f"{len(last)} processes ended the job, not 6")
-    check(len(before_join & last) == 4, "the first 4 workers did not keep their processes")
-    check(redone_steps(steps_by_rank) <= 1, f"{redone_steps(steps_by_rank)} steps redone")
+    # On failure: which processes each rank ran as, and what the agents and workers said.
+    context = (f"pids by rank: { {r: pids_of(steps_by_rank, r) for r in sorted(steps_by_rank)} }"
+               f", the first workers: {sorted(before_join)}", err)
+    check(len(last) == 6, f"{len(last)} processes ended the job, not 6", *context)
+    check(len(before_join & last) == 4, "the first 4 workers did not keep their processes",
+          *context)
+    check(redone_steps(steps_by_rank) <= 1, f"{redone_steps(steps_by_rank)} steps redone",
+          *context)
     check_weights(version, job.log, steps=steps, nproc=3)
     check(job.daemon.poll() is None, "musterd died")
 
