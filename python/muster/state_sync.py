@@ -36,7 +36,8 @@ Errors: StateTransferError.
   it ("rank 0 could not send its state: ..."), and none waits for tensors.
 - At a receiver, a header the source would not write: not UTF-8 JSON (a
   pickle, for instance), an unknown form, a tensor index out of range, a
-  dtype torch does not have, a negative size, more than HEADER_LIMIT bytes.
+  dtype torch does not have, a negative size, more than HEADER_LIMIT bytes
+  of header, tensors this process cannot allocate.
 """
 import base64
 import json
@@ -320,7 +321,12 @@ def _receive(source, device):
     specs = header.tensors
     data = [torch.empty(0, dtype=torch.uint8, device=device) for _ in specs]
     for total, members in buckets([spec.nbytes for spec in specs]):
-        bucket = torch.empty(total, dtype=torch.uint8, device=device)
+        try:
+            bucket = torch.empty(total, dtype=torch.uint8, device=device)
+        except RuntimeError as error:  # a size no honest source sends
+            raise StateTransferError(f"rank {dist.get_rank()}: rank {source}'s state refused: "
+                                     f"{total} bytes announced for one broadcast ({error})") \
+                from None
         dist.broadcast(bucket, source)
         for index, offset in members:
             # A copy of its own: a tensor kept in the optimizer must not pin the bucket.

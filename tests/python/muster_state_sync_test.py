@@ -10,7 +10,8 @@ tests/integration/torch_state_sync_test.py runs this file with each.
   module and state arrive whole; a source whose state cannot travel makes
   both ranks raise its message instead of hanging; a peer that broadcasts
   a pickle whose unpickling would create a file, where the state's header
-  goes, is refused with a clear error and the file does not exist.
+  goes, is refused with a clear error and the file does not exist; one whose
+  header announces a petabyte is refused.
 
 Run: /usr/bin/python3 tests/python/muster_state_sync_test.py
 """
@@ -273,6 +274,24 @@ def attacker_role(rank, work):
     return {"sent": len(payload)}
 
 
+def huge_header_role(rank, work):
+    """Rank 0 plays a peer whose header, well formed, announces a tensor of a
+    petabyte."""
+    model, optimizer = model_and_optimizer()
+    if rank == 1:
+        state_sync.agree_on_state(0, model, optimizer, {}, torch.device("cpu"))
+        return {"agreed": True}
+    every = [torch.zeros(1, dtype=torch.int64) for _ in range(2)]
+    dist.all_gather(every, torch.tensor([1000]))
+    for tensor in model.state_dict().values():
+        dist.broadcast(tensor, 0)
+    header = header_with(state={"dict": [["w", {"tensor": 0}]]},
+                         tensors=[{"dtype": "uint8", "shape": [1 << 50], "device": "cpu"}])
+    dist.broadcast(torch.tensor([len(header)], dtype=torch.int64), 0)
+    dist.broadcast(torch.frombuffer(bytearray(header), dtype=torch.uint8), 0)
+    return {"sent": len(header)}
+
+
 class TwoRanksTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -312,6 +331,12 @@ class TwoRanksTest(unittest.TestCase):
         self.assertEqual(receiver.get("error"), "StateTransferError", receiver)
         self.assertIn("rank 1: rank 0's state refused: the peer's state header was refused: it "
                       "is not JSON", receiver["message"])
+
+    def test_a_peer_announcing_a_petabyte_is_refused(self):
+        (_, receiver), _ = on_two_ranks(self, huge_header_role)
+        self.assertEqual(receiver.get("error"), "StateTransferError", receiver)
+        self.assertIn(f"rank 1: rank 0's state refused: {1 << 50} bytes announced",
+                      receiver["message"])
 
 
 if __name__ == "__main__":
