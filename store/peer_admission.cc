@@ -5,6 +5,8 @@
 #include <charconv>
 #include <utility>
 
+#include "common/quote.h"
+
 namespace muster::store {
 namespace {
 
@@ -52,7 +54,9 @@ std::string Prefix(std::string_view flag) {
 }
 
 Status NotCidr(std::string_view flag, std::string_view entry, std::string_view why) {
-  return Status::InvalidArgument(Prefix(flag) + "'" + std::string(entry) + "' is not a CIDR (" +
+  // Quoted: the entry comes from the command line or the environment, and
+  // the error must stay one printable line whatever its bytes.
+  return Status::InvalidArgument(Prefix(flag) + Quote(entry) + " is not a CIDR (" +
                                  std::string(why) + ")");
 }
 
@@ -113,8 +117,8 @@ Result<std::vector<Cidr>> ParseCidrList(std::string_view text, std::string_view 
     const size_t end = comma == std::string_view::npos ? text.size() : comma;
     const std::string_view entry = Trim(text.substr(start, end - start));
     if (entry.empty()) {
-      return Status::InvalidArgument(Prefix(flag) + "empty entry in '" + std::string(text) +
-                                     "' (expected CIDR,CIDR,..., e.g. 10.0.0.0/8)");
+      return Status::InvalidArgument(Prefix(flag) + "empty entry in " + Quote(text) +
+                                     " (expected CIDR,CIDR,..., e.g. 10.0.0.0/8)");
     }
     auto cidr = ParseCidr(entry, flag);
     if (!cidr.ok()) return cidr.status();

@@ -66,6 +66,10 @@ TEST_CASE("a bad CIDR entry is named in the error", "[store][admission]") {
        "--store-allow: empty entry in '10.0.0.0/8,,' (expected CIDR,CIDR,..., e.g. "
        "10.0.0.0/8)"},
       {"", "--store-allow: empty entry in '' (expected CIDR,CIDR,..., e.g. 10.0.0.0/8)"},
+      // The error stays one printable line whatever the bytes (found by fuzz_cidr_list).
+      {std::string("::\xff\xff\xff\0\n\xff\xff\xff", 10),
+       "--store-allow: '::\\xff\\xff\\xff\\x00\\n\\xff\\xff\\xff' is not a CIDR "
+       "(ADDRESS/BITS with an IPv4 or IPv6 ADDRESS)"},
   };
   for (const Row& row : rows) {
     CAPTURE(row.text);
