@@ -118,7 +118,7 @@ Status ParseFailed(std::string_view line, WorkerMessage& out) {
                    [](char c) { return c == ' ' || IsFieldByte(c); })) {
     return Bad(line, {"the reason holds a byte outside 0x20-0x7e"});
   }
-  out.emplace<Failed>(generation.value(), std::string(reason));
+  out.emplace<Failed>(Failed{generation.value(), std::string(reason)});
   return Status::Ok();
 }
 
@@ -238,9 +238,9 @@ Status ParseWorkerMessage(std::string_view line, WorkerMessage& out) {
     auto generation = OnlyGeneration(line);
     if (!generation.ok()) return generation.status();
     if (verb == "ready") {
-      out.emplace<Ready>(generation.value());
+      out.emplace<Ready>(Ready{generation.value()});
     } else {
-      out.emplace<Joined>(generation.value());
+      out.emplace<Joined>(Joined{generation.value()});
     }
     return Status::Ok();
   }
@@ -253,7 +253,7 @@ Status ParseAgentMessage(std::string_view line, AgentMessage& out) {
   if (verb == "pause") {
     auto generation = OnlyGeneration(line);
     if (!generation.ok()) return generation.status();
-    out.emplace<Pause>(generation.value());
+    out.emplace<Pause>(Pause{generation.value()});
     return Status::Ok();
   }
   if (verb == "stop") {

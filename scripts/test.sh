@@ -23,8 +23,8 @@
 #   TSan build    build-tsan/, only the targets its tests run
 #   TSan tests    the rendezvous unit tests (TLS included) and integration/elastic under TSan
 #   fuzz build    build-fuzz/ (clang, libFuzzer+ASan+UBSan)
-#   fuzz          every libFuzzer target for ${MUSTER_FUZZ_SECONDS:-30} s, over
-#                 its regression inputs first (two targets at a time)
+#   fuzz          every libFuzzer target, ${MUSTER_FUZZ_TOTAL_SECONDS:-300} s split
+#                 between them, over its regression inputs first (two at a time)
 #
 # A failed test stage does not stop the run: the other test stages still run
 # (a failed install, format check or build does stop it), and the exit code is

@@ -359,6 +359,110 @@ def checkpoint_seeds():
     ]
 
 
+# --- the agent<->worker control channel (control/PROTOCOL.md) -----------------
+
+def control_seeds():
+    worker = ["hello 1 in-place", "hello 1", "hello 2 in-place resize", "ready 3", "joined 3",
+              "failed 3 nccl abort timed out after 30 s", "42", "inject 0", "ready", "ready -1",
+              "hello x", "joined 18446744073709551616"]
+    agent = ["pause 3", "stop",
+             "join 4 RANK=1 WORLD_SIZE=4 GROUP_RANK=0 LOCAL_RANK=1 MASTER_ADDR=10.0.0.1 "
+             "MASTER_PORT=29500 STORE_PREFIX=/gen/4",
+             "join 4 RANK=1 WORLD_SIZE=4", "pause", "stop now"]
+    seeds = [("worker-%02d" % i, b"\x00" + line.encode()) for i, line in enumerate(worker)]
+    seeds += [("agent-%02d" % i, b"\x01" + line.encode()) for i, line in enumerate(agent)]
+    return seeds
+
+
+def progress_seeds():
+    reads = ["1\n", "1\n2\n3\n", "41\n42", "inject 0\n", "7\ninject 2\n8\n", "\n\n",
+             "99999999999999999999\n", "-3\n", "inject -1\ninject x\n", "12 \n"]
+    return [("%02d" % i, r.encode()) for i, r in enumerate(reads)]
+
+
+# --- etcd's JSON gateway and the run records (rendezvous/replica) ------------
+
+ETCD_HEADER = ('"header":{"cluster_id":"324952591200643719","member_id":"3319814642761637952",'
+               '"revision":"7","raft_term":"2"}')
+ETCD_BODIES = [
+    (0, "{" + ETCD_HEADER + ',"ID":"2324035601773309960","TTL":"10"}'),
+    (1, '{"result":{"header":{"revision":"3"},"ID":"2324035601773309981","TTL":"10"}}'),
+    (1, '{"result":{"header":{"revision":"3"},"ID":"4459023300198039047"}}'),
+    (1, '{"error":{"grpc_code":14,"http_code":503,"message":"etcdserver: no leader",'
+        '"http_status":"Service Unavailable"}}'),
+    (2, "{" + ETCD_HEADER + ',"succeeded":true,"responses":[{"response_put":'
+        '{"header":{"revision":"7"}}}]}'),
+    (2, "{" + ETCD_HEADER + ',"responses":[{"response_range":{"header":{"revision":"7"},'
+        '"kvs":[{"key":"L3N2Yy9sZWFkZXI=","create_revision":"7","mod_revision":"7",'
+        '"version":"1","value":"bm9kZS1hOjgwODA=","lease":"2324035601773310001"}],'
+        '"count":"1"}}]}'),
+    (3, "{" + ETCD_HEADER + ',"kvs":[{"key":"L2VsZWN0aW9uL2xlYWRlcg==","create_revision":"4",'
+        '"mod_revision":"4","version":"1","value":"aHR0cDovLzEwLjAuMC4xOjgwODA=",'
+        '"lease":"2324035601773309992"}],"count":"1"}'),
+    (3, "{" + ETCD_HEADER + "}"),
+    (4, "{" + ETCD_HEADER + ',"kvs":[{"key":"L20vcnVucy9qb2I=","create_revision":"2",'
+        '"mod_revision":"2","version":"1","value":"eyJnIjoxfQ=="},{"key":"L20vcnVucy9qb2Iy",'
+        '"create_revision":"3","mod_revision":"3","version":"1","value":"eA=="}],"count":"2"}'),
+    (5, "{" + ETCD_HEADER + "}"),
+    (5, '{"error":"etcdserver: requested lease not found","message":"etcdserver: requested '
+        'lease not found","code":5}'),
+    (6, "{" + ETCD_HEADER + ',"succeeded":true,"responses":[{"response_put":'
+        '{"header":{"revision":"4"}}}]}'),
+    (6, "{" + ETCD_HEADER + ',"succeeded":"yes"}'),
+    (7, '{"error":"etcdserver: requested lease not found","message":"x","code":5}'),
+    (8, "bm9kZS1hOjgwODA="),
+    (8, "not base64!"),
+]
+
+
+def etcd_seeds():
+    return [("%02d-%d" % (i, which), bytes([which]) + body.encode())
+            for i, (which, body) in enumerate(ETCD_BODIES)]
+
+
+def run_record_seeds():
+    records = [
+        '{"run_id":"job","generation":4,"restart_count":1,"max_restarts":3,'
+        '"min_nodes":2,"max_nodes":3,"ended":false}',
+        '{"run_id":"job2","generation":0,"restart_count":0,"max_restarts":0,'
+        '"min_nodes":1,"max_nodes":1,"ended":true,"later_field":[1,2]}',
+        '{"run_id":"job","generation":"4"}', '[]', '{}',
+    ]
+    return [("%02d" % i, r.encode()) for i, r in enumerate(records)]
+
+
+# --- what `muster status` prints (launcher/status_table.h) -------------------
+
+def status_seeds():
+    node = {"node_id": "a:1:2", "host": "a", "state": "member", "connected": True,
+            "local_world_size": 2, "heartbeat_age_ms": 120, "group_rank": 0,
+            "global_ranks": [0, 1], "steps_per_second": 9.75, "straggler": False}
+    waiting = {"node_id": "b:1:2", "host": "b", "state": "waiting", "connected": False,
+               "local_world_size": 4, "heartbeat_age_ms": 1500}
+    run = {"run_id": "job", "state": "running", "generation": 3, "min_nodes": 2,
+           "max_nodes": 3, "restart_count": 1, "max_restarts": 2,
+           "median_steps_per_second": 9.75, "stragglers": 0, "nodes": [node, waiting]}
+    ended = dict(run, state="ended", result="failed",
+                 message="node a:1:2 (host a) failed: exit code 1\n\x1b[2J", nodes=[])
+    replica = {"self": "10.0.0.1:29400", "role": "leader", "epoch": 4,
+               "leader": "10.0.0.1:29400", "standbys": ["10.0.0.2:29400"]}
+    docs = [{"runs": [run]}, {"runs": []}, {"runs": [ended]},
+            {"replica": replica, "runs": [run, ended]},
+            {"runs": [dict(run, nodes=[dict(node, host=7)])]},
+            {"runs": [dict(run, nodes=[dict(node, global_ranks=[0])])]}]
+    seeds = [("%02d" % i, json.dumps(d, separators=(",", ":")).encode())
+             for i, d in enumerate(docs)]
+    seeds.append(("not-json", b'{"runs":[{"run_id":"j"'))
+    return seeds
+
+
+# --- the store's allowlist (store/peer_admission.h) --------------------------
+
+CIDR_LISTS = ["10.0.0.0/8", "10.0.0.0/8,fd00::/64", "192.168.1.7", "::1", " 10.1.2.3/8 , ::/0 ",
+              "0.0.0.0/0,::/0", "::ffff:10.0.0.1/128", "10.0.0.0/33", "fe80::1%eth0/64", "",
+              ",", "10.0.0.0/", "10.0.0.0/-1", "host.example/8"]
+
+
 def main():
     write("frame_codec", frame_seeds())
     write("message_codec", message_seeds())
@@ -369,6 +473,12 @@ def main():
     write("fault_spec", [("%03d" % i, p.encode()) for i, p in enumerate(FAULT_PLANS)])
     write("cli_argv", cli_seeds())
     write("checkpoint", checkpoint_seeds())
+    write("control_message", control_seeds())
+    write("progress_report", progress_seeds())
+    write("etcd_json", etcd_seeds())
+    write("run_record_json", run_record_seeds())
+    write("status_table", status_seeds())
+    write("cidr_list", [("%02d" % i, c.encode()) for i, c in enumerate(CIDR_LISTS)])
     return 0
 
 

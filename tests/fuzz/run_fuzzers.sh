@@ -3,12 +3,15 @@
 #
 # Usage: tests/fuzz/run_fuzzers.sh BUILD_DIR [TARGET...]
 #   TARGET: a name of tests/fuzz/corpus/ (frame_codec, host_list, ...);
-#   default: every one. MUSTER_FUZZ_SECONDS (default 30): how long each
-#   target fuzzes. MUSTER_FUZZ_JOBS (default 1): how many targets fuzz at
-#   once (each target is one process; their reports print in target order).
+#   default: every one. MUSTER_FUZZ_TOTAL_SECONDS (default 300): the fuzzing
+#   time of all targets together, split evenly between them (at least 1 s
+#   each), so adding a target does not make the run longer.
+#   MUSTER_FUZZ_SECONDS, when set: how long each target fuzzes instead.
+#   MUSTER_FUZZ_JOBS (default 1): how many targets fuzz at once (each target
+#   is one process; their reports print in target order).
 #
 # For each target: first every kept crash in tests/fuzz/regressions/TARGET/
-# is run once, then the target fuzzes for MUSTER_FUZZ_SECONDS on a copy of
+# is run once, then the target fuzzes for its share of the time on a copy of
 # tests/fuzz/corpus/TARGET/ (the repository's corpus is never written), in
 # its own temporary working directory. Prints the executions of each run
 # (libFuzzer's stat::number_of_executed_units). Exits 1 on any crash, leak,
@@ -18,7 +21,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 FUZZ_DIR="$ROOT/tests/fuzz"
-SECONDS_EACH=${MUSTER_FUZZ_SECONDS:-30}
+TOTAL_SECONDS=${MUSTER_FUZZ_TOTAL_SECONDS:-300}
 # ASan+UBSan inflate memory; a decoder that needs more than this for inputs
 # of a few KiB has a bound missing. Per-input time limit, likewise.
 RSS_LIMIT_MB=2048
@@ -30,8 +33,12 @@ if (($# < 1)); then
 fi
 BIN_DIR=$(cd "$1" && pwd)/fuzz
 shift
-if ! [[ "$SECONDS_EACH" =~ ^[1-9][0-9]*$ ]]; then
-  echo "run_fuzzers: MUSTER_FUZZ_SECONDS='$SECONDS_EACH' must be a positive number of seconds" >&2
+if ! [[ "$TOTAL_SECONDS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "run_fuzzers: MUSTER_FUZZ_TOTAL_SECONDS='$TOTAL_SECONDS' must be a positive number of seconds" >&2
+  exit 2
+fi
+if [[ -n "${MUSTER_FUZZ_SECONDS:-}" && ! "$MUSTER_FUZZ_SECONDS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "run_fuzzers: MUSTER_FUZZ_SECONDS='$MUSTER_FUZZ_SECONDS' must be a positive number of seconds" >&2
   exit 2
 fi
 JOBS=${MUSTER_FUZZ_JOBS:-1}
@@ -45,6 +52,9 @@ if (($# > 0)); then
 else
   mapfile -t targets < <(cd "$FUZZ_DIR/corpus" && ls -d -- */ | tr -d /)
 fi
+# Each target's share of the total, unless a time per target is given.
+SECONDS_EACH=${MUSTER_FUZZ_SECONDS:-$((TOTAL_SECONDS / ${#targets[@]}))}
+((SECONDS_EACH >= 1)) || SECONDS_EACH=1
 for target in "${targets[@]}"; do
   if [[ ! -x "$BIN_DIR/fuzz_$target" || ! -d "$FUZZ_DIR/corpus/$target" ]]; then
     echo "run_fuzzers: no $BIN_DIR/fuzz_$target or no corpus tests/fuzz/corpus/$target;" \
