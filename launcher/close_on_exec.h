@@ -5,7 +5,7 @@
 // Older kernels (RHEL 8's 4.18) answer ENOSYS or EINVAL, and a child that
 // went on would hand the agent's sockets (the store's listener, the
 // rendezvous connection) to the workers it runs: then each descriptor is
-// marked by itself, those /proc/self/fd lists, or, without /proc, every
+// marked by itself: those /proc/self/fd lists or, without /proc, every
 // number below the soft RLIMIT_NOFILE.
 //
 // Async-signal-safe: only system calls and a buffer on the stack (about

@@ -249,7 +249,15 @@ int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env)
     return 1;
   }
   const std::optional<std::string>& reply = answer.reply;
-  std::cout << (a.json ? StatusJsonForTerminal(*reply) + "\n" : FormatStatusTable(*reply));
+  const std::string shown =
+      a.json ? StatusJsonForTerminal(*reply) + "\n" : FormatStatusTable(*reply);
+  // A document that cannot be shown is the daemon's fault: an error, not a table.
+  if (shown.starts_with("unreadable status document") ||
+      shown.starts_with("malformed status document")) {
+    std::cerr << "muster status: " << shown;
+    return 1;
+  }
+  std::cout << shown;
   return 0;
 }
 

@@ -18,7 +18,8 @@ namespace muster {
 
 // args: what follows "status"; env: where PET_RDZV_ENDPOINT and
 // PET_RDZV_CONF are read. Returns the process exit code (0 ok, 1 daemon
-// unreachable or refused, 2 bad arguments: one line naming the value);
+// unreachable or refused, or its document unreadable or malformed, 2 bad
+// arguments: one line naming the value);
 // prints to stdout/stderr.
 int RunStatusCommand(const std::vector<std::string>& args, const EnvLookup& env);
 
