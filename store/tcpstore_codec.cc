@@ -61,12 +61,15 @@ void RequestDecoder::Compact() {
   if (pos_ == 0) return;
   if (pos_ == buffer_.size()) {
     buffer_.clear();
-    // A connection that once sent a large value does not keep its buffer.
-    if (buffer_.capacity() > kKeptBufferBytes) buffer_.shrink_to_fit();
-    pos_ = 0;
   } else if (pos_ >= buffer_.size() - pos_) {
     buffer_.erase(0, pos_);
-    pos_ = 0;
+  } else {
+    return;
+  }
+  pos_ = 0;
+  // A connection that once sent a large value does not keep its buffer.
+  if (buffer_.capacity() > kKeptBufferBytes && buffer_.size() <= kKeptBufferBytes) {
+    buffer_.shrink_to_fit();
   }
 }
 
@@ -204,6 +207,10 @@ RequestDecoder::Field RequestDecoder::NextField() const {
 DecodeResult RequestDecoder::Next(const StreamFacts& facts) {
   awaiting_quiet_ = false;
   if (!error_.empty()) return {DecodeResult::kError, {}, error_};
+  // The bytes of requests already returned go now, not at the next read: a
+  // large value's buffer is released before the requests after it are
+  // answered (their replies are sized against what the connection holds).
+  Compact();
   if (dialect_ == Dialect::kUnknown && !DetectDialect()) return {};
 
   if (!in_request_) {

@@ -88,12 +88,16 @@ class RequestDecoder {
   // Bytes fed but not yet decoded. The fields of a partial request already
   // read are not counted; 0 once every request fed has been returned.
   size_t buffered_bytes() const { return buffer_.size() - pos_; }
-  // The memory this decoder holds for its client: the buffer's capacity and
-  // the partial request (fields read, and the body announced by a length
-  // prefix). What the store's buffer budget counts (store_session.h). A
-  // buffer emptied after a large request is released, so an idle connection
-  // holds next to nothing.
-  size_t held_bytes() const { return buffer_.capacity() + (in_request_ ? request_bytes_ : 0); }
+  // The memory this decoder holds for its client: the buffer's capacity
+  // (which has room for a body whose length is announced) and the fields of
+  // the partial request read so far. What the store's buffer bound counts
+  // (store_session.h). A large buffer is released once its bytes are
+  // decoded, so an idle connection holds next to nothing.
+  size_t held_bytes() const {
+    const uint64_t fields =
+        in_request_ ? request_bytes_ - (have_pending_len_ ? pending_len_ : 0) : 0;
+    return buffer_.capacity() + fields;
+  }
 
  private:
   enum class Field { kDone, kU32, kI64, kCount, kKey, kValue };

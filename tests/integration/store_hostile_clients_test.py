@@ -6,7 +6,13 @@ on loopback (docs/security.md, "What bounds each request").
   kernel queues them with their bytes, but their peer address can no longer
   be read: the store refuses them all and writes nothing.
 - The connection cap: past --store-max-connections a connection is reset at
-  accept and counted; the ones already open go on.
+  accept and counted; the ones already open go on. When the store stops, it
+  logs the total refused.
+- Idle connections cost little: 2,000 of them grow the store's resident
+  size by less than 4 KiB each (no read buffer of their own).
+- Partial requests count against the bound on every connection's buffers
+  together: the connection whose read takes them past it is closed, the
+  others go on.
 - Memory, against a real agent running a job: one 64 MiB key, then a
   590 KB MULTI_GET naming it 65,536 times (a 4 TiB reply), then 32
   connections that GET it and never read. The agent stays alive with a peak
@@ -16,6 +22,7 @@ on loopback (docs/security.md, "What bounds each request").
 """
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -26,6 +33,10 @@ from harness import MUSTER, base_env, check, start, tempdir, worker
 from store_harness import (closed_by_peer, raw_connect, recv_exact, run_tests, s, u8, u32, u64,
                            with_server)
 from testlib.procs import status_kib  # after store_harness: it puts scripts/lib on the path
+
+# The idle-connections test holds 2,000 connections at each end: the servers
+# started from here inherit the raised soft limit.
+resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
 
 MAGIC = 0x3C85F7CE
 VALIDATE, SET, GET, CHECK, MULTI_GET = 0, 1, 3, 5, 10
@@ -102,6 +113,65 @@ def test_a_connection_past_the_cap_is_refused_and_the_others_go_on(server):
     finally:
         for sock in held:
             sock.close()
+    server.proc.send_signal(signal.SIGTERM)
+    server.proc.wait(timeout=10)
+    check("event=store_stopped " in server.log() and " refused_total=1" in server.log(),
+          "the store logs the total refused when it stops", server.log())
+
+
+IDLE = 2000
+MAX_IDLE_KIB = 4
+
+
+@with_server
+def test_idle_connections_hold_no_buffer_of_their_own(server):
+    before = status_kib(server.proc.pid)
+    socks = []
+    try:
+        for i in range(IDLE):
+            sock = validated(server.port)
+            sock.sendall(u8(13) + u32(i))  # PING: the session has read
+            socks.append(sock)
+        for sock in socks:
+            recv_exact(sock, 4)
+        server.wait_for_stats(connections=IDLE)
+        grown = (status_kib(server.proc.pid) - before) / IDLE
+        print(f"{IDLE} idle connections: +{grown:.1f} KiB resident each", flush=True)
+        check(grown < MAX_IDLE_KIB, f"+{grown:.1f} KiB per idle connection (bound {MAX_IDLE_KIB})")
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+BUFFERED = 10 << 20
+
+
+@with_server(env={"MUSTER_STORE_MAX_BUFFERED_BYTES": str(BUFFERED)})
+def test_partial_requests_past_the_shared_bound_close_the_connection_that_read_them(server):
+    # Each buffer has room for its 4 MiB value: 3 connections hold 12 MiB > 10 MiB.
+    partial = 3 << 20
+    socks = []
+    try:
+        reset_while_sending = False
+        for i in range(3):
+            sock = validated(server.port)
+            socks.append(sock)
+            try:
+                sock.sendall(u8(SET) + s(b"/partial") + u64(4 << 20) + b"p" * partial)
+            except (BrokenPipeError, ConnectionResetError):
+                check(i == 2, f"connection {i + 1} was closed while it sent", server.log())
+                reset_while_sending = True
+        check(reset_while_sending or closed_by_peer(socks[2]), "the third connection is closed",
+              server.log())
+        check("store buffers over their bound" in server.log() and
+              f"max_buffered_bytes={BUFFERED} (all connections)" in server.log(),
+              "a warning names the bound", server.log())
+        socks[0].sendall(b"p" * ((4 << 20) - partial) + u8(GET) + s(b"/partial"))
+        check(recv_exact(socks[0], 8) == u64(4 << 20), "the first connection's SET completes")
+        check(not closed_by_peer(socks[1], timeout=0.2), "the second connection stays")
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 KEY = b"/big"
@@ -175,6 +245,10 @@ if __name__ == "__main__":
          test_a_peer_that_resets_before_accept_writes_nothing),
         ("a connection past the cap is refused and the others go on",
          test_a_connection_past_the_cap_is_refused_and_the_others_go_on),
+        ("idle connections hold no buffer of their own",
+         test_idle_connections_hold_no_buffer_of_their_own),
+        ("partial requests past the shared bound close the connection that read them",
+         test_partial_requests_past_the_shared_bound_close_the_connection_that_read_them),
         ("a reply past the bounds closes its connection and the agent lives",
          test_a_reply_past_the_bounds_closes_its_connection_and_the_agent_lives),
     ])

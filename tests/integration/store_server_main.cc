@@ -9,7 +9,8 @@
 // Exits 0 on SIGTERM, SIGINT or stdin EOF; exits 1 if the server cannot start.
 // Logs (spdlog, level from SPDLOG_LEVEL, default info) go to stderr.
 // MUSTER_STORE_SETTLE_MS, when set, replaces SessionLimits::settle_delay;
-// MUSTER_STORE_MAX_CONNECTIONS, SessionLimits::max_connections.
+// MUSTER_STORE_MAX_CONNECTIONS, SessionLimits::max_connections;
+// MUSTER_STORE_MAX_BUFFERED_BYTES, SessionLimits::max_buffered_bytes.
 #include <unistd.h>
 
 #include <chrono>
@@ -87,6 +88,9 @@ int main(int argc, char** argv) {
   }
   if (const char* cap = std::getenv("MUSTER_STORE_MAX_CONNECTIONS")) {
     limits.max_connections = std::stoull(cap);
+  }
+  if (const char* buffered = std::getenv("MUSTER_STORE_MAX_BUFFERED_BYTES")) {
+    limits.max_buffered_bytes = std::stoull(buffered);
   }
 
   asio::io_context io;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "store/request_handler.h"
+#include "store/store_session.h"
 
 namespace muster::store {
 namespace {
@@ -182,12 +183,21 @@ TEST_CASE_METHOD(Limited, "every reply is sized before it is built", "[store][li
         "reply too large bytes=19 room=18 max_queued_bytes=1008 (per connection)");
 }
 
-TEST_CASE("the default bounds are generous", "[store][limits]") {
-  const HandlerLimits defaults;
-  CHECK(defaults.max_keys == kDefaultStoreMaxKeys);
-  CHECK(defaults.max_bytes == kDefaultStoreMaxBytes);
-  CHECK(kDefaultStoreMaxKeys >= 1'000'000);
-  CHECK(kDefaultStoreMaxBytes >= (size_t{100} << 20));
+TEST_CASE("the default bounds are the documented ones", "[store][limits]") {
+  // docs/security.md, "What bounds each request", and the man page.
+  const SessionLimits defaults;
+  CHECK(defaults.handler.max_keys == 1'000'000);
+  CHECK(defaults.handler.max_bytes == size_t{1} << 30);
+  CHECK(defaults.handler.max_pending_waits == 1024);
+  CHECK(defaults.handler.max_list_keys_reply_bytes == size_t{256} << 20);
+  CHECK(defaults.decoder.max_string_bytes == uint64_t{64} << 20);
+  CHECK(defaults.decoder.max_request_bytes == uint64_t{128} << 20);
+  CHECK(defaults.max_queued_bytes == size_t{128} << 20);
+  CHECK(defaults.max_buffered_bytes == size_t{256} << 20);
+  CHECK(defaults.max_connections == 262'144);
+  // Any one valid request fits the shared bound alone: its buffer and its
+  // parsed fields.
+  CHECK(defaults.max_buffered_bytes >= 2 * defaults.decoder.max_request_bytes);
 }
 
 }  // namespace
