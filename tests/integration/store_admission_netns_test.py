@@ -10,9 +10,10 @@ Next, while the master's agent is stopped (SIGSTOP, for less than a heartbeat
 timeout), h3 makes 20 data-then-reset connections, each a SET of its own
 key: the kernel queues them with their bytes, the store refuses them once the
 agent runs again (their peer address can no longer be read), and none of the
-keys exists afterwards. Then an agent on h3 joins without --local-addr: the next generation's member
-addresses include h3's as musterd saw it, its worker's PING and ADD succeed,
-and the job completes on 3 nodes.
+keys exists afterwards. Then an agent on h3 joins without --local-addr: the
+next generation's member addresses include h3's as musterd saw it, and its
+worker's PING and ADD succeed. Last, h3's agent dies: the next generation, on
+h1 and h2, no longer admits h3's address, and the job completes there.
 
 Needs root (namespaces, veths, a bridge); otherwise the test is skipped.
 """
@@ -180,6 +181,24 @@ def a_host_outside_the_job_is_refused_until_a_generation_admits_it():
             check(h3_record["store_conn"][0] == host_addr(3),
                   f"h3's worker reached the store from {h3_record['store_conn'][0]}")
 
+            # h3 leaves (its agent dies): from the next generation on, its address is
+            # no longer admitted.
+            left = agents.pop(3)
+            left.kill()
+            left.wait(timeout=10)
+            third = wait_generation(out, 2, after=second, timeout=20)
+            gone_env = dumps(out)[third][0]["env"]
+            probe = hosts.spawn(f"{hosts.prefix}-h3", [sys.executable, "-c", PROBE,
+                                                       gone_env["MASTER_ADDR"],
+                                                       gone_env["MASTER_PORT"]], "probe-h3-left")
+            try:
+                probe.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            answer = hosts.log(probe, "out").split()
+            check(answer[:1] == ["closed"], f"h3's probe after it left: {answer}",
+                  hosts.log(probe), logs())
+
             deadline = time.monotonic() + RUN_SECONDS + 20
             for agent in agents.values():
                 try:
@@ -188,7 +207,7 @@ def a_host_outside_the_job_is_refused_until_a_generation_admits_it():
                     pass
             for i, agent in agents.items():
                 check(agent.poll() == 0, f"h{i}'s agent: exit {agent.poll()}", logs(),
-                      hosts.log(agents[3]))
+                      hosts.log(left))
             check(daemon.poll() is None, "musterd runs", hosts.log(daemon))
             shutil.rmtree(hosts.logs, ignore_errors=True)
         left = hosts.leftovers()
