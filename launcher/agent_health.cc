@@ -59,8 +59,14 @@ void Agent::TickHealth() {
 
 HealthVerdict Agent::CurrentHealth() const {
   HealthRecord record = health_;
-  if (client_) record.last_contact = client_->last_heard();
-  return JudgeHealth(health_limits_, record, Clock::now());
+  HealthLimits limits = health_limits_;
+  if (client_) {
+    record.last_contact = client_->last_heard();
+    // The client fences by the rendezvous's timing once welcomed, which may
+    // differ from this agent's --rdzv-conf: contact is lost when it fences.
+    if (limits.contact_limit) limits.contact_limit = client_->fence_after();
+  }
+  return JudgeHealth(limits, record, Clock::now());
 }
 
 rdzv::HttpResponse Agent::AnswerHealth(const rdzv::HttpRequest& request) {

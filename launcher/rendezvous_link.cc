@@ -23,6 +23,7 @@ class ClientLink final : public RendezvousLink {
   void ReportSucceeded(uint64_t generation) override { client_.ReportSucceeded(generation); }
   void Leave() override { client_.Leave(); }
   std::optional<Time> last_heard() const override { return client_.last_heard(); }
+  std::chrono::milliseconds fence_after() const override { return client_.fence_after(); }
   void SuspendTraffic(std::chrono::milliseconds duration) override {
     client_.SuspendTraffic(duration);
   }

@@ -37,6 +37,10 @@ class RendezvousLink {
   // When the rendezvous last answered this agent; nullopt before its first
   // answer (RendezvousClient::last_heard).
   virtual std::optional<Time> last_heard() const = 0;
+  // The silence after which the client fences the workers
+  // (RendezvousClient::fence_after): the rendezvous's timing once welcomed,
+  // which the health endpoint judges contact by.
+  virtual std::chrono::milliseconds fence_after() const = 0;
   // Fault injection (--inject drop-heartbeats, delay-heartbeats).
   virtual void SuspendTraffic(std::chrono::milliseconds duration) = 0;
   virtual void DelayHeartbeats(std::chrono::milliseconds delay,

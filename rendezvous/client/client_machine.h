@@ -194,6 +194,11 @@ class ClientMachine {
   // The settings it acts on: options' until a Welcome's timing replaces
   // theirs (timing_agreement.h).
   const Settings& settings() const { return options_.settings; }
+  // The silence after which this agent fences (fence_rule.h): fence_timeout,
+  // failover_timeout with replicas; the Welcome's timing once welcomed.
+  std::chrono::milliseconds FenceAfter() const {
+    return replicated_ ? options_.settings.failover_timeout : options_.settings.fence_timeout;
+  }
 
   // Begins the wait for a first contact, and the first attempt. With no
   // endpoint: kStopped and GiveUp.

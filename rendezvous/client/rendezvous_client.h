@@ -65,6 +65,9 @@ class RendezvousClient {
   // ClientMachine::last_heard(): when a leader serving this agent last sent
   // it anything; nullopt before the first Welcome.
   std::optional<Time> last_heard() const { return machine_.last_heard(); }
+  // ClientMachine::FenceAfter(): the silence after which this agent fences,
+  // by the rendezvous's timing once it was welcomed.
+  std::chrono::milliseconds fence_after() const { return machine_.FenceAfter(); }
 
   // Fault injection (common/fault_spec.h; fault_injecting_transport.h).
   // SuspendTraffic: for `duration` nothing is sent, what arrives is ignored

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import socket
+import time
 import urllib.error
 import urllib.request
 
@@ -105,6 +106,37 @@ def a_silent_rendezvous_turns_the_answer_503_until_it_answers_again():
         code = agent.wait(timeout=60)
         check(code == 0, f"agent exited {code}", read(log_path))
     finally:
+        if daemon.poll() is None:
+            os.kill(daemon.pid, signal.SIGCONT)
+
+
+@test
+def contact_is_judged_by_the_daemons_timing_not_the_agents_own():
+    # Started with heartbeat_timeout=10 (a fence after 8 s of its own) under a default
+    # musterd: it fences after the daemon's 1 s, and its answer turns 503 as soon.
+    out = tempdir()
+    script = write_file(out, "worker.py", WORKER)
+    daemon, port = start_musterd()
+    log_path = os.path.join(out, "agent.log")
+    with open(log_path, "w") as log:
+        agent = start([MUSTER, "--nnodes", "1:2", "--nproc-per-node", "1", "--rdzv-backend",
+                       "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "timing",
+                       "--rdzv-conf", "last_call_timeout=0.2,heartbeat_timeout=10", script, out],
+                      env=base_env(PET_HEALTH_PORT="0"), stdout=log, stderr=log)
+    try:
+        check(wait_for(lambda: "started 1 workers" in read(log_path), 20), "no workers",
+              read(log_path))
+        health = int(HEALTH_LINE.search(read(log_path)).group(1))
+        check(get(health, "/healthz") == (200, "ok\n"), "running", read(log_path))
+        os.kill(daemon.pid, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        check(wait_for(lambda: get(health, "/healthz")[0] == 503, 4, interval=0.1),
+              "still 200 4 s after the daemon stopped: judged by the agent's own 8 s",
+              read(log_path))
+        print(f"daemon stopped -> 503: {time.monotonic() - stopped_at:.3f}s", flush=True)
+        check("event=fence" in read(log_path), "no fence", read(log_path))
+    finally:
+        # The agent, its workers and musterd are killed when the test ends (harness.start).
         if daemon.poll() is None:
             os.kill(daemon.pid, signal.SIGCONT)
 

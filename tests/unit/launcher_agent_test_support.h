@@ -104,6 +104,7 @@ class FakeRendezvous final : public RendezvousLink {
   }
   void Leave() override { calls.push_back("leave"); }
   std::optional<Time> last_heard() const override { return heard; }
+  std::chrono::milliseconds fence_after() const override { return fence_after_ms; }
   void SuspendTraffic(std::chrono::milliseconds /*duration*/) override {
     calls.push_back("suspend");
   }
@@ -112,12 +113,13 @@ class FakeRendezvous final : public RendezvousLink {
     calls.push_back("delay");
   }
 
-  std::vector<std::string> calls;    // what the agent asked, in order
-  std::vector<uint64_t> progress;    // every SetProgress, in order
-  std::optional<Time> heard;         // what last_heard() answers
-  rdzv::Join join;                   // what the agent joins with
-  std::function<void()> on_start;    // after Start()
-  std::function<void()> on_cleared;  // after SetCurrent(nullopt)
+  std::vector<std::string> calls;                   // what the agent asked, in order
+  std::vector<uint64_t> progress;                   // every SetProgress, in order
+  std::optional<Time> heard;                        // what last_heard() answers
+  std::chrono::milliseconds fence_after_ms{1'000};  // what fence_after() answers
+  rdzv::Join join;                                  // what the agent joins with
+  std::function<void()> on_start;                   // after Start()
+  std::function<void()> on_cleared;                 // after SetCurrent(nullopt)
   std::function<void(uint64_t)> on_succeeded;
   std::function<void(uint64_t)> on_failure;
 
@@ -135,6 +137,7 @@ class FakeRendezvous final : public RendezvousLink {
     void ReportSucceeded(uint64_t g) override { to_.ReportSucceeded(g); }
     void Leave() override { to_.Leave(); }
     std::optional<Time> last_heard() const override { return to_.last_heard(); }
+    std::chrono::milliseconds fence_after() const override { return to_.fence_after(); }
     void SuspendTraffic(std::chrono::milliseconds d) override { to_.SuspendTraffic(d); }
     void DelayHeartbeats(std::chrono::milliseconds d, std::chrono::milliseconds w) override {
       to_.DelayHeartbeats(d, w);
