@@ -3,9 +3,13 @@
 label sets documented in rendezvous/daemon/run_metrics.h and values that match
 the jobs; per-node series appear only under --node-metrics; the port asks
 for the daemon's token (Bearer, or Basic as a browser sends it) and, under
-its TLS, serves the page, /status.json and /metrics over HTTPS only; the
-Grafana dashboard queries only metrics musterd serves.
+its TLS, serves the page, /status.json and /metrics over HTTPS only, and
+under mutual TLS only to a client with a certificate from the client CA; the
+port listens on --host's address only; /metrics names no address, token or
+certificate; the Grafana dashboard queries only metrics musterd serves.
 """
+import ipaddress
+import socket
 import base64
 import json
 import os
@@ -15,9 +19,9 @@ import subprocess
 import urllib.error
 import urllib.request
 
-from elastic_harness import start_agent, start_musterd, wait_generation
-from harness import (SOURCE_DIR, Skip, check, free_port, run_tests, tempdir, test, wait_for,
-                     write_file)
+from elastic_harness import MUSTERD, bound_port, start_agent, start_musterd, wait_generation
+from harness import (SOURCE_DIR, Skip, check, free_port, run_tests, start, tempdir, test,
+                     wait_for, write_file)
 
 try:
     from prometheus_client.parser import text_string_to_metric_families
@@ -121,6 +125,61 @@ def the_metrics_port_asks_for_the_daemons_token():
 
 
 @test
+def metrics_name_no_address_token_or_certificate():
+    certs = tempdir()
+    subprocess.run([os.path.join(SOURCE_DIR, "scripts", "bench", "tls_certs.sh"), certs], check=True)
+    token = "metrics-secret-token"
+    token_file = write_file(certs, "token", token + "\n")
+    os.chmod(token_file, 0o600)
+    metrics_port = free_port()
+    daemon, port = start_musterd(extra=[
+        "--metrics-port", str(metrics_port), "--node-metrics", "4", "--token-file", token_file,
+        "--tls-cert", os.path.join(certs, "musterd.pem"),
+        "--tls-key", os.path.join(certs, "musterd.key")])
+    out = tempdir()
+    conf = f"tls_ca={os.path.join(certs, 'ca.pem')},token_file={token_file}"
+    for _ in range(2):
+        start_agent(port, out, nnodes="2:2", nproc=1, conf=conf)
+    gen = wait_generation(out, 2)
+    store_port = json.load(open(os.path.join(out, f"g{gen}_r0.json")))["env"]["MASTER_PORT"]
+    context = ssl.create_default_context(cafile=os.path.join(certs, "ca.pem"))
+    request = urllib.request.Request(f"https://127.0.0.1:{metrics_port}/metrics",
+                                     headers={"Authorization": f"Bearer {token}"})
+    text = urllib.request.urlopen(request, timeout=5, context=context).read().decode()
+    parsed = samples(text)
+    check("muster_node_heartbeat_age_seconds" in parsed, "per-node series are on", sorted(parsed))
+    pem = {open(os.path.join(certs, name)).read().split("\n")[1]
+           for name in ("ca.pem", "musterd.pem", "musterd.key")}
+    check(token not in text and "BEGIN" not in text and not any(p in text for p in pem),
+          "no token or certificate in /metrics", text)
+    for family, series in parsed.items():
+        for labels, _ in series:
+            for name, label in labels.items():
+                try:
+                    ipaddress.ip_address(label.split("%")[0])
+                    check(False, f"{family}{{{name}={label!r}}} is an address")
+                except ValueError:
+                    pass
+                check(store_port not in label and "127.0.0.1" not in label,
+                      f"{family}{{{name}={label!r}}} names the store or an address")
+
+
+@test
+def the_metrics_port_listens_on_the_hosts_address_only():
+    metrics_port = free_port()
+    daemon = start([MUSTERD, "--host", "127.0.0.2", "--port", "0", "--metrics-port",
+                    str(metrics_port)], stderr=subprocess.PIPE)
+    check(bound_port(daemon.stdout.readline()) is not None, "musterd started on 127.0.0.2")
+    body = urllib.request.urlopen(f"http://127.0.0.2:{metrics_port}/metrics", timeout=5).read()
+    check(b"muster_runs " in body, body[:200])
+    try:
+        socket.create_connection(("127.0.0.1", metrics_port), timeout=2).close()
+        check(False, f"the metrics port answered on 127.0.0.1:{metrics_port}")
+    except ConnectionRefusedError:
+        pass
+
+
+@test
 def over_tls_the_page_json_and_metrics_answer_https_with_the_token_and_not_plain_http():
     certs = tempdir()
     subprocess.run([os.path.join(SOURCE_DIR, "scripts", "bench", "tls_certs.sh"), certs], check=True)
@@ -148,6 +207,25 @@ def over_tls_the_page_json_and_metrics_answer_https_with_the_token_and_not_plain
         check(False, "plain http answered on the TLS port")
     except urllib.error.HTTPError as e:
         check(e.code == 400 and b"speaks HTTPS" in e.read(), f"plain http: {e.code}")
+
+    # Under mutual TLS the port asks for a client certificate from the client CA.
+    mutual_port = free_port()
+    start_musterd(extra=["--metrics-port", str(mutual_port), "--token-file", token_file,
+                         "--tls-cert", os.path.join(certs, "musterd.pem"),
+                         "--tls-key", os.path.join(certs, "musterd.key"),
+                         "--tls-client-ca", os.path.join(certs, "ca.pem")])
+    request = urllib.request.Request(f"https://127.0.0.1:{mutual_port}/metrics", headers=auth)
+    try:
+        urllib.request.urlopen(request, timeout=5, context=context).read()
+        check(False, "the metrics port answered a client without a certificate")
+    except (urllib.error.URLError, ssl.SSLError, ConnectionError) as e:
+        # Refused in the handshake, not answered (an HTTPError is an answer).
+        check(not isinstance(e, urllib.error.HTTPError), f"answered: {e!r}")
+        print(f"without a client certificate: {e!r}", flush=True)
+    certified = ssl.create_default_context(cafile=os.path.join(certs, "ca.pem"))
+    certified.load_cert_chain(os.path.join(certs, "agent.pem"), os.path.join(certs, "agent.key"))
+    body = urllib.request.urlopen(request, timeout=5, context=certified).read().decode()
+    check("muster_runs " in body, f"with a client certificate: {body[:200]}")
 
 
 @test
