@@ -19,9 +19,9 @@ returns (the source's step, the source rank) once every rank holds its state:
 
 Nothing a peer sends is unpickled. gloo and NCCL carry whatever anyone who
 reaches their ports sends (docs/security.md), so a receiver parses JSON
-only, accepts only the header's own shapes (below), and allocates tensors
-of the dtypes (torch's own dtype objects, looked up by name) and shapes it
-names.
+only, accepts only the forms encode_payload writes, and allocates tensors
+of the shapes and dtypes it names (from an allow-list of torch's plain
+dtypes).
 
 What may travel (`check_transferable`): None, bool, int, float, str, bytes,
 torch.Tensor (strided; it arrives detached, on the CPU when it left from
@@ -33,7 +33,8 @@ Errors: StateTransferError.
 - At the source, a value that cannot travel names its path and type
   ("state['rng']: a numpy.ndarray cannot move between ranks; ..."). The
   source sends that message in place of its state, so every rank raises
-  it ("rank 0 could not send its state: ..."), and none waits for tensors.
+  it ("rank 1: rank 0's state refused: the source could not send its
+  state: ..."), and none waits for tensors.
 - At a receiver, a header the source would not write: not UTF-8 JSON (a
   pickle, for instance), an unknown form, a tensor index out of range, a
   dtype torch does not have, a negative size, more than HEADER_LIMIT bytes
