@@ -23,7 +23,7 @@
 #   TSan build    build-tsan/, only the targets its tests run
 #   TSan tests    the rendezvous unit tests (TLS included) and integration/elastic under TSan
 #   fuzz build    build-fuzz/ (clang, libFuzzer+ASan+UBSan)
-#   fuzz          every libFuzzer target, ${MUSTER_FUZZ_TOTAL_SECONDS:-300} s split
+#   fuzz          every libFuzzer target, ${MUSTER_FUZZ_TOTAL_SECONDS:-256} s split
 #                 between them, over its regression inputs first (two at a time)
 #
 # A failed test stage does not stop the run: the other test stages still run

@@ -3,7 +3,7 @@
 #
 # Usage: tests/fuzz/run_fuzzers.sh BUILD_DIR [TARGET...]
 #   TARGET: a name of tests/fuzz/corpus/ (frame_codec, host_list, ...);
-#   default: every one. MUSTER_FUZZ_TOTAL_SECONDS (default 300): the fuzzing
+#   default: every one. MUSTER_FUZZ_TOTAL_SECONDS (default 256): the fuzzing
 #   time of all targets together, split evenly between them (at least 1 s
 #   each), so adding a target does not make the run longer.
 #   MUSTER_FUZZ_SECONDS, when set: how long each target fuzzes instead.
@@ -21,7 +21,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 FUZZ_DIR="$ROOT/tests/fuzz"
-TOTAL_SECONDS=${MUSTER_FUZZ_TOTAL_SECONDS:-300}
+TOTAL_SECONDS=${MUSTER_FUZZ_TOTAL_SECONDS:-256}
 # ASan+UBSan inflate memory; a decoder that needs more than this for inputs
 # of a few KiB has a bound missing. Per-input time limit, likewise.
 RSS_LIMIT_MB=2048
