@@ -170,19 +170,30 @@ def dropping_below_min_stops_workers_and_fails_after_join_timeout():
 
 @test
 def a_wrong_token_is_refused_with_a_clear_error():
+    # Both files readable by every user: musterd and the agents warn, naming
+    # the file and its mode, and go on (docs/security.md, "Keys and tokens").
     token = os.path.join(tempdir(), "token")
     with open(token, "w") as f:
         f.write("s3cret\n")
     wrong = os.path.join(tempdir(), "wrong")
     with open(wrong, "w") as f:
         f.write("guess\n")
-    daemon, port = start_musterd(extra=["--token-file", token])
+    os.chmod(token, 0o644)
+    os.chmod(wrong, 0o644)
+    daemon_log = os.path.join(tempdir(), "musterd.err")
+    with open(daemon_log, "w") as log:
+        daemon, port = start_musterd(extra=["--token-file", token], log=log)
+    loose = f"--token-file '{token}' is readable by every user (mode 0644)"
+    check(wait_for(lambda: loose in open(daemon_log).read(), 5), f"musterd warns {loose!r}",
+          open(daemon_log).read())
     out = tempdir()
     agent = start_agent(port, out, nnodes="1:2", conf=f"token_file={wrong}")
     code = wait_exit(agent, 10)
     err = agent.stderr.read()
     check(code not in (None, 0), f"exit {code}", err)
     check("wrong token" in err, "says the token is wrong", err)
+    agent_loose = f"--rdzv-conf token_file '{wrong}' is readable by every user (mode 0644)"
+    check(err.count(agent_loose) == 1, f"the agent warns once {agent_loose!r}", err)
     good = start_agent(port, out, nnodes="1:1", conf=f"token_file={token}",
                        worker_args=["--run", "0"], nproc=1)
     check(wait_exit(good, 15) == 0, "the right token works", good.stderr.read())
