@@ -12,13 +12,21 @@ muster_unit_test(rdzv_daemon_unit_tests
   LIBS muster_rdzv_daemon nlohmann_json::nlohmann_json)
 
 # TLS on the rendezvous connection: loading files, and the daemon shell over
-# loopback with certificates made at run time (tls_test_certs.h).
+# loopback with certificates made at run time (tls_test_certs.h), an agent's
+# client among its peers.
 muster_unit_test(rdzv_net_tls_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_net_tls_test.cc
-  LIBS muster_rdzv_daemon)
+  LIBS muster_rdzv_daemon muster_rdzv_client)
 
 # The small HTTP endpoints (status page, metrics, health): the pure request
 # and token rules, and the server on loopback, plain and over TLS.
 muster_unit_test(rdzv_net_http_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_net_http_test.cc
   LIBS muster_rdzv_net)
+
+# The daemon shell's listener against costly peers: connections past
+# --max-connections, TLS handshakes that never finish, a wrong token under
+# TLS, and accepts that fail out of descriptors (docs/security.md).
+muster_unit_test(rdzv_daemon_listener_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_listener_test.cc
+  LIBS muster_rdzv_daemon)

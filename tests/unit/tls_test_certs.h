@@ -1,7 +1,8 @@
 // Certificates for TLS tests, made with OpenSSL at run time (no fixtures to
 // expire): a CA, a server certificate for localhost and 127.0.0.1, a client
-// certificate from the same CA, and a client certificate from another CA.
-// Written as PEM files into a fresh directory, removed with the object.
+// certificate from the same CA, one that expired yesterday, and a client and a
+// server certificate from another CA. Written as PEM files into a fresh
+// directory, removed with the object.
 #pragma once
 
 #include <openssl/evp.h>
@@ -20,6 +21,12 @@
 
 namespace muster::testing {
 
+// When a test certificate is valid, in seconds from its making.
+struct TlsCertValidity {
+  long not_before = -3600;
+  long not_after = 7 * 24 * 3600;
+};
+
 class TlsTestCerts {
  public:
   TlsTestCerts() {
@@ -31,9 +38,13 @@ class TlsTestCerts {
     Issue("localhost", &ca, "server", "CA:FALSE", "DNS:localhost,IP:127.0.0.1", "serverAuth");
     Issue("elsewhere", &ca, "elsewhere", "CA:FALSE", "DNS:elsewhere.invalid", "serverAuth");
     Issue("agent", &ca, "client", "CA:FALSE", "", "clientAuth");
+    Issue("agent", &ca, "expired", "CA:FALSE", "", "clientAuth",
+          TlsCertValidity{-2 * 24 * 3600, -24 * 3600});
     Issued other = Issue("another CA", nullptr, nullptr, "critical,CA:TRUE", "", "");
     Write(other, "other_ca");
     Issue("stranger", &other, "stranger", "CA:FALSE", "", "clientAuth");
+    Issue("localhost", &other, "other_server", "CA:FALSE", "DNS:localhost,IP:127.0.0.1",
+          "serverAuth");
     Free(ca);
     Free(other);
   }
@@ -45,8 +56,10 @@ class TlsTestCerts {
   TlsTestCerts& operator=(const TlsTestCerts&) = delete;
 
   // NAME.pem and NAME.key for: ca, server (localhost, 127.0.0.1), elsewhere
-  // (names only elsewhere.invalid), client, other_ca, stranger (a client
-  // certificate from other_ca).
+  // (names only elsewhere.invalid), client, expired (a client certificate of
+  // ca valid from two days ago to yesterday), other_ca, stranger (a client
+  // certificate from other_ca), other_server (a server certificate from
+  // other_ca naming localhost and 127.0.0.1, as `server` does).
   std::string Cert(const std::string& name) const { return dir_ + "/" + name + ".pem"; }
   std::string Key(const std::string& name) const { return dir_ + "/" + name + ".key"; }
   const std::string& dir() const { return dir_; }
@@ -57,17 +70,18 @@ class TlsTestCerts {
     EVP_PKEY* key = nullptr;
   };
 
-  // A certificate for `cn` signed by `issuer` (self-signed when null),
-  // written as `file` (.pem, .key) when given.
+  // A certificate for `cn` signed by `issuer` (self-signed when null), valid
+  // for `validity`, written as `file` (.pem, .key) when given.
   Issued Issue(const std::string& cn, const Issued* issuer, const char* file,
-               const std::string& basic, const std::string& san, const std::string& usage) {
+               const std::string& basic, const std::string& san, const std::string& usage,
+               TlsCertValidity validity = {}) {
     Issued made;
     made.key = EVP_EC_gen("P-256");
     made.cert = X509_new();
     X509_set_version(made.cert, 2);
     ASN1_INTEGER_set(X509_get_serialNumber(made.cert), ++serial_);
-    X509_gmtime_adj(X509_getm_notBefore(made.cert), -3600);
-    X509_gmtime_adj(X509_getm_notAfter(made.cert), 7 * 24 * 3600);
+    X509_gmtime_adj(X509_getm_notBefore(made.cert), validity.not_before);
+    X509_gmtime_adj(X509_getm_notAfter(made.cert), validity.not_after);
     X509_set_pubkey(made.cert, made.key);
     X509_NAME* name = X509_get_subject_name(made.cert);
     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
