@@ -17,6 +17,11 @@ before timing); what remains is the server's accept-free steady state.
 Then, once per binary, the memory of idle connections: IDLE connections
 that each sent a VALIDATE and a PING and read the answer; reported as the
 server's resident (VmRSS) and virtual (VmSize) growth per connection.
+
+With --multi-get, last, once per binary: one client stores a 64 MiB key
+and another sends one MULTI_GET naming it 65,536 times (a 4 TiB reply);
+reported: whether the server closed that connection, and its peak resident
+size (VmHWM) within 15 s, after which it is killed.
 """
 import argparse
 import multiprocessing
@@ -122,11 +127,44 @@ def idle_memory(binary):
         server.wait()
 
 
+def multi_get_attack(binary, seconds=15.0):
+    """(closed: bool, peak VmHWM MiB) for the 4 TiB MULTI_GET."""
+    server = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    try:
+        port = int(server.stdout.readline().decode().strip().split("=")[1])
+        writer = socket.create_connection(("127.0.0.1", port))
+        writer.sendall(struct.pack("<BI", 0, MAGIC) + struct.pack("<B", 1) + s(b"/big") +
+                       struct.pack("<Q", 64 << 20))
+        for _ in range(64):
+            writer.sendall(b"v" * (1 << 20))
+        writer.sendall(struct.pack("<BQ", 5, 1) + s(b"/big"))
+        recv_exact(writer, 1)
+        asker = socket.create_connection(("127.0.0.1", port))
+        asker.sendall(struct.pack("<BI", 0, MAGIC) + struct.pack("<BQ", 10, 65536) +
+                      s(b"/big") * 65536)
+        asker.settimeout(0.05)
+        closed = False
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and server.poll() is None and not closed:
+            try:
+                closed = asker.recv(1 << 16) == b""
+            except socket.timeout:
+                pass
+            except ConnectionError:
+                closed = True
+        return closed, status_kib(server.pid, "VmHWM") / 1024 if server.poll() is None else None
+    finally:
+        server.kill()
+        server.wait()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old")
     parser.add_argument("new")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--multi-get", action="store_true")
     args = parser.parse_args()
     runs = {"old": [], "new": []}
     for r in range(args.rounds):
@@ -148,6 +186,12 @@ def main():
         resident, virtual = idle_memory(getattr(args, name))
         print(f"{name}: {IDLE} idle connections: +{resident:.1f} KiB resident, "
               f"+{virtual:.1f} KiB virtual per connection")
+    if args.multi_get:
+        for name in ("old", "new"):
+            closed, peak = multi_get_attack(getattr(args, name))
+            print(f"{name}: MULTI_GET of 4 TiB: connection {'closed' if closed else 'open'}, "
+                  f"peak resident {peak:.0f} MiB" if peak is not None else
+                  f"{name}: MULTI_GET of 4 TiB: the server died")
 
 
 if __name__ == "__main__":
