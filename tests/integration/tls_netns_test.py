@@ -16,7 +16,9 @@ Checked:
     the token when the agent talks plain TCP, and neither the token nor the
     Hello's agent id when it talks TLS, while it holds a TLS handshake;
   - on loopback, without a daemon: the agent that serves the rendezvous by
-    the c10d rule serves mutual TLS with its own certificate, and an agent
+    the c10d rule serves mutual TLS with its own certificate (a peer with
+    the CA but no certificate is refused in the handshake, one tls_refused
+    line in the serving agent's log, and the job goes on), and an agent
     told to serve (is_host=1) with only tls_ca stops saying why.
 
 The namespace cases need root (namespaces, veths, a bridge, a packet
@@ -283,12 +285,26 @@ def an_agent_serving_the_rendezvous_serves_mutual_tls_with_its_own_certificate()
                           run_id="embedded", conf=conf, worker_args=["--run", "0.5"])
         agents = [start(args)]
         time.sleep(0.3)  # the first one serves; the second joins it
+
+        # A peer with the CA but no certificate of its own (it joins, by the
+        # c10d rule) is refused in the handshake by the serving agent.
+        code, _, err = run(agent_args(f"127.0.0.1:{port}", "127.0.0.1", out, nnodes="2", nproc=1,
+                                      run_id="embedded", conf=tls_conf(certs)), timeout=20)
+        check(code not in (None, 0) and "alert certificate required" in err,
+              f"an agent without a client certificate was not refused (exit {code})", err)
+
         agents.append(start(args))
+        errs = []
         for agent in agents:
             code = wait_exit(agent, 30)
             _, err = agent.communicate()
+            errs.append(err)
             check(code == 0, f"an agent of the embedded TLS rendezvous exited {code}", err)
         check(len(dumps(out)) == 1 and len(dumps(out)[0]) == 2, f"workers: {dumps(out)}")
+        refusals = [line for line in errs[0].splitlines() if "event=tls_refused" in line]
+        check(len(refusals) == 1 and "peer=127.0.0.1:" in refusals[0]
+              and 'why="peer did not return a certificate"' in refusals[0],
+              "the serving agent logs one tls_refused line naming the peer and why", errs[0])
         code, _, err = run(agent_args(f"127.0.0.1:{free_port()}", "127.0.0.1", out, nnodes="1:2",
                                       nproc=1, conf=f"tls_ca={certs}/ca.pem,is_host=1"),
                            timeout=20)
