@@ -33,14 +33,14 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "integration"))
+from store_wire import s  # noqa: E402 - the tests' TCPStore encoders
+
 MAGIC = 0x3C85F7CE
 CLIENTS = 16
 SECONDS = 3.0
 IDLE = 2000
-
-
-def s(b):
-    return struct.pack("<Q", len(b)) + b
 
 
 def recv_exact(sock, n):
