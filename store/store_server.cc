@@ -283,6 +283,8 @@ uint64_t StoreServer::refused_connections_from(const std::string& address) const
 
 size_t StoreServer::num_bytes() const { return impl_->store_.Bytes(); }
 
+uint64_t StoreServer::accept_pauses() const { return impl_->accept_retry_.pauses(); }
+
 size_t StoreServer::num_connections() const { return impl_->sessions_.size(); }
 
 size_t StoreServer::num_keys() const { return impl_->store_.NumKeys(); }

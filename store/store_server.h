@@ -101,6 +101,10 @@ class StoreServer {
   // What the store holds now (KeyValueStore::Bytes()).
   size_t num_bytes() const;
 
+  // Failed accepts the listener waited after (out of descriptors:
+  // common/accept_retry.h), since Start.
+  uint64_t accept_pauses() const;
+
   size_t num_connections() const;
   size_t num_keys() const;
   size_t num_pending_waits() const;

@@ -71,6 +71,9 @@ class RendezvousServer {
   RendezvousServer& operator=(const RendezvousServer&) = delete;
 
   uint16_t port() const { return port_; }
+  // Failed accepts the listener waited after (out of descriptors:
+  // common/accept_retry.h), since Start.
+  uint64_t accept_pauses() const { return accept_retry_.pauses(); }
   // Prometheus text exposition of the daemon's counters.
   std::string MetricsText() const;
   // Every run, the recent events and, for a replica, who leads, as the

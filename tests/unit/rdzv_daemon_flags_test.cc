@@ -23,6 +23,7 @@ TEST_CASE("musterd's flags keep their names and defaults, and take prefixes and 
   CHECK(defaults->host == "0.0.0.0");
   CHECK(defaults->port == 29400);
   CHECK(defaults->metrics_port == -1);
+  CHECK(defaults->max_connections == 20000);  // docs/security.md's bound on a flood
   CHECK(defaults->given.empty());
 
   auto flags = ReadDaemonFlags({"--host",

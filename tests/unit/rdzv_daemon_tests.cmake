@@ -23,3 +23,10 @@ muster_unit_test(rdzv_net_tls_tests
 muster_unit_test(rdzv_net_http_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_net_http_test.cc
   LIBS muster_rdzv_net)
+
+# The daemon shell's listener against costly peers: connections past
+# --max-connections, TLS handshakes that never finish, a wrong token under
+# TLS, and accepts that fail out of descriptors (docs/security.md).
+muster_unit_test(rdzv_daemon_listener_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_daemon_listener_test.cc
+  LIBS muster_rdzv_daemon)

@@ -3,7 +3,6 @@
 // on loopback, plain and over TLS, where a request without the token gets
 // 401 and never reaches the handler, and a plain-text client on the HTTPS
 // port is told so.
-#include <sys/resource.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
@@ -15,19 +14,21 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <csignal>
-#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "rendezvous/net/http_server.h"
 #include "rendezvous/net/tls_stream.h"
+#include "tests/unit/full_descriptor_table.h"
 #include "tests/unit/tls_test_certs.h"
 
 namespace muster::rdzv {
 namespace {
 
 namespace asio = boost::asio;
+using testing::FullDescriptorTable;
+using testing::ThreadCpuSeconds;
 using testing::TlsTestCerts;
 
 const bool kSigpipeIgnored = [] {
@@ -196,44 +197,6 @@ TEST_CASE("over TLS HttpServer answers HTTPS, and tells a plain-text client", "[
   reply = Fetch(io, port, "GET / HTTP/1.1\r\n\r\n");
   CHECK(reply.starts_with("HTTP/1.0 400"));
   CHECK(reply.ends_with("this endpoint speaks HTTPS\n"));
-}
-
-// Fills this process's descriptor table: the soft RLIMIT_NOFILE is lowered
-// to 256 and descriptors are taken until none is left. Undone when it goes
-// out of scope, whatever the test did.
-class FullDescriptorTable {
- public:
-  FullDescriptorTable() {
-    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved_) == 0);
-    rlimit lowered = saved_;
-    lowered.rlim_cur = std::min<rlim_t>(saved_.rlim_cur, 256);
-    REQUIRE(::setrlimit(RLIMIT_NOFILE, &lowered) == 0);
-    for (;;) {
-      const int fd = ::dup(STDERR_FILENO);
-      if (fd < 0) break;
-      taken_.push_back(fd);
-    }
-  }
-  ~FullDescriptorTable() {
-    Free();
-    ::setrlimit(RLIMIT_NOFILE, &saved_);
-  }
-  FullDescriptorTable(const FullDescriptorTable&) = delete;
-  FullDescriptorTable& operator=(const FullDescriptorTable&) = delete;
-  void Free() {
-    for (const int fd : taken_) ::close(fd);
-    taken_.clear();
-  }
-
- private:
-  rlimit saved_{};
-  std::vector<int> taken_;
-};
-
-double ThreadCpuSeconds() {
-  timespec now{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
 }
 
 TEST_CASE("out of descriptors the HTTP acceptor pauses instead of spinning, and recovers",

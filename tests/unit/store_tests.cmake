@@ -16,3 +16,9 @@ muster_unit_test(store_unit_tests
   LIBS muster_store)
 target_compile_definitions(store_unit_tests PRIVATE
   MUSTER_STORE_WIRE_TABLES="${CMAKE_CURRENT_LIST_DIR}/store_torch_wire_tables.txt")
+
+# The worker store's listener on loopback: out of descriptors it pauses
+# instead of spinning, and recovers (full_descriptor_table.h).
+muster_unit_test(store_server_accept_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_accept_test.cc
+  LIBS muster_store)
