@@ -194,7 +194,8 @@ def a_wrong_token_is_refused_with_a_clear_error():
     check("wrong token" in err, "says the token is wrong", err)
     agent_loose = f"--rdzv-conf token_file '{wrong}' is readable by every user (mode 0644)"
     check(err.count(agent_loose) == 1, f"the agent warns once {agent_loose!r}", err)
-    good = start_agent(port, out, nnodes="1:1", conf=f"token_file={token}",
+    # --nnodes 1:2: a fixed single node (1:1) runs without the rendezvous.
+    good = start_agent(port, out, nnodes="1:2", conf=f"token_file={token}",
                        worker_args=["--run", "0"], nproc=1)
     check(wait_exit(good, 15) == 0, "the right token works", good.stderr.read())
     check_generations(out)
@@ -387,6 +388,39 @@ def status_shows_runs_nodes_ranks_and_heartbeat_age():
     version, err = proc.communicate(timeout=10)
     check(proc.returncode == 0 and version.startswith("muster "),
           f"muster status --version: exit {proc.returncode}", version, err)
+
+
+@test
+def status_with_the_token_file_lists_the_runs_and_without_it_names_the_refusal():
+    d = tempdir()
+    token = os.path.join(d, "token")
+    wrong = os.path.join(d, "wrong")
+    for path, text in ((token, "s3cret\n"), (wrong, "guess\n")):
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o600)
+    daemon, port = start_musterd(extra=["--token-file", token])
+    out = tempdir()
+    # --nnodes 1:2, not 1:1: a fixed single node runs without the rendezvous.
+    start_agent(port, out, nnodes="1:2", nproc=1, run_id="tokenjob", conf=f"token_file={token}")
+    wait_generation(out, 1)
+
+    def status(args, env=None):
+        proc = start([MUSTER, "status", "--rdzv-endpoint", f"127.0.0.1:{port}"] + args,
+                     env=env or base_env())
+        table, err = proc.communicate(timeout=10)
+        return proc.returncode, table, err
+
+    for args, env in ((["--token-file", token], None),
+                      ([], base_env(PET_RDZV_CONF=f"token_file={token}"))):
+        code, table, err = status(args, env)
+        check(code == 0 and "run tokenjob: running, generation 1, nodes 1" in table,
+              f"muster status {args} with the token: exit {code}", table, err)
+    for args, refusal in (([], "refused: this daemon requires a token (--token-file)"),
+                          (["--token-file", wrong], "refused: wrong token")):
+        code, table, err = status(args)
+        check(code == 1 and refusal in err and "tokenjob" not in table,
+              f"muster status {args} without the token: exit {code}", table, err)
 
 
 @test
