@@ -366,6 +366,44 @@ def ten_thousand_idle_connections_do_not_stop_the_daemon():
 
 
 @test
+def musterd_closes_a_connection_past_max_connections_and_keeps_the_others():
+    metrics_port = free_port()
+    daemon, port = start_musterd(extra=["--max-connections", "2", "--metrics-port",
+                                        str(metrics_port)])
+
+    def metrics():
+        text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
+                                      timeout=5).read().decode()
+        return dict(line.split() for line in text.splitlines() if line and line[0] != "#")
+
+    held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+    try:
+        check(wait_for(lambda: metrics()["muster_connections"] == "2", 5), "both held accepted",
+              metrics())
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as extra:
+            # Well inside hello_timeout (5 s), which would close it anyway.
+            extra.settimeout(1)
+            try:
+                closed = extra.recv(1) == b""
+            except ConnectionResetError:
+                closed = True
+            check(closed, "the connection past --max-connections is closed at once")
+        values = metrics()
+        check(values["muster_rejected_connections_total"] == "1"
+              and values["muster_connections"] == "2", "the held ones stay", values)
+        for s in held:
+            s.setblocking(False)
+            try:
+                still_open = s.recv(1) != b""
+            except BlockingIOError:
+                still_open = True
+            check(still_open, "a held connection was closed")
+    finally:
+        for s in held:
+            s.close()
+
+
+@test
 def status_shows_runs_nodes_ranks_and_heartbeat_age():
     daemon, port = start_musterd()
     out = tempdir()
