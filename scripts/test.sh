@@ -119,9 +119,15 @@ deb_test() {  # exits 77 (SKIP) when not root
   tests/packaging/deb_in_bookworm.sh "$(tail -n 1 "$TIMINGS/package.out")"
 }
 
+# The out-of-descriptors tests run in the suite, not here: UBSan checks a
+# virtual call's type by probing memory through a pipe(2), which fails in a
+# process with no descriptor left, and it then reports a false "invalid vptr".
+ASAN_EXCLUDED='out of descriptors'
 asan_tests() {  # the unit tests and the integration tests labelled sanitize
+  echo "asan: not run here, as UBSan's type check needs a free descriptor: tests named '$ASAN_EXCLUDED'"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    run_ctest "$ROOT/build-asan" asan --parallel 2 --timeout 300 -L 'unit|sanitize'
+    run_ctest "$ROOT/build-asan" asan --parallel 2 --timeout 300 -L 'unit|sanitize' \
+    -E "$ASAN_EXCLUDED"
 }
 
 # The TSan stage: the daemon, the agent, every rendezvous unit test and

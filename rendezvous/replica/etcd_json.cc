@@ -133,7 +133,14 @@ std::optional<std::string> EtcdError(std::string_view body) {
   const json& error = parsed.at("error");
   // Unary calls: {"error": "...", "code": N}; streams: {"error": {"message": ..., "grpc_code": N}}.
   const json& holder = error.is_object() ? error : parsed;
-  std::string message = holder.value("message", error.is_string() ? error.get<std::string>() : "");
+  // Each field is read only when it has the expected type: a reply is the
+  // network's, and json::value throws on a "message" that is, say, a number.
+  std::string message;
+  if (holder.contains("message") && holder.at("message").is_string()) {
+    message = holder.at("message").get<std::string>();
+  } else if (error.is_string()) {
+    message = error.get<std::string>();
+  }
   const json code =
       holder.contains("grpc_code") ? holder.at("grpc_code") : holder.value("code", json());
   if (message.empty()) message = "an error with no message";

@@ -6,8 +6,10 @@ exits 1 on any failure, 77 when tests only skipped (ctest's SKIP_RETURN_CODE:
 reported as Skipped, not Passed), 0 otherwise. Every process a test starts through this module
 is killed by PID (its whole process group) when the test ends, pass or fail.
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,7 +112,11 @@ def check(condition, message, *context):
 
 
 def tempdir():
-    return tempfile.mkdtemp(prefix="muster-test-")
+    """A fresh directory, removed when the test process exits, passed or not
+    (a failing check quotes the logs it needs in its message)."""
+    path = tempfile.mkdtemp(prefix="muster-test-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def write_file(directory, name, text):

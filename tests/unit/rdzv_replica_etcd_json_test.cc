@@ -188,3 +188,17 @@ TEST_CASE("bodies that are not etcd's are refused, quoted", "[replica][etcd]") {
   REQUIRE_FALSE(no_result.ok());
   CHECK_THAT(no_result.status().message(), Catch::Contains("no result"));
 }
+
+TEST_CASE("an error whose fields have other types is still an error, never a throw",
+          "[replica][etcd]") {
+  // Found by fuzz_etcd_json: a "message" that is a number threw from json::value.
+  for (const char* body : {R"({"error":"etcdserver: down","message":4})",
+                           R"({"error":{"message":[1],"grpc_code":"x"}})", R"({"error":7})"}) {
+    const muster::Status put = ParsePut(body);
+    REQUIRE_FALSE(put.ok());
+    CHECK(put.IsIoError());
+  }
+  CHECK(ParsePut(R"({"error":"etcdserver: down","message":4})").message() ==
+        "etcd put: etcdserver: down");
+  CHECK(ParsePut(R"({"error":7})").message() == "etcd put: an error with no message");
+}
