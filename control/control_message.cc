@@ -108,10 +108,13 @@ Status ParseHello(std::string_view line, WorkerMessage& out) {
 // spaces, so only "failed G" is split into fields.
 Status ParseFailed(std::string_view line, WorkerMessage& out) {
   if (auto s = CheckLength(line); !s.ok()) return s;
-  const size_t reason_space = line.find(' ', line.find(' ') + 1);
+  const size_t generation_start = line.find(' ') + 1;
+  const size_t reason_space = line.find(' ', generation_start);
   // Without a reason the line has too few fields: CheckedFields says so.
   if (reason_space == std::string_view::npos) return CheckedFields(line, 3).status();
-  auto generation = OnlyGeneration(line.substr(0, reason_space));
+  // The error names the whole line, not only "failed G".
+  auto generation =
+      Generation(line, line.substr(generation_start, reason_space - generation_start));
   if (!generation.ok()) return generation.status();
   const std::string_view reason = line.substr(reason_space + 1);
   if (!std::all_of(reason.begin(), reason.end(),

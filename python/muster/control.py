@@ -27,6 +27,10 @@ from typing import NamedTuple, Optional, Union
 PROTOCOL_VERSION = 1
 IN_PLACE = "in-place"
 MAX_LINE_BYTES = 4096  # the newline included
+# The largest numbers (PROTOCOL.md "Framing"): a generation, a size, a rank.
+_MAX_GENERATION = 2**64 - 1
+_MAX_SIZE = 2**31 - 1
+_MAX_RANK = _MAX_SIZE - 1
 
 _JOIN_FIELDS = ("RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
                 "STORE_PREFIX")
@@ -66,10 +70,12 @@ def _bad(line, why):
     return ProtocolError(f"control line {line!r}: {why}")
 
 
-def _number(line, text, what):
-    # Decimal, no sign, no leading zeros (PROTOCOL.md "Framing").
-    if not text.isascii() or not text.isdigit() or (len(text) > 1 and text[0] == "0"):
-        raise _bad(line, f"{what} {text!r} is not a decimal number")
+def _number(line, text, what, largest):
+    # Decimal, no sign, no leading zeros, at most `largest` (PROTOCOL.md
+    # "Framing"); the length is checked first, as int() refuses 4300 digits.
+    if (not text.isascii() or not text.isdigit() or (len(text) > 1 and text[0] == "0")
+            or len(text) > len(str(largest)) or int(text) > largest):
+        raise _bad(line, f"{what} {text!r} is not a decimal number up to {largest}")
     return int(text)
 
 
@@ -90,7 +96,7 @@ def parse_agent_line(line: str) -> AgentMessage:
     if verb == "pause":
         if len(fields) != 2:
             raise _bad(line, "pause takes one field, the generation")
-        return Pause(_number(line, fields[1], "generation"))
+        return Pause(_number(line, fields[1], "generation", _MAX_GENERATION))
     if verb == "join":
         if len(fields) < 2:
             raise _bad(line, "join names no generation")
@@ -107,13 +113,13 @@ def parse_agent_line(line: str) -> AgentMessage:
         missing = [name for name in _JOIN_FIELDS if name not in values]
         if missing:
             raise _bad(line, "missing " + ", ".join(missing))
-        join = Join(generation=_number(line, fields[1], "generation"),
-                    rank=_number(line, values["RANK"], "RANK"),
-                    world_size=_number(line, values["WORLD_SIZE"], "WORLD_SIZE"),
-                    group_rank=_number(line, values["GROUP_RANK"], "GROUP_RANK"),
-                    local_rank=_number(line, values["LOCAL_RANK"], "LOCAL_RANK"),
+        join = Join(generation=_number(line, fields[1], "generation", _MAX_GENERATION),
+                    rank=_number(line, values["RANK"], "RANK", _MAX_RANK),
+                    world_size=_number(line, values["WORLD_SIZE"], "WORLD_SIZE", _MAX_SIZE),
+                    group_rank=_number(line, values["GROUP_RANK"], "GROUP_RANK", _MAX_RANK),
+                    local_rank=_number(line, values["LOCAL_RANK"], "LOCAL_RANK", _MAX_RANK),
                     master_addr=values["MASTER_ADDR"],
-                    master_port=_number(line, values["MASTER_PORT"], "MASTER_PORT"),
+                    master_port=_number(line, values["MASTER_PORT"], "MASTER_PORT", _MAX_SIZE),
                     store_prefix=values["STORE_PREFIX"])
         if join.rank >= join.world_size or join.local_rank >= join.world_size:
             raise _bad(line, "RANK and LOCAL_RANK must be below WORLD_SIZE")

@@ -1,6 +1,8 @@
 // The control channel's lines (control/PROTOCOL.md): every message round
 // trips through its text, and each malformed line is refused with an error
-// that names it.
+// that names it. The lines and their meanings that both codecs share are in
+// control/test_vectors.txt (control_vectors_test.cc); here: the words of the
+// errors, and what a line cannot show.
 #include "control/control_message.h"
 
 #include <catch2/catch.hpp>
@@ -62,29 +64,6 @@ TEST_CASE("every agent message round trips through its line") {
     REQUIRE(ParseAgentMessage(line, parsed).ok());
     CHECK(parsed == message);
   }
-}
-
-TEST_CASE("the lines are those the protocol file writes") {
-  CHECK(FormatWorkerMessage(Hello{1, {"in-place"}}) == "hello 1 in-place");
-  CHECK(FormatWorkerMessage(Ready{6}) == "ready 6");
-  CHECK(FormatWorkerMessage(Joined{7}) == "joined 7");
-  CHECK(FormatWorkerMessage(Failed{7, "no store"}) == "failed 7 no store");
-  CHECK(FormatAgentMessage(Pause{6}) == "pause 6");
-  CHECK(FormatAgentMessage(SomeJoin()) ==
-        "join 7 RANK=5 WORLD_SIZE=8 GROUP_RANK=2 LOCAL_RANK=1 MASTER_ADDR=10.0.0.3 "
-        "MASTER_PORT=29500 STORE_PREFIX=/muster/gen7/");
-  CHECK(FormatAgentMessage(Stop{}) == "stop");
-}
-
-TEST_CASE("join fields may come in any order") {
-  AgentMessage parsed;
-  REQUIRE(
-      ParseAgentMessage(
-          "join 7 STORE_PREFIX=/muster/gen7/ MASTER_PORT=29500 LOCAL_RANK=1 MASTER_ADDR=10.0.0.3 "
-          "GROUP_RANK=2 WORLD_SIZE=8 RANK=5",
-          parsed)
-          .ok());
-  CHECK(parsed == AgentMessage{SomeJoin()});
 }
 
 TEST_CASE("a worker can recover in place only when its hello names the capability") {
