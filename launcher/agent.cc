@@ -29,6 +29,13 @@ namespace {
 // hold its stdout/stderr before closing the pipes anyway.
 constexpr auto kOutputDrainTimeout = std::chrono::milliseconds(500);
 
+NodeMachine MachineFor(const LaunchOptions& options, bool elastic, int static_nodes) {
+  const RecoveryPath path = DecideRecovery(options.recovery, elastic, static_nodes);
+  const bool asked = options.recovery == LaunchOptions::Recovery::kInPlace;
+  if (elastic) return NodeMachine(path, asked, ElasticFollower());
+  return NodeMachine(path, asked, StaticFollower(options.max_restarts));
+}
+
 std::string HostName() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
@@ -62,7 +69,8 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
                                       link_io, std::move(link_options), std::move(cb),
                                       elastic_ ? elastic_->tls_client : nullptr);
                                 })),
-      static_follower_(options_.max_restarts),
+      machine_(MachineFor(options_, elastic_.has_value(),
+                          static_assignment ? static_assignment->group_world_size : 0)),
       fault_timer_(io_),
       health_timer_(io_),
       held_output_timer_(io_) {
@@ -174,7 +182,7 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(int attempt, const std::s
     const WorkerLaunch launch = PlanWorker(plan_, local_rank);
     id.cuda_visible_devices = launch.cuda_visible_devices;
     id.virtual_local_rank = launch.virtual_local_rank;
-    id.control_channel = RecoversInPlace();
+    id.control_channel = machine_.recovers_in_place();
 
     WorkerSpec spec;
     spec.local_rank = local_rank;
@@ -191,11 +199,7 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(int attempt, const std::s
   return specs;
 }
 
-int Agent::attempt() const {
-  return elastic_ ? AttemptOf(node_.generation) : static_follower_.attempt();
-}
-
-Status Agent::StartAttempt(int attempt, const ArmInPlace& in_place) {
+Status Agent::StartAttempt(int attempt, const std::optional<ArmInPlace>& in_place) {
   // Static membership: each restart meets a store with no key or connection
   // of an earlier attempt (torch >= 2.6 no longer prefixes keys by attempt).
   // The first attempt's store is new already, and other nodes' workers may
@@ -218,7 +222,7 @@ Status Agent::StartAttempt(int attempt, const ArmInPlace& in_place) {
       std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)),
       std::chrono::milliseconds(static_cast<int64_t>(options_.hang_timeout_s * 1000)));
   settling_ = false;
-  ArmInPlaceRecovery(in_place);
+  if (in_place) ArmInPlaceRecovery(*in_place);
   auto status = group_->Start(std::move(specs).value(), Clock::now());
   if (!status.ok()) return status;
   // The attempt is the job's, as its workers see it: a node that joins a
@@ -269,7 +273,7 @@ void Agent::WaitForSignal() {
     if (ec) return;
     received_signal_ = sig;
     spdlog::info("received {}; stopping workers", SignalName(sig));
-    Tell([sig](auto& follower) { return follower.OnSignal(sig); });
+    Carry(machine_.OnSignal(sig));
     if (!finished_) WaitForSignal();
   });
 }
@@ -359,11 +363,7 @@ void Agent::AfterGroupEvent() {
   // workers, then give their output a moment to drain before deciding.
   if (group_->state() != WorkerGroup::State::kSucceeded) group_->KillAllGroups();
   settling_ = true;
-  if (elastic_) {
-    follower_.OnWorkersGone();
-  } else {
-    static_follower_.OnWorkersGone();
-  }
+  machine_.OnWorkersGone();
   timer_.cancel();
   if (open_streams_.empty()) {
     Settle();
@@ -388,7 +388,7 @@ void Agent::Settle() {
   open_streams_.clear();
   if (finished_) return;
   const WorkersOutcome outcome = OutcomeOfGroup();
-  Tell([&outcome](auto& follower) { return follower.OnWorkersSettled(outcome); });
+  Carry(machine_.OnWorkersSettled(outcome));
 }
 
 WorkersOutcome Agent::OutcomeOfGroup() const {
@@ -399,11 +399,6 @@ WorkersOutcome Agent::OutcomeOfGroup() const {
     outcome.root_cause = failures.front().status.Describe();
   }
   return outcome;
-}
-
-void Agent::ReportFailureHere(const ReportFailureLocally& report) {
-  PrintFailureReport(report);
-  if (!report.in_place) LogWhyNotInPlace();
 }
 
 void Agent::PrintFailureReport(const ReportFailureLocally& report) {

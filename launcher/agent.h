@@ -8,15 +8,11 @@
 // tied to it with PR_SET_PDEATHSIG). Every process it starts or signals goes
 // through the ProcessSpawner it is given.
 //
-// What the run does next is never the agent's own decision: it carries out
-// what its decision objects return, and keeps only the mechanics (processes,
-// pipes, timers, the store, the run directory). Static mode: StaticFollower (static_follower.h)
-// decides every start, restart and the exit code. Elastic mode follows the daemon's generations:
-// ElasticFollower (elastic_follower.h) decides. A recovery in place, in either mode:
-// InPlaceRecovery (in_place_recovery.h) says how it goes, and the mode's follower what the node
-// does about it. What each counter (the attempt, the failure restarts) means: static_follower.h.
-// The events both followers take, and the actions they share: follower_actions.h; the agent
-// feeds those events to the mode's follower through one path (Tell).
+// What the run does next is never the agent's own decision: NodeMachine
+// (node_machine.h) decides every start, restart, recovery in place and the
+// exit code, in both modes; the agent feeds it every event and carries out
+// what it returns (Carry, agent_actions.cc), keeping only the mechanics
+// (processes, pipes, timers, the store, the run directory).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -29,19 +25,17 @@
 #include <string>
 #include <vector>
 
-#include "launcher/elastic_follower.h"
 #include "launcher/fault_injector.h"
 #include "launcher/health_verdict.h"
-#include "launcher/in_place_recovery.h"
 #include "launcher/launch_options.h"
 #include "launcher/launch_plan.h"
 #include "launcher/line_splitter.h"
+#include "launcher/node_machine.h"
 #include "launcher/output_routes.h"
 #include "launcher/output_tail.h"
 #include "launcher/process_spawner.h"
 #include "launcher/progress_report.h"
 #include "launcher/rendezvous_link.h"
-#include "launcher/static_follower.h"
 #include "launcher/worker_group.h"
 #include "launcher/worker_output.h"
 #include "rendezvous/net/http_request.h"
@@ -104,44 +98,27 @@ class Agent final : public SpawnEvents {
   // --standalone, or the c10d rule: see host_rules.h); false when it should
   // but cannot (the error is logged).
   bool ServeRendezvousIfHost();
-  // Carry out the followers' actions in order (static: agent_static.cc;
-  // elastic: agent_elastic.cc).
-  void Follow(const StaticActions& actions);
-  void Follow(const FollowerActions& actions);
-  // Feeds one of the events both followers take (follower_actions.h) to the
-  // follower of this run's mode and carries out its answer: `event` is
-  // called with that follower, e.g. [&](auto& f) { return f.OnSignal(sig); }.
-  template <typename Event>
-  void Tell(const Event& event) {
-    if (elastic_) {
-      Follow(event(follower_));
-    } else {
-      Follow(event(static_follower_));
-    }
-  }
+  // Carries out `actions` in order (agent_actions.cc), each through one
+  // handler per action type.
+  void Carry(const NodeActions& actions);
   // The attempt (static_follower.h, "Counters") of the workers that run
-  // here, survivors of a recovery under way included. Static: the
-  // follower's; elastic: that of the generation entered last. Processes
-  // started for a recovery are of the attempt their action names.
-  int attempt() const;
+  // here: NodeMachine::attempt().
+  int attempt() const { return machine_.attempt(); }
   // ReportFailureLocally, in both modes: keeps the group's first failure as
   // this node's root cause and prints the failure report (nothing when no
-  // worker failed on its own), then, unless recovered in place, why the
-  // failure restarts every worker.
-  void ReportFailureHere(const ReportFailureLocally& report);
+  // worker failed on its own).
   void PrintFailureReport(const ReportFailureLocally& report);
   // Both modes: the outcome of the attempt whose output drained.
   WorkersOutcome OutcomeOfGroup() const;
-  void StartGeneration(const StartWorkers& start);
+  void StartGeneration(const LaunchGeneration& start);
   // Makes `assignment` this node's place (the client, attempt and store
   // follow it) and logs it; StartGeneration and RejoinGeneration go on from
   // there.
   void EnterGeneration(const rdzv::Assignment& assignment, bool in_place);
   void StopGroup(int sig);
-  // A failure that restarts every worker although recovery in place is on:
-  // says which workers never announced it (a warning when --recovery
-  // in-place asked for it, information under auto).
-  void LogWhyNotInPlace() const;
+  // ExplainNotInPlace: a failure restarts every worker although this node
+  // recovers in place; says which workers never announced it.
+  void LogWhyNotInPlace(const ExplainNotInPlace& explain) const;
   Status PrepareRunDirectory();
   // Starts the warm process for Python workers, unless they start cold.
   void StartWarmProcess();
@@ -149,8 +126,8 @@ class Agent final : public SpawnEvents {
   // one), unless the run finished meanwhile.
   void AfterWarmUp(std::function<void()> then);
   // Starts every local worker as attempt `attempt`, their recovery in place
-  // armed as `in_place` says.
-  Status StartAttempt(int attempt, const ArmInPlace& in_place);
+  // armed as `in_place` says (unset: not armed).
+  Status StartAttempt(int attempt, const std::optional<ArmInPlace>& in_place);
   // The specs of `local_ranks`' workers in attempt `attempt`, tagged.
   Result<std::vector<WorkerSpec>> MakeWorkerSpecs(int attempt, const std::string& attempt_dir,
                                                   const std::vector<int>& local_ranks);
@@ -162,20 +139,18 @@ class Agent final : public SpawnEvents {
   Result<std::vector<WorkerSpec>> PrepareWorkers(int attempt, const std::vector<int>& local_ranks);
   std::string AttemptDir(int attempt) const;
 
-  // In-place recovery (agent_in_place.cc; both modes, when
-  // RecoversInPlace()): the group pauses the survivors of a failure; once
+  // In-place recovery (agent_in_place.cc; both modes, when the machine
+  // recovers in place): the group pauses the survivors of a failure; once
   // they are paused the agent renews the store, rejoins them (static: as the
   // next attempt; elastic: into the next generation) and starts the failed
-  // ranks again. ArmInPlace: the followers' action, carried out on the
-  // group when this run recovers in place.
+  // ranks again. ArmInPlace: arms the group for the next failure.
   void ArmInPlaceRecovery(const ArmInPlace& arm);
-  // Whether this run recovers its workers in place: --recovery in-place,
-  // elastic or on one node.
-  bool RecoversInPlace() const;
   // Control lines a worker wrote on its progress pipe.
   void OnWorkerControl(uint64_t tag, std::string_view bytes);
-  // After any group event: feeds InPlaceRecovery and carries out its steps.
+  // The machine's steps for the group's state now (after any group event).
   void AdvanceRecovery();
+  void AnnouncePauseBegan(const AnnouncePause& pause) const;
+  void AnnounceEnd(const AnnounceRecoveryEnded& end) const;
   // Static: StaticFollower's StartReplacements and RejoinAttempt.
   void StartReplacementsEarly(int attempt);
   void RejoinAttemptInPlace(int attempt);
@@ -240,9 +215,7 @@ class Agent final : public SpawnEvents {
   std::unique_ptr<rdzv::RendezvousServer> embedded_daemon_;
   RendezvousLinkFactory connect_rendezvous_;
   std::unique_ptr<RendezvousLink> client_;
-  ElasticFollower follower_;        // elastic mode only
-  StaticFollower static_follower_;  // static mode only
-  InPlaceRecovery recovery_;
+  NodeMachine machine_;
   // This node's root-cause failure, if any: muster's exit code and the
   // launcher's TORCHELASTIC_ERROR_FILE come from it.
   std::optional<WorkerFailure> local_root_cause_;

@@ -153,8 +153,7 @@ int Agent::RunElastic() {
     store_members_ = member_addrs;
   };
   callbacks.on_assignment = [this](const rdzv::Assignment& a) {
-    follower_.SetWorkersCanPause(group_ && group_->CanPauseAll());
-    Follow(follower_.OnAssignment(a));
+    Carry(machine_.OnAssignment(a, group_ && group_->CanPauseAll()));
   };
   callbacks.on_waiting = [this](const std::string& reason) {
     // Workers of this node are about to stop because of another node: the
@@ -162,12 +161,11 @@ int Agent::RunElastic() {
     const bool stops_workers_here = group_ && !group_->finished() && !settling_;
     (stops_workers_here ? spdlog::warn("event=waiting reason=\"{}\"", reason)
                         : spdlog::info("event=waiting reason=\"{}\"", reason));
-    follower_.SetWorkersCanPause(group_ && group_->CanPauseAll());
-    Follow(follower_.OnWaiting());
+    Carry(machine_.OnWaiting(group_ && group_->CanPauseAll()));
   };
   callbacks.on_fence = [this](const std::string& why) {
     spdlog::warn("event=self_fence why=\"{}\"; stopping workers", why);
-    Follow(follower_.OnFence());
+    Carry(machine_.OnFence());
   };
   callbacks.on_run_ended = [this](bool succeeded, const std::string& message) {
     // A failure is reported once: where this node's own report said the
@@ -178,11 +176,11 @@ int Agent::RunElastic() {
     } else {
       spdlog::error("event=run_ended result=failed message=\"{}\"", message);
     }
-    Follow(follower_.OnRunEnded(succeeded));
+    Carry(machine_.OnRunEnded(succeeded));
   };
   callbacks.on_fatal = [this](const std::string& message) {
     spdlog::error("{}", message);
-    Follow(follower_.OnRendezvousFailed());
+    Carry(machine_.OnRendezvousFailed());
   };
   client_ = connect_rendezvous_(io_, std::move(client), std::move(callbacks));
   WaitForSignal();
@@ -194,60 +192,18 @@ int Agent::RunElastic() {
   return exit_code_;
 }
 
-void Agent::Follow(const FollowerActions& actions) {
-  // In the order given: the daemon reads meaning into it (an outcome is
-  // reported before the client says no workers run). A start that fails
-  // feeds the follower again and carries out its answer before returning;
-  // the follower never puts an action after a start.
-  for (const FollowerAction& action : actions) {
-    if (const auto* start = std::get_if<StartWorkers>(&action)) {
-      StartGeneration(*start);
-    } else if (std::holds_alternative<PauseWorkers>(action)) {
-      // The follower asked because CanPauseAll() held when it decided.
-      group_->PauseAll(Clock::now());
-      AfterGroupEvent();
-    } else if (const auto* rejoin = std::get_if<RejoinWorkers>(&action)) {
-      RejoinGeneration(rejoin->assignment);
-    } else if (const auto* stop = std::get_if<StopWorkers>(&action)) {
-      StopGroup(stop->signal);
-    } else if (const auto* succeeded = std::get_if<ReportSucceeded>(&action)) {
-      if (!succeeded->repeated) {
-        spdlog::info("event=workers_succeeded gen={}", succeeded->generation);
-      }
-      client_->ReportSucceeded(succeeded->generation);
-    } else if (const auto* failed = std::get_if<ReportFailure>(&action)) {
-      client_->ReportWorkerFailure(failed->generation, failed->exit_code, failed->message);
-    } else if (const auto* local = std::get_if<ReportFailureLocally>(&action)) {
-      ReportFailureHere(*local);
-    } else if (const auto* arm = std::get_if<ArmInPlace>(&action)) {
-      ArmInPlaceRecovery(*arm);
-    } else if (std::holds_alternative<ClearCurrent>(action)) {
-      client_->SetCurrent(std::nullopt);
-    } else if (std::holds_alternative<SealStore>(action)) {
-      store_->Seal();
-    } else if (std::holds_alternative<LeaveRendezvous>(action)) {
-      client_->Leave();
-    } else if (const auto* finish = std::get_if<muster::Finish>(&action)) {
-      Finish(finish->exit_code);
-    }
-  }
-}
-
 void Agent::StopGroup(int sig) {
   group_->Stop(sig, Clock::now());
   AfterGroupEvent();
 }
 
-void Agent::StartGeneration(const StartWorkers& start) {
+void Agent::StartGeneration(const LaunchGeneration& start) {
   EnterGeneration(start.assignment, /*in_place=*/false);
-  if (auto s = StartAttempt(attempt(), start.in_place); !s.ok()) {
+  if (auto s = StartAttempt(AttemptOf(start.assignment.generation), start.in_place); !s.ok()) {
     spdlog::error("{}", s.message());
-    const bool workers_stopping = group_ && !group_->finished();
-    Follow(follower_.OnStartFailed(s.message(), workers_stopping));
-    // Some workers were spawned and the group is stopping them: the
-    // follower settles as for a failure once they are gone. AfterGroupEvent
-    // arms the SIGKILL deadline, as the static path does.
-    if (workers_stopping) AfterGroupEvent();
+    // Some workers may have been spawned, and the group stops them: the
+    // follower settles as for a failure once they are gone.
+    Carry(machine_.OnStartFailed(s.message(), group_ && !group_->finished()));
   }
 }
 

@@ -4,8 +4,9 @@
 // two generations, tells the survivors where they now stand, starts the
 // failed ranks again and logs how the recovery went.
 //
-// InPlaceRecovery says how a recovery goes (began, failure known, survivors
-// paused, ended); the mode's follower decides what the node does about it.
+// NodeMachine decides: InPlaceRecovery says how a recovery goes (began,
+// failure known, survivors paused, ended), the mode's follower what the node
+// does about it.
 // Static runs: StaticFollower; the next attempt keeps the ranks. Its failed
 // ranks start as soon as the pause begins; the survivors rejoin once paused.
 // Elastic runs: ElasticFollower. A local failure pauses the local
@@ -41,25 +42,19 @@ bool IsControlLine(std::string_view line) {
 
 }  // namespace
 
-bool Agent::RecoversInPlace() const {
-  // Static runs across nodes restart each node on its own (as torchrun's
-  // static backend): nothing would pause the other nodes' workers.
-  return options_.recovers_in_place(elastic_.has_value(), node_.group_world_size);
-}
-
-void Agent::LogWhyNotInPlace() const {
-  if (!RecoversInPlace() || !group_) return;
+void Agent::LogWhyNotInPlace(const ExplainNotInPlace& explain) const {
+  if (!group_) return;
   const std::vector<int> ranks = group_->local_ranks_not_in_place();
   if (ranks.empty()) return;  // a fallback, logged as event=in_place_fallback
-  const bool asked = options_.recovery == LaunchOptions::Recovery::kInPlace;
-  spdlog::log(asked ? spdlog::level::warn : spdlog::level::info,
+  spdlog::log(explain.asked ? spdlog::level::warn : spdlog::level::info,
               "event=restart_not_in_place local_ranks={} why=\"they did not announce in-place "
               "recovery (the muster Python package or muster-train do)\"",
               fmt::join(ranks, ","));
 }
 
 void Agent::ArmInPlaceRecovery(const ArmInPlace& arm) {
-  if (!RecoversInPlace() || !group_) return;
+  // The machine returns ArmInPlace only where the --recovery rule allows.
+  if (!group_) return;
   group_->EnableInPlace({.generation = arm.generation,
                          .timeout = std::chrono::milliseconds(
                              static_cast<int64_t>(options_.recovery_timeout_s * 1000)),
@@ -68,7 +63,7 @@ void Agent::ArmInPlaceRecovery(const ArmInPlace& arm) {
 }
 
 void Agent::OnWorkerControl(uint64_t tag, std::string_view bytes) {
-  if (!RecoversInPlace()) return;
+  if (!machine_.recovers_in_place()) return;
   bool any = false;
   control_lines_[tag].Feed(bytes, [&](std::string_view line) {
     line.remove_suffix(1);  // the '\n'
@@ -87,39 +82,30 @@ void Agent::OnWorkerControl(uint64_t tag, std::string_view bytes) {
 
 void Agent::AdvanceRecovery() {
   if (!group_) return;
-  const auto now = Clock::now();
-  for (const RecoveryStep& step : recovery_.OnGroupEvent(RecoveryViewOf(*group_), now)) {
-    if (const auto* paused = std::get_if<PauseBegan>(&step)) {
-      spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}{}", attempt(),
-                   fmt::join(group_->failed_local_ranks(), ","),
-                   paused->during_join ? " during_join=true" : "");
-    } else if (std::holds_alternative<FailureKnown>(step)) {
-      const WorkerFailure& first = group_->failures().front();
-      const LocalFailure failure{first.status.ShellCode(), first.status.Describe()};
-      Tell([&failure](auto& follower) { return follower.OnWorkersPausing(failure); });
-      // What was done about the failure changed the group: read it again.
-      AdvanceRecovery();
+  Carry(machine_.OnGroupEvent(GroupViewOf(*group_), Clock::now()));
+}
+
+void Agent::AnnouncePauseBegan(const AnnouncePause& pause) const {
+  spdlog::info("event=in_place_pause attempt={} failed_local_ranks={}{}", pause.attempt,
+               fmt::join(group_->failed_local_ranks(), ","),
+               pause.during_join ? " during_join=true" : "");
+}
+
+void Agent::AnnounceEnd(const AnnounceRecoveryEnded& end) const {
+  const RecoveryEnded& ended = end.ended;
+  switch (ended.how) {
+    case RecoveryEnded::How::kRecovered:
+      spdlog::info("event=in_place_recovered attempt={} paused_ms={:.1f} total_ms={:.1f}",
+                   end.attempt, ended.paused_ms, ended.total_ms);
       return;
-    } else if (std::holds_alternative<SurvivorsPaused>(step)) {
-      // Static: they rejoin as the next attempt now; elastic: once the next
-      // generation is assigned.
-      Tell([](auto& follower) { return follower.OnWorkersPaused(); });
-    } else if (const auto* ended = std::get_if<RecoveryEnded>(&step)) {
-      const bool recovered = ended->how == RecoveryEnded::How::kRecovered;
-      // Recovered, the follower arms the group for the next failure (static:
-      // attempt() is now the attempt the survivors joined).
-      Tell([recovered](auto& follower) { return follower.OnRecoveryEnded(recovered); });
-      if (recovered) {
-        spdlog::info("event=in_place_recovered attempt={} paused_ms={:.1f} total_ms={:.1f}",
-                     attempt(), ended->paused_ms, ended->total_ms);
-      } else if (ended->how == RecoveryEnded::How::kAbandoned) {
-        spdlog::info("event=in_place_abandoned attempt={} why=\"the workers are being stopped\"",
-                     attempt());
-      } else {
-        spdlog::warn("event=in_place_fallback attempt={} why=\"{}\"; restarting every worker",
-                     attempt(), group_->fallback_reason());
-      }
-    }
+    case RecoveryEnded::How::kAbandoned:
+      spdlog::info("event=in_place_abandoned attempt={} why=\"the workers are being stopped\"",
+                   end.attempt);
+      return;
+    case RecoveryEnded::How::kFellBack:
+      spdlog::warn("event=in_place_fallback attempt={} why=\"{}\"; restarting every worker",
+                   end.attempt, group_->fallback_reason());
+      return;
   }
 }
 
@@ -131,7 +117,7 @@ void Agent::StartReplacementsEarly(int attempt) {
   Status status = specs.status();
   const auto now = Clock::now();
   if (status.ok()) {
-    recovery_.OnReplacementsStarted(static_cast<int>(specs->size()));
+    machine_.OnReplacementsStarted(static_cast<int>(specs->size()));
     status = group_->StartReplacements(std::move(specs).value(), now);
   }
   if (!status.ok()) {
@@ -149,12 +135,12 @@ void Agent::RejoinAttemptInPlace(int attempt) {
 
 void Agent::RejoinGeneration(const rdzv::Assignment& a) {
   EnterGeneration(a, /*in_place=*/true);
-  RejoinSurvivors(a.generation, attempt());
+  RejoinSurvivors(a.generation, AttemptOf(a.generation));
 }
 
 void Agent::RejoinSurvivors(uint64_t generation, int attempt) {
   const auto now = Clock::now();
-  recovery_.OnRejoinSent(now);
+  machine_.OnRejoinSent(now);
   std::vector<WorkerGroup::Rejoining> survivors;
   for (const int lr : group_->paused_local_ranks()) {
     control::Join join;
@@ -183,9 +169,9 @@ void Agent::RejoinSurvivors(uint64_t generation, int attempt) {
   auto specs = PrepareWorkers(attempt, group_->failed_local_ranks());
   Status status = specs.status();
   if (status.ok()) {
-    recovery_.OnReplacementsStarted(static_cast<int>(specs->size()));
+    machine_.OnReplacementsStarted(static_cast<int>(specs->size()));
     spdlog::info("event=in_place_join attempt={} survivors={} restarted={}", attempt,
-                 survivors.size(), recovery_.replacements_started());
+                 survivors.size(), machine_.replacements_started());
     status = group_->Rejoin(survivors, std::move(specs).value(), now);
   } else {
     group_->AbandonRecovery(status.message(), now);

@@ -43,51 +43,9 @@ int Agent::RunStatic() {
       plan_.gpus.source);
 
   WaitForSignal();
-  AfterWarmUp([this] { Follow(static_follower_.OnStart()); });
+  AfterWarmUp([this] { Carry(machine_.OnStart()); });
   io_.run();
   return exit_code_;
-}
-
-void Agent::Follow(const StaticActions& actions) {
-  // In the order given. A start that fails feeds the follower again and
-  // carries out its answer; the follower never puts an action after a start.
-  for (const StaticAction& action : actions) {
-    if (const auto* start = std::get_if<StartAttemptWorkers>(&action)) {
-      if (start->attempt > 0) {
-        spdlog::info("restarting workers: attempt={} of max_restarts={}", start->attempt,
-                     options_.max_restarts);
-      }
-      if (auto s = StartAttempt(start->attempt, start->in_place); !s.ok()) {
-        spdlog::error("{}", s.message());
-        const bool workers_stopping = group_ && !group_->finished();
-        Follow(static_follower_.OnStartFailed(workers_stopping));
-        // The workers that did start stop: the deadline that escalates to
-        // SIGKILL is armed, and their exits settle the attempt.
-        if (workers_stopping) AfterGroupEvent();
-        return;
-      }
-      // Only the hang deadline to arm: nothing has happened to the new
-      // workers yet.
-      ArmTimer();
-    } else if (const auto* stop = std::get_if<StopWorkers>(&action)) {
-      StopGroup(stop->signal);
-    } else if (const auto* early = std::get_if<StartReplacements>(&action)) {
-      StartReplacementsEarly(early->attempt);
-    } else if (const auto* rejoin = std::get_if<RejoinAttempt>(&action)) {
-      RejoinAttemptInPlace(rejoin->attempt);
-    } else if (const auto* local = std::get_if<ReportFailureLocally>(&action)) {
-      ReportFailureHere(*local);
-    } else if (const auto* arm = std::get_if<ArmInPlace>(&action)) {
-      ArmInPlaceRecovery(*arm);
-    } else if (const auto* abandon = std::get_if<AbandonRecovery>(&action)) {
-      group_->AbandonRecovery(abandon->reason, Clock::now());
-    } else if (const auto* succeeded = std::get_if<AttemptSucceeded>(&action)) {
-      spdlog::info("attempt={} all {} workers succeeded", succeeded->attempt,
-                   node_.local_world_size);
-    } else if (const auto* finish = std::get_if<muster::Finish>(&action)) {
-      Finish(finish->exit_code);
-    }
-  }
 }
 
 }  // namespace muster

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "launcher/node_machine.h"
+
 namespace muster {
 namespace {
 
@@ -74,20 +76,24 @@ void Rendezvous(std::ostringstream& out, const LaunchOptions& options,
       << (options.max_nodes == 1 ? "" : "s") << ", this node is node " << options.node_rank << "\n";
 }
 
-// Which path a failure will take, and why (LaunchOptions::recovers_in_place,
-// the rule the agent applies at run time).
+// Which path a failure will take, and why (DecideRecovery, the rule the
+// agent's NodeMachine applies at run time).
 void Recovery(std::ostringstream& out, const LaunchOptions& options, bool elastic) {
   out << "recovery: ";
-  if (!options.recover_in_place()) {
-    out << "restart every worker after a failure (--recovery restart)\n";
-  } else if (!options.recovers_in_place(elastic, options.max_nodes)) {
-    out << "restart every worker after a failure (a static run across nodes cannot pause the "
-           "other nodes' workers)\n";
-  } else {
-    out << "in place when every worker announced it can (the muster Python package, "
-           "muster-train), else restart every worker"
-        << (options.max_restarts == 0 && !elastic ? "; --max-restarts 0 allows neither" : "")
-        << "\n";
+  switch (DecideRecovery(options.recovery, elastic, options.max_nodes)) {
+    case RecoveryPath::kRestartAsked:
+      out << "restart every worker after a failure (--recovery restart)\n";
+      return;
+    case RecoveryPath::kRestartAcrossNodes:
+      out << "restart every worker after a failure (a static run across nodes cannot pause the "
+             "other nodes' workers)\n";
+      return;
+    case RecoveryPath::kInPlace:
+      out << "in place when every worker announced it can (the muster Python package, "
+             "muster-train), else restart every worker"
+          << (options.max_restarts == 0 && !elastic ? "; --max-restarts 0 allows neither" : "")
+          << "\n";
+      return;
   }
 }
 

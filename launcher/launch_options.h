@@ -122,13 +122,8 @@ struct LaunchOptions {
   // (asked for) warns, `auto` (the default) logs it. Elastic runs and
   // static runs on one node; a static run across nodes restarts.
   enum class Recovery { kAuto, kRestart, kInPlace };
+  // Which path a run takes: DecideRecovery (node_machine.h).
   Recovery recovery = Recovery::kAuto;
-  bool recover_in_place() const { return recovery != Recovery::kRestart; }
-  // Whether a failure may be recovered in place in a run of `nodes` static
-  // nodes or an elastic one (the agent decides by it; the dry run says it).
-  bool recovers_in_place(bool elastic, int nodes) const {
-    return recover_in_place() && (elastic || nodes == 1);
-  }
   // How long each of the pause and the join of an in-place recovery may
   // take before it falls back to restarting every worker. > 0.
   double recovery_timeout_s = 10;

@@ -105,7 +105,7 @@ inline std::map<std::string, std::string> Fields(const LaunchOptions& o, const E
   f["local_rank_flag"] = o.local_rank_flag;
   f["shutdown_timeout_s"] = Text(o.shutdown_timeout_s);
   f["hang_timeout_s"] = Text(o.hang_timeout_s);
-  f["recover_in_place"] = Text(o.recover_in_place());
+  f["recover_in_place"] = Text(o.recovery != LaunchOptions::Recovery::kRestart);
   f["recovery"] = o.recovery == LaunchOptions::Recovery::kAuto      ? "auto"
                   : o.recovery == LaunchOptions::Recovery::kInPlace ? "in-place"
                                                                     : "restart";
