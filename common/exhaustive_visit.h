@@ -13,7 +13,9 @@
 //   - a handler takes anything (a generic `auto` lambda, a template, a
 //     parameter of a type every action converts to): such a catch-all would
 //     take the next new action as silently as a chain of get_if did.
-// tests/compile_fail/ checks both.
+// tests/compile_fail/ checks both. A handler may name several alternatives
+// at once with OneOf (below): it takes those and no other, so it is no
+// catch-all.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +32,12 @@ struct Overloaded : Handlers... {
 };
 template <typename... Handlers>
 Overloaded(Handlers...) -> Overloaded<Handlers...>;
+
+// The type of a handler's parameter that names several alternatives:
+//   [](const OneOf<HeartbeatAck, StatusReply> auto&) { /* nothing to do */ }
+// A new alternative still needs a handler, or its name added to such a list.
+template <typename T, typename... Alternatives>
+concept OneOf = (std::is_same_v<T, Alternatives> || ...);
 
 namespace exhaustive_visit_detail {
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/clock.h"
+#include "common/exhaustive_visit.h"
 #include "rendezvous/client/timing_agreement.h"
 
 namespace muster::rdzv {
@@ -17,6 +18,16 @@ ClientLog Warn(std::string line) { return {ClientLog::Level::kWarn, std::move(li
 
 std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
 
+ClientLog ErrorLine(const Error& error) {
+  return Debug("event=rdzv_error code=" + std::string(error.code_name()) +
+               " message=" + Quoted(error.message));
+}
+
+// What agents send: a daemon never does, and an agent ignores one.
+template <typename M>
+concept AgentRequest =
+    OneOf<M, Hello, Join, Heartbeat, WorkerFailed, WorkersSucceeded, Leave, StatusRequest>;
+
 }  // namespace
 
 ClientMachine::ClientMachine(ClientOptions options, uint64_t seed)
@@ -26,17 +37,20 @@ ClientMachine::ClientMachine(ClientOptions options, uint64_t seed)
       walk_(options_.endpoints),
       replicated_(walk_.replicated()) {}
 
-ClientMachine::State ClientMachine::state() const {
-  if (stopped_) return State::kStopped;
-  if (served_) return probing_ ? State::kProbing : State::kServed;
-  if (fenced_) return State::kFenced;
-  return attempt_ && attempt_->open ? State::kGreeting : State::kConnecting;
+void ClientMachine::Enter(ClientTrigger trigger, State to, ClientActions& out) {
+  const ClientTransition transition{state_, trigger, to};
+  if (!IsClientTransition(transition)) {
+    out.push_back(Warn("event=rdzv_client_stray_transition " + ClientTransitionText(transition)));
+    if (!stray_transition_) stray_transition_ = transition;
+  }
+  last_transition_ = transition;
+  state_ = to;
 }
 
 ClientActions ClientMachine::Start(Time now) {
   ClientActions out;
   if (options_.endpoints.empty()) {
-    stopped_ = true;
+    Enter(ClientTrigger::kGiveUp, State::kStopped, out);
     out.push_back(GiveUp{"no rendezvous endpoint given"});
     return out;
   }
@@ -50,10 +64,12 @@ ClientActions ClientMachine::Start(Time now) {
   return out;
 }
 
-ClientActions ClientMachine::Stop() {
+ClientActions ClientMachine::Stop() { return Halt(ClientTrigger::kStop); }
+
+ClientActions ClientMachine::Halt(ClientTrigger trigger) {
   ClientActions out;
-  if (stopped_) return out;
-  stopped_ = true;
+  if (stopped()) return out;
+  Enter(trigger, State::kStopped, out);
   for (ClientTimer timer : kClientTimers) out.push_back(CancelTimer{timer});
   if (attempt_) out.push_back(CloseLink{attempt_->id, "client stopping"});
   attempt_.reset();
@@ -83,7 +99,7 @@ Join ClientMachine::MakeJoin() const {
 
 ClientActions ClientMachine::SetCurrent(std::optional<Assignment> current) {
   ClientActions out;
-  if (stopped_) return out;
+  if (stopped()) return out;
   if (current) last_report_.ForgetBefore(current->generation);
   const bool workers_stopped = current_ && !current;
   // Steps count per generation: a step of the last one is not this one's.
@@ -100,7 +116,7 @@ ClientActions ClientMachine::ReportWorkerFailure(uint64_t generation, int exit_c
   ClientActions out;
   last_report_.Record(generation, WorkerFailed{options_.join.run_id, options_.join.node_id,
                                                generation, exit_code, message});
-  if (!stopped_) Send(*last_report_.pending(), out);
+  if (!stopped()) Send(*last_report_.pending(), out);
   return out;
 }
 
@@ -108,13 +124,13 @@ ClientActions ClientMachine::ReportSucceeded(uint64_t generation) {
   ClientActions out;
   last_report_.Record(generation,
                       WorkersSucceeded{options_.join.run_id, options_.join.node_id, generation});
-  if (!stopped_) Send(*last_report_.pending(), out);
+  if (!stopped()) Send(*last_report_.pending(), out);
   return out;
 }
 
 ClientActions ClientMachine::Leave() {
   ClientActions out;
-  if (!stopped_) Send(rdzv::Leave{options_.join.run_id, options_.join.node_id}, out);
+  if (!stopped()) Send(rdzv::Leave{options_.join.run_id, options_.join.node_id}, out);
   return out;
 }
 
@@ -148,9 +164,9 @@ std::chrono::milliseconds ClientMachine::QuietAfter() const {
 
 void ClientMachine::Connect(Time now, ClientActions& out) {
   // One attempt at a time: its outcome moves the walk on.
-  if (stopped_ || attempt_) return;
+  if (stopped() || attempt_) return;
   // Probing stops once the leader is heard again or the attempt was adopted.
-  if (served_ && !probing_) return;
+  if (state_ == State::kServed) return;
   // A host whose link is down never answers: give up on the attempt in time
   // to try again (and so that silence, not refusal, is what is remembered).
   // While the fence clock runs, the attempt takes only its share of the
@@ -165,7 +181,7 @@ void ClientMachine::Connect(Time now, ClientActions& out) {
 }
 
 void ClientMachine::ScheduleRetry(std::chrono::milliseconds delay, Time now, ClientActions& out) {
-  if (stopped_) return;
+  if (stopped()) return;
   out.push_back(ArmTimer{ClientTimer::kRetry, now + delay});
 }
 
@@ -178,16 +194,19 @@ void ClientMachine::NoteFailure(const Endpoint& endpoint, const std::string& cau
   }
 }
 
-void ClientMachine::CloseAttempt(const std::string& why, ClientActions& out) {
+void ClientMachine::CloseAttempt(const std::string& why, ClientTrigger trigger,
+                                 ClientActions& out) {
   out.push_back(CancelTimer{ClientTimer::kAttempt});
   out.push_back(CloseLink{attempt_->id, why});
   attempt_.reset();
+  // Probing or fenced, the state stays.
+  if (state_ == State::kGreeting) Enter(trigger, State::kConnecting, out);
 }
 
 void ClientMachine::AttemptFailed(const std::string& why, bool refused, Time now,
                                   ClientActions& out, const std::string& cause) {
   const Endpoint endpoint = attempt_->endpoint;
-  CloseAttempt(why, out);
+  CloseAttempt(why, ClientTrigger::kAttemptEnded, out);
   NoteFailure(endpoint,
               refused         ? "closed the connection before answering"
               : cause.empty() ? why
@@ -197,15 +216,17 @@ void ClientMachine::AttemptFailed(const std::string& why, bool refused, Time now
   const auto delay = WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kNoAnswer, UnitRandom());
   // A leader still served (a probe that found nothing better, or the leader
   // heard again) needs no more attempts.
-  if (served_ && !probing_) return;
+  if (state_ == State::kServed) return;
   ScheduleRetry(delay, now, out);
 }
 
 ClientActions ClientMachine::OnConnected(LinkId link, const std::string& local_addr, Time now) {
   ClientActions out;
-  if (stopped_ || !attempt_ || attempt_->id != link || attempt_->open) return out;
+  if (stopped() || !attempt_ || attempt_->id != link || attempt_->open) return out;
   attempt_->open = true;
   attempt_->local_addr = local_addr;
+  // Probing or fenced, the state stays.
+  if (state_ == State::kConnecting) Enter(ClientTrigger::kConnected, State::kGreeting, out);
   out.push_back(SendTo{link, Hello{kProtocolVersion, options_.token, options_.join.node_id}});
   // The Join goes with the Hello (a standby ignores it): a leader answers
   // both at once. A probe's Join reaching the leader that served us moves
@@ -230,7 +251,7 @@ ClientActions ClientMachine::OnConnected(LinkId link, const std::string& local_a
 ClientActions ClientMachine::OnConnectFailed(LinkId link, ConnectError error,
                                              const std::string& cause, Time now) {
   ClientActions out;
-  if (stopped_ || !attempt_ || attempt_->id != link || attempt_->open) return out;
+  if (stopped() || !attempt_ || attempt_->id != link || attempt_->open) return out;
   const Endpoint endpoint = attempt_->endpoint;
   out.push_back(CancelTimer{ClientTimer::kAttempt});
   attempt_.reset();
@@ -251,7 +272,7 @@ ClientActions ClientMachine::OnConnectFailed(LinkId link, ConnectError error,
 
 ClientActions ClientMachine::OnMessage(LinkId link, const Message& message, Time now) {
   ClientActions out;
-  if (stopped_) return out;
+  if (stopped()) return out;
   if (attempt_ && attempt_->open && attempt_->id == link) {
     OnAttemptMessage(message, now, out);
   } else if (served_ && served_->id == link) {
@@ -263,7 +284,7 @@ ClientActions ClientMachine::OnMessage(LinkId link, const Message& message, Time
 ClientActions ClientMachine::OnClosed(LinkId link, const std::string& why, ChannelEnd end,
                                       Time now) {
   ClientActions out;
-  if (stopped_) return out;
+  if (stopped()) return out;
   const bool peer_gone = end == ChannelEnd::kPeerGone;
   if (end == ChannelEnd::kTlsFailed && attempt_ && attempt_->id == link) {
     RefusedTls(attempt_->endpoint.Text(), why, out);
@@ -277,7 +298,7 @@ ClientActions ClientMachine::OnClosed(LinkId link, const std::string& why, Chann
 
 ClientActions ClientMachine::OnTimer(ClientTimer timer, Time now) {
   ClientActions out;
-  if (stopped_) return out;
+  if (stopped()) return out;
   switch (timer) {
     case ClientTimer::kHeartbeat:
       Send(MakeHeartbeat(), out);
@@ -314,7 +335,7 @@ ClientActions ClientMachine::OnTimer(ClientTimer timer, Time now) {
       if (!contact_wait_->Expired(now)) break;
       {
         const std::string message = contact_wait_->GiveUpMessage();
-        out = Stop();
+        out = Halt(ClientTrigger::kGiveUp);
         out.push_back(GiveUp{message});
       }
       break;
@@ -323,35 +344,41 @@ ClientActions ClientMachine::OnTimer(ClientTimer timer, Time now) {
 }
 
 void ClientMachine::OnAttemptMessage(const Message& message, Time now, ClientActions& out) {
-  if (const auto* error = std::get_if<Error>(&message)) {
-    if (error->code == ErrorCode::kNotLeader || error->code == ErrorCode::kNoLeader) {
-      // A standby: an answer, never contact (it serves nobody).
-      return OnStandbyAnswer(*error, now, out);
-    }
-    if (RefusedForGood(*error, out)) return;
-    out.push_back(Debug("event=rdzv_error code=" + std::string(error->code_name()) +
-                        " message=" + Quoted(error->message)));
-    return;
-  }
-  const auto* welcome = std::get_if<Welcome>(&message);
-  if (welcome == nullptr) return;  // nothing comes before the Welcome
-  if (welcome->epoch != 0) replicated_ = true;
-  if (welcome->epoch < epoch_seen_) {
+  VisitEvery(
+      message,
+      [&](const Error& error) {
+        if (error.code == ErrorCode::kNotLeader || error.code == ErrorCode::kNoLeader) {
+          // A standby: an answer, never contact (it serves nobody).
+          return OnStandbyAnswer(error, now, out);
+        }
+        if (RefusedForGood(error, out)) return;
+        out.push_back(ErrorLine(error));
+      },
+      [&](const Welcome& welcome) { OnAttemptWelcome(welcome, message, now, out); },
+      // Nothing else comes before the Welcome.
+      [](const AgentRequest auto&) {},
+      [](const OneOf<Waiting, AssignmentMessage, HeartbeatAck, RunEnded, StatusReply> auto&) {});
+}
+
+void ClientMachine::OnAttemptWelcome(const Welcome& welcome, const Message& message, Time now,
+                                     ClientActions& out) {
+  if (welcome.epoch != 0) replicated_ = true;
+  if (welcome.epoch < epoch_seen_) {
     // A deposed leader that has not noticed yet: not contact either.
     out.push_back(Warn("event=rdzv_stale_leader endpoint=" + attempt_->endpoint.Text() + " epoch=" +
-                       std::to_string(welcome->epoch) + " seen=" + std::to_string(epoch_seen_)));
+                       std::to_string(welcome.epoch) + " seen=" + std::to_string(epoch_seen_)));
     return AttemptFailed("a leader of an older epoch", /*refused=*/false, now, out);
   }
-  if (!AdoptTiming(welcome->timing, now, out)) return;
-  epoch_seen_ = welcome->epoch;
-  served_epoch_ = welcome->epoch;
+  if (!AdoptTiming(welcome.timing, now, out)) return;
+  epoch_seen_ = welcome.epoch;
+  served_epoch_ = welcome.epoch;
   // Adopted: the attempt is the link served from now on; one it replaces (a
   // leader gone quiet) is closed.
   out.push_back(CancelTimer{ClientTimer::kAttempt});
   std::optional<Link> replaced = std::exchange(served_, std::move(attempt_));
   attempt_.reset();
   local_addr_ = served_->local_addr;
-  probing_ = false;
+  Enter(ClientTrigger::kWelcome, State::kServed, out);
   if (replaced) out.push_back(CloseLink{replaced->id, "replaced by a connection to the leader"});
   walk_.AfterWelcome();
   last_answer_.reset();
@@ -365,7 +392,7 @@ bool ClientMachine::AdoptTiming(const DaemonTiming& timing, Time now, ClientActi
   auto adopted = AdoptDaemonTiming(configured_, timing);
   if (!adopted.ok()) {
     const std::string where = attempt_->endpoint.Text();
-    for (ClientAction& action : Stop()) out.push_back(std::move(action));
+    for (ClientAction& action : Halt(ClientTrigger::kGiveUp)) out.push_back(std::move(action));
     out.push_back(GiveUp{"the rendezvous at " + where +
                          " cannot be followed: " + adopted.status().message()});
     return false;
@@ -395,7 +422,7 @@ void ClientMachine::OnStandbyAnswer(const Error& error, Time now, ClientActions&
   out.push_back(Debug("event=rdzv_standby endpoint=" + attempt_->endpoint.Text() + " code=" +
                       std::string(error.code_name()) + " message=" + Quoted(error.message)));
   walk_.Answered();
-  CloseAttempt("answered by a standby", out);
+  CloseAttempt("answered by a standby", ClientTrigger::kStandbyAnswered, out);
   std::optional<Endpoint> leader;
   if (!error.leader.empty()) {
     if (auto parsed = ParseLeader(error.leader); parsed.ok()) {
@@ -413,14 +440,14 @@ void ClientMachine::OnStandbyAnswer(const Error& error, Time now, ClientActions&
              : WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kStandbyAnswered, UnitRandom());
   // A leader still served (a probe that found nothing better, or the leader
   // heard again) needs no more attempts.
-  if (served_ && !probing_) return;
+  if (state_ == State::kServed) return;
   ScheduleRetry(delay, now, out);
 }
 
 void ClientMachine::OnServedMessage(const Message& message, Time now, ClientActions& out) {
-  if (probing_) {
+  if (state_ == State::kProbing) {
     // The leader is heard again: no need to look further.
-    probing_ = false;
+    Enter(ClientTrigger::kLeaderHeard, State::kServed, out);
     if (attempt_) AttemptFailed("the leader answered again", /*refused=*/false, now, out);
   }
   last_contact_ = now;
@@ -428,56 +455,54 @@ void ClientMachine::OnServedMessage(const Message& message, Time now, ClientActi
   latest_failure_ = ContactFailure::kNone;
   out.push_back(ArmTimer{ClientTimer::kFence, now + options_.settings.fence_timeout});
   if (replicated_) out.push_back(ArmTimer{ClientTimer::kQuiet, now + QuietAfter()});
-  if (std::holds_alternative<Welcome>(message)) {
-    contact_wait_->OnContact();
-    out.push_back(CancelTimer{ClientTimer::kFirstContact});
-    // Said at the level the loss was: whoever read that needs this.
-    if (std::exchange(lost_, false) || fenced_) {
-      out.push_back(Warn("event=rdzv_reconnected endpoint=" + served_->endpoint.Text()));
-    }
-    if (replicated_) {
-      out.push_back(Info("event=rdzv_leader endpoint=" + served_->endpoint.Text() +
-                         " epoch=" + std::to_string(epoch_seen_)));
-    }
-    fenced_ = false;
-    walk_.set_pace(EndpointWalk::Pace::kElection);
-    return;
-  }
-  if (const auto* error = std::get_if<Error>(&message)) {
-    if (RefusedForGood(*error, out)) return;
-    if (error->code == ErrorCode::kUnknownNode || error->code == ErrorCode::kUnknownRun) {
-      // The daemon no longer counts us in (it restarted, or declared us
-      // dead): join again; the answer says whether our workers may go on.
-      Send(MakeJoin(), out);
-      return;
-    }
-    out.push_back(Debug("event=rdzv_error code=" + std::string(error->code_name()) +
-                        " message=" + Quoted(error->message)));
-    return;
-  }
-  if (const auto* waiting = std::get_if<Waiting>(&message)) {
-    out.push_back(DeliverWaiting{waiting->reason});
-    // No workers here (or none left): a draining daemon need not wait for
-    // the next heartbeat to know.
-    if (!current_) Send(MakeHeartbeat(), out);
-    return;
-  }
-  if (const auto* assignment = std::get_if<AssignmentMessage>(&message)) {
-    if (assignment->epoch < epoch_seen_) {
-      out.push_back(Warn(
-          "event=rdzv_stale_assignment gen=" + std::to_string(assignment->assignment.generation) +
-          " epoch=" + std::to_string(assignment->epoch) + " seen=" + std::to_string(epoch_seen_)));
-      return;
-    }
-    last_report_.ForgetBefore(assignment->assignment.generation);
-    highest_assigned_ = std::max(highest_assigned_, assignment->assignment.generation);
-    out.push_back(DeliverAssignment{assignment->assignment, assignment->member_addrs});
-    return;
-  }
-  if (const auto* ended = std::get_if<RunEnded>(&message)) {
-    out.push_back(DeliverRunEnded{ended->succeeded, ended->message});
-    return;
-  }
+  VisitEvery(
+      message,
+      [&](const Welcome&) {
+        contact_wait_->OnContact();
+        out.push_back(CancelTimer{ClientTimer::kFirstContact});
+        // Said at the level the loss was: whoever read that needs this.
+        if (std::exchange(lost_, false) || fenced_) {
+          out.push_back(Warn("event=rdzv_reconnected endpoint=" + served_->endpoint.Text()));
+        }
+        if (replicated_) {
+          out.push_back(Info("event=rdzv_leader endpoint=" + served_->endpoint.Text() +
+                             " epoch=" + std::to_string(epoch_seen_)));
+        }
+        fenced_ = false;
+        walk_.set_pace(EndpointWalk::Pace::kElection);
+      },
+      [&](const Error& error) {
+        if (RefusedForGood(error, out)) return;
+        if (error.code == ErrorCode::kUnknownNode || error.code == ErrorCode::kUnknownRun) {
+          // The daemon no longer counts us in (it restarted, or declared us
+          // dead): join again; the answer says whether our workers may go on.
+          return Send(MakeJoin(), out);
+        }
+        out.push_back(ErrorLine(error));
+      },
+      [&](const Waiting& waiting) {
+        out.push_back(DeliverWaiting{waiting.reason});
+        // No workers here (or none left): a draining daemon need not wait for
+        // the next heartbeat to know.
+        if (!current_) Send(MakeHeartbeat(), out);
+      },
+      [&](const AssignmentMessage& assignment) {
+        if (assignment.epoch < epoch_seen_) {
+          out.push_back(Warn("event=rdzv_stale_assignment gen=" +
+                             std::to_string(assignment.assignment.generation) +
+                             " epoch=" + std::to_string(assignment.epoch) +
+                             " seen=" + std::to_string(epoch_seen_)));
+          return;
+        }
+        last_report_.ForgetBefore(assignment.assignment.generation);
+        highest_assigned_ = std::max(highest_assigned_, assignment.assignment.generation);
+        out.push_back(DeliverAssignment{assignment.assignment, assignment.member_addrs});
+      },
+      [&](const RunEnded& ended) {
+        out.push_back(DeliverRunEnded{ended.succeeded, ended.message});
+      },
+      // Contact and nothing more: an ack, or what no daemon sends an agent.
+      [](const AgentRequest auto&) {}, [](const OneOf<HeartbeatAck, StatusReply> auto&) {});
 }
 
 void ClientMachine::OnServedLost(const std::string& why, bool peer_gone, Time now,
@@ -486,11 +511,16 @@ void ClientMachine::OnServedLost(const std::string& why, bool peer_gone, Time no
                      " why=" + Quoted(why) + "; reconnecting"));
   lost_ = true;
   served_.reset();
+  const bool was_probing = state_ == State::kProbing;
+  Enter(ClientTrigger::kServedLost,
+        fenced_                      ? State::kFenced
+        : attempt_ && attempt_->open ? State::kGreeting
+                                     : State::kConnecting,
+        out);
   out.push_back(CancelTimer{ClientTimer::kQuiet});
   latest_failure_ = FailureOf(peer_gone);
   // The leader that served this agent closed it: no leader took over yet.
   if (peer_gone) last_answer_ = now;
-  const bool was_probing = std::exchange(probing_, false);
   // A probe under way carries the walk on.
   if (was_probing && attempt_) return;
   ScheduleRetry(WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kNoAnswer, UnitRandom()), now,
@@ -502,7 +532,7 @@ bool ClientMachine::RefusedForGood(const Error& error, ClientActions& out) {
     return false;
   }
   const std::string where = walk_.Current().Text();
-  for (ClientAction& action : Stop()) out.push_back(std::move(action));
+  for (ClientAction& action : Halt(ClientTrigger::kGiveUp)) out.push_back(std::move(action));
   out.push_back(GiveUp{"the rendezvous at " + where + " refused this agent: " + error.message +
                        " (" + std::string(error.code_name()) + ")"});
   return true;
@@ -510,12 +540,12 @@ bool ClientMachine::RefusedForGood(const Error& error, ClientActions& out) {
 
 void ClientMachine::RefusedTls(const std::string& where, const std::string& why,
                                ClientActions& out) {
-  for (ClientAction& action : Stop()) out.push_back(std::move(action));
+  for (ClientAction& action : Halt(ClientTrigger::kGiveUp)) out.push_back(std::move(action));
   out.push_back(GiveUp{"TLS with the rendezvous at " + where + " failed: " + why});
 }
 
 void ClientMachine::StartProbing(Time now, ClientActions& out) {
-  if (!served_ || probing_) return;
+  if (state_ != State::kServed) return;
   // A timer that fired as a message re-armed it.
   if (now - last_contact_ < QuietAfter()) return;
   out.push_back(
@@ -524,7 +554,7 @@ void ClientMachine::StartProbing(Time now, ClientActions& out) {
   // The link stays: the leader may only be slow, and hears our heartbeats
   // meanwhile. The walk looks for whoever leads now, and the replicas'
   // answers keep the workers (fence_rule.h).
-  probing_ = true;
+  Enter(ClientTrigger::kQuiet, State::kProbing, out);
   walk_.Suspect(walk_.Current(), now);
   ScheduleRetry(WalkAt(now).AfterFailure(EndpointWalk::AttemptEnd::kNoAnswer, UnitRandom()), now,
                 out);
@@ -542,6 +572,10 @@ void ClientMachine::DecideFence(Time now, ClientActions& out) {
     return;
   }
   fenced_ = true;
+  // A link still served stays so, fenced.
+  if (state_ == State::kConnecting || state_ == State::kGreeting) {
+    Enter(ClientTrigger::kFence, State::kFenced, out);
+  }
   // Nothing runs to protect any more: a rendezvous rebuilt from an older
   // etcd (lower epochs) may be followed again, and nothing is urgent.
   epoch_seen_ = 0;

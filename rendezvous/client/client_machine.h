@@ -18,52 +18,24 @@
 // refuses a Welcome or an assignment from an older one: a deposed leader
 // that has not noticed yet.
 //
+// States (state()) and every change between them: client_transitions.h
+// (kClientTransitions, checked at each change). What happens within a state:
+//
 // clang-format off
-// States (state()) and what moves between them:
-//
-//   kConnecting  no leader serves this agent; an attempt is being connected,
-//                or the next one waits for its turn (kRetry)
-//   kGreeting    an attempt's connection is open: Hello and Join went out,
-//                its answer is awaited until kAttempt
-//   kServed      a leader's Welcome was adopted: every message is contact
-//   kProbing     served, but the leader was quiet past a missed ack
-//                (kQuiet): attempts walk the other replicas beside it
-//   kFenced      the fence fired and no leader took this agent back yet;
-//                attempts go on (as kConnecting/kGreeting would), at the
-//                walk's backoff pace
-//   kStopped     Stop(), or refused for good: every event is ignored
-//
-//   Start ------------------------------------------> kConnecting: ConnectTo, arm kFirstContact,
-//                                                     kHeartbeat, kFence
-//   Connected (the attempt) ------------------------> kGreeting: SendTo Hello, Join, the kept
-//                                                     report; arm kAttempt
+//   Start ------------------------------------------> ConnectTo, arm kFirstContact, kHeartbeat,
+//                                                     kFence
 //   ConnectFailed / kAttempt / attempt closed -------> the walk moves on: arm kRetry (not while
 //                                                     served and not probing)
 //   attempt: a standby's not_leader or no_leader ---> CloseLink; the walk follows the named
 //                                                     leader or moves on: arm kRetry
-//   attempt: Welcome of an older epoch -------------> CloseLink, as a failed attempt
-//   attempt: Welcome -------------------------------> kServed: the attempt is the link served
-//                                                     (a quiet one it replaces: CloseLink);
-//                                                     adopt its timing; arm kFence, kQuiet
-//                                                     (replicas)
-//   attempt: Welcome with a timing that breaks -----> kStopped, GiveUp
-//            the fence rule
-//   served: any message ----------------------------> contact: arm kFence, kQuiet; in kProbing
-//                                                     the attempt is closed (kServed)
+//   served: any message ----------------------------> contact: arm kFence, kQuiet
 //   served: Assignment (epoch not older) -----------> DeliverAssignment
 //   served: Waiting / RunEnded ---------------------> DeliverWaiting / DeliverRunEnded
 //   served: unknown_node, unknown_run --------------> SendTo Join again
-//   served: closed by the leader or the network ----> kConnecting: arm kRetry (a probe under
-//                                                     way carries on)
-//   kQuiet (replicas, nothing heard since) ---------> kProbing: the leader is suspect, arm kRetry
 //   kRetry -----------------------------------------> ConnectTo the walk's current endpoint
-//   kFence: fence_rule.h decides -------------------> wait: arm kFence again; fence: kFenced,
+//   kFence: fence_rule.h decides -------------------> wait: arm kFence again; fence:
 //                                                     FenceWorkers
-//   kFirstContact, no Welcome ever -----------------> kStopped, GiveUp
-//   a bad token or version, a fatal error ----------> kStopped, GiveUp
-//   TLS refused (certificate, alert, plain text) ---> kStopped, GiveUp
 //   kHeartbeat -------------------------------------> SendTo Heartbeat (when served); arm again
-//
 // clang-format on
 //
 // While the fence clock runs (replicas, contact lost or quiet), one attempt
@@ -83,6 +55,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "rendezvous/client/client_transitions.h"
 #include "rendezvous/client/contact_wait.h"
 #include "rendezvous/client/endpoint_walk.h"
 #include "rendezvous/client/fence_rule.h"
@@ -186,7 +159,7 @@ using ClientActions = std::vector<ClientAction>;
 
 class ClientMachine {
  public:
-  enum class State { kConnecting, kGreeting, kServed, kProbing, kFenced, kStopped };
+  using State = ClientState;  // client_transitions.h
 
   // `seed` drives the backoff's jitter.
   ClientMachine(ClientOptions options, uint64_t seed);
@@ -231,7 +204,12 @@ class ClientMachine {
   ClientActions ReportSucceeded(uint64_t generation);
   ClientActions Leave();
 
-  State state() const;
+  State state() const { return state_; }
+  // The last change of state (nullopt before the first), and the first one
+  // kClientTransitions does not list (nullopt unless the machine has a bug):
+  // tests check both.
+  const std::optional<ClientTransition>& last_transition() const { return last_transition_; }
+  const std::optional<ClientTransition>& stray_transition() const { return stray_transition_; }
   // The highest leader epoch heard of (0: not replicated, or none yet, or
   // fenced since).
   uint64_t epoch() const { return epoch_seen_; }
@@ -252,6 +230,13 @@ class ClientMachine {
     bool open = false;  // connected (an attempt: greeting)
   };
 
+  // Moves to `to`, checking the change against kClientTransitions (a
+  // change it lacks is logged and kept: stray_transition()).
+  void Enter(ClientTrigger trigger, State to, ClientActions& out);
+  bool stopped() const { return state_ == State::kStopped; }
+  // Stop() for `trigger` (kStop, kGiveUp): cancels every timer, closes every
+  // link. Nothing when already stopped.
+  ClientActions Halt(ClientTrigger trigger);
   void Connect(Time now, ClientActions& out);
   void ScheduleRetry(std::chrono::milliseconds delay, Time now, ClientActions& out);
   // The attempt ended without serving (`why`; `refused`: its peer closed it
@@ -264,8 +249,12 @@ class ClientMachine {
   // Logs the failure and feeds the first-contact wait, which may warn.
   void NoteFailure(const Endpoint& endpoint, const std::string& cause, Time now,
                    ClientActions& out);
-  void CloseAttempt(const std::string& why, ClientActions& out);
+  // Closes the attempt; `trigger` moves kGreeting to kConnecting.
+  void CloseAttempt(const std::string& why, ClientTrigger trigger, ClientActions& out);
   void OnAttemptMessage(const Message& message, Time now, ClientActions& out);
+  // `welcome` is `message`: adopted unless its leader's epoch is older.
+  void OnAttemptWelcome(const Welcome& welcome, const Message& message, Time now,
+                        ClientActions& out);
   void OnStandbyAnswer(const Error& error, Time now, ClientActions& out);
   // Takes `timing` (a Welcome's) for the settings acted on; false when it
   // breaks the fence rule, and the machine has stopped and given up.
@@ -306,10 +295,15 @@ class ClientMachine {
   std::optional<Link> served_;   // the leader's connection (after its Welcome)
   std::optional<Link> attempt_;  // one being connected or greeted, or a probe
   std::string local_addr_;       // the local address of the link served last
-  bool probing_ = false;         // attempts while the link served is quiet
+  State state_ = State::kConnecting;
+  std::optional<ClientTransition> last_transition_;
+  std::optional<ClientTransition> stray_transition_;
+  // The fence fired and no Welcome came since. Beside kFenced, a link still
+  // served (a quiet leader, kServed or kProbing) may be fenced too.
   bool fenced_ = false;
-  bool stopped_ = false;
-  bool lost_ = false;        // the link served was lost and not yet replaced
+  // The link served was lost and not yet replaced: a Welcome is a reconnect,
+  // which kConnecting and kGreeting alone do not tell from a first contact.
+  bool lost_ = false;
   bool replicated_ = false;  // several endpoints, or a replica said so
   Time last_contact_{};
   std::optional<Time> last_heard_;                         // last_contact_, once a leader was heard

@@ -3,10 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <random>
-#include <type_traits>
 #include <utility>
 
 #include "common/clock.h"
+#include "common/exhaustive_visit.h"
 
 namespace muster::rdzv {
 namespace asio = boost::asio;
@@ -71,52 +71,50 @@ void RendezvousClient::Carry(ClientActions actions) {
 }
 
 void RendezvousClient::Carry(const ClientAction& action) {
-  std::visit(
-      [this](const auto& a) {
-        using T = std::decay_t<decltype(a)>;
-        if constexpr (std::is_same_v<T, ConnectTo>) {
-          faults_.Connect(a.link, a.endpoint);
-        } else if constexpr (std::is_same_v<T, SendTo>) {
-          faults_.Send(a.link, a.message);
-        } else if constexpr (std::is_same_v<T, CloseLink>) {
-          faults_.Close(a.link, a.why);
-        } else if constexpr (std::is_same_v<T, ArmTimer>) {
-          // A callback carried out earlier in the same list may have stopped
-          // the client (the agent stopping on a delivery).
-          if (machine_.state() == ClientMachine::State::kStopped) return;
-          asio::steady_timer& timer = TimerFor(a.timer);
-          timer.expires_at(a.at);
-          timer.async_wait([this, which = a.timer](const boost::system::error_code& ec) {
-            if (!ec) Carry(machine_.OnTimer(which, Now()));
-          });
-        } else if constexpr (std::is_same_v<T, CancelTimer>) {
-          TimerFor(a.timer).cancel();
-        } else if constexpr (std::is_same_v<T, DeliverAssignment>) {
-          if (callbacks_.on_member_addrs) callbacks_.on_member_addrs(a.assignment, a.member_addrs);
-          if (callbacks_.on_assignment) callbacks_.on_assignment(a.assignment);
-        } else if constexpr (std::is_same_v<T, DeliverWaiting>) {
-          if (callbacks_.on_waiting) callbacks_.on_waiting(a.reason);
-        } else if constexpr (std::is_same_v<T, DeliverRunEnded>) {
-          if (callbacks_.on_run_ended) callbacks_.on_run_ended(a.succeeded, a.message);
-        } else if constexpr (std::is_same_v<T, FenceWorkers>) {
-          if (callbacks_.on_fence) callbacks_.on_fence(a.why);
-        } else if constexpr (std::is_same_v<T, GiveUp>) {
-          if (callbacks_.on_fatal) callbacks_.on_fatal(a.message);
-        } else if constexpr (std::is_same_v<T, ClientLog>) {
-          switch (a.level) {
-            case ClientLog::Level::kDebug:
-              spdlog::debug("{}", a.line);
-              break;
-            case ClientLog::Level::kInfo:
-              spdlog::info("{}", a.line);
-              break;
-            case ClientLog::Level::kWarn:
-              spdlog::warn("{}", a.line);
-              break;
-          }
-        }
+  VisitEvery(
+      action, [this](const ConnectTo& a) { faults_.Connect(a.link, a.endpoint); },
+      [this](const SendTo& a) { faults_.Send(a.link, a.message); },
+      [this](const CloseLink& a) { faults_.Close(a.link, a.why); },
+      [this](const ArmTimer& a) {
+        // A callback carried out earlier in the same list may have stopped
+        // the client (the agent stopping on a delivery).
+        if (machine_.state() == ClientMachine::State::kStopped) return;
+        asio::steady_timer& timer = TimerFor(a.timer);
+        timer.expires_at(a.at);
+        timer.async_wait([this, which = a.timer](const boost::system::error_code& ec) {
+          if (!ec) Carry(machine_.OnTimer(which, Now()));
+        });
       },
-      action);
+      [this](const CancelTimer& a) { TimerFor(a.timer).cancel(); },
+      [this](const DeliverAssignment& a) {
+        if (callbacks_.on_member_addrs) callbacks_.on_member_addrs(a.assignment, a.member_addrs);
+        if (callbacks_.on_assignment) callbacks_.on_assignment(a.assignment);
+      },
+      [this](const DeliverWaiting& a) {
+        if (callbacks_.on_waiting) callbacks_.on_waiting(a.reason);
+      },
+      [this](const DeliverRunEnded& a) {
+        if (callbacks_.on_run_ended) callbacks_.on_run_ended(a.succeeded, a.message);
+      },
+      [this](const FenceWorkers& a) {
+        if (callbacks_.on_fence) callbacks_.on_fence(a.why);
+      },
+      [this](const GiveUp& a) {
+        if (callbacks_.on_fatal) callbacks_.on_fatal(a.message);
+      },
+      [](const ClientLog& a) {
+        switch (a.level) {
+          case ClientLog::Level::kDebug:
+            spdlog::debug("{}", a.line);
+            break;
+          case ClientLog::Level::kInfo:
+            spdlog::info("{}", a.line);
+            break;
+          case ClientLog::Level::kWarn:
+            spdlog::warn("{}", a.line);
+            break;
+        }
+      });
 }
 
 }  // namespace muster::rdzv

@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/exhaustive_visit.h"
 #include "rendezvous/daemon/advertised_address.h"
 #include "rendezvous/daemon/run_metrics.h"
 #include "rendezvous/daemon/status_reply.h"
@@ -194,47 +195,53 @@ void RendezvousServer::OnClosed(ConnId conn, const std::string& why, ChannelEnd 
 
 void RendezvousServer::Apply(const Actions& actions) {
   for (const Action& action : actions) {
-    if (const auto* send = std::get_if<SendAction>(&action)) {
-      auto it = sessions_.find(send->conn);
-      if (it == sessions_.end()) continue;
-      const Session& session = it->second;
-      if (const auto* assigned = std::get_if<AssignmentMessage>(&send->message)) {
-        // The core names the master by the address its agent gave; whether
-        // this member can reach that address depends on where it connects
-        // from, which only the shell knows.
-        AssignmentMessage adjusted = *assigned;
-        adjusted.assignment.master_addr =
-            MasterAddrFor(assigned->assignment.master_addr, session.peer_addr, session.local_addr);
-        adjusted.epoch = ServingEpoch(replica_);
-        session.channel->Send(adjusted);
-      } else {
-        session.channel->Send(send->message);
-      }
-    } else if (const auto* frame = std::get_if<SendFrameAction>(&action)) {
-      if (auto it = sessions_.find(frame->conn); it != sessions_.end()) {
-        it->second.channel->SendFrame(*frame->frame);
-      }
-    } else if (const auto* status = std::get_if<StatusReplyAction>(&action)) {
-      if (auto it = sessions_.find(status->conn); it != sessions_.end()) {
-        if (!replica_.replicated) {
-          it->second.channel->SendFrame(StatusReplyFrame(status->snapshot));
-          continue;
-        }
-        StatusSnapshot snapshot = status->snapshot;
-        snapshot.replica = ReplicaSummaryNow();
-        it->second.channel->SendFrame(StatusReplyFrame(snapshot));
-      }
-    } else if (const auto* close = std::get_if<CloseAction>(&action)) {
-      if (auto it = sessions_.find(close->conn); it != sessions_.end()) {
-        it->second.channel->CloseAfterFlush("closed by the rendezvous");
-      }
-    } else if (const auto* log = std::get_if<LogAction>(&action)) {
-      if (log->warning && !options_.inside_agent) {
-        spdlog::warn("{}", log->line);
-      } else {
-        spdlog::info("{}", log->line);
-      }
-    }
+    VisitEvery(
+        action,
+        [this](const SendAction& send) {
+          auto it = sessions_.find(send.conn);
+          if (it == sessions_.end()) return;
+          const Session& session = it->second;
+          if (const auto* assigned = std::get_if<AssignmentMessage>(&send.message)) {
+            // The core names the master by the address its agent gave; whether
+            // this member can reach that address depends on where it connects
+            // from, which only the shell knows.
+            AssignmentMessage adjusted = *assigned;
+            adjusted.assignment.master_addr = MasterAddrFor(assigned->assignment.master_addr,
+                                                            session.peer_addr, session.local_addr);
+            adjusted.epoch = ServingEpoch(replica_);
+            session.channel->Send(adjusted);
+          } else {
+            session.channel->Send(send.message);
+          }
+        },
+        [this](const SendFrameAction& frame) {
+          if (auto it = sessions_.find(frame.conn); it != sessions_.end()) {
+            it->second.channel->SendFrame(*frame.frame);
+          }
+        },
+        [this](const StatusReplyAction& status) {
+          auto it = sessions_.find(status.conn);
+          if (it == sessions_.end()) return;
+          if (!replica_.replicated) {
+            it->second.channel->SendFrame(StatusReplyFrame(status.snapshot));
+            return;
+          }
+          StatusSnapshot snapshot = status.snapshot;
+          snapshot.replica = ReplicaSummaryNow();
+          it->second.channel->SendFrame(StatusReplyFrame(snapshot));
+        },
+        [this](const CloseAction& close) {
+          if (auto it = sessions_.find(close.conn); it != sessions_.end()) {
+            it->second.channel->CloseAfterFlush("closed by the rendezvous");
+          }
+        },
+        [this](const LogAction& log) {
+          if (log.warning && !options_.inside_agent) {
+            spdlog::warn("{}", log.line);
+          } else {
+            spdlog::info("{}", log.line);
+          }
+        });
   }
 }
 

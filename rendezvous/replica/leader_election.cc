@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/exhaustive_visit.h"
+
 namespace muster::rdzv::replica {
 
 const char* EtcdCallName(EtcdCall call) {
@@ -59,26 +61,23 @@ bool LeaderElection::MayLead(Time now) const {
 // uninitialized (as rendezvous/state/refusal.cc says).
 std::vector<ElectionAction> LeaderElection::Handle(const ElectionEvent& event) {
   std::vector<ElectionAction> out;
-  if (const auto* granted = std::get_if<LeaseGranted>(&event)) {
-    granting_ = false;
-    lease_id_ = granted->lease_id;
-    lease_ttl_ = granted->ttl;
-    lease_valid_until_ = granted->sent_at + granted->ttl;
-    next_renew_ = granted->sent_at + settings_.renew_interval;
-    if (role_ == Role::kStarting) role_ = Role::kStandby;
-    // Campaigning also reads the leader: a lost campaign returns the key.
-    CampaignNow(granted->sent_at, out);
-  } else if (const auto* renewed = std::get_if<KeepAliveDone>(&event)) {
-    OnKeepAlive(*renewed, out);
-  } else if (const auto* campaign = std::get_if<CampaignDone>(&event)) {
-    OnCampaign(*campaign, out);
-  } else if (const auto* read = std::get_if<LeaderRead>(&event)) {
-    OnRead(*read, out);
-  } else if (const auto* failed = std::get_if<EtcdFailed>(&event)) {
-    OnFailed(*failed, out);
-  } else if (const auto* tick = std::get_if<Tick>(&event)) {
-    OnTick(tick->now, out);
-  }
+  VisitEvery(
+      event,
+      [&](const LeaseGranted& granted) {
+        granting_ = false;
+        lease_id_ = granted.lease_id;
+        lease_ttl_ = granted.ttl;
+        lease_valid_until_ = granted.sent_at + granted.ttl;
+        next_renew_ = granted.sent_at + settings_.renew_interval;
+        if (role_ == Role::kStarting) role_ = Role::kStandby;
+        // Campaigning also reads the leader: a lost campaign returns the key.
+        CampaignNow(granted.sent_at, out);
+      },
+      [&](const KeepAliveDone& renewed) { OnKeepAlive(renewed, out); },
+      [&](const CampaignDone& campaign) { OnCampaign(campaign, out); },
+      [&](const LeaderRead& read) { OnRead(read, out); },
+      [&](const EtcdFailed& failed) { OnFailed(failed, out); },
+      [&](const Tick& tick) { OnTick(tick.now, out); });
   return out;
 }
 

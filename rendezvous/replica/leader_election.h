@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "rendezvous/replica/role.h"
+#include "rendezvous/state/role.h"
 
 namespace muster::rdzv::replica {
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/exhaustive_visit.h"
 #include "rendezvous/replica/run_record_json.h"
 
 namespace muster::rdzv::replica {
@@ -90,11 +91,16 @@ std::vector<ElectionAction> ReplicaNode::Do(const ElectionAction& action) {
   try {
     return DoOrThrow(action);
   } catch (const std::exception& e) {
-    std::optional<EtcdCall> call;
-    if (std::holds_alternative<GrantLease>(action)) call = EtcdCall::kGrantLease;
-    if (std::holds_alternative<KeepAlive>(action)) call = EtcdCall::kKeepAlive;
-    if (std::holds_alternative<Campaign>(action)) call = EtcdCall::kCampaign;
-    if (std::holds_alternative<ReadLeader>(action)) call = EtcdCall::kReadLeader;
+    using Call = std::optional<EtcdCall>;
+    const Call call = VisitEvery(
+        action, [](const GrantLease&) -> Call { return EtcdCall::kGrantLease; },
+        [](const KeepAlive&) -> Call { return EtcdCall::kKeepAlive; },
+        [](const Campaign&) -> Call { return EtcdCall::kCampaign; },
+        [](const ReadLeader&) -> Call { return EtcdCall::kReadLeader; },
+        // Nothing the election waits for an answer to.
+        [](const OneOf<BecomeLeader, StepDown, RevokeLease, ViewChanged> auto&) -> Call {
+          return std::nullopt;
+        });
     spdlog::warn("event=etcd_failed why=\"{}\"", e.what());
     if (!call) return {};
     return election_.Handle(EtcdFailed{.call = *call, .why = e.what(), .at = Clock::now()});
@@ -111,71 +117,78 @@ std::vector<ElectionAction> ReplicaNode::DoOrThrow(const ElectionAction& action)
     return election_.Handle(EtcdFailed{.call = call, .why = status.message(), .at = now});
   };
   const auto sent_at = Clock::now();
-  if (std::holds_alternative<GrantLease>(action)) {
-    Result<GrantedLease> lease = etcd_.GrantLease(Seconds(options_.election.lease_ttl));
-    if (!lease.ok()) return failed(EtcdCall::kGrantLease, lease.status());
-    lease_id_ = lease->id;
-    return election_.Handle(LeaseGranted{.lease_id = lease->id,
-                                         .ttl = std::chrono::seconds(lease->ttl_seconds),
-                                         .sent_at = sent_at});
-  }
-  if (const auto* keep = std::get_if<KeepAlive>(&action)) {
-    Result<int64_t> ttl = etcd_.KeepAlive(keep->lease_id);
-    if (!ttl.ok()) return failed(EtcdCall::kKeepAlive, ttl.status());
-    return election_.Handle(KeepAliveDone{
-        .lease_id = keep->lease_id, .ttl = std::chrono::seconds(*ttl), .sent_at = sent_at});
-  }
-  if (const auto* campaign = std::get_if<Campaign>(&action)) {
-    Result<CampaignOutcome> outcome =
-        etcd_.Campaign(options_.key, options_.advertise, campaign->lease_id);
-    if (!outcome.ok()) return failed(EtcdCall::kCampaign, outcome.status());
-    CampaignDone done{
-        .won = outcome->won, .leader = "", .epoch = 0, .lease = 0, .sent_at = sent_at};
-    if (outcome->won) {
-      done.leader = options_.advertise;
-      done.epoch = static_cast<uint64_t>(outcome->revision);
-      done.lease = campaign->lease_id;
-    } else if (outcome->held) {
-      done.leader = outcome->held->value;
-      done.epoch = static_cast<uint64_t>(outcome->held->create_revision);
-      done.lease = outcome->held->lease;
-    }
-    return election_.Handle(done);
-  }
-  if (std::holds_alternative<ReadLeader>(action)) {
-    Result<std::optional<KeyValue>> key = etcd_.Read(options_.key);
-    if (!key.ok()) return failed(EtcdCall::kReadLeader, key.status());
-    LeaderRead read{
-        .present = key->has_value(), .leader = "", .epoch = 0, .lease = 0, .sent_at = sent_at};
-    if (*key) {
-      read.leader = (*key)->value;
-      read.epoch = static_cast<uint64_t>((*key)->create_revision);
-      read.lease = (*key)->lease;
-    }
-    return election_.Handle(read);
-  }
-  if (const auto* revoke = std::get_if<RevokeLease>(&action)) {
-    if (revoke->lease_id == lease_id_) lease_id_ = 0;
-    WaitOutLeadMargin();
-    if (Status s = etcd_.RevokeLease(revoke->lease_id); !s.ok()) {
-      spdlog::warn("event=etcd_failed call=revoke why=\"{}\"", s.message());
-    }
-    return {};
-  }
-  if (const auto* became = std::get_if<BecomeLeader>(&action)) {
-    ReadRunRecords();
-    spdlog::info("event=replica_leader epoch={} advertise={} etcd={} runs={}", became->epoch,
-                 options_.advertise, etcd_.current_endpoint(),
-                 records_epoch_ == became->epoch ? std::to_string(leader_records_.size())
-                                                 : std::string("unread"));
-  } else if (const auto* down = std::get_if<StepDown>(&action)) {
-    spdlog::warn("event=replica_step_down why=\"{}\"", down->why);
-  } else if (const auto* changed = std::get_if<ViewChanged>(&action)) {
-    spdlog::info("event=replica_view leader={} epoch={} fresh={}",
-                 changed->view.leader.empty() ? "-" : changed->view.leader, changed->view.epoch,
-                 changed->view.fresh);
-  }
-  return {};
+  using Next = std::vector<ElectionAction>;
+  return VisitEvery(
+      action,
+      [&](const GrantLease&) -> Next {
+        Result<GrantedLease> lease = etcd_.GrantLease(Seconds(options_.election.lease_ttl));
+        if (!lease.ok()) return failed(EtcdCall::kGrantLease, lease.status());
+        lease_id_ = lease->id;
+        return election_.Handle(LeaseGranted{.lease_id = lease->id,
+                                             .ttl = std::chrono::seconds(lease->ttl_seconds),
+                                             .sent_at = sent_at});
+      },
+      [&](const KeepAlive& keep) -> Next {
+        Result<int64_t> ttl = etcd_.KeepAlive(keep.lease_id);
+        if (!ttl.ok()) return failed(EtcdCall::kKeepAlive, ttl.status());
+        return election_.Handle(KeepAliveDone{
+            .lease_id = keep.lease_id, .ttl = std::chrono::seconds(*ttl), .sent_at = sent_at});
+      },
+      [&](const Campaign& campaign) -> Next {
+        Result<CampaignOutcome> outcome =
+            etcd_.Campaign(options_.key, options_.advertise, campaign.lease_id);
+        if (!outcome.ok()) return failed(EtcdCall::kCampaign, outcome.status());
+        CampaignDone done{
+            .won = outcome->won, .leader = "", .epoch = 0, .lease = 0, .sent_at = sent_at};
+        if (outcome->won) {
+          done.leader = options_.advertise;
+          done.epoch = static_cast<uint64_t>(outcome->revision);
+          done.lease = campaign.lease_id;
+        } else if (outcome->held) {
+          done.leader = outcome->held->value;
+          done.epoch = static_cast<uint64_t>(outcome->held->create_revision);
+          done.lease = outcome->held->lease;
+        }
+        return election_.Handle(done);
+      },
+      [&](const ReadLeader&) -> Next {
+        Result<std::optional<KeyValue>> key = etcd_.Read(options_.key);
+        if (!key.ok()) return failed(EtcdCall::kReadLeader, key.status());
+        LeaderRead read{
+            .present = key->has_value(), .leader = "", .epoch = 0, .lease = 0, .sent_at = sent_at};
+        if (*key) {
+          read.leader = (*key)->value;
+          read.epoch = static_cast<uint64_t>((*key)->create_revision);
+          read.lease = (*key)->lease;
+        }
+        return election_.Handle(read);
+      },
+      [&](const RevokeLease& revoke) -> Next {
+        if (revoke.lease_id == lease_id_) lease_id_ = 0;
+        WaitOutLeadMargin();
+        if (Status s = etcd_.RevokeLease(revoke.lease_id); !s.ok()) {
+          spdlog::warn("event=etcd_failed call=revoke why=\"{}\"", s.message());
+        }
+        return {};
+      },
+      [&](const BecomeLeader& became) -> Next {
+        ReadRunRecords();
+        spdlog::info("event=replica_leader epoch={} advertise={} etcd={} runs={}", became.epoch,
+                     options_.advertise, etcd_.current_endpoint(),
+                     records_epoch_ == became.epoch ? std::to_string(leader_records_.size())
+                                                    : std::string("unread"));
+        return {};
+      },
+      [](const StepDown& down) -> Next {
+        spdlog::warn("event=replica_step_down why=\"{}\"", down.why);
+        return {};
+      },
+      [](const ViewChanged& changed) -> Next {
+        spdlog::info("event=replica_view leader={} epoch={} fresh={}",
+                     changed.view.leader.empty() ? "-" : changed.view.leader, changed.view.epoch,
+                     changed.view.fresh);
+        return {};
+      });
 }
 
 void ReplicaNode::Publish() {

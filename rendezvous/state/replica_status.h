@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "rendezvous/replica/role.h"
+#include "rendezvous/state/role.h"
 #include "rendezvous/state/run_record.h"
 
 namespace muster::rdzv {

@@ -1,8 +1,8 @@
 // Role: what a musterd replica is to the rendezvous. The election
-// (leader_election.h) moves a replica between starting, standby and leader;
-// a daemon without --etcd is standalone, and always serves. A leaf header:
-// the rendezvous logic (rendezvous/state/replica_status.h) names roles too,
-// without linking the election.
+// (rendezvous/replica/leader_election.h) moves a replica between starting,
+// standby and leader; a daemon without --etcd is standalone, and always
+// serves. A value of the pure state layer (replica_status.h holds one), named
+// `replica::Role` after whose role it is; the election above uses it.
 #pragma once
 
 namespace muster::rdzv::replica {

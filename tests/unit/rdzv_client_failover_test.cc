@@ -5,6 +5,7 @@
 // workers run behind a generation formed without it.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <string>
 
 #include "tests/unit/rdzv_client_fake_replicas.h"
 
@@ -99,6 +100,34 @@ TEST_CASE("a partitioned agent fences before a generation forms without it, then
   for (int a = 0; a < 3; ++a) {
     INFO("node" << a);
     CHECK(f.running(a) == f.newest_generation());
+  }
+}
+
+TEST_CASE("through failovers, partitions and hung replicas, every agent moves by the table",
+          "[rdzv][client][failover]") {
+  const auto fault = GENERATE(as<std::string>{}, "kill", "cut", "hang and cut", "partition");
+  INFO(fault);
+  FakeReplicas f(3, 3);
+  FormFirstGeneration(f, 3);
+  if (fault == "kill") f.Kill(0);
+  if (fault == "cut") f.Cut(0, true);
+  if (fault == "hang and cut") {
+    f.Hang(1);
+    f.Cut(0, true);
+  }
+  if (fault == "partition") {
+    f.CutAgent(2, true);
+    f.RunFor(8s);
+    f.CutAgent(2, false);
+    f.RunFor(500ms);
+    f.Kill(0);
+  }
+  f.RunFor(12s);
+  for (int a = 0; a < 3; ++a) {
+    INFO("node" << a);
+    const auto& stray = f.machine(a).stray_transition();
+    CHECK((stray ? ClientTransitionText(*stray) : "none") == "none");
+    CHECK(f.machine(a).state() == State::kServed);
   }
 }
 

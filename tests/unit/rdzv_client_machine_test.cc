@@ -2,8 +2,11 @@
 // its transition table, named for the rule. Events in, actions out, printed
 // as lines ("connect 10.0.0.2:29400 #2", "arm attempt @+917ms"), with times
 // counted from the test's start on a hand-driven clock.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -397,6 +400,172 @@ TEST_CASE("once fenced, a leader's Welcome serves the agent again", "[rdzv][clie
   c.Receive(2, DaemonWelcome(2));
   CHECK(c.machine().state() == State::kServed);
   CHECK(c.machine().epoch() == 2);
+}
+
+// --- the transition table (client_transitions.h) against the code --------
+
+using Step = std::function<void(Client&)>;
+
+// One row driven: `reach` brings a machine to the row's `from` state, and
+// `make` is the event that changes it.
+struct RowDriver {
+  ClientTransition row;
+  std::vector<Endpoint> endpoints;
+  Step reach;
+  Step make;
+};
+
+const Error kBadToken{ErrorCode::kBadToken, "wrong token", true};
+
+std::vector<RowDriver> RowDrivers() {
+  using S = ClientState;
+  using T = ClientTrigger;
+  const std::vector<Endpoint> one{kA};
+  const std::vector<Endpoint> two{kA, kB};
+  const Step start = [](Client& c) { c.Start(); };
+  const Step greeting = [](Client& c) {
+    c.Start();
+    c.Connected(1);
+  };
+  const Step served = [](Client& c) {
+    c.Start();
+    c.Serve(1, 1);
+  };
+  const Step probing = [](Client& c) { ServedThenQuiet(c); };
+  // A probe's or a fenced agent's next attempt (#2), connected.
+  const Step second_attempt = [](Client& c) {
+    c.Fire(ClientTimer::kRetry);
+    c.Connected(2);
+  };
+  const auto then = [](Step first, Step second) {
+    return [first, second](Client& c) {
+      first(c);
+      second(c);
+    };
+  };
+  const auto receive = [](LinkId link, Message message) {
+    return [link, message](Client& c) { c.Receive(link, message); };
+  };
+  const auto close = [](LinkId link) {
+    return [link](Client& c) { c.Closed(link, /*peer_gone=*/false); };
+  };
+  const Step fence = [](Client& c) {
+    c.AdvanceTo(1000ms);
+    c.Fire(ClientTimer::kFence);
+  };
+  const Step stop = [](Client& c) { c.machine().Stop(); };
+  // Served by A, then cut without a word at 100 ms: not fenced yet.
+  const Step lost = [](Client& c) {
+    c.Start();
+    c.Serve(1, 1);
+    c.AdvanceTo(100ms);
+    c.Closed(1, /*peer_gone=*/false);
+  };
+  const Step fenced = then(lost, fence);
+  // Served alone, and fenced with the link still open.
+  const Step served_fenced = [](Client& c) {
+    c.Start();
+    c.Serve(1, 0);
+    c.AdvanceTo(1000ms);
+    c.Fire(ClientTimer::kFence);
+  };
+  // Probing, and fenced: the probe found nobody to answer.
+  const Step probing_fenced = [](Client& c) {
+    ServedThenQuiet(c);
+    c.Fire(ClientTimer::kRetry);
+    c.AdvanceTo(840ms);
+    c.ConnectFailed(2, ConnectError::kRefused);
+    c.AdvanceTo(1000ms);
+    c.Fire(ClientTimer::kFence);
+  };
+  return {
+      {{S::kConnecting, T::kConnected, S::kGreeting},
+       two,
+       start,
+       [](Client& c) { c.Connected(1); }},
+      {{S::kGreeting, T::kAttemptEnded, S::kConnecting}, two, greeting, close(1)},
+      {{S::kGreeting, T::kStandbyAnswered, S::kConnecting},
+       two,
+       greeting,
+       receive(1, NotLeader(kB, 3))},
+      {{S::kGreeting, T::kWelcome, S::kServed}, two, greeting, receive(1, DaemonWelcome(1))},
+      {{S::kProbing, T::kWelcome, S::kServed},
+       two,
+       probing,
+       then(second_attempt, receive(2, DaemonWelcome(2)))},
+      {{S::kFenced, T::kWelcome, S::kServed},
+       two,
+       fenced,
+       then(second_attempt, receive(2, DaemonWelcome(2)))},
+      {{S::kServed, T::kQuiet, S::kProbing},
+       two,
+       served,
+       [](Client& c) {
+         c.AdvanceTo(833ms);
+         c.Fire(ClientTimer::kQuiet);
+       }},
+      {{S::kProbing, T::kLeaderHeard, S::kServed}, two, probing, receive(1, HeartbeatAck{})},
+      {{S::kServed, T::kServedLost, S::kConnecting}, two, served, close(1)},
+      {{S::kServed, T::kServedLost, S::kFenced}, one, served_fenced, close(1)},
+      {{S::kProbing, T::kServedLost, S::kConnecting}, two, probing, close(1)},
+      {{S::kProbing, T::kServedLost, S::kGreeting}, two, then(probing, second_attempt), close(1)},
+      {{S::kProbing, T::kServedLost, S::kFenced}, two, probing_fenced, close(1)},
+      {{S::kConnecting, T::kFence, S::kFenced}, two, lost, fence},
+      {{S::kGreeting, T::kFence, S::kFenced}, two, then(lost, second_attempt), fence},
+      {{S::kConnecting, T::kGiveUp, S::kStopped},
+       two,
+       start,
+       [](Client& c) { c.ConnectFailed(1, ConnectError::kTlsFailed); }},
+      {{S::kGreeting, T::kGiveUp, S::kStopped}, two, greeting, receive(1, kBadToken)},
+      {{S::kServed, T::kGiveUp, S::kStopped}, two, served, receive(1, kBadToken)},
+      {{S::kProbing, T::kGiveUp, S::kStopped},
+       two,
+       probing,
+       then(second_attempt, receive(2, kBadToken))},
+      {{S::kFenced, T::kGiveUp, S::kStopped},
+       two,
+       fenced,
+       then(second_attempt, receive(2, kBadToken))},
+      {{S::kConnecting, T::kStop, S::kStopped}, two, start, stop},
+      {{S::kGreeting, T::kStop, S::kStopped}, two, greeting, stop},
+      {{S::kServed, T::kStop, S::kStopped}, two, served, stop},
+      {{S::kProbing, T::kStop, S::kStopped}, two, probing, stop},
+      {{S::kFenced, T::kStop, S::kStopped}, two, fenced, stop},
+  };
+}
+
+std::string Text(const std::optional<ClientTransition>& transition) {
+  return transition ? ClientTransitionText(*transition) : "none";
+}
+
+TEST_CASE("every row of the transition table is a change the machine makes",
+          "[rdzv][client][machine]") {
+  const std::vector<RowDriver> drivers = RowDrivers();
+  for (const RowDriver& driver : drivers) {
+    INFO(ClientTransitionText(driver.row));
+    CHECK(IsClientTransition(driver.row));
+    Client c(driver.endpoints);
+    driver.reach(c);
+    REQUIRE(c.machine().state() == driver.row.from);
+    driver.make(c);
+    CHECK(Text(c.machine().last_transition()) == Text(driver.row));
+    CHECK(c.machine().state() == driver.row.to);
+    CHECK(Text(c.machine().stray_transition()) == "none");
+  }
+  for (const ClientTransition& row : kClientTransitions) {
+    INFO("a row no test drives: " << ClientTransitionText(row));
+    CHECK(std::any_of(drivers.begin(), drivers.end(),
+                      [&](const RowDriver& d) { return d.row == row; }));
+  }
+}
+
+TEST_CASE("a client with no endpoint gives up by a row of the table", "[rdzv][client][machine]") {
+  Client c(std::vector<Endpoint>{});
+  c.Start();
+  CHECK(Text(c.machine().last_transition()) ==
+        Text(ClientTransition{ClientState::kConnecting, ClientTrigger::kGiveUp,
+                              ClientState::kStopped}));
+  CHECK(Text(c.machine().stray_transition()) == "none");
 }
 
 }  // namespace
