@@ -86,4 +86,15 @@ Result<std::vector<HostPort>> SplitEndpointList(std::string_view text) {
   }
 }
 
+std::string Endpoint::Text() const {
+  std::string text;
+  const bool v6 = host.find(':') != std::string::npos;
+  if (v6) text += '[';
+  text += host;
+  if (v6) text += ']';
+  text += ':';
+  text += std::to_string(port);
+  return text;
+}
+
 }  // namespace muster

@@ -9,6 +9,7 @@
 // Thread-safety: a pure function.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,15 @@ struct HostPort {
 };
 
 Result<HostPort> SplitEndpoint(std::string_view text);
+
+// A host and a port known: where a daemon or one of its replicas listens.
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+  // HOST:PORT, with brackets around an IPv6 address.
+  std::string Text() const;
+  bool operator==(const Endpoint&) const = default;
+};
 
 // "A,B,C": each item as SplitEndpoint reads it, in order. An empty item is
 // an error quoting the whole text ("'a,,b' has an empty item").

@@ -136,7 +136,7 @@ int Agent::RunElastic() {
   client.join.store_addr = elastic_->loopback_only ? "127.0.0.1" : options_.local_addr;
   client.join.store_port = store_->port();
   std::string rendezvous;
-  for (const rdzv::Endpoint& e : client.endpoints) {
+  for (const Endpoint& e : client.endpoints) {
     if (!rendezvous.empty()) rendezvous += ',';
     rendezvous += e.Text();
   }

@@ -4,18 +4,18 @@
 #include <boost/algorithm/string/predicate.hpp>
 #include <optional>
 
-#include "rendezvous/daemon/advertised_address.h"
+#include "common/ip_address.h"
 
 namespace muster {
 namespace {
 
 // An address that is loopback or held by this machine.
 bool IsOwnAddress(std::string_view text, const std::vector<std::string>& own) {
-  const std::optional<std::string> address = rdzv::PlainAddress(text);
+  const std::optional<std::string> address = PlainAddress(text);
   if (!address) return false;
-  if (rdzv::IsLoopbackHost(*address)) return true;
+  if (IsLoopbackHost(*address)) return true;
   return std::ranges::any_of(
-      own, [&](const std::string& mine) { return rdzv::PlainAddress(mine) == address; });
+      own, [&](const std::string& mine) { return PlainAddress(mine) == address; });
 }
 
 }  // namespace
@@ -23,7 +23,7 @@ bool IsOwnAddress(std::string_view text, const std::vector<std::string>& own) {
 bool EndpointIsLocal(std::string_view host, const std::vector<std::string>& resolved,
                      const LocalIdentity& identity) {
   if (host.empty()) return false;
-  if (rdzv::IsLoopbackHost(host)) return true;
+  if (IsLoopbackHost(host)) return true;
   if (std::ranges::any_of(identity.names, [&](const std::string& name) {
         return boost::algorithm::iequals(host, name);
       })) {
@@ -49,7 +49,7 @@ RendezvousRole DecideRendezvousRole(const ElasticConfig& config, bool endpoint_i
 }
 
 std::string DaemonBindHost(bool loopback_only, std::string_view endpoint_host) {
-  const std::optional<std::string> address = rdzv::PlainAddress(endpoint_host);
+  const std::optional<std::string> address = PlainAddress(endpoint_host);
   const bool ipv6 = address && address->find(':') != std::string::npos;
   if (loopback_only) return ipv6 ? "::1" : "127.0.0.1";
   return ipv6 ? "::" : "0.0.0.0";
@@ -57,18 +57,18 @@ std::string DaemonBindHost(bool loopback_only, std::string_view endpoint_host) {
 
 std::string StoreBindHost(bool loopback_only, const std::string& local_addr) {
   if (loopback_only) return "127.0.0.1";
-  if (rdzv::PlainAddress(local_addr)) return local_addr;
+  if (PlainAddress(local_addr)) return local_addr;
   return "0.0.0.0";
 }
 
 bool AllNodesOnThisMachine(const std::vector<std::string_view>& hosts,
                            std::string_view local_addr) {
-  return std::all_of(hosts.begin(), hosts.end(), rdzv::IsLoopbackHost) &&
-         (local_addr.empty() || rdzv::IsLoopbackHost(local_addr));
+  return std::all_of(hosts.begin(), hosts.end(), IsLoopbackHost) &&
+         (local_addr.empty() || IsLoopbackHost(local_addr));
 }
 
 std::string StaticStoreBindHost(const std::string& master_addr, int nodes, bool all_here) {
-  if (all_here && !rdzv::PlainAddress(master_addr)) return "127.0.0.1";  // "localhost"
+  if (all_here && !PlainAddress(master_addr)) return "127.0.0.1";  // "localhost"
   return all_here || nodes == 1 ? master_addr : "0.0.0.0";
 }
 

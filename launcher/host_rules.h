@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/launch_plan.h"
+#include "launcher/elastic_config.h"
 
 namespace muster {
 

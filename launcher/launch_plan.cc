@@ -275,7 +275,7 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
   // nothing need listen where other machines reach it (unless --local-addr
   // names an address they would).
   std::vector<std::string_view> hosts;
-  for (const rdzv::Endpoint& e : config.replicas) hosts.push_back(e.host);
+  for (const Endpoint& e : config.replicas) hosts.push_back(e.host);
   config.loopback_only = AllNodesOnThisMachine(hosts, options.local_addr);
   auto settings = rdzv::Settings::FromConf(options.rdzv_conf);
   if (!settings.ok()) return settings.status();

@@ -8,17 +8,6 @@
 
 namespace muster::rdzv {
 
-std::string Endpoint::Text() const {
-  std::string text;
-  const bool v6 = host.find(':') != std::string::npos;
-  if (v6) text += '[';
-  text += host;
-  if (v6) text += ']';
-  text += ':';
-  text += std::to_string(port);
-  return text;
-}
-
 Result<Endpoint> ParseLeader(std::string_view text) {
   auto parts = SplitEndpoint(text);
   if (!parts.ok()) return parts.status();

@@ -40,17 +40,13 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/host_port.h"
 #include "common/status.h"
 
 namespace muster::rdzv {
 
-struct Endpoint {
-  std::string host;
-  uint16_t port = 0;
-  // HOST:PORT, with brackets around an IPv6 address.
-  std::string Text() const;
-  bool operator==(const Endpoint&) const = default;
-};
+// The value type lives with HostPort (common/host_port.h).
+using muster::Endpoint;
 
 // "HOST:PORT" as a standby names the leader (its --advertise). The error
 // quotes the text.

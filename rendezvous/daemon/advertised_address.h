@@ -3,21 +3,16 @@
 // ends of each member's connection.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 
+#include "common/ip_address.h"
+
 namespace muster::rdzv {
 
-// The IP address in `text` in one canonical spelling ("10.0.0.5",
-// "fe80::1"; an IPv4-mapped IPv6 address as plain IPv4), so that addresses
-// compare by value; nullopt when `text` is not an IP address (a name).
-std::optional<std::string> PlainAddress(std::string_view text);
-
-// True for a loopback IP address in any spelling (127.0.0.0/8, ::1,
-// ::ffff:127.x.y.z) and for the name "localhost" (any case); false for
-// other names and for text that is not an address.
-bool IsLoopbackHost(std::string_view host);
+// PlainAddress and IsLoopbackHost: common/ip_address.h.
+using muster::IsLoopbackHost;
+using muster::PlainAddress;
 
 // The master_addr to send in `member`'s Assignment (PROTOCOL.md, "Loopback
 // master addresses"). A loopback `master_addr` means the master's agent
