@@ -79,12 +79,7 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
   for (int sig : handled_signals) signals_.add(sig);
 }
 
-Agent::~Agent() {
-  if (remove_run_dir_ && !run_dir_.empty()) {
-    std::error_code ec;
-    fs::remove_all(run_dir_, ec);
-  }
-}
+Agent::~Agent() = default;
 
 int Agent::Run() {
   // A console that goes away must not kill the agent (and with it, the job).
@@ -124,39 +119,9 @@ void Agent::AfterWarmUp(std::function<void()> then) {
 }
 
 Status Agent::PrepareRunDirectory() {
-  std::error_code ec;
-  if (!options_.log_dir.empty()) {
-    // As torchrun: a directory of its own per run, <run id>_<random>, so no
-    // run writes over the files of another (static runs all have the run id
-    // "none"), nor two agents of one elastic run that share --log-dir.
-    fs::create_directories(options_.log_dir, ec);
-    if (ec) {
-      return Status::IoError("--log-dir: cannot create '" + options_.log_dir +
-                             "': " + ec.message());
-    }
-    std::string pattern = (fs::path(options_.log_dir) / (plan_.run_id + "_XXXXXX")).string();
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return Status::IoError("--log-dir: cannot create a run directory in '" + options_.log_dir +
-                             "': " + std::strerror(errno));
-    }
-    run_dir_ = pattern;
-    spdlog::info("worker logs in {}", run_dir_);
-    return Status::Ok();
-  }
-  // Error files (and redirected output) need a home even without --log-dir.
-  std::string pattern =
-      (fs::temp_directory_path(ec) / ("muster-" + plan_.run_id + "-XXXXXX")).string();
-  if (mkdtemp(pattern.data()) == nullptr) {
-    return Status::IoError("cannot create a run directory under '" +
-                           fs::temp_directory_path(ec).string() + "'");
-  }
-  run_dir_ = pattern;
-  bool keeps_files = options_.redirects.all || options_.tee.all ||
-                     !options_.redirects.per_rank.empty() || !options_.tee.per_rank.empty();
-  remove_run_dir_ = !keeps_files;
-  // Files nobody named a place for: the user must learn where they are.
-  if (keeps_files)
-    spdlog::warn("worker logs in {} (--redirects/--tee without --log-dir)", run_dir_);
+  auto directory = RunDirectory::Create(options_, plan_.run_id);
+  if (!directory.ok()) return directory.status();
+  run_dir_ = std::move(directory).value();
   return Status::Ok();
 }
 
@@ -233,13 +198,9 @@ Status Agent::StartAttempt(int attempt, const std::optional<ArmInPlace>& in_plac
   return Status::Ok();
 }
 
-std::string Agent::AttemptDir(int attempt) const {
-  return run_dir_ + "/attempt_" + std::to_string(attempt);
-}
-
 Result<std::vector<WorkerSpec>> Agent::PrepareWorkers(int attempt,
                                                       const std::vector<int>& local_ranks) {
-  const std::string attempt_dir = AttemptDir(attempt);
+  const std::string attempt_dir = run_dir_.AttemptDir(attempt);
   auto specs = MakeWorkerSpecs(attempt, attempt_dir, local_ranks);
   if (!specs.ok()) return specs.status();
   if (Status s = OpenOutputs(*specs, attempt_dir); !s.ok()) return s;
@@ -407,7 +368,7 @@ void Agent::PrintFailureReport(const ReportFailureLocally& report) {
   local_root_cause_ = failures.front();
   ReportContext context{host_, report.restart_count, report.max_restarts,
                         report.restart_count < report.max_restarts, report.in_place};
-  context.files_kept = !remove_run_dir_;
+  context.files_kept = run_dir_.kept();
   if (!options_.no_python) {
     context.interpreter = InterpreterText(options_, plan_);
   }

@@ -36,6 +36,7 @@
 #include "launcher/process_spawner.h"
 #include "launcher/progress_report.h"
 #include "launcher/rendezvous_link.h"
+#include "launcher/run_directory.h"
 #include "launcher/worker_group.h"
 #include "launcher/worker_output.h"
 #include "rendezvous/net/http_request.h"
@@ -119,6 +120,7 @@ class Agent final : public SpawnEvents {
   // ExplainNotInPlace: a failure restarts every worker although this node
   // recovers in place; says which workers never announced it.
   void LogWhyNotInPlace(const ExplainNotInPlace& explain) const;
+  // Makes this run's directory (run_directory.h).
   Status PrepareRunDirectory();
   // Starts the warm process for Python workers, unless they start cold.
   void StartWarmProcess();
@@ -137,7 +139,6 @@ class Agent final : public SpawnEvents {
   // routes open (an attempt's processes may start in several batches: in
   // place, the failed ranks).
   Result<std::vector<WorkerSpec>> PrepareWorkers(int attempt, const std::vector<int>& local_ranks);
-  std::string AttemptDir(int attempt) const;
 
   // In-place recovery (agent_in_place.cc; both modes, when the machine
   // recovers in place): the group pauses the survivors of a failure; once
@@ -236,8 +237,7 @@ class Agent final : public SpawnEvents {
   int exit_code_ = 0;
   bool finished_ = false;  // Finish() ran: the loop is stopping
 
-  std::string run_dir_;
-  bool remove_run_dir_ = false;
+  RunDirectory run_dir_;
   // The filtered copies (--duplicate-std*-filters) of the attempt whose
   // directory is `filtered_dir_`: opened (truncated) once per attempt, shared
   // by every batch of its processes.
