@@ -17,7 +17,6 @@
 #include "launcher/worker_env.h"
 #include "rendezvous/daemon/rendezvous_server.h"
 #include "rendezvous/net/http_server.h"
-#include "store/store_server.h"
 
 namespace muster {
 namespace asio = boost::asio;
@@ -171,9 +170,7 @@ Status Agent::StartAttempt(int attempt, const std::optional<ArmInPlace>& in_plac
   // be connected to it. With several nodes, restarts are not coordinated
   // (as with torchrun's static backend): node 0 renews the store when its own
   // workers restart. Elastic runs renew it per generation (StartGeneration).
-  if (!elastic_ && store_ && attempt > 0) {
-    store_->Open(static_cast<uint64_t>(attempt) + 1);
-  }
+  if (!elastic_ && store_ && attempt > 0) store_->RenewForAttempt(attempt);
   std::vector<int> local_ranks(static_cast<size_t>(node_.local_world_size));
   for (int lr = 0; lr < node_.local_world_size; ++lr) local_ranks[static_cast<size_t>(lr)] = lr;
   outputs_.clear();

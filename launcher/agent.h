@@ -39,13 +39,11 @@
 #include "launcher/run_directory.h"
 #include "launcher/worker_group.h"
 #include "launcher/worker_output.h"
+#include "launcher/worker_store_host.h"
 #include "rendezvous/net/http_request.h"
 #include "rendezvous/protocol/messages.h"
 
 namespace muster {
-namespace store {
-class StoreServer;
-}
 class WarmProcess;
 namespace rdzv {
 class HttpServer;
@@ -205,12 +203,7 @@ class Agent final : public SpawnEvents {
   boost::asio::steady_timer timer_;
   ProcessSpawner& spawner_;
   WarmProcess* warm_;
-  std::unique_ptr<store::StoreServer> store_;
-  // The member addresses that came with this node's latest assignment (the
-  // master's only) and that assignment's generation: the store admits them
-  // when the generation starts here (store_policy.h).
-  uint64_t store_members_generation_ = 0;
-  std::vector<std::string> store_members_;
+  std::unique_ptr<WorkerStoreHost> store_;  // the worker store, where this node hosts one
 
   std::optional<ElasticConfig> elastic_;
   std::unique_ptr<rdzv::RendezvousServer> embedded_daemon_;

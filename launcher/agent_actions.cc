@@ -9,7 +9,6 @@
 #include "common/clock.h"
 #include "common/exhaustive_visit.h"
 #include "launcher/agent.h"
-#include "store/store_server.h"
 
 namespace muster {
 

@@ -13,9 +13,8 @@
 #include "launcher/failure_report.h"
 #include "launcher/host_rules.h"
 #include "launcher/local_identity.h"
-#include "launcher/store_policy.h"
+#include "launcher/worker_store_host.h"
 #include "rendezvous/daemon/rendezvous_server.h"
-#include "store/store_server.h"
 
 namespace muster {
 namespace {
@@ -88,27 +87,13 @@ bool Agent::ServeRendezvousIfHost() {
 
 int Agent::RunElastic() {
   for (const std::string& warning : elastic_->file_warnings) spdlog::warn("{}", warning);
-  // Every agent serves a store from the start: whichever node becomes master
-  // already has its port bound, and no port is ever handed on unbound.
-  const std::string bind_host = StoreBindHost(elastic_->loopback_only, options_.local_addr);
-  // torchrun's --standalone ignores --master-port (its store is the
-  // rendezvous's, on a free port): a port taken by another job must not
-  // fail a run that never needed it.
-  const int store_port = options_.standalone ? 0 : options_.master_port.value_or(0);
-  if (options_.standalone && options_.master_port) {
-    spdlog::info("--master-port {} has no effect with --standalone (the store takes a free port)",
-                 *options_.master_port);
-  }
-  auto server = store::StoreServer::Start(io_, bind_host, static_cast<uint16_t>(store_port),
-                                          StoreLimits(options_));
-  if (!server.ok()) {
-    spdlog::error("worker store: {}", server.status().message());
+  // Every agent hosts a store from the start, sealed (worker_store_host.h).
+  auto store = WorkerStoreHost::StartElastic(io_, options_, elastic_->loopback_only);
+  if (!store.ok()) {
+    spdlog::error("{}", store.status().message());
     return 1;
   }
-  store_ = std::move(server).value();
-  // Sealed until this node is the master of a generation: no worker may use
-  // a store before its generation is formed (see StartGeneration).
-  store_->Seal();
+  store_ = std::move(store).value();
 
   if (!ServeRendezvousIfHost()) return 1;
   // Fault plans treat the agent that serves the rendezvous apart: known only now.
@@ -149,8 +134,7 @@ int Agent::RunElastic() {
   // A generation's end pauses the workers in place when they all can.
   callbacks.on_member_addrs = [this](const rdzv::Assignment& a,
                                      const std::vector<std::string>& member_addrs) {
-    store_members_generation_ = a.generation;
-    store_members_ = member_addrs;
+    store_->SetMembers(a.generation, member_addrs);
   };
   callbacks.on_assignment = [this](const rdzv::Assignment& a) {
     Carry(machine_.OnAssignment(a, group_ && group_->CanPauseAll()));
@@ -217,24 +201,8 @@ void Agent::EnterGeneration(const rdzv::Assignment& a, bool in_place) {
   // remaining_restarts) and relies on a new store per rendezvous instead;
   // the daemon's restart_count (below) is that.
   //
-  // A fresh store per generation: torch >= 2.6 no longer prefixes its keys
-  // by attempt, so keys left by an earlier generation would be read as this
-  // one's. The daemon forms a generation only after every worker of the
-  // previous one is gone (draining), and this store was sealed since then:
-  // no key and no connection of an earlier generation is in it. Workers of
-  // other nodes that connect before this point wait in the listen backlog.
-  if (a.group_rank == 0) {
-    // Admission first: Open() closes every earlier connection and accepts
-    // under the rule in force.
-    static const std::vector<std::string> kNone;
-    const StoreAdmissionChoice admission = ElasticStoreAdmission(
-        options_, store_members_generation_ == a.generation ? store_members_ : kNone);
-    if (!admission.warning.empty()) spdlog::warn("{}", admission.warning);
-    store_->SetAdmission(admission.admission);
-    store_->Open(a.generation);
-  } else {
-    store_->Seal();
-  }
+  // A fresh store per generation, opened by the master (worker_store_host.h).
+  store_->EnterGeneration(a);
   spdlog::info(
       "event=generation gen={} group_rank={} group_world_size={} ranks={}..{} world_size={} "
       "master={}:{} TORCHELASTIC_RESTART_COUNT={} failure_restarts={}/{}{}",

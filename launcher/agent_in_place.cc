@@ -29,7 +29,6 @@
 
 #include "common/clock.h"
 #include "launcher/agent.h"
-#include "store/store_server.h"
 
 namespace muster {
 namespace {
@@ -129,7 +128,7 @@ void Agent::StartReplacementsEarly(int attempt) {
 void Agent::RejoinAttemptInPlace(int attempt) {
   // The next attempt meets a store with no key or connection of this one,
   // as a restart of every worker would (StartAttempt).
-  if (store_) store_->Open(static_cast<uint64_t>(attempt) + 1);
+  if (store_) store_->RenewForAttempt(attempt);
   RejoinSurvivors(static_cast<uint64_t>(attempt), attempt);
 }
 

@@ -7,29 +7,20 @@
 
 #include "common/clock.h"
 #include "launcher/agent.h"
-#include "launcher/host_rules.h"
-#include "launcher/store_policy.h"
-#include "store/store_server.h"
+#include "launcher/worker_store_host.h"
 
 namespace muster {
 
 int Agent::RunStatic() {
   if (node_.group_rank == 0) {
-    const std::string bind_host =
-        StaticStoreBindHost(node_.master_addr, node_.group_world_size,
-                            AllNodesOnThisMachine({node_.master_addr}, options_.local_addr));
-    auto server = store::StoreServer::Start(
-        io_, bind_host, static_cast<uint16_t>(node_.master_port), StoreLimits(options_));
-    if (!server.ok()) {
-      spdlog::error("worker store: {}", server.status().message());
+    auto host = WorkerStoreHost::StartStatic(io_, options_, node_.master_addr,
+                                             node_.group_world_size, node_.master_port);
+    if (!host.ok()) {
+      spdlog::error("{}", host.status().message());
       return 1;
     }
-    store_ = std::move(server).value();
+    store_ = std::move(host).value();
     node_.master_port = store_->port();
-    const StoreAdmissionChoice admission =
-        StaticStoreAdmission(options_, bind_host, node_.master_port);
-    if (!admission.warning.empty()) spdlog::warn("{}", admission.warning);
-    store_->SetAdmission(admission.admission);
   }
   if (auto s = PrepareRunDirectory(); !s.ok()) {
     spdlog::error("{}", s.message());
