@@ -70,9 +70,9 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
                                 })),
       machine_(MachineFor(options_, elastic_.has_value(),
                           static_assignment ? static_assignment->group_world_size : 0)),
+      outputs_(io_, options_),
       fault_timer_(io_),
-      health_timer_(io_),
-      held_output_timer_(io_) {
+      health_timer_(io_) {
   spawner_.SetEvents(*this);
   if (static_assignment) node_ = std::move(*static_assignment);
   for (int sig : handled_signals) signals_.add(sig);
@@ -173,10 +173,8 @@ Status Agent::StartAttempt(int attempt, const std::optional<ArmInPlace>& in_plac
   if (!elastic_ && store_ && attempt > 0) store_->RenewForAttempt(attempt);
   std::vector<int> local_ranks(static_cast<size_t>(node_.local_world_size));
   for (int lr = 0; lr < node_.local_world_size; ++lr) local_ranks[static_cast<size_t>(lr)] = lr;
-  outputs_.clear();
-  open_streams_.clear();
+  outputs_.Clear();
   control_lines_.clear();
-  stderr_tails_.clear();
   auto specs = PrepareWorkers(attempt, local_ranks);
   if (!specs.ok()) return specs.status();
   group_ = std::make_unique<WorkerGroup>(
@@ -200,30 +198,8 @@ Result<std::vector<WorkerSpec>> Agent::PrepareWorkers(int attempt,
   const std::string attempt_dir = run_dir_.AttemptDir(attempt);
   auto specs = MakeWorkerSpecs(attempt, attempt_dir, local_ranks);
   if (!specs.ok()) return specs.status();
-  if (Status s = OpenOutputs(*specs, attempt_dir); !s.ok()) return s;
+  if (Status s = outputs_.Open(*specs, attempt_dir); !s.ok()) return s;
   return specs;
-}
-
-Status Agent::OpenOutputs(const std::vector<WorkerSpec>& specs, const std::string& attempt_dir) {
-  if (specs.empty()) return Status::Ok();
-  if (filtered_dir_ != attempt_dir) {
-    auto filtered = OpenFilteredCopies(options_, attempt_dir);
-    if (!filtered.ok()) return filtered.status();
-    filtered_ = std::move(filtered).value();
-    filtered_dir_ = attempt_dir;
-  }
-  for (const auto& spec : specs) {
-    const int lr = spec.local_rank;
-    const WorkerRoutes routes =
-        RoutesFor(options_, lr, attempt_dir + "/" + std::to_string(lr), filtered_);
-    const std::string prefix =
-        options_.prefix_output ? "[rank" + std::to_string(spec.global_rank) + "]: " : "";
-    auto output = WorkerOutput::Open(prefix, routes.out, routes.err);
-    if (!output.ok()) return output.status();
-    outputs_[spec.request.tag] = std::move(output).value();
-    open_streams_[spec.request.tag] = 2;
-  }
-  return Status::Ok();
 }
 
 void Agent::WaitForSignal() {
@@ -237,37 +213,12 @@ void Agent::WaitForSignal() {
 }
 
 void Agent::OnOutput(uint64_t tag, Stream stream, std::string_view bytes) {
-  if (stream == Stream::kStderr) stderr_tails_[tag].Append(bytes);
-  auto it = outputs_.find(tag);
-  if (it == outputs_.end()) return;
-  it->second->Write(stream, bytes);
-  if (auto due = it->second->held_until()) ReleaseHeldOutputAt(*due);
-}
-
-void Agent::ReleaseHeldOutputAt(Time due) {
-  // One timer serves every worker, set for the earliest held line.
-  if (held_output_due_ && *held_output_due_ <= due) return;
-  held_output_due_ = due;
-  held_output_timer_.expires_at(due);
-  held_output_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;  // set for an earlier time, or the agent is finishing
-    held_output_due_.reset();
-    const auto now = Clock::now();
-    std::optional<Time> next;
-    for (auto& [tag, output] : outputs_) {
-      output->ReleaseHeld(now);
-      if (auto when = output->held_until(); when && (!next || *when < *next)) next = when;
-    }
-    if (next) ReleaseHeldOutputAt(*next);
-  });
+  outputs_.Write(tag, stream, bytes);
 }
 
 void Agent::OnOutputClosed(uint64_t tag, Stream stream) {
-  if (auto it = outputs_.find(tag); it != outputs_.end()) it->second->Close(stream);
-  if (auto it = open_streams_.find(tag); it != open_streams_.end() && --it->second == 0) {
-    open_streams_.erase(it);
-  }
-  if (settling_ && open_streams_.empty()) Settle();
+  outputs_.Closed(tag, stream);
+  if (settling_ && outputs_.all_closed()) Settle();
 }
 
 void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
@@ -323,7 +274,7 @@ void Agent::AfterGroupEvent() {
   settling_ = true;
   machine_.OnWorkersGone();
   timer_.cancel();
-  if (open_streams_.empty()) {
+  if (outputs_.all_closed()) {
     Settle();
     return;
   }
@@ -336,14 +287,8 @@ void Agent::AfterGroupEvent() {
 void Agent::Settle() {
   settling_ = false;
   timer_.cancel();
-  for (auto& [tag, output] : outputs_) {
-    output->Close(Stream::kStdout);
-    output->Close(Stream::kStderr);
-    // A grandchild may still hold the pipes: stop reading them regardless.
-    spawner_.CloseOutput(tag);
-  }
-  outputs_.clear();
-  open_streams_.clear();
+  // A grandchild may still hold the pipes: stop reading them regardless.
+  outputs_.CloseAll([this](uint64_t tag) { spawner_.CloseOutput(tag); });
   if (finished_) return;
   const WorkersOutcome outcome = OutcomeOfGroup();
   Carry(machine_.OnWorkersSettled(outcome));
@@ -370,9 +315,8 @@ void Agent::PrintFailureReport(const ReportFailureLocally& report) {
     context.interpreter = InterpreterText(options_, plan_);
   }
   for (const WorkerFailure& failure : failures) {
-    if (auto it = stderr_tails_.find(group_->TagFor(failure.local_rank));
-        it != stderr_tails_.end()) {
-      context.stderr_tails[failure.local_rank] = std::string(it->second.text());
+    if (const auto tail = outputs_.StderrTail(group_->TagFor(failure.local_rank))) {
+      context.stderr_tails[failure.local_rank] = std::string(*tail);
     }
   }
   reported_job_end_ = !context.will_restart;

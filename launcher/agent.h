@@ -38,7 +38,7 @@
 #include "launcher/rendezvous_link.h"
 #include "launcher/run_directory.h"
 #include "launcher/worker_group.h"
-#include "launcher/worker_output.h"
+#include "launcher/worker_outputs.h"
 #include "launcher/worker_store_host.h"
 #include "rendezvous/net/http_request.h"
 #include "rendezvous/protocol/messages.h"
@@ -131,8 +131,6 @@ class Agent final : public SpawnEvents {
   // The specs of `local_ranks`' workers in attempt `attempt`, tagged.
   Result<std::vector<WorkerSpec>> MakeWorkerSpecs(int attempt, const std::string& attempt_dir,
                                                   const std::vector<int>& local_ranks);
-  // Opens the output routes of `specs`' workers.
-  Status OpenOutputs(const std::vector<WorkerSpec>& specs, const std::string& attempt_dir);
   // The specs of `local_ranks`' workers in attempt `attempt`, their output
   // routes open (an attempt's processes may start in several batches: in
   // place, the failed ranks).
@@ -159,10 +157,6 @@ class Agent final : public SpawnEvents {
   // as attempt `attempt`, and starts the failed ranks again.
   void RejoinSurvivors(uint64_t generation, int attempt);
   void WaitForSignal();
-  // Sets held_output_timer_ for `due` unless it is set for earlier; when it
-  // fires, writes every worker's held partial line that is due and sets it
-  // for the next (worker_output.h).
-  void ReleaseHeldOutputAt(Time due);
   void ArmTimer();
   void AfterGroupEvent();
   void Settle();
@@ -220,23 +214,13 @@ class Agent final : public SpawnEvents {
 
   rdzv::Assignment node_;  // this node's place in the current generation
   std::unique_ptr<WorkerGroup> group_;
-  std::map<uint64_t, std::unique_ptr<WorkerOutput>> outputs_;
-  std::map<uint64_t, int> open_streams_;
-  // The end of each worker's stderr, for the failure report (cleared with
-  // outputs_ at each full restart).
-  std::map<uint64_t, OutputTail> stderr_tails_;
+  WorkerOutputs outputs_;  // the workers' output routes and stderr tails
   bool settling_ = false;
   int received_signal_ = 0;
   int exit_code_ = 0;
   bool finished_ = false;  // Finish() ran: the loop is stopping
 
   RunDirectory run_dir_;
-  // The filtered copies (--duplicate-std*-filters) of the attempt whose
-  // directory is `filtered_dir_`: opened (truncated) once per attempt, shared
-  // by every batch of its processes.
-  std::string filtered_dir_;
-  FilteredCopies filtered_;
-
   // Each worker's progress pipe, cut into lines for control messages.
   std::map<uint64_t, LineSplitter> control_lines_;
 
@@ -249,10 +233,6 @@ class Agent final : public SpawnEvents {
   bool last_said_healthy_ = true;
   std::unique_ptr<rdzv::HttpServer> health_server_;
   boost::asio::steady_timer health_timer_;
-
-  // Partial output lines (progress bars) are shown when this fires.
-  boost::asio::steady_timer held_output_timer_;
-  std::optional<Time> held_output_due_;  // when held_output_timer_ is set for
 };
 
 }  // namespace muster

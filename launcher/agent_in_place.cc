@@ -159,10 +159,7 @@ void Agent::RejoinSurvivors(uint64_t generation, int attempt) {
         generation, join.rank, lr, join.world_size, join.group_rank, node_.group_world_size,
         join.master_addr, join.master_port, group_->PidOf(lr));
     // Its lines now say its new rank, as a new process's would.
-    if (auto out = outputs_.find(group_->TagFor(lr));
-        out != outputs_.end() && options_.prefix_output) {
-      out->second->SetPrefix("[rank" + std::to_string(join.rank) + "]: ");
-    }
+    outputs_.SetRank(group_->TagFor(lr), join.rank);
     survivors.push_back({.local_rank = lr, .join = std::move(join)});
   }
   auto specs = PrepareWorkers(attempt, group_->failed_local_ranks());
