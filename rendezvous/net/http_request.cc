@@ -3,19 +3,12 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include <algorithm>
-#include <cctype>
+#include <boost/beast/core/string.hpp>
 #include <vector>
 
 namespace muster::rdzv {
+namespace beast = boost::beast;
 namespace {
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 std::string_view Trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -36,11 +29,12 @@ std::optional<std::string> DecodeBase64(std::string_view text) {
   std::vector<unsigned char> out(text.size() / 4 * 3);
   const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
                                 static_cast<int>(text.size()));
-  if (n < 0) return std::nullopt;
-  // EVP_DecodeBlock counts the padding's zero bytes too.
-  size_t size = static_cast<size_t>(n);
-  for (size_t i = text.size(); i > 0 && text[i - 1] == '='; --i) --size;
-  return std::string(reinterpret_cast<const char*>(out.data()), size);
+  // EVP_DecodeBlock counts the padding's zero bytes too. Base64 pads with
+  // at most two: "====" would take more bytes off than were decoded.
+  size_t padding = 0;
+  while (padding < text.size() && text[text.size() - 1 - padding] == '=') ++padding;
+  if (n < 0 || padding > 2 || static_cast<size_t>(n) < padding) return std::nullopt;
+  return std::string(reinterpret_cast<const char*>(out.data()), static_cast<size_t>(n) - padding);
 }
 
 int HexDigit(char c) {
@@ -66,54 +60,7 @@ std::string PercentDecode(std::string_view text) {
   return out;
 }
 
-const char* ReasonPhrase(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Error";
-  }
-}
-
 }  // namespace
-
-std::optional<HttpRequest> ParseHttpRequestHead(std::string_view head) {
-  const size_t line_end = head.find("\r\n");
-  std::string_view line = head.substr(0, line_end);
-  const size_t first_space = line.find(' ');
-  const size_t last_space = line.rfind(' ');
-  if (first_space == std::string_view::npos || last_space == first_space) return std::nullopt;
-  if (!line.substr(last_space + 1).starts_with("HTTP/1.")) return std::nullopt;
-  HttpRequest request;
-  request.method = std::string(line.substr(0, first_space));
-  std::string_view target = line.substr(first_space + 1, last_space - first_space - 1);
-  if (request.method.empty() || target.empty() || target.front() != '/') return std::nullopt;
-  const size_t question = target.find('?');
-  request.path = std::string(target.substr(0, question));
-  if (question != std::string_view::npos) request.query = std::string(target.substr(question + 1));
-  std::string_view rest = line_end == std::string_view::npos ? "" : head.substr(line_end + 2);
-  while (!rest.empty()) {
-    const size_t end = rest.find("\r\n");
-    const std::string_view header = rest.substr(0, end);
-    rest = end == std::string_view::npos ? "" : rest.substr(end + 2);
-    const size_t colon = header.find(':');
-    if (colon == std::string_view::npos) continue;
-    if (EqualsIgnoringCase(Trim(header.substr(0, colon)), "authorization")) {
-      request.authorization = std::string(Trim(header.substr(colon + 1)));
-    }
-  }
-  return request;
-}
 
 bool HttpAuthorized(std::string_view authorization, std::string_view token) {
   if (token.empty()) return true;
@@ -121,8 +68,8 @@ bool HttpAuthorized(std::string_view authorization, std::string_view token) {
   if (space == std::string_view::npos) return false;
   const std::string_view scheme = authorization.substr(0, space);
   const std::string_view credentials = Trim(authorization.substr(space + 1));
-  if (EqualsIgnoringCase(scheme, "bearer")) return SameSecret(credentials, token);
-  if (!EqualsIgnoringCase(scheme, "basic")) return false;
+  if (beast::iequals(scheme, "bearer")) return SameSecret(credentials, token);
+  if (!beast::iequals(scheme, "basic")) return false;
   const std::optional<std::string> decoded = DecodeBase64(credentials);
   if (!decoded) return false;
   const size_t colon = decoded->find(':');
@@ -141,17 +88,6 @@ std::optional<std::string> HttpQueryValue(std::string_view query, std::string_vi
                                             : PercentDecode(pair.substr(equals + 1));
   }
   return std::nullopt;
-}
-
-std::string FormatHttpResponse(const HttpResponse& response, bool head_only) {
-  std::string out = "HTTP/1.0 " + std::to_string(response.status) + " " +
-                    ReasonPhrase(response.status) + "\r\nContent-Type: " + response.content_type +
-                    "\r\nContent-Length: " + std::to_string(response.body.size()) +
-                    "\r\nCache-Control: no-store\r\nConnection: close\r\n";
-  if (response.status == 401) out += "WWW-Authenticate: Basic realm=\"musterd\"\r\n";
-  out += "\r\n";
-  if (!head_only) out += response.body;
-  return out;
 }
 
 }  // namespace muster::rdzv

@@ -1,6 +1,8 @@
 // HttpServer: a small HTTP/1.0 server for read-only endpoints (musterd's
 // status page and metrics, the agent's health probe). Each connection sends
-// one request and gets one answer, then is closed.
+// one request and gets one answer, then is closed. Boost.Beast's parser
+// reads the request head and its serializer writes the answer
+// (http_message.h), over the socket or TlsStream.
 //
 // - With `tls`, it speaks only HTTPS, with the same certificate (and, with a
 //   client CA, the same demand for client certificates) as the rendezvous
@@ -9,8 +11,10 @@
 //   Basic with the token as password); otherwise 401, and the handler is not
 //   called.
 // - Bounded: a request head of at most 8 KiB, read within 5 s, and at most
-//   128 connections at once (more are closed at accept). GET and HEAD only.
-//   Nothing a client sends can stop the server.
+//   128 connections at once (more are closed at accept). GET and HEAD only
+//   (others get 405); a body is never read. A head past 8 KiB, or one that
+//   is not HTTP/1.x with a path, gets 400. Nothing a client sends can stop
+//   the server.
 //
 // Not thread-safe: runs on `io`'s one thread; the handler runs there too.
 #pragma once

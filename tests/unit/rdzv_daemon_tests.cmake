@@ -19,9 +19,11 @@ muster_unit_test(rdzv_net_tls_tests
   LIBS muster_rdzv_daemon muster_rdzv_client)
 
 # The small HTTP endpoints (status page, metrics, health): the pure request
-# and token rules, and the server on loopback, plain and over TLS.
+# and token rules, and the server on loopback, plain and over TLS; the
+# bounds where Beast's parser reads a head.
 muster_unit_test(rdzv_net_http_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/rdzv_net_http_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/rdzv_net_http_limits_test.cc
   LIBS muster_rdzv_net)
 
 # The daemon shell's listener against costly peers: connections past
