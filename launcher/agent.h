@@ -93,10 +93,6 @@ class Agent final : public SpawnEvents {
  private:
   int RunStatic();
   int RunElastic();
-  // Starts the embedded rendezvous when this agent serves it (is_host=1,
-  // --standalone, or the c10d rule: see host_rules.h); false when it should
-  // but cannot (the error is logged).
-  bool ServeRendezvousIfHost();
   // Carries out `actions` in order (agent_actions.cc), each through one
   // handler per action type.
   void Carry(const NodeActions& actions);

@@ -10,11 +10,11 @@
 
 #include "common/clock.h"
 #include "launcher/agent.h"
+#include "launcher/embedded_rendezvous.h"
 #include "launcher/failure_report.h"
 #include "launcher/host_rules.h"
 #include "launcher/local_identity.h"
 #include "launcher/worker_store_host.h"
-#include "rendezvous/daemon/rendezvous_server.h"
 
 namespace muster {
 namespace {
@@ -26,65 +26,6 @@ std::string NewNodeId(const std::string& host) {
 
 }  // namespace
 
-bool Agent::ServeRendezvousIfHost() {
-  // Resolving names can block on DNS: only the c10d rule needs it.
-  const bool endpoint_local =
-      elastic_->host_if_local && !elastic_->is_host && EndpointIsThisMachine(elastic_->host);
-  const RendezvousRole role = DecideRendezvousRole(*elastic_, endpoint_local);
-  if (role == RendezvousRole::kJoin) {
-    if (elastic_->host_if_local) {
-      spdlog::info("event=rdzv_host serve=false why=\"endpoint host {} is not this machine\"",
-                   elastic_->host);
-    }
-    return true;
-  }
-  if (elastic_->tls_client && !elastic_->tls_server) {
-    constexpr const char* kNeeds =
-        "serving the rendezvous over TLS needs tls_cert and tls_key in --rdzv-conf (this "
-        "agent's certificate) besides tls_ca";
-    if (role == RendezvousRole::kServe) {
-      spdlog::error("{}", kNeeds);
-      return false;
-    }
-    spdlog::info("event=rdzv_host serve=false why=\"{}: joining whoever serves it\"", kNeeds);
-    return true;
-  }
-  rdzv::ServerOptions daemon;
-  daemon.host = DaemonBindHost(elastic_->loopback_only, elastic_->host);
-  daemon.tls = elastic_->tls_server;
-  daemon.port = elastic_->port;
-  daemon.settings = elastic_->settings;
-  daemon.token = elastic_->token;
-  daemon.inside_agent = true;
-  auto started = rdzv::RendezvousServer::Start(io_, daemon);
-  if (!started.ok()) {
-    if (role == RendezvousRole::kServe) {
-      spdlog::error("{}", started.status().message());
-      return false;
-    }
-    if (started.status().code() == Status::Code::kFailedPrecondition) {
-      // Another agent on this host won the race, or a musterd runs here.
-      spdlog::info(
-          "event=rdzv_host serve=false why=\"port {} is in use: joining whoever serves it\"",
-          elastic_->port);
-    } else {
-      // Nobody asked this agent to serve (a privileged port, say): someone
-      // else may, as torchrun assumes; join_timeout bounds the wait if not.
-      spdlog::warn("event=rdzv_host serve=false why=\"{}; joining as a client\"",
-                   started.status().message());
-    }
-    return true;
-  }
-  embedded_daemon_ = std::move(started).value();
-  if (elastic_->port == 0) elastic_->port = embedded_daemon_->port();
-  if (role == RendezvousRole::kServeIfFree) {
-    spdlog::info("event=rdzv_host serve=true why=\"endpoint host {} is this machine\"",
-                 elastic_->host);
-  }
-  elastic_->is_host = true;
-  return true;
-}
-
 int Agent::RunElastic() {
   for (const std::string& warning : elastic_->file_warnings) spdlog::warn("{}", warning);
   // Every agent hosts a store from the start, sealed (worker_store_host.h).
@@ -95,7 +36,12 @@ int Agent::RunElastic() {
   }
   store_ = std::move(store).value();
 
-  if (!ServeRendezvousIfHost()) return 1;
+  auto embedded = ServeRendezvousIfHost(io_, *elastic_);
+  if (!embedded.ok()) {
+    spdlog::error("{}", embedded.status().message());
+    return 1;
+  }
+  embedded_daemon_ = std::move(embedded).value();
   // Fault plans treat the agent that serves the rendezvous apart: known only now.
   StartFaultInjection();
   if (auto s = PrepareRunDirectory(); !s.ok()) {
