@@ -6,16 +6,16 @@
 #include <iostream>
 
 #include "common/log_level.h"
-#include "launcher/agent.h"
+#include "launcher/agent/agent.h"
 #include "launcher/cli/command_line.h"
-#include "launcher/command_check.h"
-#include "launcher/console_log_sink.h"
-#include "launcher/dry_run.h"
-#include "launcher/exit_status.h"
-#include "launcher/launch_plan.h"
-#include "launcher/posix_spawner.h"
-#include "launcher/status_command.h"
-#include "launcher/warm_process.h"
+#include "launcher/output/console_log_sink.h"
+#include "launcher/plan/dry_run.h"
+#include "launcher/plan/launch_plan.h"
+#include "launcher/process/command_check.h"
+#include "launcher/process/exit_status.h"
+#include "launcher/process/posix_spawner.h"
+#include "launcher/process/warm_process.h"
+#include "launcher/report/status_command.h"
 
 extern char** environ;
 

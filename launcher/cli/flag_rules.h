@@ -8,7 +8,7 @@
 #include "launcher/cli/env_source.h"
 #include "launcher/cli/flag_table.h"
 #include "launcher/cli/raw_settings.h"
-#include "launcher/launch_options.h"
+#include "launcher/plan/launch_options.h"
 
 namespace muster::cli {
 

@@ -17,7 +17,7 @@
 #include "common/json_type.h"
 #include "common/status.h"
 #include "launcher/cli/extra_options.h"
-#include "launcher/launch_options.h"
+#include "launcher/plan/launch_options.h"
 
 namespace muster::cli {
 

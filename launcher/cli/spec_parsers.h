@@ -11,7 +11,7 @@
 
 #include "common/host_port.h"
 #include "common/status.h"
-#include "launcher/launch_options.h"
+#include "launcher/plan/launch_options.h"
 
 namespace muster::cli {
 

@@ -217,7 +217,7 @@ class ClientMachine {
   // When a leader serving this agent last sent it anything (a Welcome, a
   // heartbeat's answer, a Waiting, an assignment); nullopt before the first
   // Welcome. The agent's health endpoint judges contact by it
-  // (launcher/health_verdict.h).
+  // (launcher/decide/health_verdict.h).
   std::optional<Time> last_heard() const { return last_heard_; }
   // The walk over the replicas (which endpoints are suspect).
   const EndpointWalk& walk() const { return walk_; }

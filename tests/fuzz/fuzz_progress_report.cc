@@ -1,4 +1,4 @@
-// Fuzzes the progress pipe's decoder (launcher/progress_report.h): what a
+// Fuzzes the progress pipe's decoder (launcher/output/progress_report.h): what a
 // worker writes on MUSTER_PROGRESS_FD, one read at a time.
 //
 // Input: the bytes of one read.
@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/progress_report.h"
+#include "launcher/output/progress_report.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
 // Fuzzes what `muster status` prints from the daemon's status document
-// (launcher/status_table.h): the table, and the --json form.
+// (launcher/report/status_table.h): the table, and the --json form.
 //
 // Input: the document, as is.
 //
@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/status_table.h"
+#include "launcher/report/status_table.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

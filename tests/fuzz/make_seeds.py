@@ -431,7 +431,7 @@ def run_record_seeds():
     return [("%02d" % i, r.encode()) for i, r in enumerate(records)]
 
 
-# --- what `muster status` prints (launcher/status_table.h) -------------------
+# --- what `muster status` prints (launcher/report/status_table.h) -------------------
 
 def status_seeds():
     node = {"node_id": "a:1:2", "host": "a", "state": "member", "connected": True,

@@ -271,7 +271,7 @@ def workers_inherit_no_file_descriptor_beyond_stdio():
 
 @test
 def workers_lead_their_own_session_with_every_signal_unblocked_and_sigpipe_default():
-    # What ForkExec promises (launcher/exec_child.h). The agent ignores
+    # What ForkExec promises (launcher/process/exec_child.h). The agent ignores
     # SIGPIPE and blocks signals around the clone: neither may reach a worker.
     script = ('read -r pid comm state ppid pgrp session rest < /proc/self/stat; '
               'while read -r key value; do case $key in SigBlk:|SigIgn:) sig="$sig $value";; esac; '

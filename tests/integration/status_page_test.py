@@ -148,7 +148,7 @@ def three_node_job():
 
 
 def node_of(agent):
-    """The node id an agent joined with: HOST:PID:NONCE (launcher/agent_elastic.cc)."""
+    """The node id an agent joined with: HOST:PID:NONCE (launcher/agent/agent_elastic.cc)."""
     return f":{agent.pid}:"
 
 

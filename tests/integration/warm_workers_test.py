@@ -1,4 +1,4 @@
-"""Warm workers (launcher/warm_process.h): Python workers forked from the
+"""Warm workers (launcher/process/warm_process.h): Python workers forked from the
 node's warm process see what a cold start (--no-warm-workers) sees, field by
 field; a warm process that cannot serve falls back to cold starts with one
 event line; nothing outlives the agent's SIGKILL.

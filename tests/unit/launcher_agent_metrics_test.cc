@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "launcher/agent_metrics.h"
+#include "launcher/agent/agent_metrics.h"
 
 namespace muster {
 namespace {

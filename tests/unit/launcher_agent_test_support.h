@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "control/control_message.h"
-#include "launcher/agent.h"
-#include "launcher/rendezvous_link.h"
+#include "launcher/agent/agent.h"
+#include "launcher/agent/rendezvous_link.h"
 #include "tests/unit/launcher_fake_spawner.h"
 #include "tests/unit/launcher_test_support.h"
 

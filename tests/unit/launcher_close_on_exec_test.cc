@@ -4,7 +4,7 @@
 // (the marks would otherwise stay on the test's own descriptors), which
 // exits 0 when every check held; a kernel without close_range is made with
 // a seccomp filter that answers ENOSYS to it.
-#include "launcher/close_on_exec.h"
+#include "launcher/process/close_on_exec.h"
 
 #include <fcntl.h>
 #include <linux/filter.h>

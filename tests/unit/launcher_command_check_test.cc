@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "launcher/command_check.h"
+#include "launcher/process/command_check.h"
 
 using namespace muster;
 

@@ -2,8 +2,8 @@
 #include <chrono>
 #include <string>
 
-#include "launcher/console_line.h"
-#include "launcher/console_stream.h"
+#include "launcher/output/console_line.h"
+#include "launcher/output/console_stream.h"
 
 using namespace muster;
 using namespace std::chrono_literals;

@@ -1,5 +1,5 @@
 // ElasticFollower: one test per transition rule of the table in
-// launcher/elastic_follower.h, named for the rule. Events in, actions out:
+// launcher/decide/elastic_follower.h, named for the rule. Events in, actions out:
 // actions are compared as short lines ("stop SIGTERM", "start gen=2").
 // The last tests carry the start and stop actions out on a WorkerGroup with a
 // fake spawner and fake time, to show that the signal each stop names reaches
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/elastic_follower.h"
+#include "launcher/decide/elastic_follower.h"
 #include "tests/unit/launcher_fake_spawner.h"
 
 namespace muster {

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "launcher/host_rules.h"
-#include "launcher/launch_plan.h"
+#include "launcher/plan/host_rules.h"
+#include "launcher/plan/launch_plan.h"
 
 using namespace muster;
 

@@ -2,7 +2,7 @@
 // a port of its own when given 0), one that may serve it joins when the port
 // is taken, and one asked to serve and unable to is an error. Real listeners
 // on loopback.
-#include "launcher/embedded_rendezvous.h"
+#include "launcher/agent/embedded_rendezvous.h"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>

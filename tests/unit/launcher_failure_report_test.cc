@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/failure_report.h"
+#include "launcher/report/failure_report.h"
 
 using namespace muster;
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/process_spawner.h"
+#include "launcher/process/process_spawner.h"
 
 namespace muster::testing {
 

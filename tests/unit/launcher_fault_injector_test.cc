@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 
-#include "launcher/fault_injector.h"
-#include "launcher/progress_report.h"
+#include "launcher/decide/fault_injector.h"
+#include "launcher/output/progress_report.h"
 
 namespace muster {
 namespace {

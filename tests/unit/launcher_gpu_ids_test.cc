@@ -3,7 +3,7 @@
 
 #include "tests/unit/launcher_test_support.h"
 
-#include "launcher/gpu_ids.h"
+#include "launcher/plan/gpu_ids.h"
 
 using namespace muster;
 using muster::testing::EnvOf;

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "launcher/health_verdict.h"
+#include "launcher/decide/health_verdict.h"
 
 namespace muster {
 namespace {

@@ -1,11 +1,11 @@
 // InPlaceRecovery: one test per step of the table in
-// launcher/in_place_recovery.h, fed the worker group's view by hand with a
+// launcher/decide/in_place_recovery.h, fed the worker group's view by hand with a
 // hand-driven clock. Steps are compared as short lines ("pause", "paused").
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "launcher/in_place_recovery.h"
+#include "launcher/decide/in_place_recovery.h"
 
 namespace muster {
 namespace {

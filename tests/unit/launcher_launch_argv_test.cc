@@ -2,7 +2,7 @@
 // torch.distributed.launch passes it, right after SCRIPT.
 #include <catch2/catch.hpp>
 
-#include "launcher/launch_plan.h"
+#include "launcher/plan/launch_plan.h"
 #include "tests/unit/launcher_test_support.h"
 
 using namespace muster;

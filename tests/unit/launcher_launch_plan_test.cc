@@ -8,7 +8,7 @@
 
 #include "tests/unit/launcher_test_support.h"
 
-#include "launcher/launch_plan.h"
+#include "launcher/plan/launch_plan.h"
 
 using namespace muster;
 using muster::testing::EnvOf;

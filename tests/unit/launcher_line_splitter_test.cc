@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "launcher/line_splitter.h"
+#include "launcher/output/line_splitter.h"
 
 using namespace muster;
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/exhaustive_visit.h"
-#include "launcher/node_machine.h"
+#include "launcher/decide/node_machine.h"
 
 namespace muster {
 namespace {

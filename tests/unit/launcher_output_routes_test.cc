@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/output_routes.h"
+#include "launcher/output/output_routes.h"
 #include "tests/unit/temp_files.h"
 
 using namespace muster;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "launcher/output_tail.h"
+#include "launcher/output/output_tail.h"
 
 using namespace muster;
 

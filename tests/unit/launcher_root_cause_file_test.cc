@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/root_cause_file.h"
+#include "launcher/report/root_cause_file.h"
 #include "tests/unit/temp_files.h"
 
 using namespace muster;

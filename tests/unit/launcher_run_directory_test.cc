@@ -1,7 +1,7 @@
 // RunDirectory: a directory of its own per run under --log-dir, kept; a
 // temporary one without it, removed at the end unless it holds files the user
 // asked for. Real directories under a private temporary one.
-#include "launcher/run_directory.h"
+#include "launcher/agent/run_directory.h"
 
 #include <stdlib.h>
 

@@ -1,12 +1,12 @@
 // StaticFollower: one test per transition rule of the table in
-// launcher/static_follower.h, named for the rule. Events in, actions out:
+// launcher/decide/static_follower.h, named for the rule. Events in, actions out:
 // actions are compared as short lines ("start attempt=1", "finish 3").
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <string>
 #include <vector>
 
-#include "launcher/static_follower.h"
+#include "launcher/decide/static_follower.h"
 
 namespace muster {
 namespace {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "launcher/status_endpoint.h"
+#include "launcher/report/status_endpoint.h"
 #include "tests/unit/launcher_test_support.h"
 
 namespace muster {

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "launcher/status_command.h"
+#include "launcher/report/status_command.h"
 
 TEST_CASE("the status table shows every node with its ranks and heartbeat age", "[status]") {
   const std::string doc = R"({"runs":[{"run_id":"job","state":"running","generation":3,

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/store_policy.h"
+#include "launcher/plan/store_policy.h"
 
 namespace muster {
 namespace {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "launcher/gpu_ids.h"
+#include "launcher/plan/gpu_ids.h"
 
 namespace muster::testing {
 

@@ -3,7 +3,7 @@
 
 #include "tests/unit/launcher_test_support.h"
 
-#include "launcher/worker_env.h"
+#include "launcher/plan/worker_env.h"
 
 using namespace muster;
 using muster::testing::EnvOf;

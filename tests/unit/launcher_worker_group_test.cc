@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 
-#include "launcher/worker_group.h"
+#include "launcher/process/worker_group.h"
 #include "tests/unit/launcher_fake_spawner.h"
 #include "tests/unit/launcher_worker_group_test_support.h"
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "launcher/worker_group.h"
+#include "launcher/process/worker_group.h"
 
 namespace muster::testing {
 

@@ -2,7 +2,7 @@
 // files, --redirects 3), streams are counted closed, a survivor that rejoins
 // writes as its new rank, and the stderr tails outlive the routes for the
 // failure report. Real files under a private temporary directory.
-#include "launcher/worker_outputs.h"
+#include "launcher/output/worker_outputs.h"
 
 #include <stdlib.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // WorkerStoreHost: where the node's worker store listens in each mode, and
 // errors that name the store. Real listeners on loopback.
-#include "launcher/worker_store_host.h"
+#include "launcher/agent/worker_store_host.h"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
