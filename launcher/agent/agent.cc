@@ -16,7 +16,6 @@
 #include "launcher/report/failure_report.h"
 #include "launcher/report/root_cause_file.h"
 #include "rendezvous/daemon/rendezvous_server.h"
-#include "rendezvous/net/http_server.h"
 
 namespace muster {
 namespace asio = boost::asio;
@@ -71,8 +70,7 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
       machine_(MachineFor(options_, elastic_.has_value(),
                           static_assignment ? static_assignment->group_world_size : 0)),
       outputs_(io_, options_),
-      fault_timer_(io_),
-      health_timer_(io_) {
+      fault_timer_(io_) {
   spawner_.SetEvents(*this);
   if (static_assignment) node_ = std::move(*static_assignment);
   for (int sig : handled_signals) signals_.add(sig);
@@ -338,8 +336,7 @@ void Agent::Finish(int exit_code) {
   signals_.cancel();
   timer_.cancel();
   fault_timer_.cancel();
-  health_timer_.cancel();
-  if (health_server_) health_server_->Stop();
+  if (health_) health_->Stop();
   if (store_) store_->Stop();
   io_.stop();
 }

@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
+#include "launcher/agent/health_endpoint.h"
 #include "launcher/agent/rendezvous_link.h"
 #include "launcher/agent/run_directory.h"
 #include "launcher/agent/worker_store_host.h"
 #include "launcher/decide/fault_injector.h"
-#include "launcher/decide/health_verdict.h"
 #include "launcher/decide/node_machine.h"
 #include "launcher/output/line_splitter.h"
 #include "launcher/output/output_routes.h"
@@ -40,15 +40,13 @@
 #include "launcher/plan/launch_plan.h"
 #include "launcher/process/process_spawner.h"
 #include "launcher/process/worker_group.h"
-#include "rendezvous/net/http_request.h"
 #include "rendezvous/protocol/messages.h"
 
 namespace muster {
 class WarmProcess;
 namespace rdzv {
-class HttpServer;
 class RendezvousServer;
-}  // namespace rdzv
+}
 
 class Agent final : public SpawnEvents {
  public:
@@ -158,16 +156,9 @@ class Agent final : public SpawnEvents {
   void Settle();
   void Finish(int exit_code);
 
-  // The health endpoint (agent_health.cc; --health-port): nothing runs
-  // without one. StartHealthEndpoint listens, logs event=health_listening
-  // with the port, and starts the ticks; an error names the setting and the
-  // address. The server answers on this thread: a stalled loop answers no
-  // probe at all (docs/kubernetes.md).
+  // The health endpoint (agent_health.cc, health_endpoint.h; --health-port):
+  // nothing runs without one. An error names the setting and the address.
   Status StartHealthEndpoint();
-  // Records a tick of the loop and sets the timer for the next.
-  void TickHealth();
-  HealthVerdict CurrentHealth() const;
-  rdzv::HttpResponse AnswerHealth(const rdzv::HttpRequest& request);
 
   // Fault injection (agent_faults.cc): all idle when options_.fault_plan is
   // empty.
@@ -223,12 +214,7 @@ class Agent final : public SpawnEvents {
   std::unique_ptr<FaultInjector> injector_;
   boost::asio::steady_timer fault_timer_;
 
-  // The health endpoint (agent_health.cc); health_server_ null without one.
-  HealthLimits health_limits_;
-  HealthRecord health_;  // last_contact unused: the client is asked
-  bool last_said_healthy_ = true;
-  std::unique_ptr<rdzv::HttpServer> health_server_;
-  boost::asio::steady_timer health_timer_;
+  std::unique_ptr<HealthEndpoint> health_;  // null without --health-port
 };
 
 }  // namespace muster
