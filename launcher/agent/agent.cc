@@ -69,8 +69,7 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
                                 })),
       machine_(MachineFor(options_, elastic_.has_value(),
                           static_assignment ? static_assignment->group_world_size : 0)),
-      outputs_(io_, options_),
-      fault_timer_(io_) {
+      outputs_(io_, options_) {
   spawner_.SetEvents(*this);
   if (static_assignment) node_ = std::move(*static_assignment);
   for (int sig : handled_signals) signals_.add(sig);
@@ -153,7 +152,7 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(int attempt, const std::s
     spec.request.executable = plan_.executable;
     spec.request.argv = launch.argv;
     auto variables = WorkerVariables(node_, id, env_);
-    AddFaultVariables(variables);
+    if (faults_) faults_->AddVariables(variables);
     spec.request.env = MergeEnvironment(inherited_env_, variables);
     spec.request.tag = WorkerGroup::MakeTag(static_cast<uint32_t>(attempt), local_rank);
     specs.push_back(std::move(spec));
@@ -232,7 +231,8 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   if (client_ && report.step >= 0) {
     if (const std::optional<uint64_t> step = group_->NodeStep()) client_->SetProgress(*step);
   }
-  if (injector_) OnFaultProgress(WorkerGroup::LocalRankOf(tag), report);
+  if (faults_)
+    faults_->OnProgress(node_.global_rank_offset + WorkerGroup::LocalRankOf(tag), report);
   OnWorkerControl(tag, bytes);
 }
 
@@ -335,7 +335,7 @@ void Agent::Finish(int exit_code) {
   if (client_) client_->Stop();
   signals_.cancel();
   timer_.cancel();
-  fault_timer_.cancel();
+  if (faults_) faults_->Stop();
   if (health_) health_->Stop();
   if (store_) store_->Stop();
   io_.stop();

@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
+#include "launcher/agent/fault_rehearsal.h"
 #include "launcher/agent/health_endpoint.h"
 #include "launcher/agent/rendezvous_link.h"
 #include "launcher/agent/run_directory.h"
 #include "launcher/agent/worker_store_host.h"
-#include "launcher/decide/fault_injector.h"
 #include "launcher/decide/node_machine.h"
 #include "launcher/output/line_splitter.h"
 #include "launcher/output/output_routes.h"
@@ -165,13 +165,8 @@ class Agent final : public SpawnEvents {
   void StartFaultInjection();
   // At the end of the run: a warning for each planned fault that never fired.
   void ReportUnfiredFaults() const;
-  void ArmFaultTimer();
   // Where this node's workers run now; nullopt when none do.
   std::optional<FaultPlacement> CurrentPlacement() const;
-  void CarryOut(const std::vector<FaultAction>& actions);
-  void OnFaultProgress(int local_rank, const ProgressReport& report);
-  // MUSTER_INJECT, MUSTER_INJECT_SEED and MUSTER_INJECT_FIRED for a worker.
-  void AddFaultVariables(std::map<std::string, std::string>& variables) const;
 
   LaunchOptions options_;
   LaunchPlan plan_;
@@ -211,8 +206,7 @@ class Agent final : public SpawnEvents {
   // Each worker's progress pipe, cut into lines for control messages.
   std::map<uint64_t, LineSplitter> control_lines_;
 
-  std::unique_ptr<FaultInjector> injector_;
-  boost::asio::steady_timer fault_timer_;
+  std::unique_ptr<FaultRehearsal> faults_;  // null without --inject
 
   std::unique_ptr<HealthEndpoint> health_;  // null without --health-port
 };

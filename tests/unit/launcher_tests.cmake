@@ -29,6 +29,7 @@ muster_unit_test(launcher_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_outputs_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_embedded_rendezvous_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_health_endpoint_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_fault_rehearsal_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_store_policy_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_health_verdict_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_agent_metrics_test.cc
