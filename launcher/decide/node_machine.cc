@@ -16,14 +16,6 @@ GroupView GroupViewOf(const WorkerGroup& group) {
   return view;
 }
 
-RecoveryPath DecideRecovery(LaunchOptions::Recovery recovery, bool elastic, int nodes) {
-  if (recovery == LaunchOptions::Recovery::kRestart) return RecoveryPath::kRestartAsked;
-  // Static runs across nodes restart each node on its own (as torchrun's
-  // static backend): nothing would pause the other nodes' workers.
-  if (!elastic && nodes != 1) return RecoveryPath::kRestartAcrossNodes;
-  return RecoveryPath::kInPlace;
-}
-
 NodeMachine::NodeMachine(RecoveryPath recovery, bool in_place_asked, StaticFollower follower)
     : recovery_path_(recovery), in_place_asked_(in_place_asked), follower_(std::move(follower)) {}
 

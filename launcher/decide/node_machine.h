@@ -45,19 +45,11 @@
 #include "launcher/decide/in_place_recovery.h"
 #include "launcher/decide/static_follower.h"
 #include "launcher/plan/launch_options.h"
+#include "launcher/plan/recovery_path.h"
 
 namespace muster {
 
-// How this node answers a worker's failure: the --recovery rule, decided in
-// this one place.
-enum class RecoveryPath {
-  kRestartAsked,        // --recovery restart
-  kRestartAcrossNodes,  // a static run across nodes: nothing would pause the other nodes' workers
-  kInPlace,             // in place when every worker announced it can, else restart every worker
-};
-// `nodes`: a static run's node count (elastic runs recover in place whatever
-// their size).
-RecoveryPath DecideRecovery(LaunchOptions::Recovery recovery, bool elastic, int nodes);
+// RecoveryPath and DecideRecovery, the --recovery rule: plan/recovery_path.h.
 
 // The followers' starts, with the recovery in place to arm decided by the
 // --recovery rule: `in_place` is unset where the node does not recover in

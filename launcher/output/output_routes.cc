@@ -22,17 +22,6 @@ Result<FilteredCopies> OpenFilteredCopies(const LaunchOptions& options,
   return copies;
 }
 
-bool ShownOnConsole(const LaunchOptions& options, int local_rank) {
-  if (!options.local_ranks_filter) return true;
-  const auto& ranks = *options.local_ranks_filter;
-  return std::find(ranks.begin(), ranks.end(), local_rank) != ranks.end();
-}
-
-bool TeedToConsole(const LaunchOptions& options, int local_rank, int stream) {
-  return (options.tee.For(local_rank) & stream) && !(options.redirects.For(local_rank) & stream) &&
-         ShownOnConsole(options, local_rank);
-}
-
 WorkerRoutes RoutesFor(const LaunchOptions& options, int local_rank, const std::string& rank_dir,
                        const FilteredCopies& filtered) {
   const int redirect = options.redirects.For(local_rank);

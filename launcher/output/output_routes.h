@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "launcher/output/worker_output.h"
+#include "launcher/plan/console_streams.h"
 #include "launcher/plan/launch_options.h"
 
 namespace muster {
@@ -24,15 +25,7 @@ struct FilteredCopies {
 Result<FilteredCopies> OpenFilteredCopies(const LaunchOptions& options,
                                           const std::string& attempt_dir);
 
-// Whether local rank `local_rank`'s output reaches the console
-// (--local-ranks-filter).
-bool ShownOnConsole(const LaunchOptions& options, int local_rank);
-
-// Whether `stream` (kStdOut or kStdErr) of local rank `local_rank` is tee'd:
-// written to its file and shown on the console (tee'd, shown, not
-// redirected). Only such streams feed the filtered copies, as torchrun
-// duplicates only the streams it tails to the console.
-bool TeedToConsole(const LaunchOptions& options, int local_rank, int stream);
+// ShownOnConsole and TeedToConsole: plan/console_streams.h.
 
 struct WorkerRoutes {
   StreamRoute out;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "launcher/decide/node_machine.h"
+#include "launcher/plan/recovery_path.h"
 
 namespace muster {
 namespace {

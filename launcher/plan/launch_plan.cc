@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "launcher/cli/spec_parsers.h"
-#include "launcher/output/output_routes.h"
+#include "launcher/plan/console_streams.h"
 #include "launcher/plan/host_rules.h"
 #include "launcher/plan/worker_env.h"
 #include "rendezvous/net/tls_context.h"

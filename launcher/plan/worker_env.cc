@@ -1,7 +1,5 @@
 #include "launcher/plan/worker_env.h"
 
-#include "launcher/process/process_spawner.h"
-
 #include <set>
 
 namespace muster {
@@ -30,7 +28,7 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
       // attempt, and no worker has to bind a port.
       {"TORCHELASTIC_USE_AGENT_STORE", "True"},
       {"TORCHELASTIC_ERROR_FILE", worker.error_file},
-      // Where the worker reports progress (process_spawner.h); replaces an
+      // Where the worker reports progress (kProgressFd); replaces an
       // inherited value, which would name an outer agent's pipe.
       {"MUSTER_PROGRESS_FD", std::to_string(kProgressFd)},
   };

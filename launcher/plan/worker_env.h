@@ -12,6 +12,12 @@
 
 namespace muster {
 
+// The descriptors every spawned process gets (process_spawner.h): its
+// progress pipe, named to workers as MUSTER_PROGRESS_FD, and the read end of
+// its control pipe, named as MUSTER_CONTROL_FD.
+inline constexpr int kProgressFd = 3;
+inline constexpr int kControlFd = 4;
+
 struct WorkerIdentity {
   int local_rank = 0;
   int restart_count = 0;

@@ -12,19 +12,16 @@
 #include <vector>
 
 #include "common/status.h"
+#include "launcher/plan/worker_env.h"
 
 namespace muster {
 
 enum class Stream { kStdout, kStderr };
 
-// Every spawned process also gets a progress pipe as this descriptor; the
-// agent names it to workers as MUSTER_PROGRESS_FD. What a worker writes there
-// arrives as OnProgress events.
-inline constexpr int kProgressFd = 3;
-// And the read end of a control pipe as this one, which the agent names as
-// MUSTER_CONTROL_FD: what SendControl writes arrives there
-// (control/PROTOCOL.md).
-inline constexpr int kControlFd = 4;
+// Every spawned process also gets a progress pipe as kProgressFd, and the
+// read end of a control pipe as kControlFd (plan/worker_env.h): what a
+// worker writes to the first arrives as OnProgress events, what SendControl
+// writes arrives on the second (control/PROTOCOL.md).
 
 struct SpawnRequest {
   uint64_t tag = 0;               // chosen by the caller; echoed in every event of this process

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
-#include "launcher/decide/warm_fit.h"
 #include "launcher/process/close_on_exec.h"
+#include "launcher/process/warm_fit.h"
 
 extern const char kWarmZygoteSource[];  // launcher/process/warm/zygote.py, embedded at build time
 

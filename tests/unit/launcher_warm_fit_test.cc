@@ -1,6 +1,6 @@
 // Which workers may come from the warm process: variables read at import
 // must match the warm process's environment; the rest may differ.
-#include "launcher/decide/warm_fit.h"
+#include "launcher/process/warm_fit.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "launcher/decide/warm_fit.h"
+#include "launcher/process/warm_fit.h"
 
 #include <array>
 #include <map>
