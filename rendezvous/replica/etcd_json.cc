@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/printable.h"
 #include "common/quote.h"
 
 namespace muster::rdzv::replica {
@@ -143,6 +144,9 @@ std::optional<std::string> EtcdError(std::string_view body) {
   }
   const json code =
       holder.contains("grpc_code") ? holder.at("grpc_code") : holder.value("code", json());
+  // etcd's text goes into one log line: a newline or escape in it must not
+  // end the line or reach the terminal.
+  message = EscapeControlCharacters(message);
   if (message.empty()) message = "an error with no message";
   if (code.is_number_integer()) message += " (code " + std::to_string(code.get<int>()) + ")";
   return message;
@@ -205,7 +209,10 @@ Result<CampaignOutcome> ParseCampaign(std::string_view body) {
   Result<json> parsed = Parse(kCall, body);
   if (!parsed.ok()) return parsed.status();
   CampaignOutcome out;
-  out.won = parsed->value("succeeded", false);
+  // etcd leaves "succeeded" out when it is false.
+  const json succeeded = parsed->value("succeeded", json(false));
+  if (!succeeded.is_boolean()) return Unreadable(kCall, body, "succeeded that is no bool");
+  out.won = succeeded.get<bool>();
   if (out.won) {
     std::optional<int64_t> revision;
     if (parsed->contains("header") && parsed->at("header").is_object()) {

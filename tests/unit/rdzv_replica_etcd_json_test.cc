@@ -201,4 +201,11 @@ TEST_CASE("an error whose fields have other types is still an error, never a thr
   CHECK(ParsePut(R"({"error":"etcdserver: down","message":4})").message() ==
         "etcd put: etcdserver: down");
   CHECK(ParsePut(R"({"error":7})").message() == "etcd put: an error with no message");
+  // And a campaign's "succeeded" that is no bool.
+  auto campaign = ParseCampaign(R"({"header":{"revision":"7"},"succeeded":"yes"})");
+  REQUIRE_FALSE(campaign.ok());
+  CHECK_THAT(campaign.status().message(), Catch::StartsWith("etcd campaign: "));
+  // Found by fuzz_etcd_json too: etcd's text stays on one line.
+  CHECK(ParsePut(R"({"error":"lease\nnot found\u001b[2J","code":5})").message() ==
+        "etcd put: lease\\nnot found\\x1b[2J (code 5)");
 }
