@@ -166,8 +166,14 @@ def test_partial_requests_past_the_shared_bound_close_the_connection_that_read_t
         check("store buffers over their bound" in server.log() and
               f"max_buffered_bytes={BUFFERED} (all connections)" in server.log(),
               "a warning names the bound", server.log())
-        socks[0].sendall(b"p" * ((4 << 20) - partial) + u8(GET) + s(b"/partial"))
-        check(recv_exact(socks[0], 8) == u64(4 << 20), "the first connection's SET completes")
+        # The SET completes, then its value is read back: asked for in the same
+        # write, the 4 MiB reply could be queued while the SET's 4 MiB were
+        # still in the decoder, and that connection would hold 8 MiB with the
+        # second's 4: past the bound, rightly closed.
+        socks[0].sendall(b"p" * ((4 << 20) - partial) + u8(CHECK) + u64(1) + s(b"/partial"))
+        check(recv_exact(socks[0], 1) == bytes([CHECK_READY]), "the first connection's SET completes")
+        socks[0].sendall(u8(GET) + s(b"/partial"))
+        check(recv_exact(socks[0], 8) == u64(4 << 20), "its value is read back")
         check(not closed_by_peer(socks[1], timeout=0.2), "the second connection stays")
     finally:
         for sock in socks:
