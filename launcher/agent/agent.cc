@@ -92,8 +92,12 @@ int Agent::Run() {
   return RunStatic();
 }
 
+bool Agent::WarmWorkersWanted() const {
+  return warm_ != nullptr && !options_.no_python && !options_.no_warm_workers;
+}
+
 void Agent::StartWarmProcess() {
-  if (warm_ == nullptr || options_.no_python || options_.no_warm_workers) return;
+  if (!WarmWorkersWanted()) return;
   WarmSettings settings;
   settings.python = plan_.executable;
   settings.command.assign(plan_.argv.begin() + 1, plan_.argv.end());

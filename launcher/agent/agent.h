@@ -114,6 +114,9 @@ class Agent final : public SpawnEvents {
   void LogWhyNotInPlace(const ExplainNotInPlace& explain) const;
   // Makes this run's directory (run_directory.h).
   Status PrepareRunDirectory();
+  // Python workers are to fork from the warm process (they may still start
+  // cold when it turns out unfit).
+  bool WarmWorkersWanted() const;
   // Starts the warm process for Python workers, unless they start cold.
   void StartWarmProcess();
   // Runs `then` once the warm process is ready or unusable (at once without

@@ -21,9 +21,11 @@ void Agent::StartFaultInjection() {
       if (client_) client_->DelayHeartbeats(duration, window);
     };
   }
-  faults_ =
-      std::make_unique<FaultRehearsal>(io_, *options_.fault_plan, elastic_ && elastic_->is_host,
-                                       options_.no_python, std::move(hooks));
+  const auto steps = options_.no_python    ? FaultRehearsal::WorkerSteps::kNotPython
+                     : WarmWorkersWanted() ? FaultRehearsal::WorkerSteps::kPythonHooked
+                                           : FaultRehearsal::WorkerSteps::kPythonCold;
+  faults_ = std::make_unique<FaultRehearsal>(
+      io_, *options_.fault_plan, elastic_ && elastic_->is_host, steps, std::move(hooks));
 }
 
 void Agent::ReportUnfiredFaults() const {

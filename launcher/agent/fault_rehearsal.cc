@@ -20,7 +20,7 @@ FaultPlacement PlacementOf(const rdzv::Assignment& node) {
 }
 
 FaultRehearsal::FaultRehearsal(boost::asio::io_context& io, const FaultPlan& plan,
-                               bool hosts_daemon, bool no_python, Hooks hooks)
+                               bool hosts_daemon, WorkerSteps steps, Hooks hooks)
     : injector_(plan, Clock::now(), hosts_daemon), hooks_(std::move(hooks)), timer_(io) {
   const FaultPlan& planned = injector_.plan();
   spdlog::info("event=inject_plan seed={} faults={}", planned.seed, planned.faults.size());
@@ -29,8 +29,8 @@ FaultRehearsal::FaultRehearsal(boost::asio::io_context& io, const FaultPlan& pla
                  spec.after ? " after_ms=" + std::to_string(spec.after->count()) : "",
                  spec.step ? " step=" + std::to_string(*spec.step) : "");
     // A rehearsal that silently does not happen proves nothing: say so now.
-    if (no_python) continue;
-    if (auto why = MayNotFireOnPython(spec)) {
+    if (steps == WorkerSteps::kNotPython) continue;
+    if (auto why = MayNotFireOnPython(spec, steps == WorkerSteps::kPythonHooked)) {
       spdlog::warn("--inject '{}' may never fire: {}", spec.text, *why);
     }
   }

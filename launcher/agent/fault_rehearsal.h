@@ -42,11 +42,18 @@ class FaultRehearsal {
         delay_heartbeats;
   };
 
-  // Logs the plan (and which faults a Python job may never fire, unless
-  // `no_python`) and arms its first time trigger. `hosts_daemon`: this
-  // agent serves the rendezvous, which plans treat apart.
+  // How the node's workers report steps, for the warnings at start.
+  enum class WorkerSteps {
+    kNotPython,     // --no-python: the program reports what it reports
+    kPythonHooked,  // warm Python workers: the step hooks report them
+    kPythonCold,    // cold Python workers: only a script that writes them
+  };
+
+  // Logs the plan (and which faults a Python job may never fire) and arms
+  // its first time trigger. `hosts_daemon`: this agent serves the
+  // rendezvous, which plans treat apart.
   FaultRehearsal(boost::asio::io_context& io, const FaultPlan& plan, bool hosts_daemon,
-                 bool no_python, Hooks hooks);
+                 WorkerSteps steps, Hooks hooks);
 
   // A worker's progress line: the faults it says it carried out, and its step.
   void OnProgress(int rank, const ProgressReport& report);

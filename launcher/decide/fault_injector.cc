@@ -160,16 +160,16 @@ std::vector<const FaultSpec*> FaultInjector::Unfired(
   return unfired;
 }
 
-std::optional<std::string> MayNotFireOnPython(const FaultSpec& spec) {
+std::optional<std::string> MayNotFireOnPython(const FaultSpec& spec, bool steps_hooked) {
   if (FaultActorOf(spec.kind) == FaultActor::kWorker) {
     return std::string(FaultKindName(spec.kind)) +
            " is carried out by libmuster_runtime inside the worker (muster-train); a Python "
            "script does not";
   }
-  if (spec.step) {
+  if (spec.step && !steps_hooked) {
     return "step=" + std::to_string(*spec.step) +
-           " counts the steps workers write to MUSTER_PROGRESS_FD; a Python script reports no "
-           "steps unless it writes them there (docs/fault-injection.md)";
+           " counts the steps workers report; cold-started Python workers report none unless "
+           "the script writes them to MUSTER_PROGRESS_FD (docs/fault-injection.md)";
   }
   return std::nullopt;
 }

@@ -51,9 +51,11 @@ struct FaultSkip {
 int WorkerFaultSignal(const FaultSpec& spec);
 
 // Why `spec` may never fire when the workers are Python scripts, which link
-// no libmuster_runtime and report no steps unless they write them to
-// MUSTER_PROGRESS_FD; nullopt when nothing stands in its way.
-std::optional<std::string> MayNotFireOnPython(const FaultSpec& spec);
+// no libmuster_runtime. Their steps are reported when they start warm
+// (`steps_hooked`: the warm process's step hooks report an unmodified
+// script's optimizer steps), else only when the script writes them to
+// MUSTER_PROGRESS_FD. nullopt when nothing stands in its way.
+std::optional<std::string> MayNotFireOnPython(const FaultSpec& spec, bool steps_hooked);
 
 class FaultInjector {
  public:

@@ -255,7 +255,10 @@ void WarmProcess::WhenSettled(std::function<void()> then) {
 
 void WarmProcess::Fallback(const std::string& reason) {
   if (!fallbacks_logged_.insert(reason).second) return;
-  spdlog::warn("event=warm_fallback reason=\"{}\"; workers start cold", reason);
+  spdlog::warn(
+      "event=warm_fallback reason=\"{}\"; workers start cold, without step hooks (an unmodified "
+      "script reports no steps)",
+      reason);
 }
 
 void WarmProcess::Kill() {

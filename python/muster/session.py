@@ -50,6 +50,16 @@ class RecoveryExit(SystemExit):
         return self.why
 
 
+def _silence_step_hooks():
+    """The script reports its steps through this package, which knows the
+    step it resumed from: muster's own step hooks (installed in a warm
+    worker before the script ran) stop reporting, and never write to the
+    progress pipe after finish() closed it."""
+    hooks = sys.modules.get("_muster_step_hooks")
+    if hooks is not None:
+        hooks.disable()
+
+
 class Membership(NamedTuple):
     """This worker's place in a generation (torchrun's variables)."""
     rank: int
@@ -111,6 +121,8 @@ class Session:
         self.membership = membership
         self._progress_fd = channel.to_agent if channel is not None else progress_fd
         self._last_progress = float("-inf")
+        if self._progress_fd is not None:
+            _silence_step_hooks()
         self.timeout = timeout
         self._channel = channel
         self._on_message = on_message

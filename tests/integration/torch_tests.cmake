@@ -11,3 +11,9 @@ endforeach()
 # MUSTER_TEST_WARM=off torch_test.py); see docs/testing.md.
 muster_integration_test(torch_1.13_cold torch_test.py TIMEOUT 600 LABELS torch
                         ENV MUSTER_TORCH_VERSIONS=1.13 MUSTER_TEST_WARM=off)
+# Progress from unmodified scripts: the warm worker's step hooks
+# (launcher/process/warm/step_hooks.py), once per version.
+foreach(version 1.13 2.6 2.14)
+  muster_integration_test(step_hooks_${version} step_hooks_test.py TIMEOUT 600 LABELS torch
+                          ENV MUSTER_TORCH_VERSIONS=${version})
+endforeach()

@@ -136,6 +136,17 @@ TEST_CASE("hang-worker stops the worker with SIGSTOP, kill-worker sends the spec
   CHECK(WorkerFaultSignal(Plan("kill-worker,rank=0,step=1").faults[0]) == SIGKILL);
 }
 
+TEST_CASE("a step trigger may not fire on cold Python workers, and does on hooked ones") {
+  const FaultSpec step_fault = Plan("kill-worker,rank=1,step=5").faults[0];
+  const auto cold = MayNotFireOnPython(step_fault, false);
+  REQUIRE(cold);
+  CHECK_THAT(*cold, Catch::Contains("step=5") && Catch::Contains("cold-started"));
+  CHECK_FALSE(MayNotFireOnPython(step_fault, true));
+  CHECK_FALSE(MayNotFireOnPython(Plan("kill-worker,rank=1,after=1s").faults[0], false));
+  // A fault the worker runtime carries out never fires in a Python script.
+  CHECK(MayNotFireOnPython(Plan("exit-worker,rank=1,step=5").faults[0], true));
+}
+
 TEST_CASE("progress lines give the newest step and the faults workers carried out") {
   auto report = ParseProgressReport("1\n2\ninject 4\n3\n");
   CHECK(report.step == 3);

@@ -46,8 +46,8 @@ struct Signalled {
 TEST_CASE("a time trigger reaches its worker through the agent's hook", "[fault-rehearsal]") {
   boost::asio::io_context io;
   Signalled workers;
-  FaultRehearsal rehearsal(io, Plan("kill-worker:SIGTERM,rank=3,after=20ms"), false, false,
-                           workers.Hooks());
+  FaultRehearsal rehearsal(io, Plan("kill-worker:SIGTERM,rank=3,after=20ms"), false,
+                           FaultRehearsal::WorkerSteps::kPythonCold, workers.Hooks());
   io.run_for(300ms);
   CHECK(workers.sent == std::vector<std::pair<int, int>>{{3, SIGTERM}});
   rehearsal.Stop();
@@ -56,7 +56,8 @@ TEST_CASE("a time trigger reaches its worker through the agent's hook", "[fault-
 TEST_CASE("a step trigger fires on the step a worker reports", "[fault-rehearsal]") {
   boost::asio::io_context io;
   Signalled workers;
-  FaultRehearsal rehearsal(io, Plan("kill-worker,rank=2,step=10"), false, false, workers.Hooks());
+  FaultRehearsal rehearsal(io, Plan("kill-worker,rank=2,step=10"), false,
+                           FaultRehearsal::WorkerSteps::kPythonCold, workers.Hooks());
   rehearsal.OnProgress(2, {.step = 9, .injected = {}});
   CHECK(workers.sent.empty());
   rehearsal.OnProgress(2, {.step = 11, .injected = {}});
@@ -72,8 +73,8 @@ TEST_CASE("a heartbeat fault without a rendezvous is skipped", "[fault-rehearsal
   boost::asio::io_context io;
   Signalled workers;
   // No suspend_traffic hook: a static run.
-  FaultRehearsal rehearsal(io, Plan("drop-heartbeats:1s,after=10ms"), false, false,
-                           workers.Hooks());
+  FaultRehearsal rehearsal(io, Plan("drop-heartbeats:1s,after=10ms"), false,
+                           FaultRehearsal::WorkerSteps::kPythonCold, workers.Hooks());
   io.run_for(200ms);
   CHECK(workers.sent.empty());
   rehearsal.ReportUnfired(SecondNode());

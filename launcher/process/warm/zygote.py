@@ -26,6 +26,10 @@ agent's child, sets PR_SET_PDEATHSIG and runs the script as `python -u` would
 run it: __main__, __file__, sys.argv, sys.path[0], the environment and the
 working directory as a cold start has them.
 
+Before the script runs, a worker installs muster's step hooks
+(step_hooks.py, embedded ahead of this program): an unmodified torch script
+reports its optimizer steps on the progress pipe.
+
 Never forks from a state a fork would break: a second thread (an OpenMP
 pool, the CUDA driver's) or CUDA initialised makes the process unfit, and
 the agent starts workers cold.
@@ -241,6 +245,9 @@ class _Worker:
             name, _, value = entry.partition("=")
             os.environ[name] = value
         sys.path[0] = _path0(kind, target)
+        # The script's optimizer steps become progress reports
+        # (step_hooks.py, which precedes this program in muster's binary).
+        install_step_hooks()  # noqa: F821
         if hasattr(sys, "orig_argv"):
             sys.orig_argv = [self.argv0] + self.argv
         if kind == "module" or (kind == "script" and _is_package_path(target)):

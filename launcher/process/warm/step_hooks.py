@@ -1,0 +1,138 @@
+"""muster's step hooks: progress from an unmodified PyTorch script.
+
+A warm-started worker (zygote.py) calls install_step_hooks() after it takes
+its rank's environment and before the script runs. With torch imported and
+MUSTER_PROGRESS_FD set, it registers a global optimizer step hook, so every
+optimizer of the script reports its steps on the progress pipe, as the
+`muster` package and libmuster_runtime do: one line "STEP\\n" per step.
+
+What a step is (docs/usage.md, "Progress without code changes"):
+  - one step of the script's optimizer; with several optimizers (a GAN's
+    two, one per parameter group), a step ends when an optimizer steps that
+    has already stepped since the step began, so one iteration that steps
+    each optimizer once is one step;
+  - an optimizer made anew (each epoch, after a restart) counts on from the
+    step the old one reached, once the old one is gone;
+  - a script that steps no optimizer (inference, evaluation) reports
+    nothing, and muster treats it as one that does not report progress.
+
+How each torch gets the hook:
+  - torch >= 2.0: torch.optim.optimizer.register_optimizer_step_post_hook;
+  - torch 1.13: Optimizer._optimizer_step_code, which 1.13 calls after
+    every step of every optimizer (its profiler hook), is wrapped.
+A script that reports its own steps through the `muster` package turns the
+hooks off (disable()): the package knows the step it resumed from.
+
+Set MUSTER_STEP_HOOKS=off in the environment to leave a script alone.
+Cold-started workers (--no-warm-workers, or when the warm process is unfit)
+get no hooks.
+"""
+import os
+import sys
+import weakref
+
+STEP_HOOKS_MODULE = "_muster_step_hooks"  # sys.modules entry the package looks for
+
+
+class StepCounter:
+    """Counts the script's steps from its optimizers' steps (the rule in the
+    module's docstring). Pure: no clock, no I/O."""
+
+    def __init__(self, start=0):
+        self.step = start
+        # The optimizers that stepped since the current step began; weak, so
+        # an optimizer that is gone leaves the set.
+        self._stepped = weakref.WeakSet()
+
+    def optimizer_stepped(self, optimizer):
+        """Returns the new step when this optimizer's step begins one, else
+        None."""
+        if optimizer in self._stepped or not self._stepped:
+            self._stepped.clear()
+            self._stepped.add(optimizer)
+            self.step += 1
+            return self.step
+        self._stepped.add(optimizer)
+        return None
+
+
+class ProgressPipe:
+    """Writes steps to the agent's progress pipe; silent once the agent is
+    gone (its pdeath signal ends the worker)."""
+
+    def __init__(self, fd):
+        self._fd = fd
+
+    def report(self, step):
+        if self._fd is None:
+            return
+        try:
+            os.write(self._fd, b"%d\n" % step)
+        except OSError:
+            self._fd = None
+
+
+class StepHooks:
+    """The installed hooks: a counter and where its steps go."""
+
+    def __init__(self, pipe, counter=None):
+        self.counter = counter or StepCounter()
+        self.pipe = pipe
+        self.enabled = True
+        self._removers = []
+
+    def on_optimizer_step(self, optimizer):
+        if not self.enabled:
+            return
+        step = self.counter.optimizer_stepped(optimizer)
+        if step is not None:
+            self.pipe.report(step)
+
+    def disable(self):
+        """The script reports its own steps: stop reporting (and counting)."""
+        self.enabled = False
+        for remove in self._removers:
+            remove()
+        self._removers.clear()
+
+
+def _hook_optimizers(torch, hooks):
+    """Registers hooks.on_optimizer_step after every optimizer step; returns
+    how ("register_optimizer_step_post_hook" or "_optimizer_step_code"), or
+    None when this torch offers neither."""
+    optimizer_module = getattr(torch.optim, "optimizer", None)
+    register = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
+    if register is not None:
+        handle = register(lambda optimizer, args, kwargs: hooks.on_optimizer_step(optimizer))
+        hooks._removers.append(handle.remove)
+        return "register_optimizer_step_post_hook"
+    optimizer_class = getattr(torch.optim, "Optimizer", None)
+    original = getattr(optimizer_class, "_optimizer_step_code", None)
+    if original is None:
+        return None
+
+    def _optimizer_step_code(self):
+        original(self)
+        hooks.on_optimizer_step(self)
+
+    optimizer_class._optimizer_step_code = _optimizer_step_code
+    hooks._removers.append(lambda: setattr(optimizer_class, "_optimizer_step_code", original))
+    return "_optimizer_step_code"
+
+
+def install_step_hooks(environ=None, modules=None):
+    """Installs the hooks in this worker when it runs torch and muster
+    offers a progress pipe; returns the StepHooks, or None."""
+    environ = os.environ if environ is None else environ
+    modules = sys.modules if modules is None else modules
+    torch = modules.get("torch")
+    fd_text = environ.get("MUSTER_PROGRESS_FD", "")
+    if torch is None or not fd_text.isdigit() or environ.get("MUSTER_STEP_HOOKS") == "off":
+        return None
+    hooks = StepHooks(ProgressPipe(int(fd_text)))
+    if _hook_optimizers(torch, hooks) is None:
+        return None
+    # Where the `muster` package finds them (a plain object is enough: it
+    # only calls disable()).
+    modules[STEP_HOOKS_MODULE] = hooks
+    return hooks
