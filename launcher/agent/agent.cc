@@ -69,7 +69,8 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
                                 })),
       machine_(MachineFor(options_, elastic_.has_value(),
                           static_assignment ? static_assignment->group_world_size : 0)),
-      outputs_(io_, options_) {
+      outputs_(io_, options_),
+      hang_evidence_(io_, StackDumpSignal()) {
   spawner_.SetEvents(*this);
   if (static_assignment) node_ = std::move(*static_assignment);
   for (int sig : handled_signals) signals_.add(sig);
@@ -153,9 +154,12 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(int attempt, const std::s
     spec.local_rank = local_rank;
     spec.global_rank = node_.global_rank_offset + local_rank;
     spec.error_file = id.error_file;
+    spec.stack_file = rank_dir + "/" + kStackFileName;
     spec.request.executable = plan_.executable;
     spec.request.argv = launch.argv;
     auto variables = WorkerVariables(node_, id, env_);
+    variables["MUSTER_STACK_SIGNAL"] = std::to_string(StackDumpSignal());
+    variables["MUSTER_STACK_FILE"] = spec.stack_file;
     if (faults_) faults_->AddVariables(variables);
     spec.request.env = MergeEnvironment(inherited_env_, variables);
     spec.request.tag = WorkerGroup::MakeTag(static_cast<uint32_t>(attempt), local_rank);
@@ -178,10 +182,12 @@ Status Agent::StartAttempt(int attempt, const std::optional<ArmInPlace>& in_plac
   control_lines_.clear();
   auto specs = PrepareWorkers(attempt, local_ranks);
   if (!specs.ok()) return specs.status();
+  hang_evidence_.Cancel();  // for the group this one replaces
   group_ = std::make_unique<WorkerGroup>(
       spawner_, static_cast<uint32_t>(attempt),
       std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)),
       std::chrono::milliseconds(static_cast<int64_t>(options_.hang_timeout_s * 1000)));
+  if (options_.hang_auto) group_->EnableAutoHang(AutoHangRule{});
   settling_ = false;
   if (in_place) ArmInPlaceRecovery(*in_place);
   auto status = group_->Start(std::move(specs).value(), Clock::now());
@@ -227,6 +233,7 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   // A worker's first report can bring the deadline in; later ones only move
   // its own out, which the armed timer finds when it fires.
   const ProgressReport report = ParseProgressReport(bytes);
+  if (report.dumps_stacks) group_->OnDumpsStacks(tag);
   if (group_->OnProgress(tag, report.step, Clock::now())) {
     ArmTimer();
   }
@@ -266,6 +273,7 @@ void Agent::ArmTimer() {
 
 void Agent::AfterGroupEvent() {
   AdvanceRecovery();
+  if (!settling_ && group_->hang_evidence_wanted() && !hang_evidence_.busy()) GatherHangEvidence();
   if (settling_ || !group_->finished()) {
     ArmTimer();
     return;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "launcher/agent/fault_rehearsal.h"
+#include "launcher/agent/hang_evidence.h"
 #include "launcher/agent/health_endpoint.h"
 #include "launcher/agent/rendezvous_link.h"
 #include "launcher/agent/run_directory.h"
@@ -156,6 +157,9 @@ class Agent final : public SpawnEvents {
   void WaitForSignal();
   void ArmTimer();
   void AfterGroupEvent();
+  // The group suspects a hang: gather the evidence (hang_evidence.h), then
+  // give it the verdict (agent_hang.cc).
+  void GatherHangEvidence();
   void Settle();
   void Finish(int exit_code);
 
@@ -212,6 +216,7 @@ class Agent final : public SpawnEvents {
   std::unique_ptr<FaultRehearsal> faults_;  // null without --inject
 
   std::unique_ptr<HealthEndpoint> health_;  // null without --health-port
+  HangEvidence hang_evidence_;              // gathered when the group suspects a hang
 };
 
 }  // namespace muster

@@ -34,9 +34,10 @@ namespace muster {
 namespace {
 
 // Control messages start with a verb; progress lines with a digit, fault
-// reports with "inject" (progress_report.h).
+// reports with "inject", and "stacks" is the step hooks' (progress_report.h).
 bool IsControlLine(std::string_view line) {
-  return !line.empty() && line[0] >= 'a' && line[0] <= 'z' && !line.starts_with("inject");
+  return !line.empty() && line[0] >= 'a' && line[0] <= 'z' && !line.starts_with("inject") &&
+         line != "stacks";
 }
 
 }  // namespace

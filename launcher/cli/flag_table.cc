@@ -195,10 +195,20 @@ constexpr FlagSpec
                  }},
 
                 {"hang-timeout", 0, ValueKind::kValue, kFromAll, kNumberOrText, FlagGroup::kWorkers,
-                 "SECONDS", "0 (off)",
-                 "Kill a worker that reported progress (MUSTER_PROGRESS_FD) and then none for "
-                 "this long, report it hung and restart the job.",
-                 [](V v, P& o) { return Assign(ParseSeconds(v, true), o.options.hang_timeout_s); }},
+                 "auto|off|SECONDS", "auto",
+                 "Find hung workers: a worker that reported steps and then none for longer than "
+                 "its steps take (auto: learned, 20 s at least) has every rank's stack dumped; "
+                 "the rank not where the others wait is reported hung and the job recovers. A "
+                 "number kills a silent worker after that many seconds; off or 0 never.",
+                 [](V v, P& o) {
+                   if (v == "auto" || v == "off") {
+                     o.options.hang_auto = v == "auto";
+                     o.options.hang_timeout_s = 0;
+                     return Status::Ok();
+                   }
+                   o.options.hang_auto = false;
+                   return Assign(ParseSeconds(v, true), o.options.hang_timeout_s);
+                 }},
                 {"recovery", 0, ValueKind::kValue, kFromAll, kJsonString, FlagGroup::kWorkers,
                  "auto|in-place|restart", "auto",
                  "After a worker fails: start the failed one alone while the others pause and "

@@ -15,7 +15,9 @@ ProgressReport ParseProgressReport(std::string_view bytes) {
     const auto newline = rest.find('\n');
     const std::string_view line = rest.substr(0, newline);
     rest.remove_prefix(newline + 1);
-    if (line.starts_with("inject ")) {
+    if (line == "stacks") {
+      report.dumps_stacks = true;
+    } else if (line.starts_with("inject ")) {
       if (const auto index = ParseDecimal(line.substr(7), std::numeric_limits<int>::max())) {
         report.injected.push_back(static_cast<int>(*index));
       }

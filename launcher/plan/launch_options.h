@@ -111,8 +111,10 @@ struct LaunchOptions {
   bool virtual_local_rank = false;
 
   double shutdown_timeout_s = 30;  // SIGTERM -> SIGKILL grace, >= 0
-  // A worker that reported progress and then none for this long is killed as
-  // hung and the job restarts; 0: off. >= 0.
+  // --hang-timeout: auto (the learned rule of launcher/process/hang_judge.h),
+  // or a worker that reported progress and then none for hang_timeout_s is
+  // killed as hung and the job restarts (0: off, >= 0).
+  bool hang_auto = true;
   double hang_timeout_s = 0;
   // --recovery: after a worker fails, `restart` restarts every worker;
   // `in-place` and `auto` start the failed one alone while the others pause

@@ -2,6 +2,7 @@
 // the node's assignment, layered over the agent's own environment.
 #pragma once
 
+#include <csignal>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,6 +18,14 @@ namespace muster {
 // its control pipe, named as MUSTER_CONTROL_FD.
 inline constexpr int kProgressFd = 3;
 inline constexpr int kControlFd = 4;
+
+// The signal on which a warm-started Python worker dumps every thread's
+// stack (faulthandler) to MUSTER_STACK_FILE, named to it as
+// MUSTER_STACK_SIGNAL: a real-time signal, so no script's own handler
+// (SLURM's SIGUSR1 included) meets it. Only a worker that said it dumps
+// stacks is sent it (a real-time signal's default action ends a process).
+inline int StackDumpSignal() { return SIGRTMIN + 6; }
+inline constexpr char kStackFileName[] = "stacks.txt";  // in the worker's own directory
 
 struct WorkerIdentity {
   int local_rank = 0;

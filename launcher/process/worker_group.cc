@@ -1,6 +1,7 @@
 #include "launcher/process/worker_group.h"
 
 #include <csignal>
+#include <utility>
 
 namespace muster {
 
@@ -130,10 +131,64 @@ bool WorkerGroup::OnProgress(uint64_t tag, int64_t step, Time now) {
     if (w.tag != tag || !w.running) continue;
     const bool first = !w.last_progress;
     w.last_progress = now;
-    if (step >= 0) w.last_step = step;
+    if (step >= 0) {
+      w.last_step = step;
+      w.steps.OnStep(now);
+    }
     return first;
   }
   return false;
+}
+
+void WorkerGroup::OnDumpsStacks(uint64_t tag) {
+  if (Worker* w = Find(tag)) w->dumps_stacks = true;
+}
+
+std::chrono::milliseconds WorkerGroup::HangTimeoutOf(const Worker& worker) const {
+  return auto_hang_ ? worker.steps.Timeout(*auto_hang_) : hang_timeout_;
+}
+
+std::vector<HangSubject> WorkerGroup::HangSubjects() const {
+  std::vector<HangSubject> subjects;
+  for (const auto& w : workers_) {
+    if (!w.running) continue;
+    subjects.push_back(
+        {w.spec.local_rank, w.spec.global_rank, w.pid, w.dumps_stacks, w.spec.stack_file});
+  }
+  return subjects;
+}
+
+void WorkerGroup::OnHangEvidence(const HangVerdict& verdict, const std::string& stacks_file,
+                                 Time now, WallTime wall) {
+  if (!evidence_for_) return;
+  const uint64_t suspect_tag = *evidence_for_;
+  evidence_for_.reset();
+  if (state_ != State::kRunning) return;  // something else ended the run meanwhile
+  if (auto_hang_ && verdict.alive) {
+    // Working, not hung: every silence counts from now.
+    for (auto& w : workers_) {
+      if (w.running && w.last_progress) w.last_progress = now;
+    }
+    return;
+  }
+  Worker* target = nullptr;
+  for (const int rank : verdict.culprits) {
+    for (auto& w : workers_) {
+      if (w.running && w.spec.global_rank == rank) target = &w;
+    }
+    if (target) break;
+  }
+  if (!target) target = Find(suspect_tag);
+  if (!target || !target->running) return;
+  hang_summary_ = verdict.summary;
+  // The frames are the culprit's: kept only when the culprit is the one killed.
+  hang_frames_ = verdict.culprits.empty() || target->spec.global_rank != verdict.culprits.front()
+                     ? std::vector<StackFrame>{}
+                     : verdict.culprit_frames;
+  hang_stacks_file_ = stacks_file;
+  if (BeginHangProbe(*target, now, wall)) return;
+  KillHung(*target, now, wall);
+  if (!BeginRecovery(now)) BeginStopping(SIGTERM, now);
 }
 
 std::optional<uint64_t> WorkerGroup::NodeStep() const {
@@ -160,6 +215,9 @@ void WorkerGroup::KillHung(Worker& worker, Time now, WallTime wall) {
         std::chrono::duration_cast<std::chrono::milliseconds>(now - *worker.last_progress);
   }
   failure.last_step = worker.last_step;
+  failure.hang_summary = std::exchange(hang_summary_, {});
+  failure.hang_frames = std::exchange(hang_frames_, {});
+  failure.stacks_file = std::exchange(hang_stacks_file_, {});
   failures_.push_back(failure);
   worker.killed_as_hung = true;
   // SIGKILL: a hung process may not act on SIGTERM, and its exit (by
@@ -172,12 +230,11 @@ void WorkerGroup::OnTick(Time now, WallTime wall) {
     if (recover_deadline_ && now >= *recover_deadline_) OnRecoveryDeadline(now, wall);
     return;
   }
-  if (state_ == State::kRunning && hang_timeout_.count() > 0) {
+  if (state_ == State::kRunning && WatchesHangs()) {
+    if (evidence_for_) return;  // the agent is gathering evidence
     for (auto& w : workers_) {
-      if (!w.running || !w.last_progress || now - *w.last_progress < hang_timeout_) continue;
-      if (BeginHangProbe(w, now, wall)) return;
-      KillHung(w, now, wall);
-      if (!BeginRecovery(now)) BeginStopping(SIGTERM, now);
+      if (!w.running || !w.last_progress || now - *w.last_progress < HangTimeoutOf(w)) continue;
+      evidence_for_ = w.tag;  // judged in OnHangEvidence
       return;
     }
     return;
@@ -193,10 +250,10 @@ std::optional<Time> WorkerGroup::deadline() const {
   if (state_ == State::kStopping) return kill_deadline_;
   if (state_ == State::kRecovering) return recover_deadline_;
   std::optional<Time> earliest;
-  if (state_ != State::kRunning || hang_timeout_.count() == 0) return earliest;
+  if (state_ != State::kRunning || !WatchesHangs() || evidence_for_) return earliest;
   for (const auto& w : workers_) {
     if (!w.running || !w.last_progress) continue;
-    const Time hang_at = *w.last_progress + hang_timeout_;
+    const Time hang_at = *w.last_progress + HangTimeoutOf(w);
     if (!earliest || hang_at < *earliest) earliest = hang_at;
   }
   return earliest;

@@ -4,9 +4,15 @@
 // the attempt ended. Restarting is the agent's decision, not the group's.
 //
 // Hang detection: a worker that has reported progress (OnProgress) and then
-// reports none for `hang_timeout` is hung: it gets SIGKILL, counts as the
-// failure, and the others are stopped as after any failure. A worker that
-// never reports progress is never called hung (it may not use the runtime).
+// reports none for `hang_timeout` (or, under EnableAutoHang, for the time
+// its StepTimeLearner gives: hang_judge.h) is suspected. The group then
+// asks for evidence (hang_evidence_wanted()) and waits; the agent gathers
+// it (stacks, activity) and calls OnHangEvidence. Under the auto rule a
+// verdict of alive clears the suspicion (the silence counts from then);
+// otherwise the culprit the verdict names (else the silent worker) is hung:
+// it gets SIGKILL, counts as the failure, and the others are stopped as
+// after any failure. A worker that never reports progress is never called
+// hung (it may not use the runtime).
 //
 // In-place recovery (EnableInPlace; control/PROTOCOL.md): when a worker
 // fails while every other worker runs and has said it recovers in place
@@ -41,6 +47,7 @@
 #include "common/clock.h"
 #include "control/control_message.h"
 #include "launcher/process/exit_status.h"
+#include "launcher/process/hang_judge.h"
 #include "launcher/process/process_spawner.h"
 
 namespace muster {
@@ -51,6 +58,7 @@ struct WorkerSpec {
   int local_rank = 0;
   int global_rank = 0;
   std::string error_file;  // TORCHELASTIC_ERROR_FILE of this worker
+  std::string stack_file;  // MUSTER_STACK_FILE: where it dumps its stacks, if it does
   SpawnRequest request;    // tag is set by the group
 };
 
@@ -66,6 +74,20 @@ struct WorkerFailure {
   bool hung = false;
   std::chrono::milliseconds silent_for{0};
   int64_t last_step = -1;
+  // What the evidence gathered on the hang said (JudgeHang's summary), and
+  // where the ranks' stacks were written; empty when none was gathered.
+  std::string hang_summary = {};
+  std::vector<StackFrame> hang_frames = {};  // the culprit's innermost frames
+  std::string stacks_file = {};
+};
+
+// One running worker, as hang evidence is gathered about it.
+struct HangSubject {
+  int local_rank = 0;
+  int global_rank = 0;
+  pid_t pid = 0;
+  bool dumps_stacks = false;  // it said so on its progress pipe
+  std::string stack_file;     // where it dumps them (WorkerSpec::stack_file)
 };
 
 class WorkerGroup {
@@ -119,6 +141,21 @@ class WorkerGroup {
   // The worker reported progress (`step`, or -1 when it said none). True
   // when this was its first report, which may make deadline() earlier.
   bool OnProgress(uint64_t tag, int64_t step, Time now);
+  // The worker said it dumps its stacks on MUSTER_STACK_SIGNAL.
+  void OnDumpsStacks(uint64_t tag);
+  // Turns on the auto hang rule: each worker's timeout is learned from its
+  // steps (replaces the fixed `hang_timeout`).
+  void EnableAutoHang(const AutoHangRule& rule) { auto_hang_ = rule; }
+  // A worker was found silent: the tag of the one suspected while the group
+  // waits for OnHangEvidence; nullopt otherwise.
+  std::optional<uint64_t> hang_evidence_wanted() const { return evidence_for_; }
+  // The running workers, as evidence is gathered about them.
+  std::vector<HangSubject> HangSubjects() const;
+  // The evidence's verdict (`stacks_file`: where the agent wrote the
+  // stacks, may be empty). Ignored unless evidence was wanted and the
+  // group still runs.
+  void OnHangEvidence(const HangVerdict& verdict, const std::string& stacks_file, Time now,
+                      WallTime wall);
   // This node's progress in the attempt, for its heartbeats: the oldest of
   // the running workers' newest reported steps (the slowest worker speaks
   // for the node), over the workers that reported a step; nullopt when none
@@ -230,7 +267,12 @@ class WorkerGroup {
     bool replacement = false;
     std::optional<Time> last_progress;  // set once it reported progress
     int64_t last_step = -1;
+    StepTimeLearner steps;      // its step times, for the auto hang rule
+    bool dumps_stacks = false;  // said so on its progress pipe
   };
+  bool WatchesHangs() const { return auto_hang_.has_value() || hang_timeout_.count() > 0; }
+  // The silence after which `worker` is suspected.
+  std::chrono::milliseconds HangTimeoutOf(const Worker& worker) const;
   static WorkerFailure FailureOf(const Worker& worker, ExitStatus status, WallTime wall);
   void KillHung(Worker& worker, Time now, WallTime wall);
   void BeginStopping(int sig, Time now);
@@ -265,6 +307,12 @@ class WorkerGroup {
   uint32_t attempt_;
   std::chrono::milliseconds shutdown_timeout_;
   std::chrono::milliseconds hang_timeout_;
+  std::optional<AutoHangRule> auto_hang_;
+  std::optional<uint64_t> evidence_for_;  // a suspect awaiting OnHangEvidence
+  // The last verdict's words, for the hung failure KillHung records next.
+  std::string hang_summary_;
+  std::vector<StackFrame> hang_frames_;
+  std::string hang_stacks_file_;
   std::vector<Worker> workers_;
   State state_ = State::kRunning;
   bool interrupted_ = false;

@@ -128,7 +128,7 @@ void WorkerGroup::KillHangSuspect() {
     if (!w.running || w.spec.local_rank != *hang_suspect_) continue;
     // Killed with a steady time of its last progress: the report's silence
     // is the hang timeout's.
-    KillHung(w, *w.last_progress + hang_timeout_, hang_wall_);
+    KillHung(w, *w.last_progress + HangTimeoutOf(w), hang_wall_);
     failed_local_ranks_.push_back(w.spec.local_rank);
   }
   hang_suspect_.reset();

@@ -59,6 +59,12 @@ void DescribeFailure(std::ostringstream& out, const WorkerFailure& f, const std:
         << " s (--hang-timeout), last step "
         << (f.last_step >= 0 ? std::to_string(f.last_step) : std::string("unknown"))
         << "; killed by muster\n";
+    if (!f.hang_summary.empty()) out << indent << "hang       : " << f.hang_summary << "\n";
+    for (size_t i = 0; i < f.hang_frames.size(); ++i) {
+      out << indent << (i == 0 ? "stuck at   : " : "             ")
+          << DescribeFrame(f.hang_frames[i]) << "\n";
+    }
+    if (!f.stacks_file.empty()) out << indent << "stacks     : " << f.stacks_file << "\n";
   }
   out << indent << "time       : " << FormatWallTime(f.time) << "\n";
   // The worker's files sit beside its error file (<attempt dir>/<local rank>/).

@@ -3,8 +3,8 @@
 // (hang_judge.h).
 #include <catch2/catch.hpp>
 
-#include "launcher/decide/hang_judge.h"
-#include "launcher/decide/stack_dump.h"
+#include "launcher/process/hang_judge.h"
+#include "launcher/process/stack_dump.h"
 
 namespace muster {
 namespace {

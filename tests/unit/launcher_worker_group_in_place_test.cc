@@ -75,7 +75,7 @@ TEST_CASE("a worker that does not answer the pause while others do is killed, th
   InPlaceGroup g(3);
   g.group.OnExit(g.group.TagFor(2), ExitStatus::Killed(SIGKILL), t0, w0);
   g.group.OnControl(g.group.TagFor(0), control::Ready{kGeneration}, t0);
-  g.group.OnTick(t0 + 2s, w0);
+  TickJudged(g.group, t0 + 2s, w0);
   CHECK(g.group.state() == WorkerGroup::State::kRecovering);
   CHECK(g.spawner.signals == std::vector<std::pair<pid_t, int>>{{1001, SIGKILL}});
   CHECK(g.group.failures().size() == 2);
@@ -144,9 +144,9 @@ TEST_CASE("the survivors' hang clocks restart when they rejoin", "[group][in-pla
   g.group.OnControl(g.group.TagFor(0), control::Joined{5}, t0 + 9s);
   REQUIRE(g.group.state() == WorkerGroup::State::kRunning);
   // Silent since t0 + 9s, not since its last step at t0: not hung at t0 + 12s.
-  g.group.OnTick(t0 + 12s, w0);
+  TickJudged(g.group, t0 + 12s, w0);
   CHECK(g.group.state() == WorkerGroup::State::kRunning);
-  g.group.OnTick(t0 + 19s, w0);
+  TickJudged(g.group, t0 + 19s, w0);
   CHECK(g.group.state() == WorkerGroup::State::kStopping);
 }
 
@@ -199,9 +199,9 @@ TEST_CASE("a recovery that cannot go on kills the silent, stops the rest and fai
   SECTION("no worker answers the pause in time") {
     InPlaceGroup g(3);
     g.group.OnExit(g.group.TagFor(2), ExitStatus::Killed(SIGKILL), t0, w0);
-    g.group.OnTick(t0 + 1s, w0);
+    TickJudged(g.group, t0 + 1s, w0);
     CHECK(g.group.state() == WorkerGroup::State::kRecovering);
-    g.group.OnTick(t0 + 2s, w0);
+    TickJudged(g.group, t0 + 2s, w0);
     CHECK(g.group.state() == WorkerGroup::State::kStopping);
     CHECK(g.group.fallback_reason() == "a worker did not answer within the recovery timeout");
     for (const pid_t silent : {1000, 1001}) {
@@ -219,7 +219,7 @@ TEST_CASE("a recovery that cannot go on kills the silent, stops the rest and fai
     g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t0, w0);
     g.ReadyAll({0});
     REQUIRE(g.group.Rejoin(g.Joins({0}), g.Replacement(1), t0).ok());
-    g.group.OnTick(t0 + 2s, w0);
+    TickJudged(g.group, t0 + 2s, w0);
     CHECK(g.group.state() == WorkerGroup::State::kStopping);
     CHECK(std::count(g.spawner.signals.begin(), g.spawner.signals.end(),
                      std::make_pair(pid_t{1000}, SIGKILL)) == 1);
@@ -413,7 +413,7 @@ struct HangingGroup {
 TEST_CASE("a hang pauses every worker first, the one that cannot answer is killed as hung",
           "[group][in-place]") {
   HangingGroup h;
-  h.group.OnTick(t0 + 5s, w0);
+  TickJudged(h.group, t0 + 5s, w0);
   CHECK(h.group.state() == WorkerGroup::State::kRecovering);
   CHECK(h.spawner.signals.empty());                                // nobody killed yet
   CHECK(h.group.deadline() == t0 + 5s + WorkerGroup::kHangProbe);  // below the 2 s timeout
@@ -421,7 +421,7 @@ TEST_CASE("a hang pauses every worker first, the one that cannot answer is kille
   // interrupts them and they answer. Rank 1 is stuck.
   for (int i : {0, 2}) h.group.OnControl(h.group.TagFor(i), control::Ready{kGeneration}, t0 + 5s);
   CHECK_FALSE(h.group.ready_to_join());
-  h.group.OnTick(t0 + 6s, w0);
+  TickJudged(h.group, t0 + 6s, w0);
   CHECK(h.group.state() == WorkerGroup::State::kRecovering);
   CHECK(h.spawner.signals == std::vector<std::pair<pid_t, int>>{{1001, SIGKILL}});
   REQUIRE(h.group.failures().size() == 1);
@@ -440,7 +440,7 @@ TEST_CASE("a hang whose every worker answers the pause kills the silent one by t
   HangingGroup h;
   h.group.OnProgress(h.group.TagFor(0), 2, t0 + 4s);
   h.group.OnProgress(h.group.TagFor(2), 2, t0 + 4s);
-  h.group.OnTick(t0 + 5s, w0);
+  TickJudged(h.group, t0 + 5s, w0);
   for (int i : {0, 1, 2}) {
     h.group.OnControl(h.group.TagFor(i), control::Ready{kGeneration}, t0 + 5s);
   }
@@ -455,8 +455,8 @@ TEST_CASE("a hang whose every worker answers the pause kills the silent one by t
 
 TEST_CASE("a hang probe that nobody answers falls back to the restart path", "[group][in-place]") {
   HangingGroup h;
-  h.group.OnTick(t0 + 5s, w0);
-  h.group.OnTick(t0 + 6s, w0);
+  TickJudged(h.group, t0 + 5s, w0);
+  TickJudged(h.group, t0 + 6s, w0);
   CHECK(h.group.state() == WorkerGroup::State::kStopping);
   CHECK(h.group.fallback_reason() == "a worker did not answer within the recovery timeout");
 }
@@ -466,7 +466,7 @@ TEST_CASE("workers that all end successfully during a hang probe end the attempt
   // Their last step reported, they tear down for longer than the hang
   // timeout (a large interpreter's exit) and exit 0 while being probed.
   HangingGroup h;
-  h.group.OnTick(t0 + 5s, w0);
+  TickJudged(h.group, t0 + 5s, w0);
   REQUIRE(h.group.state() == WorkerGroup::State::kRecovering);
   for (int i : {0, 1, 2}) h.group.OnExit(h.group.TagFor(i), ExitStatus::Exited(0), t0 + 5s, w0);
   CHECK(h.group.state() == WorkerGroup::State::kSucceeded);
@@ -479,7 +479,7 @@ TEST_CASE("a worker that closed its progress pipe is no longer watched for hangs
   HangingGroup h;
   for (int i : {0, 1, 2}) h.group.OnProgressClosed(h.group.TagFor(i));
   CHECK_FALSE(h.group.deadline().has_value());
-  h.group.OnTick(t0 + 60s, w0);
+  TickJudged(h.group, t0 + 60s, w0);
   CHECK(h.group.state() == WorkerGroup::State::kRunning);
   CHECK(h.spawner.signals.empty());
 }
@@ -503,7 +503,7 @@ TEST_CASE("a hang probe every worker answers on a node of several kills nobody a
   InPlaceGroup g(3);
   g.group.EnableInPlace({.generation = kGeneration, .timeout = 2s, .hangs_elsewhere = true}, true);
   for (int i = 0; i < 3; ++i) g.group.OnProgress(g.group.TagFor(i), 1, t0);
-  g.group.OnTick(t0 + 10s, w0);
+  TickJudged(g.group, t0 + 10s, w0);
   REQUIRE(g.group.state() == WorkerGroup::State::kRecovering);
   for (int lr : {0, 1, 2}) {
     g.group.OnControl(g.group.TagFor(lr), control::Ready{kGeneration}, t0 + 10s);
@@ -519,7 +519,7 @@ TEST_CASE("a hang probe every worker answers on a node of several kills nobody a
     CHECK(g.spawner.spawned.size() == 3);  // nobody started again
   }
   SECTION("none within the recovery timeout falls back") {
-    g.group.OnTick(t0 + 12s, w0);
+    TickJudged(g.group, t0 + 12s, w0);
     CHECK(g.group.state() == WorkerGroup::State::kStopping);
     CHECK(g.group.fallback_reason().starts_with("paused for a hang on another node"));
   }

@@ -13,6 +13,7 @@ namespace {
 using muster::testing::FakeSpawner;
 using muster::testing::Specs;
 using muster::testing::t0;
+using muster::testing::TickJudged;
 using muster::testing::w0;
 
 }  // namespace
@@ -42,10 +43,10 @@ TEST_CASE("the first failure stops the others with SIGTERM, then SIGKILL after t
                                {1000, SIGTERM}, {1000, SIGCONT}, {1002, SIGTERM}, {1002, SIGCONT}});
   REQUIRE(group.deadline() == t0 + 6s);
 
-  group.OnTick(t0 + 5s);  // not yet
+  TickJudged(group, t0 + 5s);  // not yet
   CHECK(spawner.signals.size() == 4);
   group.OnExit(group.TagFor(0), ExitStatus::Killed(SIGTERM), t0 + 5s, w0);
-  group.OnTick(t0 + 6s);
+  TickJudged(group, t0 + 6s);
   CHECK(spawner.signals.back() == std::pair<pid_t, int>{1002, SIGKILL});
   group.OnExit(group.TagFor(2), ExitStatus::Killed(SIGKILL), t0 + 6s, w0);
 
@@ -122,11 +123,11 @@ TEST_CASE("a worker silent for the hang timeout after reporting progress is kill
   CHECK(group.OnProgress(group.TagFor(1), 1, t0 + 1s));
   REQUIRE(group.deadline() == t0 + 3s);
   CHECK_FALSE(group.OnProgress(group.TagFor(0), 2, t0 + 2s));  // rank 0 moves on, rank 1 stops
-  group.OnTick(t0 + 2500ms, w0);
+  TickJudged(group, t0 + 2500ms, w0);
   CHECK(group.state() == WorkerGroup::State::kRunning);
   CHECK(spawner.signals.empty());
 
-  group.OnTick(t0 + 3s, w0);
+  TickJudged(group, t0 + 3s, w0);
   CHECK(group.state() == WorkerGroup::State::kStopping);
   REQUIRE(group.failures().size() == 1);
   const WorkerFailure& hung = group.failures().front();
@@ -154,16 +155,80 @@ TEST_CASE("workers that never report progress, or no hang timeout, are never cal
   FakeSpawner spawner;
   WorkerGroup silent(spawner, 0, 30s, 1s);
   REQUIRE(silent.Start(Specs(2), t0).ok());
-  silent.OnTick(t0 + 3600s, w0);
+  TickJudged(silent, t0 + 3600s, w0);
   CHECK(silent.state() == WorkerGroup::State::kRunning);
 
   WorkerGroup off(spawner, 1, 30s, 0s);
   REQUIRE(off.Start(Specs(2), t0).ok());
   off.OnProgress(off.TagFor(0), 5, t0);
   CHECK_FALSE(off.deadline());
-  off.OnTick(t0 + 3600s, w0);
+  TickJudged(off, t0 + 3600s, w0);
   CHECK(off.state() == WorkerGroup::State::kRunning);
   CHECK(spawner.signals.empty());
+}
+
+HangVerdict Alive() {
+  HangVerdict verdict;
+  verdict.alive = true;
+  return verdict;
+}
+
+TEST_CASE("under the auto rule a silent worker is suspected, and a verdict decides",
+          "[group][hang]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 30s);
+  group.EnableAutoHang(AutoHangRule{});
+  REQUIRE(group.Start(Specs(3), t0).ok());
+  group.OnDumpsStacks(group.TagFor(2));
+  for (int step = 1; step <= 30; ++step) {
+    for (int rank = 0; rank < 3; ++rank) {
+      group.OnProgress(group.TagFor(rank), step, t0 + step * 100ms);
+    }
+  }
+  // 100 ms steps: suspected 20 s (the floor) after the last report.
+  const Time last = t0 + 3s;
+  REQUIRE(group.deadline() == last + 20s);
+  group.OnTick(last + 20s, w0);
+  REQUIRE(group.hang_evidence_wanted());
+  CHECK_FALSE(group.deadline());  // the agent gathers the evidence
+  const auto subjects = group.HangSubjects();
+  REQUIRE(subjects.size() == 3);
+  CHECK(subjects[2].dumps_stacks);
+  CHECK_FALSE(subjects[0].dumps_stacks);
+
+  // Alive: nothing is killed, and the silence counts from now.
+  group.OnHangEvidence(Alive(), "", last + 21s, w0);
+  CHECK_FALSE(group.hang_evidence_wanted());
+  CHECK(group.deadline() == last + 41s);
+  CHECK(spawner.signals.empty());
+
+  // Hung: the culprit the verdict names is killed, not the first silent one.
+  group.OnTick(last + 41s, w0);
+  REQUIRE(group.hang_evidence_wanted());
+  group.OnHangEvidence(
+      HangVerdict{.alive = false, .culprits = {12}, .waiting_at = {}, .summary = "rank 12 at x"},
+      "/run/hang-stacks.txt", last + 42s, w0);
+  REQUIRE(group.failures().size() == 1);
+  const WorkerFailure& hung = group.failures().front();
+  CHECK(hung.hung);
+  CHECK(hung.global_rank == 12);
+  CHECK(hung.hang_summary == "rank 12 at x");
+  CHECK(hung.stacks_file == "/run/hang-stacks.txt");
+  CHECK(spawner.signals.front() == std::pair<pid_t, int>{1002, SIGKILL});
+  CHECK(group.state() == WorkerGroup::State::kStopping);
+}
+
+TEST_CASE("under a fixed --hang-timeout a verdict of alive does not save the worker",
+          "[group][hang]") {
+  FakeSpawner spawner;
+  WorkerGroup group(spawner, 0, 30s, 2s);
+  REQUIRE(group.Start(Specs(2), t0).ok());
+  group.OnProgress(group.TagFor(0), 1, t0);
+  group.OnTick(t0 + 2s, w0);
+  REQUIRE(group.hang_evidence_wanted() == group.TagFor(0));
+  group.OnHangEvidence(Alive(), "", t0 + 3s, w0);
+  REQUIRE(group.failures().size() == 1);
+  CHECK(group.failures().front().local_rank == 0);
 }
 
 TEST_CASE("a worker fault signals that worker's process alone, through the spawner", "[group]") {

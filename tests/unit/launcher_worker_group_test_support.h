@@ -23,4 +23,12 @@ inline std::vector<WorkerSpec> Specs(int n) {
   return specs;
 }
 
+// OnTick, and when the group then wants evidence of a hang, a verdict that
+// finds nothing alive and names no culprit (the agent's part: hang_judge.h):
+// the silent worker is then hung by the timeout's rule.
+inline void TickJudged(WorkerGroup& group, Time now, WallTime wall = WallTime{}) {
+  group.OnTick(now, wall);
+  if (group.hang_evidence_wanted()) group.OnHangEvidence(HangVerdict{}, "", now, wall);
+}
+
 }  // namespace muster::testing

@@ -23,7 +23,14 @@ How each torch gets the hook:
 A script that reports its own steps through the `muster` package turns the
 hooks off (disable()): the package knows the step it resumed from.
 
-Set MUSTER_STEP_HOOKS=off in the environment to leave a script alone.
+Stacks: install_stack_dumps() registers faulthandler on MUSTER_STACK_SIGNAL,
+writing every thread's stack to MUSTER_STACK_FILE, and says "stacks" on the
+progress pipe; muster sends that signal only to a worker that said so, when
+it suspects a hang (launcher/agent/hang_evidence.h). faulthandler's handler
+runs in C: it answers while the script is blocked in C++.
+
+Set MUSTER_STEP_HOOKS=off in the environment to leave a script alone (no
+step reports, no stack dumps).
 Cold-started workers (--no-warm-workers, or when the warm process is unfit)
 get no hooks.
 """
@@ -136,3 +143,28 @@ def install_step_hooks(environ=None, modules=None):
     # only calls disable()).
     modules[STEP_HOOKS_MODULE] = hooks
     return hooks
+
+
+_stack_file = None  # kept open for the worker's life: faulthandler writes to it
+
+
+def install_stack_dumps(environ=None):
+    """Registers faulthandler on MUSTER_STACK_SIGNAL, dumping to
+    MUSTER_STACK_FILE, and tells muster; returns True when installed."""
+    global _stack_file
+    environ = os.environ if environ is None else environ
+    signal_text = environ.get("MUSTER_STACK_SIGNAL", "")
+    path = environ.get("MUSTER_STACK_FILE", "")
+    fd_text = environ.get("MUSTER_PROGRESS_FD", "")
+    if (not signal_text.isdigit() or not path or not fd_text.isdigit()
+            or environ.get("MUSTER_STEP_HOOKS") == "off"):
+        return False
+    import faulthandler
+
+    try:
+        _stack_file = open(path, "a")
+        faulthandler.register(int(signal_text), file=_stack_file, all_threads=True, chain=False)
+        os.write(int(fd_text), b"stacks\n")
+    except (OSError, ValueError, RuntimeError):
+        return False
+    return True

@@ -248,6 +248,7 @@ class _Worker:
         # The script's optimizer steps become progress reports
         # (step_hooks.py, which precedes this program in muster's binary).
         install_step_hooks()  # noqa: F821
+        install_stack_dumps()  # noqa: F821
         if hasattr(sys, "orig_argv"):
             sys.orig_argv = [self.argv0] + self.argv
         if kind == "module" or (kind == "script" and _is_package_path(target)):

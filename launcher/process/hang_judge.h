@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "launcher/decide/stack_dump.h"
+#include "launcher/process/stack_dump.h"
 
 namespace muster {
 
@@ -94,6 +94,10 @@ struct HangVerdict {
   std::vector<StackFrame> waiting_at;
   // One line: who is where, and why it is alive or hung.
   std::string summary;
+  // The first culprit's main-thread frames, innermost first, at most
+  // kCulpritFrames (empty when no culprit gave a dump).
+  std::vector<StackFrame> culprit_frames = {};
+  static constexpr size_t kCulpritFrames = 5;
 };
 
 HangVerdict JudgeHang(const std::vector<RankEvidence>& ranks);

@@ -1,4 +1,4 @@
-#include "launcher/decide/stack_dump.h"
+#include "launcher/process/stack_dump.h"
 
 #include <limits>
 

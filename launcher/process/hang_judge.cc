@@ -1,4 +1,4 @@
-#include "launcher/decide/hang_judge.h"
+#include "launcher/process/hang_judge.h"
 
 #include <algorithm>
 #include <cmath>
@@ -86,6 +86,12 @@ HangVerdict JudgeHang(const std::vector<RankEvidence>& ranks) {
         rank.second.empty() || (majority != nullptr && rank.second.MainFrames() != *majority);
     if (!culprit) continue;
     verdict.culprits.push_back(rank.global_rank);
+    if (verdict.culprit_frames.empty() && !rank.second.empty()) {
+      const auto& frames = rank.second.MainFrames();
+      verdict.culprit_frames.assign(
+          frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                               frames.size(), HangVerdict::kCulpritFrames)));
+    }
     culprit_active = culprit_active || rank.used_cpu || rank.did_io;
   }
   if (majority) verdict.waiting_at = *majority;
