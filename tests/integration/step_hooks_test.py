@@ -7,10 +7,16 @@ loop (tests/torch/ddp_steps.py) that imports nothing of muster.
 - `--inject kill-worker,rank=1,step=N` fires on the script's step N, and the
   start-up warning that it may never fire is gone; cold workers
   (--no-warm-workers) get no hooks, and keep the warning.
+- Hangs, by default (--hang-timeout auto): a rank that sleeps forever at step
+  30 of 100 ms steps is reported within 30 s, named with the line it is stuck
+  on, its stacks written; the job restarts and finishes. A fault-free run
+  with a 15 s save step that every rank takes, and the ranks' teardown after
+  their last step, report nothing.
 
 Every process is started through the harness and killed by PID when its test
 ends, pass or fail.
 """
+import datetime
 import json
 import os
 import re
@@ -92,6 +98,55 @@ def cold_workers_get_no_hooks_and_keep_the_warning(version):
     check("may never fire" in err and "event=inject index=0" not in err,
           "cold: the warning, and no fault", err)
     check("STEPS_DONE 30" in out, "the job finished", out + err)
+
+
+def failure_time(err):
+    """The failure report's `time` of the root cause, as a Unix time."""
+    found = re.search(r"time       : (\S+)Z", err)
+    check(found, "no failure time in the report", err)
+    stamp = datetime.datetime.fromisoformat(found.group(1)).replace(tzinfo=datetime.timezone.utc)
+    return stamp.timestamp()
+
+
+@each_version
+def a_rank_stuck_at_step_30_is_named_with_its_line_and_the_job_recovers(version):
+    log_dir = tempdir()
+    code, out, err = run_muster(
+        ["--standalone", "--nproc-per-node", "3", "--max-restarts", "1", "--log-dir", log_dir,
+         STEPS, "--steps", "50", "--step-seconds", "0.1", "--hang-rank", "1", "--hang-step", "30"],
+        env=version.env(), timeout=240)
+    check(code == 0, f"muster exit {code}", err)
+    check("STEPS_DONE 50" in out, "the restarted job finished", out + err)
+    began = re.search(r"HANG_BEGIN (\d+\.\d+)", err)
+    check(began, "the rank did not hang", err)
+    took = failure_time(err) - float(began.group(1))
+    check(took <= 30, f"reported {took:.1f}s after the rank stopped (target 30 s)", err)
+    hang = [line for line in err.splitlines() if "event=hang " in line]
+    check(len(hang) == 1, "one hang verdict", err)
+    # The rank and the line it is stuck on (hang_forever's sleep), and where
+    # the others wait (their backward's all-reduce).
+    check(re.search(r'rank 1 at File "[^"]*ddp_steps\.py", line \d+ in hang_forever', hang[0]),
+          "the verdict names rank 1 and its line", hang[0])
+    check("the others at File" in hang[0], "the verdict says where the others wait", hang[0])
+    check(re.search(r"stuck at   : File .*ddp_steps\.py.* in hang_forever", err),
+          "the report gives the culprit's frames", err)
+    stacks = re.search(r"stacks     : (\S+)", err)
+    check(stacks and os.path.isfile(stacks.group(1)), "the stacks file", err)
+    with open(stacks.group(1)) as f:
+        text = f.read()
+    for rank in range(3):
+        check(f"== rank {rank} " in text, f"rank {rank}'s stacks", text)
+    check("in hang_forever" in text and "thread 0x" in text, "the dumps", text)
+
+
+@each_version
+def a_fault_free_run_with_a_15_s_save_step_reports_no_hang(version):
+    code, out, err = run_muster(
+        ["--standalone", "--nproc-per-node", "3", STEPS, "--steps", "40", "--step-seconds", "0.1",
+         "--save-step", "20", "--save-seconds", "15"], env=version.env(), timeout=240)
+    check(code == 0, f"muster exit {code}", err)
+    check("STEPS_DONE 40" in out, "the job finished", out + err)
+    check("event=hang" not in err, "a hang was suspected in a fault-free run", err)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ fault (TORCHELASTIC_RESTART_COUNT > 0) does not hang again. Rank 0 prints
 """
 import argparse
 import os
+import sys
 import time
 
 import torch
@@ -22,6 +23,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 
 def hang_forever():
+    print(f"HANG_BEGIN {time.time():.3f}", file=sys.stderr, flush=True)
     while True:
         time.sleep(3600)
 
