@@ -22,7 +22,7 @@ struct KindInfo {
   FaultActor actor;
 };
 
-constexpr std::array<KindInfo, 8> kKinds = {{
+constexpr std::array<KindInfo, 9> kKinds = {{
     {FaultKind::kKillWorker, "kill-worker", FaultActor::kAgent},
     {FaultKind::kHangWorker, "hang-worker", FaultActor::kAgent},
     {FaultKind::kExitWorker, "exit-worker", FaultActor::kWorker},
@@ -31,6 +31,7 @@ constexpr std::array<KindInfo, 8> kKinds = {{
     {FaultKind::kDelayHeartbeats, "delay-heartbeats", FaultActor::kAgent},
     {FaultKind::kCrashDaemon, "crash-daemon", FaultActor::kDaemon},
     {FaultKind::kCorruptCheckpoint, "corrupt-checkpoint", FaultActor::kWorker},
+    {FaultKind::kSlowWorker, "slow", FaultActor::kAgent},
 }};
 
 std::string KnownKinds() {
@@ -158,7 +159,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
     if (eq == std::string_view::npos) {
       return bad(Quote(part) +
                  " is not key=value (keys: after, step, rank, node, "
-                 "for)");
+                 "for, factor)");
     }
     const std::string_view key = part.substr(0, eq);
     const std::string_view value = part.substr(eq + 1);
@@ -202,13 +203,27 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
       const auto d = ParseDuration(value);
       if (!d || d->count() == 0) return bad("for=" + quoted + " is not a positive duration");
       spec.window = *d;
+    } else if (key == "factor") {
+      if (auto s = seen_twice(spec.factor != 0); !s.ok()) return s;
+      double factor = 0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), factor,
+                                                std::chars_format::fixed);
+      if (value.empty() || error != std::errc() || end != value.data() + value.size() ||
+          !(factor > 1) || factor > 100) {
+        return bad("factor=" + quoted + " is not a number above 1 and at most 100");
+      }
+      spec.factor = factor;
     } else {
-      return bad("unknown key " + Quote(key) + " (keys: after, step, rank, node, for)");
+      return bad("unknown key " + Quote(key) + " (keys: after, step, rank, node, for, factor)");
     }
   }
   spec.draw = Draw(seed, at, 3);
 
   const std::string name(info->name);
+  // A slow rank is slow from the start unless told otherwise.
+  if (spec.kind == FaultKind::kSlowWorker && !spec.after && !spec.step) {
+    spec.after = milliseconds(0);
+  }
   if (spec.after.has_value() == spec.step.has_value()) {
     return bad(name + " needs one trigger: after=DURATION or step=N");
   }
@@ -218,6 +233,7 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
     case FaultKind::kKillWorker:
     case FaultKind::kHangWorker:
     case FaultKind::kExitWorker:
+    case FaultKind::kSlowWorker:
       if (!has_rank) return bad(name + " needs a target: rank=N or rank=any");
       if (has_node) return bad(name + " targets a rank, not a node");
       break;
@@ -245,6 +261,12 @@ Result<FaultSpec> ParseSpec(std::string_view text, int at, uint64_t seed) {
   }
   if (spec.kind != FaultKind::kDelayHeartbeats && spec.window.count() != 0) {
     return bad("for= applies to delay-heartbeats only");
+  }
+  if (spec.kind == FaultKind::kSlowWorker && spec.factor == 0) {
+    return bad("slow needs factor=F: how many times slower the rank runs (e.g. factor=2)");
+  }
+  if (spec.kind != FaultKind::kSlowWorker && spec.factor != 0) {
+    return bad("factor= applies to slow only");
   }
   return spec;
 }

@@ -55,6 +55,7 @@ enum class FaultKind {
   kDelayHeartbeats,
   kCrashDaemon,
   kCorruptCheckpoint,
+  kSlowWorker,
 };
 
 // The process that carries a fault out.
@@ -72,6 +73,7 @@ struct FaultSpec {
   // drop-heartbeats: how long; delay-heartbeats: the delay of each heartbeat.
   std::chrono::milliseconds duration{0};
   std::chrono::milliseconds window{0};  // delay-heartbeats: for how long (for=)
+  double factor = 0;                    // slow: how many times slower (factor=)
 
   // The trigger, already drawn from its range: exactly one is set.
   std::optional<std::chrono::milliseconds> after;

@@ -70,7 +70,8 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
       machine_(MachineFor(options_, elastic_.has_value(),
                           static_assignment ? static_assignment->group_world_size : 0)),
       outputs_(io_, options_),
-      hang_evidence_(io_, StackDumpSignal()) {
+      hang_evidence_(io_, StackDumpSignal()),
+      stragglers_(io_, host_) {
   spawner_.SetEvents(*this);
   if (static_assignment) node_ = std::move(*static_assignment);
   for (int sig : handled_signals) signals_.add(sig);
@@ -154,12 +155,10 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(int attempt, const std::s
     spec.local_rank = local_rank;
     spec.global_rank = node_.global_rank_offset + local_rank;
     spec.error_file = id.error_file;
-    spec.stack_file = rank_dir + "/" + kStackFileName;
     spec.request.executable = plan_.executable;
     spec.request.argv = launch.argv;
     auto variables = WorkerVariables(node_, id, env_);
     variables["MUSTER_STACK_SIGNAL"] = std::to_string(StackDumpSignal());
-    variables["MUSTER_STACK_FILE"] = spec.stack_file;
     if (faults_) faults_->AddVariables(variables);
     spec.request.env = MergeEnvironment(inherited_env_, variables);
     spec.request.tag = WorkerGroup::MakeTag(static_cast<uint32_t>(attempt), local_rank);
@@ -183,6 +182,7 @@ Status Agent::StartAttempt(int attempt, const std::optional<ArmInPlace>& in_plac
   auto specs = PrepareWorkers(attempt, local_ranks);
   if (!specs.ok()) return specs.status();
   hang_evidence_.Cancel();  // for the group this one replaces
+  stragglers_.Reset();
   group_ = std::make_unique<WorkerGroup>(
       spawner_, static_cast<uint32_t>(attempt),
       std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)),
@@ -192,6 +192,7 @@ Status Agent::StartAttempt(int attempt, const std::optional<ArmInPlace>& in_plac
   if (in_place) ArmInPlaceRecovery(*in_place);
   auto status = group_->Start(std::move(specs).value(), Clock::now());
   if (!status.ok()) return status;
+  if (faults_) faults_->OnWorkersStarted();
   // The attempt is the job's, as its workers see it: a node that joins a
   // running job starts at the job's attempt, not at 0.
   spdlog::info("started {} workers ranks={}..{} attempt={} (TORCHELASTIC_RESTART_COUNT={})",
@@ -233,7 +234,11 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   // A worker's first report can bring the deadline in; later ones only move
   // its own out, which the armed timer finds when it fires.
   const ProgressReport report = ParseProgressReport(bytes);
-  if (report.dumps_stacks) group_->OnDumpsStacks(tag);
+  if (report.stacks_fd) group_->OnDumpsStacks(tag, *report.stacks_fd);
+  if (report.compute_us) {
+    stragglers_.OnCompute(node_.global_rank_offset + WorkerGroup::LocalRankOf(tag),
+                          *report.compute_us);
+  }
   if (group_->OnProgress(tag, report.step, Clock::now())) {
     ArmTimer();
   }
@@ -348,6 +353,8 @@ void Agent::Finish(int exit_code) {
   signals_.cancel();
   timer_.cancel();
   if (faults_) faults_->Stop();
+  hang_evidence_.Cancel();
+  stragglers_.Stop();
   if (health_) health_->Stop();
   if (store_) store_->Stop();
   io_.stop();

@@ -30,6 +30,7 @@
 #include "launcher/agent/health_endpoint.h"
 #include "launcher/agent/rendezvous_link.h"
 #include "launcher/agent/run_directory.h"
+#include "launcher/agent/straggler_watch.h"
 #include "launcher/agent/worker_store_host.h"
 #include "launcher/decide/node_machine.h"
 #include "launcher/output/line_splitter.h"
@@ -217,6 +218,7 @@ class Agent final : public SpawnEvents {
 
   std::unique_ptr<HealthEndpoint> health_;  // null without --health-port
   HangEvidence hang_evidence_;              // gathered when the group suspects a hang
+  StragglerWatch stragglers_;               // the slow rank among this node's, by compute time
 };
 
 }  // namespace muster

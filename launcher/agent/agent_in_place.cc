@@ -37,7 +37,7 @@ namespace {
 // reports with "inject", and "stacks" is the step hooks' (progress_report.h).
 bool IsControlLine(std::string_view line) {
   return !line.empty() && line[0] >= 'a' && line[0] <= 'z' && !line.starts_with("inject") &&
-         line != "stacks";
+         !line.starts_with("stacks ");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <utility>
 
@@ -21,7 +22,10 @@ FaultPlacement PlacementOf(const rdzv::Assignment& node) {
 
 FaultRehearsal::FaultRehearsal(boost::asio::io_context& io, const FaultPlan& plan,
                                bool hosts_daemon, WorkerSteps steps, Hooks hooks)
-    : injector_(plan, Clock::now(), hosts_daemon), hooks_(std::move(hooks)), timer_(io) {
+    : injector_(plan, Clock::now(), hosts_daemon),
+      hooks_(std::move(hooks)),
+      timer_(io),
+      slow_timer_(io) {
   const FaultPlan& planned = injector_.plan();
   spdlog::info("event=inject_plan seed={} faults={}", planned.seed, planned.faults.size());
   for (const FaultSpec& spec : planned.faults) {
@@ -90,6 +94,15 @@ void FaultRehearsal::CarryOut(const std::vector<FaultAction>& actions) {
                        action.global_rank);
         }
         break;
+      case FaultKind::kSlowWorker:
+        if (slow_) {
+          spdlog::info("event=inject_skipped index={} why=\"rank {} is slowed already\"",
+                       spec.index, slow_->rank);
+          break;
+        }
+        slow_ = SlowRank{action.global_rank, spec.factor, false};
+        DutyCycle();
+        break;
       case FaultKind::kKillAgent:
       case FaultKind::kCrashDaemon:
         // The daemon of an is_host agent lives in this process: crashing it
@@ -124,9 +137,33 @@ void FaultRehearsal::AddVariables(std::map<std::string, std::string>& variables)
   variables[kInjectFiredEnv] = injector_.FiredWorkerFaults();
 }
 
+void FaultRehearsal::OnWorkersStarted() {
+  if (stopped_) return;
+  CarryOut(injector_.OnTime(Clock::now(), hooks_.placement()));
+  ArmTimer();
+}
+
+void FaultRehearsal::DutyCycle() {
+  if (!slow_ || stopped_) return;
+  slow_->stopped = !slow_->stopped;
+  // A rank not running now (between attempts) is signalled again next cycle.
+  hooks_.signal_worker(slow_->rank, slow_->stopped ? SIGSTOP : SIGCONT);
+  const double running = 1.0 / slow_->factor;
+  const auto phase = std::chrono::duration_cast<std::chrono::milliseconds>(
+      kSlowPeriod * (slow_->stopped ? 1.0 - running : running));
+  slow_timer_.expires_after(std::max(phase, std::chrono::milliseconds(1)));
+  slow_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) DutyCycle();
+  });
+}
+
 void FaultRehearsal::Stop() {
   stopped_ = true;
   timer_.cancel();
+  slow_timer_.cancel();
+  // A slowed rank is not left stopped.
+  if (slow_ && slow_->stopped) hooks_.signal_worker(slow_->rank, SIGCONT);
+  slow_.reset();
 }
 
 }  // namespace muster

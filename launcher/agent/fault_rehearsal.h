@@ -57,6 +57,8 @@ class FaultRehearsal {
 
   // A worker's progress line: the faults it says it carried out, and its step.
   void OnProgress(int rank, const ProgressReport& report);
+  // This node's workers started: a `slow` fault waiting for them fires.
+  void OnWorkersStarted();
   // At the end of the run: a warning for each planned fault that never
   // fired where this node's workers ran last (`last`).
   void ReportUnfired(const std::optional<FaultPlacement>& last) const;
@@ -65,12 +67,24 @@ class FaultRehearsal {
   void Stop();
 
  private:
+  // A `slow` rank: stopped (SIGSTOP) for 1 - 1/factor of every kSlowPeriod
+  // and running (SIGCONT) the rest, until the run ends. Its process of the
+  // moment is signalled, a restarted one too.
+  struct SlowRank {
+    int rank = 0;
+    double factor = 2;
+    bool stopped = false;
+  };
+  static constexpr std::chrono::milliseconds kSlowPeriod{100};
   void ArmTimer();
   void CarryOut(const std::vector<FaultAction>& actions);
+  void DutyCycle();
 
   FaultInjector injector_;
   Hooks hooks_;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer slow_timer_;
+  std::optional<SlowRank> slow_;  // one slow rank per agent
   bool stopped_ = false;
 };
 

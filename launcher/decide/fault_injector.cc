@@ -1,5 +1,6 @@
 #include "launcher/decide/fault_injector.h"
 
+#include <algorithm>
 #include <csignal>
 
 namespace muster {
@@ -25,7 +26,8 @@ std::optional<int> FaultInjector::TargetHere(const FaultSpec& spec,
                                              const FaultPlacement& placement) const {
   switch (spec.kind) {
     case FaultKind::kKillWorker:
-    case FaultKind::kHangWorker: {
+    case FaultKind::kHangWorker:
+    case FaultKind::kSlowWorker: {
       const int rank = spec.RankAmong(placement.world_size);
       const bool here = rank >= placement.global_rank_offset &&
                         rank < placement.global_rank_offset + placement.local_world_size;
@@ -47,6 +49,7 @@ std::optional<int> FaultInjector::TargetHere(const FaultSpec& spec,
 
 std::vector<FaultAction> FaultInjector::OnTime(Time now,
                                                const std::optional<FaultPlacement>& placement) {
+  last_time_ = std::max(last_time_, now);
   std::vector<FaultAction> actions;
   for (size_t i = 0; i < plan_.faults.size(); ++i) {
     const FaultSpec& spec = plan_.faults[i];
@@ -66,6 +69,8 @@ std::vector<FaultAction> FaultInjector::OnTime(Time now,
       continue;
     }
     if (!placement) {
+      // A slow rank waits for the workers (WorkersStarted() tries again).
+      if (spec.kind == FaultKind::kSlowWorker) continue;
       states_[i] = State::kDecided;
       skips_.push_back({&spec, "no workers ran on this node at " + trigger});
       continue;
@@ -96,7 +101,8 @@ std::vector<FaultAction> FaultInjector::OnStep(int global_rank, int64_t step,
     if (!target) {
       // Ranks move between generations; a rank not here now may come here
       // later, so only an agent fault aimed at another node is decided.
-      if (spec.kind != FaultKind::kKillWorker && spec.kind != FaultKind::kHangWorker) {
+      if (spec.kind != FaultKind::kKillWorker && spec.kind != FaultKind::kHangWorker &&
+          spec.kind != FaultKind::kSlowWorker) {
         states_[i] = State::kDecided;
         skips_.push_back({&spec, "the target is another node"});
       }
@@ -124,6 +130,8 @@ std::optional<Time> FaultInjector::NextDeadline() const {
       continue;
     }
     const auto when = started_ + *spec.after;
+    // A slow rank past its time waits for the workers, not for the clock.
+    if (spec.kind == FaultKind::kSlowWorker && when <= last_time_) continue;
     if (!next || when < *next) next = when;
   }
   return next;

@@ -64,7 +64,9 @@ class FaultInjector {
   FaultInjector(FaultPlan plan, Time started, bool hosts_daemon);
 
   // Time triggers that are due at `now`. `placement`: nullopt while no
-  // workers run here.
+  // workers run here; a `slow` spec then waits for the next call with
+  // workers (the agent calls again when they start), the others are
+  // decided as not fired.
   std::vector<FaultAction> OnTime(Time now, const std::optional<FaultPlacement>& placement);
   // A worker of this node, of rank `global_rank`, reported `step`.
   std::vector<FaultAction> OnStep(int global_rank, int64_t step, const FaultPlacement& placement);
@@ -93,6 +95,7 @@ class FaultInjector {
   bool hosts_daemon_;
   std::vector<State> states_;
   std::vector<FaultSkip> skips_;
+  Time last_time_{};  // the latest OnTime(): a slow spec past it waits for workers
 };
 
 }  // namespace muster

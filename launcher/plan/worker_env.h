@@ -20,12 +20,11 @@ inline constexpr int kProgressFd = 3;
 inline constexpr int kControlFd = 4;
 
 // The signal on which a warm-started Python worker dumps every thread's
-// stack (faulthandler) to MUSTER_STACK_FILE, named to it as
-// MUSTER_STACK_SIGNAL: a real-time signal, so no script's own handler
+// stack (faulthandler) into a memfd it names on its progress pipe, named to
+// it as MUSTER_STACK_SIGNAL: a real-time signal, so no script's own handler
 // (SLURM's SIGUSR1 included) meets it. Only a worker that said it dumps
 // stacks is sent it (a real-time signal's default action ends a process).
 inline int StackDumpSignal() { return SIGRTMIN + 6; }
-inline constexpr char kStackFileName[] = "stacks.txt";  // in the worker's own directory
 
 struct WorkerIdentity {
   int local_rank = 0;

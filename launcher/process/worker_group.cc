@@ -140,8 +140,11 @@ bool WorkerGroup::OnProgress(uint64_t tag, int64_t step, Time now) {
   return false;
 }
 
-void WorkerGroup::OnDumpsStacks(uint64_t tag) {
-  if (Worker* w = Find(tag)) w->dumps_stacks = true;
+void WorkerGroup::OnDumpsStacks(uint64_t tag, int fd) {
+  Worker* w = Find(tag);
+  if (!w || !w->running || fd < 0) return;
+  w->dumps_stacks = true;
+  w->stack_file = "/proc/" + std::to_string(w->pid) + "/fd/" + std::to_string(fd);
 }
 
 std::chrono::milliseconds WorkerGroup::HangTimeoutOf(const Worker& worker) const {
@@ -153,7 +156,7 @@ std::vector<HangSubject> WorkerGroup::HangSubjects() const {
   for (const auto& w : workers_) {
     if (!w.running) continue;
     subjects.push_back(
-        {w.spec.local_rank, w.spec.global_rank, w.pid, w.dumps_stacks, w.spec.stack_file});
+        {w.spec.local_rank, w.spec.global_rank, w.pid, w.dumps_stacks, w.stack_file});
   }
   return subjects;
 }

@@ -58,7 +58,6 @@ struct WorkerSpec {
   int local_rank = 0;
   int global_rank = 0;
   std::string error_file;  // TORCHELASTIC_ERROR_FILE of this worker
-  std::string stack_file;  // MUSTER_STACK_FILE: where it dumps its stacks, if it does
   SpawnRequest request;    // tag is set by the group
 };
 
@@ -87,7 +86,7 @@ struct HangSubject {
   int global_rank = 0;
   pid_t pid = 0;
   bool dumps_stacks = false;  // it said so on its progress pipe
-  std::string stack_file;     // where it dumps them (WorkerSpec::stack_file)
+  std::string stack_file;     // where they are read: /proc/PID/fd/N of its memfd
 };
 
 class WorkerGroup {
@@ -141,8 +140,9 @@ class WorkerGroup {
   // The worker reported progress (`step`, or -1 when it said none). True
   // when this was its first report, which may make deadline() earlier.
   bool OnProgress(uint64_t tag, int64_t step, Time now);
-  // The worker said it dumps its stacks on MUSTER_STACK_SIGNAL.
-  void OnDumpsStacks(uint64_t tag);
+  // The worker said it dumps its stacks on MUSTER_STACK_SIGNAL, into its
+  // descriptor `fd` (a memfd, read as /proc/PID/fd/FD).
+  void OnDumpsStacks(uint64_t tag, int fd);
   // Turns on the auto hang rule: each worker's timeout is learned from its
   // steps (replaces the fixed `hang_timeout`).
   void EnableAutoHang(const AutoHangRule& rule) { auto_hang_ = rule; }
@@ -269,6 +269,7 @@ class WorkerGroup {
     int64_t last_step = -1;
     StepTimeLearner steps;      // its step times, for the auto hang rule
     bool dumps_stacks = false;  // said so on its progress pipe
+    std::string stack_file;     // /proc/PID/fd/N it dumps them into
   };
   bool WatchesHangs() const { return auto_hang_.has_value() || hang_timeout_.count() > 0; }
   // The silence after which `worker` is suspected.

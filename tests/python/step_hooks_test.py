@@ -9,6 +9,7 @@ import gc
 import importlib.util
 import os
 import sys
+import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -56,6 +57,37 @@ class StepRule(unittest.TestCase):
         self.assertEqual(seen, [1, None, 2, None])
 
 
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class ComputeTime(unittest.TestCase):
+    def test_from_the_previous_step_end_to_the_gradients(self):
+        clock = Clock()
+        compute = step_hooks.ComputeClock(clock)
+        self.assertIsNone(compute.step_ended())  # the first step: no start known
+        clock.now = 0.030
+        compute.grads_ready()
+        clock.now = 0.100  # the all-reduce's wait and the optimizer: not counted
+        self.assertAlmostEqual(compute.step_ended(), 0.030)
+        clock.now = 0.200  # a step whose backward was not marked
+        self.assertIsNone(compute.step_ended())
+
+    def test_the_last_mark_of_a_step_counts(self):
+        # Gradient accumulation: several backwards per optimizer step.
+        clock = Clock()
+        compute = step_hooks.ComputeClock(clock)
+        compute.step_ended()
+        for clock.now in (0.01, 0.02, 0.05):
+            compute.grads_ready()
+        clock.now = 0.06
+        self.assertAlmostEqual(compute.step_ended(), 0.05)
+
+
 class Install(unittest.TestCase):
     def setUp(self):
         self.read_fd, self.write_fd = os.pipe()
@@ -97,6 +129,31 @@ class Install(unittest.TestCase):
         self.train(3)
         self.assertEqual(self.heard(), "1\n2\n3\n")
 
+    def test_a_ddp_step_reports_its_compute_time(self):
+        import tempfile
+
+        import torch
+        import torch.distributed as dist
+
+        self.install()
+        with tempfile.TemporaryDirectory() as tmp:
+            dist.init_process_group("gloo", init_method=f"file://{tmp}/store", rank=0,
+                                    world_size=1)
+            try:
+                model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for _ in range(3):
+                    model(torch.ones(2, 4)).sum().backward()
+                    opt.step()
+            finally:
+                dist.destroy_process_group()
+        lines = self.heard().splitlines()
+        self.assertEqual(lines[0], "1")  # the first step's start is not known
+        for number, line in enumerate(lines[1:], start=2):
+            step, compute_us = line.split()
+            self.assertEqual(int(step), number)
+            self.assertGreater(int(compute_us), 0)
+
     def test_two_optimizers_report_one_step_per_iteration(self):
         self.install()
         self.train(2, optimizers=2)
@@ -120,6 +177,26 @@ class Install(unittest.TestCase):
         self.assertIsNone(self.install(MUSTER_STEP_HOOKS="off"))
         self.train(1)
         self.assertEqual(self.heard(), "")
+
+    def test_stack_dumps_go_to_the_memfd_it_names(self):
+        import signal
+
+        sig = signal.SIGRTMIN + 6
+        env = {"MUSTER_PROGRESS_FD": str(self.write_fd), "MUSTER_STACK_SIGNAL": str(int(sig))}
+        self.assertTrue(step_hooks.install_stack_dumps(env))
+        try:
+            line = self.heard()
+            self.assertRegex(line, r"^stacks \d+\n$")
+            fd = int(line.split()[1])
+            signal.pthread_kill(threading.main_thread().ident, sig)
+            with open(f"/proc/self/fd/{fd}") as f:
+                dump = f.read()
+            self.assertIn("test_stack_dumps_go_to_the_memfd_it_names", dump)
+        finally:
+            import faulthandler
+
+            faulthandler.unregister(sig)
+        self.assertFalse(step_hooks.install_stack_dumps({"MUSTER_PROGRESS_FD": "3"}))
 
     def test_a_closed_pipe_stops_the_reports_without_an_error(self):
         self.install()

@@ -3,13 +3,16 @@ muster's step hooks must see into (tests/integration/step_hooks_test.py).
 
     ddp_steps.py --steps N [--step-seconds S] [--hang-rank R --hang-step K]
                  [--save-step K --save-seconds S]
+                 [--slow-input-rank R --slow-input-factor F]
 
 Each step is a forward, backward and SGD step of a small MLP, then a sleep
 that brings the step to --step-seconds. --hang-rank R sleeps forever before
 its step K's backward (the other ranks then wait in their all-reduce);
 --save-step K has every rank spend --save-seconds after step K, as a
 checkpoint save that all ranks take together would. A rank restarted after a
-fault (TORCHELASTIC_RESTART_COUNT > 0) does not hang again. Rank 0 prints
+fault (TORCHELASTIC_RESTART_COUNT > 0) does not hang again.
+--slow-input-rank R waits for its input (a sleep before the forward, as a
+slow data loader would) so that its steps take F times as long. Rank 0 prints
 `STEPS_DONE N` at the end.
 """
 import argparse
@@ -36,6 +39,9 @@ def main():
     parser.add_argument("--hang-step", type=int, default=-1)
     parser.add_argument("--save-step", type=int, default=-1)
     parser.add_argument("--save-seconds", type=float, default=0)
+    parser.add_argument("--slow-input-rank", type=int, default=-1)
+    parser.add_argument("--slow-input-factor", type=float, default=1)
+    parser.add_argument("--print-first-step", action="store_true")
     args = parser.parse_args()
 
     dist.init_process_group("gloo")
@@ -48,15 +54,21 @@ def main():
     x, y = torch.randn(16, 32), torch.randn(16, 1)
     for step in range(1, args.steps + 1):
         began = time.monotonic()
+        if rank == args.slow_input_rank:
+            time.sleep(args.step_seconds * (args.slow_input_factor - 1))
         opt.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         if rank == args.hang_rank and step == args.hang_step and not restarted:
             hang_forever()
         loss.backward()
         opt.step()
+        if step == 1 and rank == 0 and args.print_first_step:
+            print("FIRST_STEP", flush=True)
         if step == args.save_step:
             time.sleep(args.save_seconds)
         rest = args.step_seconds - (time.monotonic() - began)
+        if rank == args.slow_input_rank:
+            rest += args.step_seconds * (args.slow_input_factor - 1)
         if rest > 0:
             time.sleep(rest)
     dist.barrier()

@@ -60,7 +60,7 @@ TEST_CASE("bad command lines are rejected with one line naming the flag and the 
       {{"--inject", "kill-worker,rank=0,step=3", "--inject", "nope", "t.py"},
        "--inject: 'nope': unknown fault kind 'nope' (known: kill-worker, hang-worker, "
        "exit-worker, kill-agent, drop-heartbeats, delay-heartbeats, crash-daemon, "
-       "corrupt-checkpoint)"},
+       "corrupt-checkpoint, slow)"},
       {{"t.py"},
        "MUSTER_INJECT: 'exit-worker,rank=0,after=1s': exit-worker fires inside the worker, at a "
        "step: use step=N",

@@ -56,6 +56,14 @@ TEST_CASE("every fault kind parses with its argument, trigger and target") {
 
   CHECK(FaultActorOf(ParseOne("crash-daemon,after=3s").kind) == FaultActor::kDaemon);
   CHECK(ParseOne("corrupt-checkpoint,step=4").kind == FaultKind::kCorruptCheckpoint);
+
+  // slow is slow from the start unless given a trigger.
+  FaultSpec slow = ParseOne("slow,rank=3,factor=2");
+  CHECK(slow.kind == FaultKind::kSlowWorker);
+  CHECK(slow.factor == 2.0);
+  CHECK(slow.rank == 3);
+  CHECK(slow.after == milliseconds(0));
+  CHECK(ParseOne("slow,rank=any,factor=1.5,step=10").step == 10u);
 }
 
 TEST_CASE("a plan is several specs separated by semicolons, indexed in order") {
@@ -108,7 +116,7 @@ TEST_CASE("malformed specs are refused naming the spec and what is wrong") {
       {"kill-wrker,rank=0,step=3",
        "'kill-wrker,rank=0,step=3': unknown fault kind 'kill-wrker' (known: kill-worker, "
        "hang-worker, exit-worker, kill-agent, drop-heartbeats, delay-heartbeats, crash-daemon, "
-       "corrupt-checkpoint)"},
+       "corrupt-checkpoint, slow)"},
       {"kill-worker:SIGNOPE,rank=0,step=3",
        "'kill-worker:SIGNOPE,rank=0,step=3': 'SIGNOPE' is not a signal (e.g. SIGKILL, TERM, 9)"},
       {"kill-worker,step=3",
@@ -135,9 +143,21 @@ TEST_CASE("malformed specs are refused naming the spec and what is wrong") {
       {"kill-worker,rank=0,after=1s,",
        "'kill-worker,rank=0,after=1s,': an empty item: a stray ','"},
       {"kill-worker,rank=0,when=1",
-       "'kill-worker,rank=0,when=1': unknown key 'when' (keys: after, step, rank, node, for)"},
+       "'kill-worker,rank=0,when=1': unknown key 'when' (keys: after, step, rank, node, for, "
+       "factor)"},
       {"kill-worker,rank=0,soon",
-       "'kill-worker,rank=0,soon': 'soon' is not key=value (keys: after, step, rank, node, for)"},
+       "'kill-worker,rank=0,soon': 'soon' is not key=value (keys: after, step, rank, node, for, "
+       "factor)"},
+      {"slow,rank=1",
+       "'slow,rank=1': slow needs factor=F: how many times slower the rank runs "
+       "(e.g. factor=2)"},
+      {"slow,rank=1,factor=1",
+       "'slow,rank=1,factor=1': factor='1' is not a number above 1 and at most 100"},
+      {"slow,rank=1,factor=x2",
+       "'slow,rank=1,factor=x2': factor='x2' is not a number above 1 and at most 100"},
+      {"slow,factor=2", "'slow,factor=2': slow needs a target: rank=N or rank=any"},
+      {"kill-worker,rank=0,step=3,factor=2",
+       "'kill-worker,rank=0,step=3,factor=2': factor= applies to slow only"},
       {"hang-worker:1,rank=0,step=3",
        "'hang-worker:1,rank=0,step=3': hang-worker takes no "
        "argument after ':'"},
@@ -167,7 +187,7 @@ TEST_CASE("malformed specs are refused naming the spec and what is wrong") {
        "at a checkpoint's step: use step=N"},
       {"kill-worker,rank=0,step=3;bogus",
        "'bogus': unknown fault kind 'bogus' (known: kill-worker, hang-worker, exit-worker, "
-       "kill-agent, drop-heartbeats, delay-heartbeats, crash-daemon, corrupt-checkpoint)"},
+       "kill-agent, drop-heartbeats, delay-heartbeats, crash-daemon, corrupt-checkpoint, slow)"},
   };
   for (const auto& [text, error] : table) {
     INFO("spec: " << text);

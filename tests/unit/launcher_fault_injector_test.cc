@@ -156,6 +156,14 @@ TEST_CASE("progress lines give the newest step and the faults workers carried ou
   CHECK(ParseProgressReport("").step == -1);
   CHECK(ParseProgressReport("junk\ninject x\n").step == -1);
   CHECK(ParseProgressReport("junk\ninject x\n").injected.empty());
+  // The step hooks' lines carry the step's compute time in microseconds.
+  const auto timed = ParseProgressReport("4 18000\n5 21000\n");
+  CHECK(timed.step == 5);
+  CHECK(timed.compute_us == 21000);
+  CHECK_FALSE(ParseProgressReport("4 18000\n5\n").compute_us);  // the newest line's, or none
+  CHECK(ParseProgressReport("5 x\n").step == -1);
+  CHECK(ParseProgressReport("stacks 7\n").stacks_fd == 7);
+  CHECK_FALSE(ParseProgressReport("stacks x\n").stacks_fd);
 }
 
 }  // namespace

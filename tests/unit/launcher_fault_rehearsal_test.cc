@@ -80,5 +80,38 @@ TEST_CASE("a heartbeat fault without a rendezvous is skipped", "[fault-rehearsal
   rehearsal.ReportUnfired(SecondNode());
 }
 
+TEST_CASE("a slow rank waits for the workers, then is stopped and continued in turn",
+          "[fault-rehearsal]") {
+  boost::asio::io_context io;
+  Signalled workers;
+  bool running = false;
+  auto hooks = workers.Hooks();
+  auto placement = hooks.placement;
+  hooks.placement = [&]() -> std::optional<FaultPlacement> {
+    if (!running) return std::nullopt;
+    return placement();
+  };
+  FaultRehearsal rehearsal(io, Plan("slow,rank=2,factor=4"), false,
+                           FaultRehearsal::WorkerSteps::kPythonHooked, hooks);
+  io.run_for(100ms);
+  CHECK(workers.sent.empty());  // no workers yet: it waits, not skipped
+  running = true;
+  rehearsal.OnWorkersStarted();
+  io.restart();  // the first run_for ran out of work
+  io.run_for(420ms);
+  // factor 4 of a 100 ms period: stopped 75 ms, running 25 ms.
+  REQUIRE(workers.sent.size() >= 6);
+  int stops = 0;
+  for (size_t i = 0; i < workers.sent.size(); ++i) {
+    CHECK(workers.sent[i].first == 2);
+    CHECK(workers.sent[i].second == (i % 2 == 0 ? SIGSTOP : SIGCONT));
+    stops += workers.sent[i].second == SIGSTOP;
+  }
+  CHECK(stops >= 3);
+  CHECK(stops <= 6);
+  rehearsal.Stop();
+  if (workers.sent.back().second == SIGSTOP) FAIL("left stopped");
+}
+
 }  // namespace
 }  // namespace muster

@@ -179,7 +179,7 @@ TEST_CASE("under the auto rule a silent worker is suspected, and a verdict decid
   WorkerGroup group(spawner, 0, 30s);
   group.EnableAutoHang(AutoHangRule{});
   REQUIRE(group.Start(Specs(3), t0).ok());
-  group.OnDumpsStacks(group.TagFor(2));
+  group.OnDumpsStacks(group.TagFor(2), 9);
   for (int step = 1; step <= 30; ++step) {
     for (int rank = 0; rank < 3; ++rank) {
       group.OnProgress(group.TagFor(rank), step, t0 + step * 100ms);
@@ -194,6 +194,7 @@ TEST_CASE("under the auto rule a silent worker is suspected, and a verdict decid
   const auto subjects = group.HangSubjects();
   REQUIRE(subjects.size() == 3);
   CHECK(subjects[2].dumps_stacks);
+  CHECK(subjects[2].stack_file == "/proc/1002/fd/9");
   CHECK_FALSE(subjects[0].dumps_stacks);
 
   // Alive: nothing is killed, and the silence counts from now.

@@ -23,9 +23,19 @@ How each torch gets the hook:
 A script that reports its own steps through the `muster` package turns the
 hooks off (disable()): the package knows the step it resumed from.
 
+Compute time: each step's line also carries the rank's own time for the
+step, "STEP COMPUTE_US\n": from the end of its previous step to the moment
+its backward reached the model's first parameter (a tensor hook on it,
+registered when a DistributedDataParallel is made). That is the data
+loader, forward and backward, and not the wait for the other ranks in DDP's
+all-reduce, which comes after: in lock-step training it tells the slow rank
+from the ones that wait for it. Without DDP, or when that hook did not fire
+in the step, the line is "STEP" alone. (On a GPU the time is the host's:
+when the host waits for the device, the wait counts.)
+
 Stacks: install_stack_dumps() registers faulthandler on MUSTER_STACK_SIGNAL,
-writing every thread's stack to MUSTER_STACK_FILE, and says "stacks" on the
-progress pipe; muster sends that signal only to a worker that said so, when
+writing every thread's stack into a memfd (no file anywhere), and says
+"stacks FD" on the progress pipe (the agent reads /proc/PID/fd/FD); muster sends that signal only to a worker that said so, when
 it suspects a hang (launcher/agent/hang_evidence.h). faulthandler's handler
 runs in C: it answers while the script is blocked in C++.
 
@@ -36,6 +46,7 @@ get no hooks.
 """
 import os
 import sys
+import time
 import weakref
 
 STEP_HOOKS_MODULE = "_muster_step_hooks"  # sys.modules entry the package looks for
@@ -63,6 +74,32 @@ class StepCounter:
         return None
 
 
+class ComputeClock:
+    """A rank's own time per step (the module's docstring). Pure but for
+    the clock it is given."""
+
+    def __init__(self, clock=time.perf_counter):
+        self._clock = clock
+        self._step_end = None
+        self._grads_ready = None
+
+    def grads_ready(self):
+        """Backward reached the model's first parameter (the last it reaches)."""
+        self._grads_ready = self._clock()
+
+    def step_ended(self):
+        """A step ended now: its compute time in seconds, or None when it is
+        not known (the first step, or no backward marked in it)."""
+        now = self._clock()
+        compute = None
+        if (self._step_end is not None and self._grads_ready is not None
+                and self._grads_ready > self._step_end):
+            compute = self._grads_ready - self._step_end
+        self._step_end = now
+        self._grads_ready = None
+        return compute
+
+
 class ProgressPipe:
     """Writes steps to the agent's progress pipe; silent once the agent is
     gone (its pdeath signal ends the worker)."""
@@ -70,11 +107,12 @@ class ProgressPipe:
     def __init__(self, fd):
         self._fd = fd
 
-    def report(self, step):
+    def report(self, step, compute=None):
         if self._fd is None:
             return
+        line = b"%d\n" % step if compute is None else b"%d %d\n" % (step, int(compute * 1e6))
         try:
-            os.write(self._fd, b"%d\n" % step)
+            os.write(self._fd, line)
         except OSError:
             self._fd = None
 
@@ -82,8 +120,9 @@ class ProgressPipe:
 class StepHooks:
     """The installed hooks: a counter and where its steps go."""
 
-    def __init__(self, pipe, counter=None):
+    def __init__(self, pipe, counter=None, compute=None):
         self.counter = counter or StepCounter()
+        self.compute = compute or ComputeClock()
         self.pipe = pipe
         self.enabled = True
         self._removers = []
@@ -93,7 +132,11 @@ class StepHooks:
             return
         step = self.counter.optimizer_stepped(optimizer)
         if step is not None:
-            self.pipe.report(step)
+            self.pipe.report(step, self.compute.step_ended())
+
+    def on_grads_ready(self):
+        if self.enabled:
+            self.compute.grads_ready()
 
     def disable(self):
         """The script reports its own steps: stop reporting (and counting)."""
@@ -127,6 +170,25 @@ def _hook_optimizers(torch, hooks):
     return "_optimizer_step_code"
 
 
+def _hook_ddp(torch, hooks):
+    """Marks, in every DistributedDataParallel made from now on, the moment
+    backward reaches its module's first parameter that needs a gradient."""
+    ddp = getattr(getattr(torch.nn, "parallel", None), "DistributedDataParallel", None)
+    if ddp is None:
+        return
+    original = ddp.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        for parameter in self.module.parameters():
+            if parameter.requires_grad:
+                parameter.register_hook(lambda grad: hooks.on_grads_ready())
+                break
+
+    ddp.__init__ = __init__
+    hooks._removers.append(lambda: setattr(ddp, "__init__", original))
+
+
 def install_step_hooks(environ=None, modules=None):
     """Installs the hooks in this worker when it runs torch and muster
     offers a progress pipe; returns the StepHooks, or None."""
@@ -139,32 +201,32 @@ def install_step_hooks(environ=None, modules=None):
     hooks = StepHooks(ProgressPipe(int(fd_text)))
     if _hook_optimizers(torch, hooks) is None:
         return None
+    _hook_ddp(torch, hooks)
     # Where the `muster` package finds them (a plain object is enough: it
     # only calls disable()).
     modules[STEP_HOOKS_MODULE] = hooks
     return hooks
 
 
-_stack_file = None  # kept open for the worker's life: faulthandler writes to it
+_stack_fd = None  # the memfd faulthandler writes to, open for the worker's life
 
 
 def install_stack_dumps(environ=None):
-    """Registers faulthandler on MUSTER_STACK_SIGNAL, dumping to
-    MUSTER_STACK_FILE, and tells muster; returns True when installed."""
-    global _stack_file
+    """Registers faulthandler on MUSTER_STACK_SIGNAL, dumping into a memfd,
+    and tells muster which descriptor; returns True when installed."""
+    global _stack_fd
     environ = os.environ if environ is None else environ
     signal_text = environ.get("MUSTER_STACK_SIGNAL", "")
-    path = environ.get("MUSTER_STACK_FILE", "")
     fd_text = environ.get("MUSTER_PROGRESS_FD", "")
-    if (not signal_text.isdigit() or not path or not fd_text.isdigit()
-            or environ.get("MUSTER_STEP_HOOKS") == "off"):
+    if (not signal_text.isdigit() or not fd_text.isdigit()
+            or environ.get("MUSTER_STEP_HOOKS") == "off" or not hasattr(os, "memfd_create")):
         return False
     import faulthandler
 
     try:
-        _stack_file = open(path, "a")
-        faulthandler.register(int(signal_text), file=_stack_file, all_threads=True, chain=False)
-        os.write(int(fd_text), b"stacks\n")
+        _stack_fd = os.memfd_create("muster-stacks")  # close-on-exec
+        faulthandler.register(int(signal_text), file=_stack_fd, all_threads=True, chain=False)
+        os.write(int(fd_text), b"stacks %d\n" % _stack_fd)
     except (OSError, ValueError, RuntimeError):
         return False
     return True

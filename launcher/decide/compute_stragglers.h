@@ -1,0 +1,67 @@
+// ComputeStragglers: which of this node's ranks is the slow one in
+// lock-step training, from each rank's own compute time per step (the step
+// hooks' "STEP COMPUTE_US" lines: launcher/process/warm/step_hooks.py). In
+// data-parallel training every rank steps at the pace of the slowest, so
+// step rates cannot tell it (rendezvous/state/straggler_detector.h); the
+// time a rank spends before it waits for the others can.
+//
+// The rule: each rank's compute time is a moving average of its reports
+// (weight kSmoothing); a rank with no report for `stale` is not judged. A
+// rank whose average stays above `factor` x the median of the judged ranks
+// for `window` is flagged; it is cleared when it is no longer above. At
+// least 3 ranks must report (with two, neither is "above the median"). The
+// judging itself is rdzv::StragglerDetector's, fed 1/compute as a rate.
+//
+// Pure; not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "rendezvous/state/straggler_detector.h"
+
+namespace muster {
+
+struct ComputeStragglerRule {
+  double factor = 1.5;
+  std::chrono::milliseconds window{10'000};
+  std::chrono::milliseconds stale{5'000};
+};
+
+struct ComputeStragglerChange {
+  bool flagged = true;  // false: cleared
+  int rank = 0;
+  std::optional<double> compute_ms;  // the rank's average at the change
+  std::optional<double> median_ms;   // of the judged ranks
+};
+
+class ComputeStragglers {
+ public:
+  static constexpr double kSmoothing = 0.3;
+
+  explicit ComputeStragglers(ComputeStragglerRule rule = {});
+
+  // Global rank `rank` reported a step that took it `compute_ms` itself.
+  void OnCompute(int rank, double compute_ms, Time now);
+  // Judges the ranks at `now`; returns the flags raised and cleared.
+  std::vector<ComputeStragglerChange> Evaluate(Time now);
+  // A new set of ranks (a restart, a new generation): forget every rank.
+  void Clear();
+  // The ranks flagged, as of the last Evaluate(), in rank order.
+  std::vector<int> flagged() const;
+
+ private:
+  struct Rank {
+    double average_ms = 0;
+    Time last{};
+  };
+  ComputeStragglerRule rule_;
+  std::map<int, Rank> ranks_;
+  rdzv::StragglerDetector detector_;
+};
+
+}  // namespace muster
