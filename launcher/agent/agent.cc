@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "launcher/output/output_routes.h"
+#include "launcher/output/worker_output.h"
 #include "launcher/plan/worker_env.h"
 #include "launcher/process/warm_process.h"
 #include "launcher/report/failure_report.h"
@@ -71,13 +72,30 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
                           static_assignment ? static_assignment->group_world_size : 0)),
       outputs_(io_, options_),
       hang_evidence_(io_, StackDumpSignal()),
-      stragglers_(io_, host_) {
+      stragglers_(io_, host_),
+      goodput_(Clock::now()) {
   spawner_.SetEvents(*this);
   if (static_assignment) node_ = std::move(*static_assignment);
   for (int sig : handled_signals) signals_.add(sig);
 }
 
 Agent::~Agent() = default;
+
+void Agent::ReportGoodput() {
+  const std::optional<Goodput> goodput = goodput_.Finish(Clock::now());
+  if (!goodput) return;  // no step was reported: nothing says when it trained
+  auto seconds = [](std::chrono::milliseconds ms) {
+    return fmt::format("{:.1f}", static_cast<double>(ms.count()) / 1000.0);
+  };
+  // The run's summary: printed whatever the log level, as the failure
+  // report is.
+  WriteOwnLine(STDERR_FILENO,
+               fmt::format("muster: event=goodput ratio={:.3f} wall_s={} productive_s={} "
+                           "to_first_step_s={} downtime_s={} redone_s={} tail_s={} attempts={}\n",
+                           goodput->ratio(), seconds(goodput->wall), seconds(goodput->productive),
+                           seconds(goodput->to_first_step), seconds(goodput->downtime),
+                           seconds(goodput->redone), seconds(goodput->tail), goodput->attempts));
+}
 
 int Agent::Run() {
   // A console that goes away must not kill the agent (and with it, the job).
@@ -193,6 +211,7 @@ Status Agent::StartAttempt(int attempt, const std::optional<ArmInPlace>& in_plac
   auto status = group_->Start(std::move(specs).value(), Clock::now());
   if (!status.ok()) return status;
   if (faults_) faults_->OnWorkersStarted();
+  goodput_.OnAttemptStarted(Clock::now());
   // The attempt is the job's, as its workers see it: a node that joins a
   // running job starts at the job's attempt, not at 0.
   spdlog::info("started {} workers ranks={}..{} attempt={} (TORCHELASTIC_RESTART_COUNT={})",
@@ -235,6 +254,7 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   // its own out, which the armed timer finds when it fires.
   const ProgressReport report = ParseProgressReport(bytes);
   if (report.stacks_fd) group_->OnDumpsStacks(tag, *report.stacks_fd);
+  if (report.step >= 0) goodput_.OnNodeStep(group_->EveryWorkerStep(), Clock::now());
   if (report.compute_us) {
     stragglers_.OnCompute(node_.global_rank_offset + WorkerGroup::LocalRankOf(tag),
                           *report.compute_us);
@@ -278,6 +298,10 @@ void Agent::ArmTimer() {
 
 void Agent::AfterGroupEvent() {
   AdvanceRecovery();
+  // Paused for a recovery in place: not training until every rank steps again.
+  if (group_->state() == WorkerGroup::State::kRecovering) {
+    goodput_.OnAttemptEnded(Clock::now(), false);
+  }
   if (!settling_ && group_->hang_evidence_wanted() && !hang_evidence_.busy()) GatherHangEvidence();
   if (settling_ || !group_->finished()) {
     ArmTimer();
@@ -286,6 +310,7 @@ void Agent::AfterGroupEvent() {
   // The attempt is over. Take down grandchildren of failed or stopped
   // workers, then give their output a moment to drain before deciding.
   if (group_->state() != WorkerGroup::State::kSucceeded) group_->KillAllGroups();
+  goodput_.OnAttemptEnded(Clock::now(), group_->state() == WorkerGroup::State::kSucceeded);
   settling_ = true;
   machine_.OnWorkersGone();
   timer_.cancel();
@@ -347,6 +372,7 @@ void Agent::Finish(int exit_code) {
   }
   // Stopped by a signal, the run was cut short: no fault was missed.
   if (received_signal_ == 0) ReportUnfiredFaults();
+  ReportGoodput();
   exit_code_ = exit_code;
   finished_ = true;
   if (client_) client_->Stop();

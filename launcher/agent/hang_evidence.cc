@@ -38,11 +38,12 @@ std::string ReadFrom(const std::string& path, uint64_t offset) {
   return text;
 }
 
-bool Active(const ProcessActivity& before, const ProcessActivity& after,
-            std::optional<uint64_t> ProcessActivity::*field) {
+// How much of a field grew between two samples; 0 when either is unknown.
+uint64_t Growth(const ProcessActivity& before, const ProcessActivity& after,
+                std::optional<uint64_t> ProcessActivity::*field) {
   const auto& a = before.*field;
   const auto& b = after.*field;
-  return a && b && *b > *a;
+  return a && b && *b > *a ? *b - *a : 0;
 }
 
 }  // namespace
@@ -152,8 +153,14 @@ void HangEvidence::Judge() {
     e.dumps_stacks = worker.dumps_stacks;
     e.first = ParseStackDump(rank.first);
     e.second = ParseStackDump(seconds.back());
-    e.used_cpu = Active(rank.first_sample, rank.second_sample, &ProcessActivity::cpu_ticks);
-    e.did_io = Active(rank.first_sample, rank.second_sample, &ProcessActivity::io_bytes);
+    // An idle process still takes a tick now and then (its runtime's
+    // threads): working is a share of the window, or bytes in earnest.
+    const double cpu_ms = static_cast<double>(Growth(rank.first_sample, rank.second_sample,
+                                                     &ProcessActivity::cpu_ticks)) *
+                          1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
+    e.used_cpu = cpu_ms >= kBusyShare * static_cast<double>(timing_.window.count());
+    e.did_io =
+        Growth(rank.first_sample, rank.second_sample, &ProcessActivity::io_bytes) >= kBusyBytes;
     evidence.push_back(std::move(e));
   }
   const HangVerdict verdict = JudgeHang(evidence);

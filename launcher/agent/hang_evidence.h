@@ -5,7 +5,10 @@
 //              (tgkill to its main thread: faulthandler's handler runs in C
 //              even while the script is blocked in C++);
 //   t = 0.3 s  each worker's CPU time and I/O bytes (/proc/PID/stat, io);
-//   t = 1.3 s  the same again, then the second stack signal;
+//   t = 1.3 s  the same again, then the second stack signal (a rank used
+//              CPU when it ran for kBusyShare of the second between, and
+//              did I/O when it read or wrote kBusyBytes: an idle process
+//              still takes a clock tick now and then);
 //   t = 1.6 s  both dumps read from each worker's stack file (the bytes
 //              each signal added), the verdict judged; when hung, every
 //              rank's stacks and the verdict are written to `report_path`.
@@ -45,6 +48,9 @@ class HangEvidence {
   // The verdict, and `report_path` when the stacks were written there
   // (empty when alive or when writing failed).
   using Done = std::function<void(const HangVerdict&, const std::string& report_path)>;
+
+  static constexpr double kBusyShare = 0.05;
+  static constexpr uint64_t kBusyBytes = 64 * 1024;
 
   struct Timing {
     std::chrono::milliseconds settle{300};   // a dump's write to the first sample

@@ -204,6 +204,13 @@ std::optional<uint64_t> WorkerGroup::NodeStep() const {
   return oldest;
 }
 
+std::optional<uint64_t> WorkerGroup::EveryWorkerStep() const {
+  for (const auto& w : workers_) {
+    if (w.running && w.last_step < 0) return std::nullopt;
+  }
+  return NodeStep();
+}
+
 void WorkerGroup::OnProgressClosed(uint64_t tag) {
   if (Worker* w = Find(tag)) w->last_progress.reset();
 }

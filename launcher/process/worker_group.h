@@ -162,6 +162,9 @@ class WorkerGroup {
   // did (a script that reports nothing). A process started again (a
   // restart, or a replacement in place) counts from its own reports.
   std::optional<uint64_t> NodeStep() const;
+  // The same, but nullopt until every running worker reported a step: the
+  // node trains only once all its ranks step (goodput.h).
+  std::optional<uint64_t> EveryWorkerStep() const;
   // The worker closed its progress pipe (the muster Python package does
   // once its training is done): it is no longer watched for hangs, so a
   // slow interpreter exit is not one.

@@ -9,7 +9,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const Time t0{};
+const Time kBegin{};
 
 // Four ranks reporting every 100 ms for `seconds`, rank `slow` taking
 // `factor` times longer; returns every change, in order.
@@ -30,7 +30,7 @@ std::vector<ComputeStragglerChange> Run(ComputeStragglers& stragglers, int secon
 
 TEST_CASE("a rank twice as slow as the others is flagged after the window, and only it") {
   ComputeStragglers stragglers;  // 1.5x the median for 10 s
-  Time now = t0;
+  Time now = kBegin;
   auto changes = Run(stragglers, 9, 2, 2.0, now);
   CHECK(changes.empty());  // within the window: not yet
   changes = Run(stragglers, 3, 2, 2.0, now);
@@ -49,10 +49,10 @@ TEST_CASE("a rank twice as slow as the others is flagged after the window, and o
 
 TEST_CASE("ranks that step alike flag nobody, and neither do two ranks") {
   ComputeStragglers stragglers;
-  Time now = t0;
+  Time now = kBegin;
   CHECK(Run(stragglers, 60, -1, 1.0, now).empty());
   ComputeStragglers two;
-  now = t0;
+  now = kBegin;
   for (int i = 0; i < 200; ++i) {
     now += 100ms;
     two.OnCompute(0, 20, now);
@@ -63,7 +63,7 @@ TEST_CASE("ranks that step alike flag nobody, and neither do two ranks") {
 
 TEST_CASE("a rank whose reports stop is no longer judged, and Clear forgets every rank") {
   ComputeStragglers stragglers;
-  Time now = t0;
+  Time now = kBegin;
   Run(stragglers, 12, 3, 3.0, now);
   REQUIRE(stragglers.flagged() == std::vector<int>{3});
   now += 6s;  // past `stale` for every rank

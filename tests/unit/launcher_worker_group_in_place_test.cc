@@ -16,6 +16,7 @@ namespace {
 using muster::testing::FakeSpawner;
 using muster::testing::Specs;
 using muster::testing::t0;
+using muster::testing::TickJudged;
 using muster::testing::w0;
 
 constexpr uint64_t kGeneration = 4;

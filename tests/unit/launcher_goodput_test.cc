@@ -1,0 +1,58 @@
+// The run's goodput as one node sees it (launcher/decide/goodput.h).
+#include <catch2/catch.hpp>
+
+#include "launcher/decide/goodput.h"
+
+namespace muster {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+
+const Time kRunStart{};
+
+TEST_CASE("a fault-free run: the time to the first step and the tail count against it") {
+  GoodputMeter meter(kRunStart);
+  meter.OnAttemptStarted(kRunStart + 1s);
+  meter.OnNodeStep(std::nullopt, kRunStart + 4s);  // not every rank stepped yet
+  for (int step = 1; step <= 90; ++step) meter.OnNodeStep(step, kRunStart + 5s + step * 100ms);
+  meter.OnAttemptEnded(kRunStart + 15s, true);  // the workers succeeded
+  const auto goodput = meter.Finish(kRunStart + 16s);
+  REQUIRE(goodput);
+  CHECK(goodput->wall == 16s);
+  CHECK(goodput->to_first_step == 5100ms);
+  CHECK(goodput->productive == 8900ms);
+  CHECK(goodput->downtime == 0s);
+  CHECK(goodput->tail == 2s);  // the last step (14 s) to the run's end
+  CHECK(goodput->attempts == 1);
+  CHECK(goodput->ratio() == Approx(8.9 / 16));
+}
+
+TEST_CASE("a fault: downtime until every rank steps again, and redone steps") {
+  GoodputMeter meter(kRunStart);
+  meter.OnAttemptStarted(kRunStart);
+  for (int step = 1; step <= 30; ++step) meter.OnNodeStep(step, kRunStart + 1s + step * 100ms);
+  meter.OnAttemptEnded(kRunStart + 10s, false);  // hung at step 30 (4 s), found at 10 s
+  meter.OnAttemptStarted(kRunStart + 11s);
+  // Restarted from the checkpoint of step 20: steps 21..30 are redone.
+  for (int step = 21; step <= 50; ++step)
+    meter.OnNodeStep(step, kRunStart + 13s + (step - 20) * 100ms);
+  const auto goodput = meter.Finish(kRunStart + 16s);
+  REQUIRE(goodput);
+  CHECK(goodput->attempts == 2);
+  CHECK(goodput->to_first_step == 1100ms);
+  CHECK(goodput->productive == 2900ms + 1900ms);  // steps 1..30, then 31..50 (14.1 s..16 s)
+  CHECK(goodput->downtime == 6s + 3100ms);        // 4 s..10 s, then 10 s..13.1 s
+  CHECK(goodput->redone == 1000ms);               // 13.1 s..14.1 s: steps 21..30
+  CHECK(goodput->ratio() < 0.35);
+}
+
+TEST_CASE("a run that reports no steps has no goodput") {
+  GoodputMeter meter(kRunStart);
+  meter.OnAttemptStarted(kRunStart);
+  meter.OnAttemptEnded(kRunStart + 5s, false);
+  CHECK_FALSE(meter.Finish(kRunStart + 6s));
+}
+
+}  // namespace
+}  // namespace muster
