@@ -71,7 +71,12 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
       machine_(MachineFor(options_, elastic_.has_value(),
                           static_assignment ? static_assignment->group_world_size : 0)),
       outputs_(io_, options_),
-      hang_evidence_(io_, StackDumpSignal()),
+      // A fixed --hang-timeout is the user's rule: one quick dump, no
+      // window, so the kill comes at the timeout and not seconds later.
+      hang_evidence_(io_, StackDumpSignal(),
+                     options_.hang_auto ? HangEvidence::Timing{}
+                                        : HangEvidence::Timing{std::chrono::milliseconds(150),
+                                                               std::chrono::milliseconds(0)}),
       stragglers_(io_, host_),
       goodput_(Clock::now()) {
   spawner_.SetEvents(*this);

@@ -167,7 +167,10 @@ void WorkerGroup::OnHangEvidence(const HangVerdict& verdict, const std::string& 
   const uint64_t suspect_tag = *evidence_for_;
   evidence_for_.reset();
   if (state_ != State::kRunning) return;  // something else ended the run meanwhile
-  if (auto_hang_ && verdict.alive) {
+  const Worker* suspect = Find(suspect_tag);
+  const bool stepped_since =
+      suspect && suspect->last_progress && *suspect->last_progress > evidence_at_;
+  if (auto_hang_ && (verdict.alive || stepped_since)) {
     // Working, not hung: every silence counts from now.
     for (auto& w : workers_) {
       if (w.running && w.last_progress) w.last_progress = now;
@@ -245,6 +248,7 @@ void WorkerGroup::OnTick(Time now, WallTime wall) {
     for (auto& w : workers_) {
       if (!w.running || !w.last_progress || now - *w.last_progress < HangTimeoutOf(w)) continue;
       evidence_for_ = w.tag;  // judged in OnHangEvidence
+      evidence_at_ = now;
       return;
     }
     return;

@@ -8,7 +8,8 @@
 // its StepTimeLearner gives: hang_judge.h) is suspected. The group then
 // asks for evidence (hang_evidence_wanted()) and waits; the agent gathers
 // it (stacks, activity) and calls OnHangEvidence. Under the auto rule a
-// verdict of alive clears the suspicion (the silence counts from then);
+// verdict of alive, or a report from the suspect meanwhile, clears the
+// suspicion (the silence counts from then);
 // otherwise the culprit the verdict names (else the silent worker) is hung:
 // it gets SIGKILL, counts as the failure, and the others are stopped as
 // after any failure. A worker that never reports progress is never called
@@ -313,6 +314,7 @@ class WorkerGroup {
   std::chrono::milliseconds hang_timeout_;
   std::optional<AutoHangRule> auto_hang_;
   std::optional<uint64_t> evidence_for_;  // a suspect awaiting OnHangEvidence
+  Time evidence_at_{};                    // when it was suspected
   // The last verdict's words, for the hung failure KillHung records next.
   std::string hang_summary_;
   std::vector<StackFrame> hang_frames_;

@@ -287,7 +287,9 @@ def progress_free_script(work):
 @test
 def a_step_trigger_on_a_python_script_is_said_to_never_fire():
     work = tempdir()
-    code, out, err = run_muster(["--nproc-per-node", "2", "--inject",
+    # Cold workers report no steps unless the script writes them: said at
+    # start, and at the end.
+    code, out, err = run_muster(["--nproc-per-node", "2", "--no-warm-workers", "--inject",
                                  "kill-worker,rank=1,step=3", progress_free_script(work)],
                                 env=default_env(), timeout=60)
     check(code == 0, f"exit {code}", out, err)
@@ -296,6 +298,16 @@ def a_step_trigger_on_a_python_script_is_said_to_never_fire():
     check("may never fire" in lines[0] and "MUSTER_PROGRESS_FD" in lines[0],
           "no start-up warning", err)
     check("never fired" in lines[1] and "step 3" in lines[1], "no line at the end", err)
+    # Warm workers report a torch script's optimizer steps (step_hooks.py):
+    # no warning at start; a script that steps no optimizer still gets the
+    # line at the end.
+    code, out, err = run_muster(["--nproc-per-node", "2", "--inject",
+                                 "kill-worker,rank=1,step=3", progress_free_script(work)],
+                                env=default_env(), timeout=60)
+    check(code == 0, f"exit {code}", out, err)
+    lines = muster_lines(err)
+    check(len(lines) == 1 and "never fired" in lines[0] and "step 3" in lines[0],
+          "not the line at the end alone", err)
     # A time trigger can fire on any worker: nothing to warn of.
     code, _, err = run_muster(["--nproc-per-node", "1", "--inject", "kill-worker,rank=0,after=30",
                                progress_free_script(work)], env=default_env(), timeout=60)

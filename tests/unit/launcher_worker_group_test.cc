@@ -197,6 +197,15 @@ TEST_CASE("under the auto rule a silent worker is suspected, and a verdict decid
   CHECK(subjects[2].stack_file == "/proc/1002/fd/9");
   CHECK_FALSE(subjects[0].dumps_stacks);
 
+  // The suspect reported meanwhile: it was slow, not hung.
+  group.OnProgress(group.TagFor(0), 31, last + 20500ms);
+  group.OnHangEvidence(HangVerdict{}, "", last + 21s, w0);
+  CHECK(spawner.signals.empty());
+  CHECK_FALSE(group.hang_evidence_wanted());
+  for (int rank = 0; rank < 3; ++rank) group.OnProgress(group.TagFor(rank), 31, last);
+  group.OnTick(last + 20s, w0);
+  REQUIRE(group.hang_evidence_wanted());
+
   // Alive: nothing is killed, and the silence counts from now.
   group.OnHangEvidence(Alive(), "", last + 21s, w0);
   CHECK_FALSE(group.hang_evidence_wanted());

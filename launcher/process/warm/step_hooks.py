@@ -209,6 +209,8 @@ def install_step_hooks(environ=None, modules=None):
 
 
 _stack_fd = None  # the memfd faulthandler writes to, open for the worker's life
+STACK_MEMFD_NAME = "muster-stacks"  # /proc/self/fd/N reads /memfd:muster-stacks (deleted)
+_STACK_FD_FLOOR = 100
 
 
 def install_stack_dumps(environ=None):
@@ -224,7 +226,13 @@ def install_stack_dumps(environ=None):
     import faulthandler
 
     try:
-        _stack_fd = os.memfd_create("muster-stacks")  # close-on-exec
+        import fcntl
+
+        # Close-on-exec, and above the descriptors a script opens first, so
+        # that its own descriptors are numbered as in a cold start.
+        created = os.memfd_create(STACK_MEMFD_NAME)
+        _stack_fd = fcntl.fcntl(created, fcntl.F_DUPFD_CLOEXEC, _STACK_FD_FLOOR)
+        os.close(created)
         faulthandler.register(int(signal_text), file=_stack_fd, all_threads=True, chain=False)
         os.write(int(fd_text), b"stacks %d\n" % _stack_fd)
     except (OSError, ValueError, RuntimeError):

@@ -30,6 +30,20 @@ def _handler(sig):
     return getattr(handler, "__name__", str(handler))
 
 
+def _own_fds():
+    """The open descriptors, but muster's stack-dump memfd, which only a warm
+    worker has (docs/usage.md, "Warm workers")."""
+    fds = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:muster-stacks"):
+                continue
+        except OSError:
+            pass  # listdir's own descriptor, closed by now
+        fds.append(int(fd))
+    return sorted(fds)
+
+
 main = sys.modules["__main__"]
 state = {
     "argv": sys.argv,
@@ -50,7 +64,7 @@ state = {
     "sigint": _handler(signal.SIGINT),
     "sigterm": _handler(signal.SIGTERM),
     "sigpipe": _handler(signal.SIGPIPE),
-    "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+    "fds": _own_fds(),
     "stdout": [type(sys.stdout.buffer).__name__, sys.stdout.write_through, sys.stdout.encoding],
     "stderr": [type(sys.stderr.buffer).__name__, sys.stderr.write_through],
     "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
