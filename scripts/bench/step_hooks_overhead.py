@@ -15,7 +15,9 @@ hooks' cost. Usage:
         [--python /usr/bin/python3] [--rounds 5] [--steps 220] [--nproc 2]
 
 The rank-0 mean per run and the per-mode medians are printed; docs/benchmarks.md
-keeps the figures.
+keeps the figures. --micro instead times the hooks' own work per step in
+process (a step report with its compute time, written to a pipe that is
+drained), the part the whole-run ratio cannot resolve on a noisy machine.
 """
 import argparse
 import os
@@ -73,6 +75,30 @@ def run(mode, args, script):
     return float(found.group(1))
 
 
+def micro(python):
+    """The hooks' cost per step, in process: on_optimizer_step with a pipe."""
+    code = r'''
+import importlib.util, os, sys, threading, time
+spec = importlib.util.spec_from_file_location("step_hooks", sys.argv[1])
+hooks_module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(hooks_module)
+r, w = os.pipe()
+threading.Thread(target=lambda: [os.read(r, 1 << 16) for _ in iter(int, 1)], daemon=True).start()
+hooks = hooks_module.StepHooks(hooks_module.ProgressPipe(w))
+class Optimizer: pass
+opt = Optimizer()
+n = 200000
+began = time.perf_counter()
+for _ in range(n):
+    hooks.on_grads_ready()
+    hooks.on_optimizer_step(opt)
+took = time.perf_counter() - began
+print(f"{1e6 * took / n:.2f} us per step (report, compute time, pipe write)")
+'''
+    source = os.path.join(SOURCE, "launcher", "process", "warm", "step_hooks.py")
+    subprocess.run([python, "-c", code, source], check=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--muster", default=os.path.join(SOURCE, "build", "bin", "muster"))
@@ -81,7 +107,11 @@ def main():
     parser.add_argument("--steps", type=int, default=220)
     parser.add_argument("--width", type=int, default=512)
     parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--micro", action="store_true")
     args = parser.parse_args()
+    if args.micro:
+        micro(args.python)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         script = os.path.join(tmp, "ddp_unmodified.py")
         with open(script, "w") as f:
