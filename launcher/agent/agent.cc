@@ -257,7 +257,11 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   if (!group_ || settling_) return;
   // A worker's first report can bring the deadline in; later ones only move
   // its own out, which the armed timer finds when it fires.
-  const ProgressReport report = ParseProgressReport(bytes);
+  // Whole lines only: a line split across two reads ("123 4", "5\n") is
+  // read once complete, not as step 5. Any write still counts as progress.
+  std::string lines;
+  control_lines_[tag].Feed(bytes, [&](std::string_view line) { lines.append(line); });
+  const ProgressReport report = ParseProgressReport(lines);
   if (report.stacks_fd) group_->OnDumpsStacks(tag, *report.stacks_fd);
   if (report.step >= 0) goodput_.OnNodeStep(group_->EveryWorkerStep(), Clock::now());
   if (report.compute_us) {
@@ -274,7 +278,7 @@ void Agent::OnProgress(uint64_t tag, std::string_view bytes) {
   }
   if (faults_)
     faults_->OnProgress(node_.global_rank_offset + WorkerGroup::LocalRankOf(tag), report);
-  OnWorkerControl(tag, bytes);
+  OnWorkerControl(tag, lines);
 }
 
 void Agent::OnProgressClosed(uint64_t tag) {

@@ -142,8 +142,8 @@ class Agent final : public SpawnEvents {
   // next attempt; elastic: into the next generation) and starts the failed
   // ranks again. ArmInPlace: arms the group for the next failure.
   void ArmInPlaceRecovery(const ArmInPlace& arm);
-  // Control lines a worker wrote on its progress pipe.
-  void OnWorkerControl(uint64_t tag, std::string_view bytes);
+  // The control messages among whole lines a worker wrote on its progress pipe.
+  void OnWorkerControl(uint64_t tag, std::string_view lines);
   // The machine's steps for the group's state now (after any group event).
   void AdvanceRecovery();
   void AnnouncePauseBegan(const AnnouncePause& pause) const;
@@ -215,7 +215,7 @@ class Agent final : public SpawnEvents {
   bool finished_ = false;  // Finish() ran: the loop is stopping
 
   RunDirectory run_dir_;
-  // Each worker's progress pipe, cut into lines for control messages.
+  // Each worker's progress pipe, cut into whole lines (steps, control messages).
   std::map<uint64_t, LineSplitter> control_lines_;
 
   std::unique_ptr<FaultRehearsal> faults_;  // null without --inject

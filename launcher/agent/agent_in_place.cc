@@ -62,21 +62,23 @@ void Agent::ArmInPlaceRecovery(const ArmInPlace& arm) {
                         arm.allowed);
 }
 
-void Agent::OnWorkerControl(uint64_t tag, std::string_view bytes) {
+void Agent::OnWorkerControl(uint64_t tag, std::string_view lines) {
   if (!machine_.recovers_in_place()) return;
   bool any = false;
-  control_lines_[tag].Feed(bytes, [&](std::string_view line) {
-    line.remove_suffix(1);  // the '\n'
-    if (!IsControlLine(line)) return;
+  while (!lines.empty()) {
+    const auto newline = lines.find('\n');
+    std::string_view line = lines.substr(0, newline);
+    lines.remove_prefix(newline == std::string_view::npos ? lines.size() : newline + 1);
+    if (!IsControlLine(line)) continue;
     any = true;
     control::WorkerMessage message;
     if (Status s = control::ParseWorkerMessage(line, message); !s.ok()) {
       // Today's restart path then applies to this worker (PROTOCOL.md).
       spdlog::warn("worker tag={}: {}", tag, s.message());
-      return;
+      continue;
     }
     group_->OnControl(tag, message, Clock::now());
-  });
+  }
   if (any) AfterGroupEvent();
 }
 

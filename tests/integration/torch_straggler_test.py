@@ -86,6 +86,7 @@ def check_named(err, took, rank):
           "its compute time is well above the median", lines[0])
     check(took is not None and took <= 30, f"named {took}s after the first step (target 30 s)",
           lines[0])
+    print(f"named rank {rank} {took:.1f}s after the first step: {lines[0]}", flush=True)
 
 
 @each_version

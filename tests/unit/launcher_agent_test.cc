@@ -231,6 +231,21 @@ TEST_CASE("an elastic node's heartbeats carry the step of its slowest worker",
   CHECK(rendezvous.progress == std::vector<uint64_t>{5, 3, 3, 9});
 }
 
+TEST_CASE("a step line split across two reads is read whole", "[agent][elastic][progress]") {
+  AgentRun run(/*nproc=*/1, /*max_restarts=*/0);
+  FakeRendezvous rendezvous(run.io, 1);
+  run.script = [](int /*attempt*/, int /*local_rank*/) { return WorkerScript{}; };
+  rendezvous.on_start = [&] { rendezvous.Assign(1, 1); };
+  run.on_all_started = [&](int /*attempt*/) {
+    run.WriteProgress(0, 0, "122 18000\n123 4");  // the step hooks' lines, cut mid-line
+    run.WriteProgress(0, 0, "5\n");
+    run.ExitWorker(0, 0, 0);
+  };
+  rendezvous.on_succeeded = [&](uint64_t) { rendezvous.EndRun(true); };
+  CHECK(run.RunElastic(rendezvous) == 0);
+  CHECK(rendezvous.progress == std::vector<uint64_t>{122, 123});  // never 5
+}
+
 TEST_CASE("an elastic node whose workers report nothing sends no step", "[agent][elastic]") {
   AgentRun run(/*nproc=*/1, /*max_restarts=*/0);
   FakeRendezvous rendezvous(run.io, 1);
