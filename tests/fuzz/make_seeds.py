@@ -376,7 +376,8 @@ def control_seeds():
 
 def progress_seeds():
     reads = ["1\n", "1\n2\n3\n", "41\n42", "inject 0\n", "7\ninject 2\n8\n", "\n\n",
-             "99999999999999999999\n", "-3\n", "inject -1\ninject x\n", "12 \n"]
+             "99999999999999999999\n", "-3\n", "inject -1\ninject x\n", "12 \n",
+             "12 18000\n13 21000\n", "stacks 100\n1\n", "5 x\nstacks y\n"]
     return [("%02d" % i, r.encode()) for i, r in enumerate(reads)]
 
 
