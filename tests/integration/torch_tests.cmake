@@ -17,7 +17,7 @@ foreach(version 1.13 2.6 2.14)
   muster_integration_test(step_hooks_${version} step_hooks_test.py TIMEOUT 600 LABELS torch
                           ENV MUSTER_TORCH_VERSIONS=${version})
   # The slow rank by compute time (the 1.13 entry also runs the slow-input
-  # and the two-minute fault-free cases).
+  # and the fault-free cases).
   muster_integration_test(torch_straggler_${version} torch_straggler_test.py TIMEOUT 600
                           LABELS torch ENV MUSTER_TORCH_VERSIONS=${version})
 endforeach()
