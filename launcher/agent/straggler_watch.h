@@ -28,8 +28,6 @@ class StragglerWatch {
   // The ranks change (a restart, a new generation): forget them all.
   void Reset();
   void Stop();
-  // The ranks flagged now, in rank order.
-  std::vector<int> flagged() const { return stragglers_.flagged(); }
 
  private:
   void Arm();
