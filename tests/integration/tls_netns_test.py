@@ -316,10 +316,15 @@ def an_agent_serving_the_rendezvous_serves_mutual_tls_with_its_own_certificate()
             errs.append(err)
             check(code == 0, f"an agent of the embedded TLS rendezvous exited {code}", err)
         check(len(dumps(out)) == 1 and len(dumps(out)[0]) == 2, f"workers: {dumps(out)}")
+        # One line per refused connection: the peer without a certificate may
+        # meet a reset before it reads the alert and try once more (TLS 1.3),
+        # which is refused and logged too (as in the test above).
         refusals = [line for line in errs[0].splitlines() if "event=tls_refused" in line]
-        check(len(refusals) == 1 and "peer=127.0.0.1:" in refusals[0]
-              and 'why="peer did not return a certificate"' in refusals[0],
-              "the serving agent logs one tls_refused line naming the peer and why", errs[0])
+        check(1 <= len(refusals) <= 2 and all(
+            "peer=127.0.0.1:" in line and 'why="peer did not return a certificate"' in line
+            for line in refusals),
+              "the serving agent logs a tls_refused line per refused connection, naming the "
+              "peer and why", errs[0])
         code, _, err = run(agent_args(f"127.0.0.1:{free_port()}", "127.0.0.1", out, nnodes="1:2",
                                       nproc=1, conf=f"tls_ca={certs}/ca.pem,is_host=1"),
                            timeout=20)
