@@ -87,7 +87,7 @@ Agent::Agent(asio::io_context& io, ProcessSpawner& spawner, LaunchOptions option
 Agent::~Agent() = default;
 
 void Agent::ReportGoodput() {
-  const std::optional<Goodput> goodput = goodput_.Finish(Clock::now());
+  const std::optional<rdzv::Goodput> goodput = goodput_.Finish(Clock::now());
   if (!goodput) return;  // no step was reported: nothing says when it trained
   auto seconds = [](std::chrono::milliseconds ms) {
     return fmt::format("{:.1f}", static_cast<double>(ms.count()) / 1000.0);
@@ -205,7 +205,7 @@ Status Agent::StartAttempt(int attempt, const std::optional<ArmInPlace>& in_plac
   auto specs = PrepareWorkers(attempt, local_ranks);
   if (!specs.ok()) return specs.status();
   hang_evidence_.Cancel();  // for the group this one replaces
-  stragglers_.Reset();
+  stragglers_.Reset(node_.global_rank_offset, node_.local_world_size);
   group_ = std::make_unique<WorkerGroup>(
       spawner_, static_cast<uint32_t>(attempt),
       std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_timeout_s * 1000)),

@@ -113,6 +113,9 @@ int Agent::RunElastic() {
     Carry(machine_.OnRendezvousFailed());
   };
   client_ = connect_rendezvous_(io_, std::move(client), std::move(callbacks));
+  // The ranks' compute times go to the daemon, which judges across nodes.
+  stragglers_.SetPublish(
+      [this](std::vector<uint64_t> compute_us) { client_->SetCompute(std::move(compute_us)); });
   WaitForSignal();
   // A node joins once its warm process is ready: its workers, whenever the
   // generation forms, start warm (a node joining a running job warms up

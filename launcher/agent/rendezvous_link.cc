@@ -16,6 +16,9 @@ class ClientLink final : public RendezvousLink {
     client_.SetCurrent(std::move(current));
   }
   void SetProgress(uint64_t step) override { client_.SetProgress(step); }
+  void SetCompute(std::vector<uint64_t> compute_us) override {
+    client_.SetCompute(std::move(compute_us));
+  }
   void ReportWorkerFailure(uint64_t generation, int exit_code,
                            const std::string& message) override {
     client_.ReportWorkerFailure(generation, exit_code, message);

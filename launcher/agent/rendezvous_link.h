@@ -30,6 +30,9 @@ class RendezvousLink {
   // The node's progress in the current generation (Heartbeat::step): the
   // oldest of its workers' newest steps; the next heartbeats carry it.
   virtual void SetProgress(uint64_t step) = 0;
+  // Its workers' compute times by local rank, in µs (Heartbeat::compute_us):
+  // the next heartbeat carries them once.
+  virtual void SetCompute(std::vector<uint64_t> compute_us) = 0;
   virtual void ReportWorkerFailure(uint64_t generation, int exit_code,
                                    const std::string& message) = 0;
   virtual void ReportSucceeded(uint64_t generation) = 0;

@@ -20,7 +20,7 @@ std::string Millis(const std::optional<double>& ms) {
 }  // namespace
 
 StragglerWatch::StragglerWatch(boost::asio::io_context& io, std::string host,
-                               ComputeStragglerRule rule)
+                               rdzv::ComputeStragglerRule rule)
     : host_(std::move(host)), stragglers_(rule), timer_(io) {}
 
 void StragglerWatch::OnCompute(int rank, int64_t compute_us) {
@@ -29,7 +29,9 @@ void StragglerWatch::OnCompute(int rank, int64_t compute_us) {
   if (!armed_) Arm();
 }
 
-void StragglerWatch::Reset() {
+void StragglerWatch::Reset(int first_rank, int ranks) {
+  first_rank_ = first_rank;
+  ranks_ = ranks;
   stragglers_.Clear();
   timer_.cancel();
   armed_ = false;
@@ -51,7 +53,19 @@ void StragglerWatch::Arm() {
 }
 
 void StragglerWatch::Judge() {
-  for (const ComputeStragglerChange& change : stragglers_.Evaluate(Clock::now())) {
+  const Time now = Clock::now();
+  if (publish_) {
+    std::vector<uint64_t> compute_us(static_cast<size_t>(ranks_), 0);
+    bool any = false;
+    for (int i = 0; i < ranks_; ++i) {
+      if (const auto ms = stragglers_.average_ms(first_rank_ + i, now)) {
+        compute_us[static_cast<size_t>(i)] = static_cast<uint64_t>(*ms * 1000.0);
+        any = true;
+      }
+    }
+    if (any) publish_(std::move(compute_us));
+  }
+  for (const rdzv::ComputeStragglerChange& change : stragglers_.Evaluate(now)) {
     if (change.flagged) {
       spdlog::warn("event=straggler rank={} host={} compute_ms={} median_ms={}", change.rank, host_,
                    Millis(change.compute_ms), Millis(change.median_ms));

@@ -100,12 +100,29 @@ std::string RateText(double rate) {
 // The run's progress in one line: its median step rate and stragglers, or
 // that no worker reports steps (a script that does not use the progress
 // pipe: docs/operations.md, "Stragglers").
+// Then, when the workers report them: the median compute time per step,
+// the ranks flagged slow by it, and the run's goodput.
 std::string ProgressSummary(const Fields& run) {
   const auto median = run.Number("median_steps_per_second");
   if (!median) return "no step reports";
   const long long stragglers = run.Integer("stragglers", 0);
-  return "median " + RateText(*median) + " steps/s, " + std::to_string(stragglers) +
-         (stragglers == 1 ? " straggler" : " stragglers");
+  std::string text = "median " + RateText(*median) + " steps/s, " + std::to_string(stragglers) +
+                     (stragglers == 1 ? " straggler" : " stragglers");
+  if (const auto compute = run.Number("median_compute_ms")) {
+    text += ", median compute " + RateText(*compute) + " ms/step";
+  }
+  const json& slow = run.Array("slow_ranks");
+  for (size_t i = 0; i < slow.size(); ++i) {
+    const Fields rank(slow[i], run.Path("slow_ranks[" + std::to_string(i) + "]"));
+    const auto compute = rank.Number("compute_ms");
+    text += (i == 0 ? ", slow: rank " : ", rank ") + std::to_string(rank.Integer("rank", -1)) +
+            " on " + rank.Text("host") + (compute ? " (" + RateText(*compute) + " ms)" : "");
+  }
+  if (const json* goodput = run.Find("goodput")) {
+    const Fields g(*goodput, run.Path("goodput"));
+    if (const auto ratio = g.Number("ratio")) text += ", goodput " + RateText(100 * *ratio) + " %";
+  }
+  return text;
 }
 
 std::string ReplicaLine(const Fields& replica) {

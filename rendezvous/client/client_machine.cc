@@ -84,10 +84,15 @@ void ClientMachine::Send(const Message& message, ClientActions& out) const {
 
 Heartbeat ClientMachine::MakeHeartbeat() const {
   return {options_.join.run_id, options_.join.node_id, current_ ? current_->generation : 0,
-          current_ ? step_ : 0};
+          current_ ? step_ : 0, {}};
 }
 
 void ClientMachine::SetProgress(uint64_t step) { step_ = step; }
+
+void ClientMachine::SetCompute(std::vector<uint64_t> compute_us) {
+  if (compute_us.size() > kMaxComputeRanks) compute_us.resize(kMaxComputeRanks);
+  compute_us_ = std::move(compute_us);
+}
 
 Join ClientMachine::MakeJoin() const {
   Join join = options_.join;
@@ -103,7 +108,10 @@ ClientActions ClientMachine::SetCurrent(std::optional<Assignment> current) {
   if (current) last_report_.ForgetBefore(current->generation);
   const bool workers_stopped = current_ && !current;
   // Steps count per generation: a step of the last one is not this one's.
-  if (!current || !current_ || current->generation != current_->generation) step_ = 0;
+  if (!current || !current_ || current->generation != current_->generation) {
+    step_ = 0;
+    compute_us_.clear();
+  }
   current_ = std::move(current);
   // A draining daemon starts the next generation once every member said its
   // workers are gone: say so now, not at the next heartbeat.
@@ -300,10 +308,15 @@ ClientActions ClientMachine::OnTimer(ClientTimer timer, Time now) {
   ClientActions out;
   if (stopped()) return out;
   switch (timer) {
-    case ClientTimer::kHeartbeat:
-      Send(MakeHeartbeat(), out);
+    case ClientTimer::kHeartbeat: {
+      Heartbeat heartbeat = MakeHeartbeat();
+      // Compute times ride on one heartbeat per update (the others keep the
+      // daemon's fast path).
+      if (current_) heartbeat.compute_us = std::exchange(compute_us_, {});
+      Send(heartbeat, out);
       out.push_back(ArmTimer{ClientTimer::kHeartbeat, now + options_.settings.keep_alive_interval});
       break;
+    }
     case ClientTimer::kRetry:
       Connect(now, out);
       break;

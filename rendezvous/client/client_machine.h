@@ -198,6 +198,9 @@ class ClientMachine {
   // next heartbeats carry it; nothing is sent now. Forgotten when the
   // current assignment changes generation or ends (0: none).
   void SetProgress(uint64_t step);
+  // The node's workers' compute times (Heartbeat::compute_us): the next
+  // heartbeat carries them once; forgotten as SetProgress's step is.
+  void SetCompute(std::vector<uint64_t> compute_us);
   // Outcome reports are kept: the last one is sent again after every Join
   // on a new connection, until an assignment of a newer generation arrives.
   ClientActions ReportWorkerFailure(uint64_t generation, int exit_code, const std::string& message);
@@ -291,6 +294,7 @@ class ClientMachine {
   OutcomeReport last_report_;
   std::optional<Assignment> current_;
   uint64_t step_ = 0;  // SetProgress(), for current_'s generation
+  std::vector<uint64_t> compute_us_;  // SetCompute(), until a heartbeat carries it
   LinkId next_link_ = 1;
   std::optional<Link> served_;   // the leader's connection (after its Welcome)
   std::optional<Link> attempt_;  // one being connected or greeted, or a probe

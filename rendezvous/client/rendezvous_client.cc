@@ -51,6 +51,10 @@ void RendezvousClient::SetCurrent(std::optional<Assignment> current) {
 
 void RendezvousClient::SetProgress(uint64_t step) { machine_.SetProgress(step); }
 
+void RendezvousClient::SetCompute(std::vector<uint64_t> compute_us) {
+  machine_.SetCompute(std::move(compute_us));
+}
+
 void RendezvousClient::ReportWorkerFailure(uint64_t generation, int exit_code,
                                            const std::string& message) {
   Carry(machine_.ReportWorkerFailure(generation, exit_code, message));

@@ -57,6 +57,8 @@ class RendezvousClient {
   // The node's progress (ClientMachine::SetProgress): carried by the next
   // heartbeats.
   void SetProgress(uint64_t step);
+  // The workers' compute times (ClientMachine::SetCompute).
+  void SetCompute(std::vector<uint64_t> compute_us);
   // Outcome reports are kept: the last one is sent again after every Join on
   // a reconnect, until an assignment of a newer generation arrives.
   void ReportWorkerFailure(uint64_t generation, int exit_code, const std::string& message);

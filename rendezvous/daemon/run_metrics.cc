@@ -137,6 +137,23 @@ void AppendRunMetrics(const StatusSnapshot& snapshot, const RunMetricsOptions& o
   PerRun(snapshot, kStragglers, out, [&](const RunStatus& run, const std::string& labels) {
     Sample(out, kStragglers.name, labels, run.stragglers);
   });
+  constexpr Family kSlowRanks{"muster_run_slow_ranks",
+                              "Ranks flagged slow by their own compute time per step."};
+  PerRun(snapshot, kSlowRanks, out, [&](const RunStatus& run, const std::string& labels) {
+    Sample(out, kSlowRanks.name, labels, static_cast<double>(run.slow_ranks.size()));
+  });
+  constexpr Family kCompute{"muster_run_compute_ms",
+                            "The median of the ranks' own compute time per step, in ms (absent "
+                            "without reports)."};
+  PerRun(snapshot, kCompute, out, [&](const RunStatus& run, const std::string& labels) {
+    if (run.median_compute_ms) Sample(out, kCompute.name, labels, *run.median_compute_ms);
+  });
+  constexpr Family kGoodput{"muster_run_goodput_ratio",
+                            "The fraction of the run's wall time in which every member was "
+                            "stepping (absent without step reports)."};
+  PerRun(snapshot, kGoodput, out, [&](const RunStatus& run, const std::string& labels) {
+    if (run.goodput) Sample(out, kGoodput.name, labels, run.goodput->ratio());
+  });
 
   if (options.node_series_max_nodes <= 0) return;
   // One family per node value; runs past the limit add nothing.

@@ -1,5 +1,6 @@
 #include "rendezvous/daemon/status_json.h"
 
+#include "rendezvous/daemon/progress_json.h"
 #include "rendezvous/daemon/replica_json.h"
 
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@ json NodeJson(const NodeStatus& node) {
                          node.global_rank_offset + node.local_world_size - 1};
     if (node.steps_per_second) n["steps_per_second"] = *node.steps_per_second;
     n["straggler"] = node.straggler;
+    AddNodeProgress(node, n);
   }
   return n;
 }
@@ -47,6 +49,7 @@ json RunJson(const RunStatus& run) {
     r["median_steps_per_second"] = *run.median_steps_per_second;
   }
   r["stragglers"] = run.stragglers;
+  AddRunProgress(run, r);
   if (run.outcome) {
     r["result"] = run.outcome->succeeded ? "succeeded" : "failed";
     r["message"] = run.outcome->message;

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "rendezvous/daemon/progress_json.h"
 #include "rendezvous/daemon/replica_json.h"
 #include "rendezvous/net/http_request.h"
 
@@ -51,6 +52,7 @@ json RowJson(const NodeRow& row) {
     r["age_ms"] = row.age.count();
   }
   if (node.steps_per_second) r["steps_per_second"] = *node.steps_per_second;
+  if (node.member) AddNodeProgress(node, r);
   return r;
 }
 
@@ -74,6 +76,7 @@ json RunJson(const RunStatus& run, const StatusPageQuery& query) {
                            {"reason", g.reason},
                            {"node_id", g.node_id},
                            {"detail", g.detail}});
+    if (g.stood_still) generations.back()["stood_still_ms"] = g.stood_still->count();
   }
   json r = {
       {"run_id", run.run_id},
@@ -98,6 +101,7 @@ json RunJson(const RunStatus& run, const StatusPageQuery& query) {
         {"rows", std::move(page)}}},
   };
   if (run.median_steps_per_second) r["median_steps_per_second"] = *run.median_steps_per_second;
+  AddRunProgress(run, r);
   if (run.outcome) {
     r["result"] = run.outcome->succeeded ? "succeeded" : "failed";
     r["message"] = run.outcome->message;

@@ -94,6 +94,7 @@ struct Wire<Heartbeat> {
     v("node_id", m.node_id);
     v("generation", m.generation);
     v("step", m.step, Bound::kOptional);
+    v("compute_us", m.compute_us, Bound::kOptional);
   }
 };
 
@@ -352,6 +353,27 @@ class JsonReader {
             item);
       }
       out.push_back(item.get<std::string>());
+    }
+  }
+  // A list of unsigned integers, at most kMaxComputeRanks (kOptional:
+  // absent reads as empty).
+  void operator()(const char* name, std::vector<uint64_t>& out, Bound bound = Bound::kDefault) {
+    if (Absent(name, bound)) return;
+    const json* value = Find(name);
+    if (value == nullptr) return;
+    if (!value->is_array() || value->size() > kMaxComputeRanks) {
+      return Fail(name,
+                  "expected an array of at most " + std::to_string(kMaxComputeRanks) +
+                      " unsigned integers",
+                  *value);
+    }
+    out.clear();
+    out.reserve(value->size());
+    for (const json& item : *value) {
+      if (!item.is_number_unsigned() && !(item.is_number_integer() && item.get<int64_t>() >= 0)) {
+        return Fail(name, "expected unsigned integers", item);
+      }
+      out.push_back(item.get<uint64_t>());
     }
   }
   void operator()(const char* name, Assignment& out, Bound = Bound::kDefault) {

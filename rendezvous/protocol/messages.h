@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -84,8 +85,16 @@ struct Heartbeat {
   // workers' newest reported steps (the slowest worker speaks for the node).
   // 0: no worker reported a step yet (absent on the wire then).
   uint64_t step = 0;
+  // Each local worker's own time per step (what it spends not waiting for
+  // the others), in microseconds, by local rank; 0 where not known. Sent
+  // about once a second while workers report it, absent otherwise (the
+  // other heartbeats keep the fast path: heartbeat_fast_path.h). At most
+  // kMaxComputeRanks entries.
+  std::vector<uint64_t> compute_us;
   bool operator==(const Heartbeat&) const = default;
 };
+
+inline constexpr size_t kMaxComputeRanks = 1024;
 
 // A Heartbeat whose strings live elsewhere (in a received frame, or in a
 // Heartbeat): what the daemon's hot path handles without copying.
@@ -93,11 +102,16 @@ struct HeartbeatView {
   std::string_view run_id;
   std::string_view node_id;
   uint64_t generation = 0;
-  uint64_t step = 0;  // Heartbeat::step
+  uint64_t step = 0;                        // Heartbeat::step
+  std::span<const uint64_t> compute_us;  // Heartbeat::compute_us; empty on the fast path
   HeartbeatView(std::string_view run, std::string_view node, uint64_t gen, uint64_t step_ = 0)
       : run_id(run), node_id(node), generation(gen), step(step_) {}
   explicit HeartbeatView(const Heartbeat& hb)
-      : run_id(hb.run_id), node_id(hb.node_id), generation(hb.generation), step(hb.step) {}
+      : run_id(hb.run_id),
+        node_id(hb.node_id),
+        generation(hb.generation),
+        step(hb.step),
+        compute_us(hb.compute_us) {}
 };
 
 // A local worker failed: the job restarts (a new generation for every node),

@@ -44,6 +44,12 @@ struct RunNode {
   bool succeeded = false;              // its workers of the current generation all exited 0
   std::optional<Assignment> reported;  // what it ran when it (re)joined, for rebuilding
   StepRate step_rate;                  // from the steps its heartbeats carry
+  // Its newest step in the current generation (0: none yet), and its
+  // workers' own time per step by local rank (Heartbeat::compute_us, in
+  // ms; 0: unknown) with when it came. Both reset by a new generation.
+  uint64_t step = 0;
+  std::vector<double> compute_ms;
+  Time compute_at{};
 };
 
 class NodeTable {

@@ -14,9 +14,11 @@
 // snapshot turns them into ages. Pure values, no clock read. Not thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +48,7 @@ class BoundedLog {
   auto begin() const { return entries_.begin(); }
   auto end() const { return entries_.end(); }
   const T& back() const { return entries_.back(); }
+  T& back() { return entries_.back(); }
 
  private:
   size_t capacity_;
@@ -73,6 +76,10 @@ struct GenerationRecord {
   int nodes = 0;
   int world_size = 0;
   GenerationCause cause;
+  // How long training stood still before this generation's members all
+  // stepped: from the last step of the generation before (or the run's
+  // start) until then (GoodputMeter::OnNodeStep). Unset until they all step.
+  std::optional<std::chrono::milliseconds> stood_still;
 };
 
 // A node that is no longer part of the run.

@@ -40,7 +40,8 @@ RunState::RunState(std::string run_id, const Join& first, const Settings& settin
       nodes_(settings),
       gathering_since_(now),
       round_opened_(now),
-      stragglers_(StragglerRule{settings.straggler_fraction, settings.straggler_window}) {
+      stragglers_(StragglerRule{settings.straggler_fraction, settings.straggler_window}),
+      goodput_(now) {
   if (const auto it = takeover.records.find(run_id_);
       it != takeover.records.end() && !it->second.ended) {
     const RunRecord& record = it->second;
@@ -274,6 +275,7 @@ void RunState::OnHeartbeat(ConnId conn, const HeartbeatView& hb, Time now, Actio
   ++counters_.heartbeats;
   node->step_rate.Record(hb.generation, hb.step, now);
   steps_reported_ = steps_reported_ || hb.step != 0;
+  if (node->member && hb.generation == generation_) NoteProgress(*node, hb, now);
   if (drain_) {
     // Draining: a heartbeat for another generation says its workers are gone.
     if (hb.generation != generation_ && drain_->running.count(node->node_id)) {
@@ -525,6 +527,7 @@ void RunState::StartGeneration(Time now, const std::string& why, Actions& out) {
           std::to_string(max_restarts_) + " why=\"" + why + "\"");
   SummarizeGeneration();
   NoteGeneration(now, std::move(cause));
+  RestartProgress(now);
   for (const RankedMember& ranked : ranks.members) {
     SendAssignment(*candidates[ranked.candidate], out);
   }
@@ -546,6 +549,7 @@ void RunState::EndRun(bool succeeded, const std::string& message, Time now, Acti
       std::string("event=run_ended result=") + (succeeded ? "succeeded" : "failed") +
           " gen=" + std::to_string(generation_) + " message=\"" + message + "\"");
   NoteEvent(now, "run_ended", "", (succeeded ? "succeeded: " : "failed: ") + message);
+  FinishGoodput(succeeded, now, out);
   for (auto& [id, node] : nodes_) {
     if (node.conn) out.push_back(SendAction{node.conn, RunEnded{run_id_, succeeded, message}});
   }
@@ -601,6 +605,8 @@ Actions RunState::OnTick(Time now) {
   if (steps_reported_ && now >= next_straggler_check_) {
     next_straggler_check_ = now + kStragglerCheckInterval;
     CheckStragglers(now, out);
+    CheckComputeStragglers(now, out);
+    MeterGoodput(now);
   }
   if (round_deadline_ && now >= *round_deadline_) {
     // Cleared first: finishing a rebuild may open an admission window of its own.

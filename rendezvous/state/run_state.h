@@ -50,6 +50,8 @@
 #include "rendezvous/state/run_record.h"
 #include "rendezvous/state/settings.h"
 #include "rendezvous/state/status_snapshot.h"
+#include "rendezvous/state/compute_stragglers.h"
+#include "rendezvous/state/goodput.h"
 #include "rendezvous/state/straggler_detector.h"
 
 namespace muster::rdzv {
@@ -139,6 +141,20 @@ class RunState {
   // Judges the step rates of the members still training (straggler_detector.h)
   // and logs who was flagged or cleared: event=straggler, event=straggler_cleared.
   void CheckStragglers(Time now, Actions& out);
+
+  // Training progress (run_state_progress.cc).
+  // A member's heartbeat of the current generation: its step and its
+  // workers' compute times.
+  void NoteProgress(Node& node, const HeartbeatView& hb, Time now);
+  // Judges the ranks' compute times (compute_stragglers.h) and logs who was
+  // flagged or cleared: event=straggler rank=R host=H compute_ms= median_ms=.
+  void CheckComputeStragglers(Time now, Actions& out);
+  // Feeds the run's step (the oldest of its members') to the goodput meter.
+  void MeterGoodput(Time now);
+  // A new generation: steps and compute times count afresh.
+  void RestartProgress(Time now);
+  // The run ends: logs event=goodput when a step was ever reported.
+  void FinishGoodput(bool succeeded, Time now, Actions& out);
   // A draining member's workers are gone; the next generation starts when
   // it was the last one.
   void DrainedNode(const std::string& node_id, Time now, Actions& out);
@@ -230,6 +246,12 @@ class RunState {
   bool steps_reported_ = false;
   Time next_straggler_check_{};
   std::vector<MemberRate> member_rates_;  // reused by CheckStragglers
+  // The slow rank in lock-step training, by compute time, and the run's
+  // goodput, both fed by heartbeats and judged with the stragglers.
+  ComputeStragglers compute_stragglers_;
+  GoodputMeter goodput_;
+  uint64_t run_step_ = 0;  // the oldest of the members' steps, in this generation
+  std::optional<Goodput> final_goodput_;  // once the run ended
 };
 
 }  // namespace muster::rdzv

@@ -47,7 +47,7 @@ void RunState::NoteGeneration(Time now, GenerationCause cause) {
   if (!cause.node_id.empty()) text += " (" + cause.node_id + ")";
   NoteEvent(now, "generation", "", std::move(text));
   history_.generations.Add(GenerationRecord{generation_, now, summary_.group_world_size,
-                                            summary_.world_size, std::move(cause)});
+                                            summary_.world_size, std::move(cause), std::nullopt});
 }
 
 void RunState::AddHistory(RunStatus& run, Time now) const {
@@ -56,7 +56,7 @@ void RunState::AddHistory(RunStatus& run, Time now) const {
   };
   for (const GenerationRecord& g : history_.generations) {
     run.generations.push_back({g.generation, age(g.formed), g.nodes, g.world_size, g.cause.reason,
-                               g.cause.node_id, g.cause.detail});
+                               g.cause.node_id, g.cause.detail, g.stood_still});
   }
   for (const DepartedNode& d : history_.departed) {
     RunStatus::Departed& gone = run.departed.emplace_back();

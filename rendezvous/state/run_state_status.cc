@@ -43,10 +43,24 @@ RunStatus RunState::Status(Time now) const {
       status.steps_per_second = node->step_rate.PerSecond();
       status.straggler = stragglers_.IsStraggler(node->node_id);
       if (status.steps_per_second) rates.push_back(*status.steps_per_second);
+      for (size_t i = 0; i < node->compute_ms.size(); ++i) {
+        const double ms = node->compute_ms[i];
+        status.compute_ms.push_back(ms > 0 ? std::optional<double>(ms) : std::nullopt);
+        const int rank = node->global_rank_offset + static_cast<int>(i);
+        if (!compute_stragglers_.IsFlagged(rank)) continue;
+        status.slow_ranks.push_back(rank);
+        run.slow_ranks.push_back(SlowRank{rank, node->node_id, node->host, status.compute_ms.back()});
+      }
+      // A node is a straggler by its step rate or by a slow rank of its own.
+      status.straggler = status.straggler || !status.slow_ranks.empty();
+      if (status.straggler) ++run.stragglers;
     }
   }
   run.median_steps_per_second = MedianRate(rates);
-  run.stragglers = static_cast<int>(stragglers_.straggler_count());
+  run.median_compute_ms = compute_stragglers_.median_ms();
+  std::sort(run.slow_ranks.begin(), run.slow_ranks.end(),
+            [](const SlowRank& a, const SlowRank& b) { return a.rank < b.rank; });
+  run.goodput = phase_ == Phase::kEnded ? final_goodput_ : goodput_.Peek(now);
   return run;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/state/goodput.h"
 #include "rendezvous/state/run_phase.h"
 
 namespace muster::rdzv {
@@ -31,6 +32,21 @@ struct NodeStatus {
   // (straggler_detector.h).
   std::optional<double> steps_per_second;
   bool straggler = false;
+  // Members only: each worker's own time per step (what it spends not
+  // waiting for the others), by local rank; nullopt where not known. Empty
+  // while none reports one.
+  std::vector<std::optional<double>> compute_ms;
+  // The node's global ranks flagged slow by their compute time
+  // (compute_stragglers.h). A node with one is also `straggler`.
+  std::vector<int> slow_ranks;
+};
+
+// A rank flagged slow by its compute time.
+struct SlowRank {
+  int rank = 0;
+  std::string node_id;
+  std::string host;
+  std::optional<double> compute_ms;
 };
 
 // One run.
@@ -49,6 +65,13 @@ struct RunStatus {
   // how many members are flagged stragglers.
   std::optional<double> median_steps_per_second;
   int stragglers = 0;
+  // The median of the ranks' compute times (absent: none reports), and the
+  // ranks flagged slow, by rank.
+  std::optional<double> median_compute_ms;
+  std::vector<SlowRank> slow_ranks;
+  // How much of the run's time trained, so far or at its end (goodput.h);
+  // absent while no step was reported.
+  std::optional<Goodput> goodput;
   // How it ended; set exactly when phase is kEnded.
   struct Outcome {
     bool succeeded = false;
@@ -65,6 +88,8 @@ struct RunStatus {
     std::string reason;  // GenerationCause::kJoined, kNodeLost, ...
     std::string node_id;
     std::string detail;
+    // How long training stood still before it stepped (GenerationRecord).
+    std::optional<std::chrono::milliseconds> stood_still;
   };
   std::vector<Generation> generations;
   struct Departed {

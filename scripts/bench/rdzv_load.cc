@@ -200,7 +200,7 @@ class LoadGenerator {
     agents_.reserve(static_cast<size_t>(flags_.nodes));
     for (int i = 0; i < flags_.nodes; ++i) {
       auto agent = std::make_unique<Agent>(io_, i);
-      agent->heartbeat = Encode(muster::rdzv::Heartbeat{flags_.run_id, NodeId(i), 0});
+      agent->heartbeat = Encode(muster::rdzv::Heartbeat{flags_.run_id, NodeId(i), 0, 0, {}});
       agents_.push_back(std::move(agent));
     }
     if (flags_.progress_steps_per_second > 0) {
@@ -529,7 +529,7 @@ class LoadGenerator {
     if (a.generation != agent.generation) {
       agent.generation = a.generation;
       agent.heartbeat =
-          Encode(muster::rdzv::Heartbeat{flags_.run_id, NodeId(agent.index), a.generation});
+          Encode(muster::rdzv::Heartbeat{flags_.run_id, NodeId(agent.index), a.generation, 0, {}});
     }
     if (agent.assigned) {
       ++repeated_assignments_;  // a later generation, or a repeat: counted, not timed

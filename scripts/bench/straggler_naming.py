@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The slow-rank rule on real runs (launcher/decide/compute_stragglers.h):
+"""The slow-rank rule on real runs (rendezvous/state/compute_stragglers.h):
 how soon a slow rank of 4 is named, and that a fault-free run of the same
 length names none. An unmodified DDP loop (tests/torch/ddp_steps.py, 50 ms
 steps) under muster --standalone, warm workers, one run per case:

@@ -92,6 +92,9 @@ class FakeRendezvous final : public RendezvousLink {
   }
   // Kept apart from `calls`: a stepping worker reports often.
   void SetProgress(uint64_t step) override { progress.push_back(step); }
+  void SetCompute(std::vector<uint64_t> compute_us) override {
+    compute.push_back(std::move(compute_us));
+  }
   void ReportWorkerFailure(uint64_t generation, int exit_code,
                            const std::string& /*message*/) override {
     calls.push_back("failure gen=" + std::to_string(generation) +
@@ -115,6 +118,7 @@ class FakeRendezvous final : public RendezvousLink {
 
   std::vector<std::string> calls;                   // what the agent asked, in order
   std::vector<uint64_t> progress;                   // every SetProgress, in order
+  std::vector<std::vector<uint64_t>> compute;       // every SetCompute, in order
   std::optional<Time> heard;                        // what last_heard() answers
   std::chrono::milliseconds fence_after_ms{1'000};  // what fence_after() answers
   rdzv::Join join;                                  // what the agent joins with
@@ -131,6 +135,7 @@ class FakeRendezvous final : public RendezvousLink {
     void Stop() override { to_.Stop(); }
     void SetCurrent(std::optional<rdzv::Assignment> c) override { to_.SetCurrent(std::move(c)); }
     void SetProgress(uint64_t step) override { to_.SetProgress(step); }
+    void SetCompute(std::vector<uint64_t> c) override { to_.SetCompute(std::move(c)); }
     void ReportWorkerFailure(uint64_t g, int code, const std::string& m) override {
       to_.ReportWorkerFailure(g, code, m);
     }

@@ -66,8 +66,8 @@ TEST_CASE("gone nodes, the current generation's age and step rates are counted p
   StatusSnapshot snapshot;
   snapshot.runs = {Run("job", 2, 0)};
   RunStatus& run = snapshot.runs[0];
-  run.generations.push_back({1, std::chrono::milliseconds(9000), 3, 3, "joined", "", ""});
-  run.generations.push_back({2, std::chrono::milliseconds(1500), 2, 2, "node lost", "n2", ""});
+  run.generations.push_back({1, std::chrono::milliseconds(9000), 3, 3, "joined", "", "", std::nullopt});
+  run.generations.push_back({2, std::chrono::milliseconds(1500), 2, 2, "node lost", "n2", "", std::nullopt});
   RunStatus::Departed dead;
   dead.state = "dead";
   RunStatus::Departed left;

@@ -152,7 +152,7 @@ TEST_CASE("the document pages each run's rows and counts every state", "[rdzv][s
   snapshot.runs.push_back(RunningRun("job", 250));
   snapshot.runs[0].departed.push_back(Gone("lost", "dead", 2s));
   snapshot.runs[0].generations.push_back(
-      {3, 2s, 250, 2000, "node lost", "lost", "heartbeat timeout"});
+      {3, 2s, 250, 2000, "node lost", "lost", "heartbeat timeout", std::nullopt});
   snapshot.runs.push_back(RunningRun("other", 2));
   snapshot.events.push_back({2s, "node_dead", "job", "lost", "host h: heartbeat timeout"});
   snapshot.events.push_back({1s, "generation", "other", "", "generation 3"});
@@ -250,7 +250,7 @@ TEST_CASE("at 10,000 nodes the document stays a few tens of KB", "[rdzv][status_
   }
   for (uint64_t g = 1; g <= 64; ++g) {
     snapshot.runs[0].generations.push_back({g, std::chrono::milliseconds(1000 * (65 - g)), 10'000,
-                                            80'000, "node lost", "dead1", "heartbeat timeout"});
+                                            80'000, "node lost", "dead1", "heartbeat timeout", std::nullopt});
   }
   for (int i = 0; i < 200; ++i) {
     snapshot.events.push_back({std::chrono::milliseconds(i), "node_dead", "big", "dead1",

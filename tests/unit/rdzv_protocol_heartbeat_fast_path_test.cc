@@ -18,7 +18,7 @@ TEST_CASE("the heartbeat fast path reads exactly what Encode writes, as Decode d
           "[protocol][fast]") {
   for (uint64_t generation : {uint64_t{0}, uint64_t{7}, UINT64_MAX}) {
     for (uint64_t step : {uint64_t{0}, uint64_t{1}, uint64_t{123456}, UINT64_MAX}) {
-      const Heartbeat sent{"run-1", "host:12:345", generation, step};
+      const Heartbeat sent{"run-1", "host:12:345", generation, step, {}};
       const std::string payload = PayloadOf(sent);
       INFO(payload);
       // The step is on the wire exactly when a worker reported one.
@@ -71,7 +71,7 @@ TEST_CASE("anything unusual leaves the heartbeat to the general decoder", "[prot
 }
 
 TEST_CASE("a heartbeat decodes the same through either path", "[protocol][fast]") {
-  const Heartbeat sent{"run-1", "host:12:345", 42};
+  const Heartbeat sent{"run-1", "host:12:345", 42, 0, {}};
   const std::string plain = PayloadOf(sent);
   // A space after a colon is valid JSON the fast path declines: the general
   // decoder reads it, and both must agree on every field.
@@ -99,7 +99,7 @@ TEST_CASE("a heartbeat with a step decodes the same through either path, refusal
   auto general = DecodeHeartbeat(zero);
   REQUIRE(fast.has_value());
   REQUIRE(general.ok());
-  CHECK(std::get<Heartbeat>(*general) == Heartbeat{"r", "n", 3, 0});
+  CHECK(std::get<Heartbeat>(*general) == Heartbeat{"r", "n", 3, 0, {}});
   CHECK(fast->step == 0);
   // What the fast path passes on for a bad step, the general path refuses.
   for (const char* bad : {R"({"generation":1,"node_id":"n","run_id":"r","step":-1})",
@@ -109,4 +109,17 @@ TEST_CASE("a heartbeat with a step decodes the same through either path, refusal
     CHECK_FALSE(DecodePlainHeartbeatView(bad).has_value());
     CHECK_FALSE(DecodeHeartbeat(bad).ok());
   }
+}
+
+TEST_CASE("a heartbeat with compute times takes the general path, which reads them",
+          "[protocol][fast]") {
+  const Heartbeat sent{"r", "n", 3, 40, {12'000, 0, 30'000}};
+  const std::string payload = PayloadOf(sent);
+  CHECK_FALSE(DecodePlainHeartbeatView(payload).has_value());
+  auto general = DecodeHeartbeat(payload);
+  REQUIRE(general.ok());
+  const auto& got = std::get<Heartbeat>(*general);
+  CHECK(got == sent);
+  const HeartbeatView view(got);
+  CHECK(std::vector<uint64_t>(view.compute_us.begin(), view.compute_us.end()) == sent.compute_us);
 }

@@ -58,7 +58,7 @@ TEST_CASE("a heartbeat with an old generation gets the current assignment repeat
   c.ExpectNewGeneration();
   const Assignment current = *c.agent(1).assignment;
 
-  auto actions = c.Send(1, Heartbeat{FakeCluster::kRunId, "node1", 1});
+  auto actions = c.Send(1, Heartbeat{FakeCluster::kRunId, "node1", 1, 0, {}});
   auto repeated = SentTo<AssignmentMessage>(actions, c.agent(1).conn);
   REQUIRE(repeated.size() == 1);
   CHECK(repeated[0].assignment == current);

@@ -146,6 +146,7 @@ struct Agent {
   // once, as muster's agent does) or by reporting a failure.
   uint64_t running = 0;
   uint64_t step = 0;               // Heartbeat::step its heartbeats carry (0: none reported)
+  std::vector<uint64_t> compute_us;  // Heartbeat::compute_us its heartbeats carry
   bool stopping = false;           // told to stop by Waiting; heartbeats once delivery ends
   std::optional<Waiting> waiting;  // the latest Waiting since that assignment
   std::optional<RunEnded> ended;
@@ -229,7 +230,8 @@ class FakeCluster {
     return a.assignment ? a.assignment->generation : 0;
   }
   Actions Heartbeat(int i) {
-    return Send(i, rdzv::Heartbeat{kRunId, agent(i).node_id, agent(i).running, agent(i).step});
+    return Send(i, rdzv::Heartbeat{kRunId, agent(i).node_id, agent(i).running, agent(i).step,
+                                   agent(i).compute_us});
   }
   // A heartbeat from every connected agent that is not silent.
   Actions HeartbeatAll() {

@@ -21,5 +21,8 @@ muster_unit_test(rdzv_state_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_member_addrs_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_step_rates_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_straggler_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_compute_stragglers_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_goodput_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_progress_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rdzv_state_log_lines_test.cc
   LIBS muster_rdzv_state)

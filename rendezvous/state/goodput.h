@@ -11,10 +11,11 @@
 //     passes that mark counts against it;
 //   - the tail: from the last step report to the run's end (teardown).
 // A rank's step is its newest report; the node's step is the oldest of its
-// ranks' (WorkerGroup::NodeStep). A run whose workers report no steps has
+// ranks' (WorkerGroup::NodeStep). The daemon meters a run the same way,
+// with the run's step: the oldest of its members' (RunState). A run whose workers report no steps has
 // no goodput (nullopt): nothing says when it trained.
 //
-// Pure; not thread-safe. Tests: tests/unit/launcher_goodput_test.cc.
+// Pure; not thread-safe. Tests: tests/unit/rdzv_state_goodput_test.cc.
 #pragma once
 
 #include <chrono>
@@ -23,7 +24,7 @@
 
 #include "common/clock.h"
 
-namespace muster {
+namespace muster::rdzv {
 
 struct Goodput {
   std::chrono::milliseconds wall{0};
@@ -42,14 +43,17 @@ struct Goodput {
 
 class GoodputMeter {
  public:
-  explicit GoodputMeter(Time started) : started_(started), span_start_(started) {}
+  explicit GoodputMeter(Time started)
+      : started_(started), span_start_(started), stood_since_(started) {}
 
   // An attempt's (or a generation's) workers start. The one before it, if
   // any, ended (OnAttemptEnded).
   void OnAttemptStarted(Time now);
   // The node's step (the oldest of its ranks' newest, nullopt until every
-  // rank reported one) after a step report.
-  void OnNodeStep(std::optional<uint64_t> node_step, Time now);
+  // rank reported one) after a step report. When this step is the first
+  // since the attempt started, returns how long training stood still: from
+  // the last step of the attempt before (or the run's start) until now.
+  std::optional<std::chrono::milliseconds> OnNodeStep(std::optional<uint64_t> node_step, Time now);
   // The attempt ended: `succeeded`, its workers finished (what follows the
   // last step is the tail), else a fault or a membership change (what
   // follows the last step is downtime).
@@ -57,6 +61,9 @@ class GoodputMeter {
   // The run ends now: the figures, or nullopt when no step was ever
   // reported.
   std::optional<Goodput> Finish(Time now);
+  // The figures as they would be if the run ended now (a live view); the
+  // meter goes on unchanged.
+  std::optional<Goodput> Peek(Time now) const;
 
  private:
   // kStarting: not every rank steps yet (the first attempt's start, or
@@ -71,10 +78,11 @@ class GoodputMeter {
   Phase phase_ = Phase::kStarting;
   Time span_start_;
   Time last_step_at_{};
+  Time stood_since_;  // the start of the current kStarting span's standstill
   bool stepped_ = false;     // some step was ever reported
   bool first_start_ = true;  // kStarting counts to the first step, not downtime
   uint64_t high_water_ = 0;  // the highest node step reached
   Goodput totals_;
 };
 
-}  // namespace muster
+}  // namespace muster::rdzv

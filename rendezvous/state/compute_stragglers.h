@@ -24,7 +24,7 @@
 #include "common/clock.h"
 #include "rendezvous/state/straggler_detector.h"
 
-namespace muster {
+namespace muster::rdzv {
 
 struct ComputeStragglerRule {
   double factor = 1.5;
@@ -53,6 +53,13 @@ class ComputeStragglers {
   void Clear();
   // The ranks flagged, as of the last Evaluate(), in rank order.
   std::vector<int> flagged() const;
+  bool IsFlagged(int rank) const;
+  // Rank `rank`'s average at `now`; nullopt when it has none or its reports
+  // went stale.
+  std::optional<double> average_ms(int rank, Time now) const;
+  // The median of the judged ranks' averages as of the last Evaluate();
+  // nullopt when none was judged.
+  std::optional<double> median_ms() const;
 
  private:
   struct Rank {
@@ -64,4 +71,4 @@ class ComputeStragglers {
   rdzv::StragglerDetector detector_;
 };
 
-}  // namespace muster
+}  // namespace muster::rdzv

@@ -1,6 +1,6 @@
-#include "launcher/decide/compute_stragglers.h"
+#include "rendezvous/state/compute_stragglers.h"
 
-namespace muster {
+namespace muster::rdzv {
 
 namespace {
 
@@ -51,6 +51,22 @@ void ComputeStragglers::Clear() {
   detector_ = rdzv::StragglerDetector(RuleFor(rule_));
 }
 
+std::optional<double> ComputeStragglers::average_ms(int rank, Time now) const {
+  const auto it = ranks_.find(rank);
+  if (it == ranks_.end() || now - it->second.last > rule_.stale) return std::nullopt;
+  return it->second.average_ms;
+}
+
+bool ComputeStragglers::IsFlagged(int rank) const {
+  return detector_.IsStraggler(std::to_string(rank));
+}
+
+std::optional<double> ComputeStragglers::median_ms() const {
+  const std::optional<double> rate = detector_.median();
+  if (!rate || !(*rate > 0)) return std::nullopt;
+  return 1000.0 / *rate;
+}
+
 std::vector<int> ComputeStragglers::flagged() const {
   std::vector<int> ranks;
   for (const auto& [rank, r] : ranks_) {
@@ -59,4 +75,4 @@ std::vector<int> ComputeStragglers::flagged() const {
   return ranks;
 }
 
-}  // namespace muster
+}  // namespace muster::rdzv

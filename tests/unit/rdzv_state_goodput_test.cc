@@ -1,9 +1,9 @@
-// The run's goodput as one node sees it (launcher/decide/goodput.h).
+// The run's goodput as one node sees it (rendezvous/state/goodput.h).
 #include <catch2/catch.hpp>
 
-#include "launcher/decide/goodput.h"
+#include "rendezvous/state/goodput.h"
 
-namespace muster {
+namespace muster::rdzv {
 namespace {
 
 using namespace std::chrono_literals;
@@ -47,6 +47,41 @@ TEST_CASE("a fault: downtime until every rank steps again, and redone steps") {
   CHECK(goodput->ratio() < 0.35);
 }
 
+TEST_CASE("each attempt's first step says how long training stood still") {
+  GoodputMeter meter(kRunStart);
+  meter.OnAttemptStarted(kRunStart + 1s);
+  CHECK_FALSE(meter.OnNodeStep(std::nullopt, kRunStart + 2s));  // not every rank yet
+  CHECK(meter.OnNodeStep(1, kRunStart + 3s) == 3s);             // from the run's start
+  CHECK_FALSE(meter.OnNodeStep(2, kRunStart + 4s));             // not the first any more
+  // A new generation, started without the attempt before said to end (the
+  // daemon's case): the standstill runs from the last step (4 s).
+  meter.OnAttemptStarted(kRunStart + 6s);
+  CHECK(meter.OnNodeStep(1, kRunStart + 9s) == 5s);
+  CHECK(meter.OnNodeStep(3, kRunStart + 10s) == std::nullopt);
+  // A fault ends the attempt, which fails to step, and the next one steps.
+  meter.OnAttemptEnded(kRunStart + 12s, false);
+  meter.OnAttemptStarted(kRunStart + 13s);
+  meter.OnAttemptEnded(kRunStart + 15s, false);
+  meter.OnAttemptStarted(kRunStart + 16s);
+  CHECK(meter.OnNodeStep(4, kRunStart + 20s) == 10s);  // the last step was at 10 s
+}
+
+TEST_CASE("a live view changes nothing, and agrees with the end") {
+  GoodputMeter meter(kRunStart);
+  meter.OnAttemptStarted(kRunStart);
+  for (int step = 1; step <= 10; ++step) meter.OnNodeStep(step, kRunStart + step * 1s);
+  const auto live = meter.Peek(kRunStart + 10s);
+  REQUIRE(live);
+  CHECK(live->productive == 9s);
+  CHECK(live->to_first_step == 1s);
+  CHECK(live->ratio() == Approx(0.9));
+  for (int step = 11; step <= 20; ++step) meter.OnNodeStep(step, kRunStart + step * 1s);
+  const auto end = meter.Finish(kRunStart + 20s);
+  REQUIRE(end);
+  CHECK(end->productive == 19s);
+  CHECK(end->wall == 20s);
+}
+
 TEST_CASE("a run that reports no steps has no goodput") {
   GoodputMeter meter(kRunStart);
   meter.OnAttemptStarted(kRunStart);
@@ -55,4 +90,4 @@ TEST_CASE("a run that reports no steps has no goodput") {
 }
 
 }  // namespace
-}  // namespace muster
+}  // namespace muster::rdzv

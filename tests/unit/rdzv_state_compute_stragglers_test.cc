@@ -1,10 +1,10 @@
 // The slow rank in lock-step training, by compute time
-// (launcher/decide/compute_stragglers.h).
+// (rendezvous/state/compute_stragglers.h).
 #include <catch2/catch.hpp>
 
-#include "launcher/decide/compute_stragglers.h"
+#include "rendezvous/state/compute_stragglers.h"
 
-namespace muster {
+namespace muster::rdzv {
 namespace {
 
 using namespace std::chrono_literals;
@@ -77,4 +77,4 @@ TEST_CASE("a rank whose reports stop is no longer judged, and Clear forgets ever
 }
 
 }  // namespace
-}  // namespace muster
+}  // namespace muster::rdzv

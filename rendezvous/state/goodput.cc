@@ -1,8 +1,8 @@
-#include "launcher/decide/goodput.h"
+#include "rendezvous/state/goodput.h"
 
 #include <algorithm>
 
-namespace muster {
+namespace muster::rdzv {
 
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
@@ -30,14 +30,22 @@ void GoodputMeter::Close(Time at) {
 
 void GoodputMeter::OnAttemptStarted(Time now) {
   if (phase_ == Phase::kDone) return;
-  if (phase_ == Phase::kTail) phase_ = Phase::kStarting;  // a membership change after success
+  // An attempt that was not said to end ended now, by a fault.
+  if (phase_ == Phase::kProductive || phase_ == Phase::kRedoing) OnAttemptEnded(now, false);
+  if (phase_ == Phase::kTail) {  // a membership change after success
+    phase_ = Phase::kStarting;
+    stood_since_ = now;
+  }
   Close(now);
   phase_ = Phase::kStarting;
   ++totals_.attempts;
 }
 
-void GoodputMeter::OnNodeStep(std::optional<uint64_t> node_step, Time now) {
-  if (!node_step || phase_ == Phase::kDone) return;
+std::optional<milliseconds> GoodputMeter::OnNodeStep(std::optional<uint64_t> node_step,
+                                                     Time now) {
+  if (!node_step || phase_ == Phase::kDone) return std::nullopt;
+  std::optional<milliseconds> stood;
+  if (phase_ == Phase::kStarting) stood = duration_cast<milliseconds>(now - stood_since_);
   stepped_ = true;
   last_step_at_ = now;
   if (phase_ != Phase::kProductive) {
@@ -49,6 +57,7 @@ void GoodputMeter::OnNodeStep(std::optional<uint64_t> node_step, Time now) {
     }
   }
   high_water_ = std::max(high_water_, *node_step);
+  return stood;
 }
 
 void GoodputMeter::OnAttemptEnded(Time now, bool succeeded) {
@@ -56,6 +65,9 @@ void GoodputMeter::OnAttemptEnded(Time now, bool succeeded) {
   // Training stopped at the last step: what follows is the tail of a
   // finished run, or downtime (the fault, its detection, the stop).
   if (phase_ == Phase::kProductive) Close(last_step_at_);
+  // Training stood still since its last step (or since the standstill
+  // that was already running, when the attempt never stepped).
+  if (phase_ != Phase::kStarting) stood_since_ = stepped_ ? last_step_at_ : span_start_;
   if (phase_ != Phase::kStarting) first_start_ = false;
   phase_ = succeeded ? Phase::kTail : Phase::kStarting;
   Close(now);
@@ -75,4 +87,9 @@ std::optional<Goodput> GoodputMeter::Finish(Time now) {
   return totals_;
 }
 
-}  // namespace muster
+std::optional<Goodput> GoodputMeter::Peek(Time now) const {
+  GoodputMeter copy = *this;
+  return copy.Finish(now);
+}
+
+}  // namespace muster::rdzv
