@@ -32,7 +32,6 @@
 #include "launcher/agent/run_directory.h"
 #include "launcher/agent/straggler_watch.h"
 #include "launcher/agent/worker_store_host.h"
-#include "rendezvous/state/goodput.h"
 #include "launcher/decide/node_machine.h"
 #include "launcher/output/line_splitter.h"
 #include "launcher/output/output_routes.h"
@@ -44,6 +43,7 @@
 #include "launcher/process/process_spawner.h"
 #include "launcher/process/worker_group.h"
 #include "rendezvous/protocol/messages.h"
+#include "rendezvous/state/goodput.h"
 
 namespace muster {
 class WarmProcess;
@@ -223,7 +223,7 @@ class Agent final : public SpawnEvents {
   std::unique_ptr<HealthEndpoint> health_;  // null without --health-port
   HangEvidence hang_evidence_;              // gathered when the group suspects a hang
   StragglerWatch stragglers_;               // the slow rank among this node's, by compute time
-  rdzv::GoodputMeter goodput_;                    // how much of the run trained, for its summary
+  rdzv::GoodputMeter goodput_;              // how much of the run trained, for its summary
 };
 
 }  // namespace muster

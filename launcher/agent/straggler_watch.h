@@ -26,7 +26,8 @@ namespace muster {
 
 class StragglerWatch {
  public:
-  StragglerWatch(boost::asio::io_context& io, std::string host, rdzv::ComputeStragglerRule rule = {});
+  StragglerWatch(boost::asio::io_context& io, std::string host,
+                 rdzv::ComputeStragglerRule rule = {});
 
   using Publish = std::function<void(std::vector<uint64_t> compute_us)>;
 

@@ -83,8 +83,11 @@ void ClientMachine::Send(const Message& message, ClientActions& out) const {
 }
 
 Heartbeat ClientMachine::MakeHeartbeat() const {
-  return {options_.join.run_id, options_.join.node_id, current_ ? current_->generation : 0,
-          current_ ? step_ : 0, {}};
+  return {options_.join.run_id,
+          options_.join.node_id,
+          current_ ? current_->generation : 0,
+          current_ ? step_ : 0,
+          {}};
 }
 
 void ClientMachine::SetProgress(uint64_t step) { step_ = step; }

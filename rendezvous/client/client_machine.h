@@ -293,7 +293,7 @@ class ClientMachine {
   std::optional<ContactWait> contact_wait_;  // set by Start()
   OutcomeReport last_report_;
   std::optional<Assignment> current_;
-  uint64_t step_ = 0;  // SetProgress(), for current_'s generation
+  uint64_t step_ = 0;                 // SetProgress(), for current_'s generation
   std::vector<uint64_t> compute_us_;  // SetCompute(), until a heartbeat carries it
   LinkId next_link_ = 1;
   std::optional<Link> served_;   // the leader's connection (after its Welcome)

@@ -362,10 +362,10 @@ class JsonReader {
     const json* value = Find(name);
     if (value == nullptr) return;
     if (!value->is_array() || value->size() > kMaxComputeRanks) {
-      return Fail(name,
-                  "expected an array of at most " + std::to_string(kMaxComputeRanks) +
-                      " unsigned integers",
-                  *value);
+      return Fail(
+          name,
+          "expected an array of at most " + std::to_string(kMaxComputeRanks) + " unsigned integers",
+          *value);
     }
     out.clear();
     out.reserve(value->size());

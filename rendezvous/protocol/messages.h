@@ -102,7 +102,7 @@ struct HeartbeatView {
   std::string_view run_id;
   std::string_view node_id;
   uint64_t generation = 0;
-  uint64_t step = 0;                        // Heartbeat::step
+  uint64_t step = 0;                     // Heartbeat::step
   std::span<const uint64_t> compute_us;  // Heartbeat::compute_us; empty on the fast path
   HeartbeatView(std::string_view run, std::string_view node, uint64_t gen, uint64_t step_ = 0)
       : run_id(run), node_id(node), generation(gen), step(step_) {}

@@ -41,8 +41,7 @@ void GoodputMeter::OnAttemptStarted(Time now) {
   ++totals_.attempts;
 }
 
-std::optional<milliseconds> GoodputMeter::OnNodeStep(std::optional<uint64_t> node_step,
-                                                     Time now) {
+std::optional<milliseconds> GoodputMeter::OnNodeStep(std::optional<uint64_t> node_step, Time now) {
   if (!node_step || phase_ == Phase::kDone) return std::nullopt;
   std::optional<milliseconds> stood;
   if (phase_ == Phase::kStarting) stood = duration_cast<milliseconds>(now - stood_since_);

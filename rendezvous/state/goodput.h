@@ -12,8 +12,8 @@
 //   - the tail: from the last step report to the run's end (teardown).
 // A rank's step is its newest report; the node's step is the oldest of its
 // ranks' (WorkerGroup::NodeStep). The daemon meters a run the same way,
-// with the run's step: the oldest of its members' (RunState). A run whose workers report no steps has
-// no goodput (nullopt): nothing says when it trained.
+// with the run's step: the oldest of its members' (RunState). A run whose workers report no steps
+// has no goodput (nullopt): nothing says when it trained.
 //
 // Pure; not thread-safe. Tests: tests/unit/rdzv_state_goodput_test.cc.
 #pragma once
@@ -78,7 +78,7 @@ class GoodputMeter {
   Phase phase_ = Phase::kStarting;
   Time span_start_;
   Time last_step_at_{};
-  Time stood_since_;  // the start of the current kStarting span's standstill
+  Time stood_since_;         // the start of the current kStarting span's standstill
   bool stepped_ = false;     // some step was ever reported
   bool first_start_ = true;  // kStarting counts to the first step, not downtime
   uint64_t high_water_ = 0;  // the highest node step reached

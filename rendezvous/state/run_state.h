@@ -43,15 +43,15 @@
 #include <string_view>
 #include <vector>
 
+#include "rendezvous/state/compute_stragglers.h"
 #include "rendezvous/state/events.h"
+#include "rendezvous/state/goodput.h"
 #include "rendezvous/state/node_table.h"
 #include "rendezvous/state/run_history.h"
 #include "rendezvous/state/run_phase.h"
 #include "rendezvous/state/run_record.h"
 #include "rendezvous/state/settings.h"
 #include "rendezvous/state/status_snapshot.h"
-#include "rendezvous/state/compute_stragglers.h"
-#include "rendezvous/state/goodput.h"
 #include "rendezvous/state/straggler_detector.h"
 
 namespace muster::rdzv {
@@ -250,7 +250,7 @@ class RunState {
   // goodput, both fed by heartbeats and judged with the stragglers.
   ComputeStragglers compute_stragglers_;
   GoodputMeter goodput_;
-  uint64_t run_step_ = 0;  // the oldest of the members' steps, in this generation
+  uint64_t run_step_ = 0;                 // the oldest of the members' steps, in this generation
   std::optional<Goodput> final_goodput_;  // once the run ended
 };
 

@@ -38,7 +38,8 @@ void RunState::NoteProgress(Node& node, const HeartbeatView& hb, Time now) {
   for (size_t i = 0; i < ranks; ++i) {
     const double ms = static_cast<double>(hb.compute_us[i]) / 1000.0;
     node.compute_ms[i] = ms;
-    if (ms > 0) compute_stragglers_.OnCompute(node.global_rank_offset + static_cast<int>(i), ms, now);
+    if (ms > 0)
+      compute_stragglers_.OnCompute(node.global_rank_offset + static_cast<int>(i), ms, now);
   }
   node.compute_at = now;
   steps_reported_ = true;
@@ -64,8 +65,8 @@ void RunState::CheckComputeStragglers(Time now, Actions& out) {
             " gen=" + std::to_string(generation_));
     NoteEvent(now, change.flagged ? "straggler" : "straggler_cleared", node_id,
               "rank " + rank + " on " + host + ": " + MillisText(change.compute_ms) +
-                  " ms of its own per step against a median of " +
-                  MillisText(change.median_ms) + " ms");
+                  " ms of its own per step against a median of " + MillisText(change.median_ms) +
+                  " ms");
   }
 }
 
@@ -107,9 +108,9 @@ void RunState::FinishGoodput(bool succeeded, Time now, Actions& out) {
   const Goodput& g = *final_goodput_;
   Log(out, false,
       "event=goodput ratio=" + Fixed(g.ratio(), 3) + " wall_s=" + Seconds(g.wall) +
-          " productive_s=" + Seconds(g.productive) + " to_first_step_s=" +
-          Seconds(g.to_first_step) + " downtime_s=" + Seconds(g.downtime) + " redone_s=" +
-          Seconds(g.redone) + " tail_s=" + Seconds(g.tail) +
+          " productive_s=" + Seconds(g.productive) +
+          " to_first_step_s=" + Seconds(g.to_first_step) + " downtime_s=" + Seconds(g.downtime) +
+          " redone_s=" + Seconds(g.redone) + " tail_s=" + Seconds(g.tail) +
           " generations=" + std::to_string(g.attempts));
 }
 

@@ -49,7 +49,8 @@ RunStatus RunState::Status(Time now) const {
         const int rank = node->global_rank_offset + static_cast<int>(i);
         if (!compute_stragglers_.IsFlagged(rank)) continue;
         status.slow_ranks.push_back(rank);
-        run.slow_ranks.push_back(SlowRank{rank, node->node_id, node->host, status.compute_ms.back()});
+        run.slow_ranks.push_back(
+            SlowRank{rank, node->node_id, node->host, status.compute_ms.back()});
       }
       // A node is a straggler by its step rate or by a slow rank of its own.
       status.straggler = status.straggler || !status.slow_ranks.empty();

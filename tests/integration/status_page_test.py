@@ -24,7 +24,8 @@ import urllib.error
 import urllib.request
 
 from elastic_harness import start_musterd, start_agent
-from harness import (Skip, check, free_port, run, run_tests, start, tempdir, test, wait_for)
+from harness import (MUSTER, SOURCE_DIR, Skip, base_env, check, free_port, run, run_tests, start,
+                     tempdir, test, wait_for)
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -61,6 +62,10 @@ class PageDom(html.parser.HTMLParser):
         self.rows = {}  # data-node -> data-state
         self.generations = []  # (data-generation, data-reason) in timeline order
         self.runs = {}  # data-run -> data-generation
+        self.facts = {}  # fact class (run-goodput, ...) -> data-value
+        self.compute = {}  # data-node -> (data-compute, data-slow-ranks)
+        self.stood_still = {}  # data-generation -> data-stood-still (ms)
+        self._row = None
         self.ready = False
         self.feed(text)
 
@@ -69,8 +74,15 @@ class PageDom(html.parser.HTMLParser):
         classes = (a.get("class") or "").split()
         if tag == "tr" and "node" in classes:
             self.rows[a["data-node"]] = a["data-state"]
+            self._row = a["data-node"]
+        elif tag == "td" and "compute" in classes:
+            self.compute[self._row] = (a.get("data-compute"), a.get("data-slow-ranks"))
+        elif tag == "div" and "fact" in classes:
+            self.facts[[c for c in classes if c != "fact"][0]] = a.get("data-value")
         elif tag == "g" and "gen-mark" in classes:
             self.generations.append((int(a["data-generation"]), a["data-reason"]))
+            if a.get("data-stood-still"):
+                self.stood_still[int(a["data-generation"])] = int(a["data-stood-still"])
         elif tag == "section" and "run" in classes:
             self.runs[a["data-run"]] = int(a["data-generation"])
         elif tag == "body":
@@ -207,6 +219,50 @@ def the_page_shows_three_members_then_a_killed_node_dead_within_2s():
               "--window-size=1280,900", url])
     check(os.path.getsize(shot) > 1000, f"no screenshot at {shot}")
     print(f"screenshot: {shot} ({os.path.getsize(shot)} bytes)", flush=True)
+
+
+COMPUTE_WORKER = os.path.join(SOURCE_DIR, "tests", "integration", "compute_worker.py")
+
+
+@test
+def the_page_shows_the_slow_rank_the_goodput_and_the_standstill():
+    # Two nodes of two ranks stepping together, rank 3 reporting twice the
+    # others' compute time (tests/integration/compute_worker.py).
+    need_browser()
+    metrics_port = free_port()
+    _, port = start_musterd(extra=["--metrics-port", str(metrics_port)])
+    for _ in range(2):
+        start([MUSTER, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+               "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "computejob",
+               "--rdzv-conf", "last_call_timeout=0.5", "--local-addr", "127.0.0.1",
+               COMPUTE_WORKER, "0.05", "60", "20000", "3"], env=base_env())
+    base = f"http://127.0.0.1:{metrics_port}"
+    seen = {}
+
+    def slow_rank_known():
+        try:
+            with urllib.request.urlopen(base + "/status.json", timeout=2) as reply:
+                seen["doc"] = json.loads(reply.read())
+        except (OSError, ValueError):
+            return False
+        runs = seen["doc"]["runs"]
+        return bool(runs and [r["rank"] for r in runs[0].get("slow_ranks", [])] == [3])
+
+    check(wait_for(slow_rank_known, 40, interval=0.5), "rank 3 never slow in /status.json",
+          json.dumps(seen.get("doc")))
+    dom = PageDom(chromium(["--virtual-time-budget=5000", "--dump-dom", base + "/"]))
+    check(dom.ready, "the page never drew /status.json")
+    check(dom.facts.get("run-slow-ranks", "").startswith("3 ("), f"facts: {dom.facts}")
+    goodput = dom.facts.get("run-goodput", "")
+    check(re.fullmatch(r"\d+\.\d %", goodput) and 0 < float(goodput[:-2]) <= 100,
+          f"facts: {dom.facts}")
+    check(dom.facts.get("run-median-compute") == "20.0 ms", f"facts: {dom.facts}")
+    marked = {node: cells for node, cells in dom.compute.items() if cells[1]}
+    check(list(marked.values()) == [("40", "3")], f"compute cells: {dom.compute}")
+    check(dom.rows[list(marked)[0]] == "straggler", f"rows: {dom.rows}")
+    check(1 in dom.stood_still and dom.stood_still[1] > 0, f"standstill: {dom.stood_still}")
+    print(f"page: facts {dom.facts}, compute {dom.compute}, standstill {dom.stood_still}",
+          flush=True)
 
 
 @test

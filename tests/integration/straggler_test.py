@@ -230,5 +230,54 @@ def python_module_steps_reach_the_daemon():
     check(all(n["steps_per_second"] > 0 for n in run["nodes"]), f"rates: {run}")
 
 
+COMPUTE_WORKER = os.path.join(SOURCE_DIR, "tests", "integration", "compute_worker.py")
+
+
+@test
+def a_rank_computing_twice_as_long_is_named_on_every_surface():
+    # Two nodes of two ranks stepping together; rank 3 reports twice the
+    # others' compute time per step (as the step hooks would measure it).
+    # Neither node can judge alone; musterd, from the heartbeats, can.
+    out = tempdir()
+    log_path = os.path.join(out, "musterd.log")
+    with open(log_path, "w") as log:
+        metrics_port = free_port()
+        _, port = start_musterd(extra=["--metrics-port", str(metrics_port)], log=log)
+    agents = [start([MUSTER, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                     "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "computejob",
+                     "--rdzv-conf", "last_call_timeout=0.5", "--local-addr", "127.0.0.1",
+                     COMPUTE_WORKER, str(FAST_S), "60", "20000", "3"], env=base_env())
+              for _ in range(2)]
+    seen = {}
+
+    def named():
+        run, table = status(port)
+        seen["run"], seen["table"] = run, table
+        return run is not None and [s["rank"] for s in run.get("slow_ranks", [])] == [3]
+
+    check(wait_for(named, 40, interval=0.5), "rank 3 never shown slow",
+          json.dumps(seen.get("run")) + "\n" + read(log_path))
+    run, table = seen["run"], seen["table"]
+    lines = [line for line in read(log_path).splitlines() if "event=straggler " in line]
+    check(len(lines) == 1 and " rank=3 " in lines[0] and " compute_ms=40.0 median_ms=20.0 " in lines[0],
+          "musterd names rank 3 with its compute time and the median", "\n".join(lines))
+    slow = run["slow_ranks"][0]
+    check(slow["compute_ms"] == 40.0 and run["median_compute_ms"] == 20.0, "the figures",
+          json.dumps(run))
+    holder = [n for n in run["nodes"] if n.get("slow_ranks") == [3]]
+    check(len(holder) == 1 and holder[0]["compute_ms"] == [20.0, 40.0] and holder[0]["straggler"],
+          "the node holding rank 3", json.dumps(run["nodes"]))
+    check(slow["node_id"] == holder[0]["node_id"], "the slow rank names its node", json.dumps(slow))
+    check(0 < run["goodput"]["ratio"] <= 1, "a live goodput", json.dumps(run))
+    check("slow: rank 3 on " in table and "median compute 20 ms/step" in table and "goodput" in table,
+          "muster status", table)
+    check(run_metric(metrics_port, "muster_run_slow_ranks", "computejob") == 1, "slow ranks metric")
+    check(run_metric(metrics_port, "muster_run_compute_ms", "computejob") == 20.0, "compute metric")
+    ratio = run_metric(metrics_port, "muster_run_goodput_ratio", "computejob")
+    check(ratio is not None and 0 < ratio <= 1, f"goodput metric {ratio}")
+    for agent in agents:
+        agent.kill()
+
+
 if __name__ == "__main__":
     run_tests()

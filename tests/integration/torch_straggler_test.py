@@ -10,16 +10,24 @@ the agent names the rank well above the median (launcher/agent/straggler_watch.h
   data loader) is named within 30 s (torch 1.13).
 - A fault-free 40 s run names none (torch 1.13; two minutes:
   scripts/bench/straggler_naming.py).
+- Elastic, under musterd (torch 1.13, 2.6, 2.14): two nodes of two ranks, rank
+  3 slowed 2x. No node can tell it alone (two ranks each); the agents send
+  their ranks' compute times with their heartbeats and musterd names rank 3,
+  `event=straggler rank=3`, within 30 s of the first step. /status.json shows
+  the nodes' step rates, the slow rank and the run's goodput; `muster status`
+  prints them; at the run's end musterd logs the run's goodput.
 
 Every process is started through the harness and killed by PID when its test
 ends, pass or fail.
 """
+import json
 import os
 import re
 import threading
 import time
 
-from harness import MUSTER, TORCH_SCRIPTS, Skip, check, run_tests, start, test
+from elastic_harness import start_musterd
+from harness import MUSTER, TORCH_SCRIPTS, Skip, check, run_tests, start, test, wait_for
 from torch_versions import ALL, each_version, selected
 
 
@@ -111,6 +119,76 @@ def a_fault_free_run_names_no_straggler():
     # step_hooks_test.py's); two minutes: scripts/bench/straggler_naming.py.
     err, _ = straggler_run(host_torch(), [], [], 800)
     check(not straggler_lines(err), "a straggler in a fault-free run", err)
+
+
+def status(port, env, *flags):
+    """`muster status` of the daemon on `port`: its output."""
+    proc = start([MUSTER, "status", "--rdzv-endpoint", f"127.0.0.1:{port}"] + list(flags), env=env)
+    out, err = proc.communicate(timeout=10)
+    check(proc.returncode == 0, f"muster status exit {proc.returncode}", err)
+    return out
+
+
+@each_version
+def a_rank_slowed_twice_is_named_by_musterd_in_an_elastic_run(version):
+    env = version.env()
+    daemon, port = start_musterd()
+    daemon_log = TimedLines(daemon.stderr)
+    agents = [start([MUSTER, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                     "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "slowjob",
+                     "--rdzv-conf", "last_call_timeout=0.5", "--local-addr", "127.0.0.1",
+                     "--inject", "slow,rank=3,factor=2",
+                     STEPS, "--steps", "300", "--step-seconds", "0.05", "--print-first-step"],
+                    env=env)
+              for _ in range(2)]
+    outs = [TimedLines(agent.stdout) for agent in agents]
+    errs = [TimedLines(agent.stderr) for agent in agents]
+    seen = {}
+
+    def slow_rank_shown():
+        runs = json.loads(status(port, env, "--json"))["runs"]
+        seen["run"] = runs[0] if runs else None
+        run = seen["run"]
+        return (run is not None and [s["rank"] for s in run.get("slow_ranks", [])] == [3] and
+                all(n.get("steps_per_second", 0) > 0 for n in run["nodes"]) and "goodput" in run)
+
+    check(wait_for(slow_rank_shown, 120, interval=0.5), "rank 3 not shown slow in the status",
+          json.dumps(seen.get("run")) + "\n" + daemon_log.text())
+    run = seen["run"]
+    check(run["slow_ranks"][0]["compute_ms"] > 1.5 * run["median_compute_ms"],
+          "the slow rank's compute time is well above the median", json.dumps(run))
+    slow_node = [n for n in run["nodes"] if n.get("slow_ranks") == [3]]
+    check(len(slow_node) == 1 and slow_node[0]["straggler"] and slow_node[0]["global_ranks"] == [2, 3],
+          "the node holding rank 3 is marked", json.dumps(run["nodes"]))
+    check(0 < run["goodput"]["ratio"] <= 1, "a live goodput ratio", json.dumps(run["goodput"]))
+    table = status(port, env)
+    check("slow: rank 3 on " in table and "goodput" in table,
+          "muster status prints the slow rank and the goodput", table)
+    for agent, err in zip(agents, errs):
+        code = agent.wait(timeout=180)
+        err.join()
+        check(code == 0, f"muster exit {code}", err.text())
+    for out in outs:
+        out.join()
+    check(any("STEPS_DONE 300" in out.text() for out in outs), "the job finished",
+          "\n".join(out.text() for out in outs))
+    first_step = min(t for t, _ in (out.first("FIRST_STEP") for out in outs) if t is not None)
+    lines = [line for _, line in daemon_log.lines if "event=straggler " in line]
+    check(lines and all(" rank=3 " in line for line in lines), "musterd names rank 3, only it",
+          daemon_log.text())
+    named, line = daemon_log.first("event=straggler ")
+    took = named - first_step
+    check(took <= 30, f"named {took:.1f}s after the first step (target 30 s)", line)
+    print(f"musterd named rank 3 {took:.1f}s after the first step: {line}", flush=True)
+
+    def goodput_logged():
+        return daemon_log.first("event=goodput ")[1] is not None
+
+    check(wait_for(goodput_logged, 10), "musterd logs the run's goodput", daemon_log.text())
+    final = json.loads(status(port, env, "--json"))["runs"][0]
+    check(final["state"] == "ended" and 0 < final["goodput"]["ratio"] < 1,
+          "the ended run's goodput", json.dumps(final))
+    print(f"goodput: {daemon_log.first('event=goodput ')[1]}", flush=True)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,24 @@ TEST_CASE("the status table shows steps per second and marks stragglers", "[stat
   CHECK(table.find(" -         0.10s\n") != std::string::npos);
 }
 
+TEST_CASE("the status table names the slow ranks by compute time and the goodput", "[status]") {
+  const std::string doc = R"({"runs":[{"run_id":"job","state":"running","generation":1,
+    "min_nodes":2,"max_nodes":2,"restart_count":0,"max_restarts":0,
+    "median_steps_per_second":14,"stragglers":1,"median_compute_ms":10.6,
+    "slow_ranks":[{"rank":3,"node_id":"b","host":"hb","compute_ms":47.3},
+                  {"rank":5,"node_id":"c","host":"hc"}],
+    "goodput":{"ratio":0.914,"wall_s":20.0},"nodes":[]}]})";
+  const std::string table = muster::FormatStatusTable(doc);
+  INFO(table);
+  CHECK(table.find("  median 14 steps/s, 1 straggler, median compute 10.6 ms/step, slow: rank 3 "
+                   "on hb (47.3 ms), rank 5 on hc, goodput 91.4 %\n") != std::string::npos);
+  // A malformed entry is named, not guessed.
+  const std::string bad = R"({"runs":[{"run_id":"job","state":"running","generation":1,
+    "min_nodes":2,"max_nodes":2,"restart_count":0,"max_restarts":0,
+    "median_steps_per_second":14,"slow_ranks":[{"rank":"three"}],"nodes":[]}]})";
+  CHECK(muster::FormatStatusTable(bad).find("slow_ranks[0].rank") != std::string::npos);
+}
+
 TEST_CASE("an empty or unreadable status document is said plainly", "[status]") {
   CHECK(muster::FormatStatusTable(R"({"runs":[]})") == "no runs\n");
   CHECK(muster::FormatStatusTable("not json") == "unreadable status document\n");

@@ -332,6 +332,35 @@ TEST_CASE("heartbeats carry the node's step of the current generation, and only 
   CHECK(c.Show(c.machine().SetCurrent(std::nullopt)) == Lines{"send #1 Heartbeat gen=0"});
 }
 
+TEST_CASE("compute times ride on one heartbeat each, in the current generation only",
+          "[rdzv][client][machine]") {
+  Client c({kA});
+  c.Start();
+  c.Serve(1, 0);
+  c.machine().SetCompute({1500});  // no assignment yet: nothing to report
+  CHECK(Only(c.Fire(ClientTimer::kHeartbeat), {"send"}) == Lines{"send #1 Heartbeat gen=0"});
+  Assignment a;
+  a.generation = 3;
+  c.machine().SetCurrent(a);
+  c.machine().SetProgress(40);
+  c.machine().SetCompute({21000, 0});
+  CHECK(Only(c.Fire(ClientTimer::kHeartbeat), {"send"}) ==
+        Lines{"send #1 Heartbeat gen=3 step=40 compute_us=21000,0"});
+  // Sent once: the next heartbeats keep the daemon's fast path until an update.
+  CHECK(Only(c.Fire(ClientTimer::kHeartbeat), {"send"}) ==
+        Lines{"send #1 Heartbeat gen=3 step=40"});
+  // An update for a generation that ends is not sent in the next one.
+  c.machine().SetCompute({22000, 0});
+  a.generation = 4;
+  c.machine().SetCurrent(a);
+  CHECK(Only(c.Fire(ClientTimer::kHeartbeat), {"send"}) == Lines{"send #1 Heartbeat gen=4"});
+  // A list longer than the protocol's bound is cut to it.
+  c.machine().SetCompute(std::vector<uint64_t>(kMaxComputeRanks + 5, 1));
+  const Lines sent = Only(c.Fire(ClientTimer::kHeartbeat), {"send"});
+  REQUIRE(sent.size() == 1);
+  CHECK(std::count(sent[0].begin(), sent[0].end(), ',') == kMaxComputeRanks - 1);
+}
+
 TEST_CASE("a refusal for good stops the client and gives up", "[rdzv][client][machine]") {
   Client c({kA});
   c.Start();

@@ -22,9 +22,15 @@ inline std::string MessageName(const Message& message) {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, Hello>) return "Hello";
         if constexpr (std::is_same_v<T, Join>) return "Join";
-        if constexpr (std::is_same_v<T, Heartbeat>)
+        if constexpr (std::is_same_v<T, Heartbeat>) {
+          std::string compute;
+          for (uint64_t us : m.compute_us) {
+            compute += (compute.empty() ? "" : ",") + std::to_string(us);
+          }
           return "Heartbeat gen=" + std::to_string(m.generation) +
-                 (m.step != 0 ? " step=" + std::to_string(m.step) : "");
+                 (m.step != 0 ? " step=" + std::to_string(m.step) : "") +
+                 (compute.empty() ? "" : " compute_us=" + compute);
+        }
         if constexpr (std::is_same_v<T, WorkerFailed>)
           return "WorkerFailed gen=" + std::to_string(m.generation);
         if constexpr (std::is_same_v<T, WorkersSucceeded>)

@@ -66,8 +66,10 @@ TEST_CASE("gone nodes, the current generation's age and step rates are counted p
   StatusSnapshot snapshot;
   snapshot.runs = {Run("job", 2, 0)};
   RunStatus& run = snapshot.runs[0];
-  run.generations.push_back({1, std::chrono::milliseconds(9000), 3, 3, "joined", "", "", std::nullopt});
-  run.generations.push_back({2, std::chrono::milliseconds(1500), 2, 2, "node lost", "n2", "", std::nullopt});
+  run.generations.push_back(
+      {1, std::chrono::milliseconds(9000), 3, 3, "joined", "", "", std::nullopt});
+  run.generations.push_back(
+      {2, std::chrono::milliseconds(1500), 2, 2, "node lost", "n2", "", std::nullopt});
   RunStatus::Departed dead;
   dead.state = "dead";
   RunStatus::Departed left;
@@ -82,6 +84,23 @@ TEST_CASE("gone nodes, the current generation's age and step rates are counted p
   CHECK(out.find("muster_run_seconds_since_generation{run=\"job\"} 1.5\n") != std::string::npos);
   CHECK(out.find("muster_run_steps_per_second{run=\"job\"} 12.5\n") != std::string::npos);
   CHECK(out.find("muster_run_stragglers{run=\"job\"} 1\n") != std::string::npos);
+  // Without compute times or steps: no compute median and no goodput.
+  CHECK(out.find("muster_run_compute_ms{") == std::string::npos);
+  CHECK(out.find("muster_run_goodput_ratio{") == std::string::npos);
+  CHECK(out.find("muster_run_slow_ranks{run=\"job\"} 0\n") != std::string::npos);
+
+  run.median_compute_ms = 20.5;
+  run.slow_ranks = {SlowRank{3, "n2", "h2", 41.0}};
+  Goodput goodput;
+  goodput.wall = std::chrono::milliseconds(10'000);
+  goodput.productive = std::chrono::milliseconds(9'000);
+  run.goodput = goodput;
+  out.clear();
+  AppendRunMetrics(snapshot, RunMetricsOptions{}, out);
+  CHECK(out.find("muster_run_compute_ms{run=\"job\"} 20.5\n") != std::string::npos);
+  CHECK(out.find("muster_run_slow_ranks{run=\"job\"} 1\n") != std::string::npos);
+  CHECK(out.find("muster_run_goodput_ratio{run=\"job\"} 0.9\n") != std::string::npos);
+  CHECK(out.find("# TYPE muster_run_goodput_ratio gauge\n") != std::string::npos);
 }
 
 }  // namespace

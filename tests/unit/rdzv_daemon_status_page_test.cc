@@ -250,7 +250,8 @@ TEST_CASE("at 10,000 nodes the document stays a few tens of KB", "[rdzv][status_
   }
   for (uint64_t g = 1; g <= 64; ++g) {
     snapshot.runs[0].generations.push_back({g, std::chrono::milliseconds(1000 * (65 - g)), 10'000,
-                                            80'000, "node lost", "dead1", "heartbeat timeout", std::nullopt});
+                                            80'000, "node lost", "dead1", "heartbeat timeout",
+                                            std::nullopt});
   }
   for (int i = 0; i < 200; ++i) {
     snapshot.events.push_back({std::chrono::milliseconds(i), "node_dead", "big", "dead1",

@@ -53,8 +53,13 @@ std::vector<Message> SampleMessages() {
            .store_addr = "",
            .store_port = 0,
            .current = std::nullopt},
-      Heartbeat{.run_id = "run-7", .node_id = "node-a", .generation = 1ull << 40, .step = 0, .compute_us = {}},
-      Heartbeat{.run_id = "run-7", .node_id = "node-a", .generation = 2, .step = 90210, .compute_us = {}},
+      Heartbeat{.run_id = "run-7",
+                .node_id = "node-a",
+                .generation = 1ull << 40,
+                .step = 0,
+                .compute_us = {}},
+      Heartbeat{
+          .run_id = "run-7", .node_id = "node-a", .generation = 2, .step = 90210, .compute_us = {}},
       Heartbeat{.run_id = "run-7",
                 .node_id = "node-a",
                 .generation = 2,
@@ -178,18 +183,20 @@ TEST_CASE("message names are the struct names, Assignment for AssignmentMessage"
 }
 
 TEST_CASE("a heartbeat is the documented bytes") {
-  CHECK(Encode(Heartbeat{.run_id = "r", .node_id = "n", .generation = 3, .step = 0, .compute_us = {}}) ==
+  CHECK(Encode(Heartbeat{
+            .run_id = "r", .node_id = "n", .generation = 3, .step = 0, .compute_us = {}}) ==
         EncodeFrame(0x03, R"({"generation":3,"node_id":"n","run_id":"r"})"));
   // A node's progress, once its workers report steps: a few bytes more.
-  CHECK(Encode(Heartbeat{.run_id = "r", .node_id = "n", .generation = 3, .step = 1200, .compute_us = {}}) ==
+  CHECK(Encode(Heartbeat{
+            .run_id = "r", .node_id = "n", .generation = 3, .step = 1200, .compute_us = {}}) ==
         EncodeFrame(0x03, R"({"generation":3,"node_id":"n","run_id":"r","step":1200})"));
 }
 
 TEST_CASE("compute times are a list of unsigned integers, bounded, naming the field") {
-  CHECK(Encode(Heartbeat{.run_id = "r", .node_id = "n", .generation = 3, .step = 9,
-                         .compute_us = {1500, 0}}) ==
-        EncodeFrame(0x03,
-                    R"({"compute_us":[1500,0],"generation":3,"node_id":"n","run_id":"r","step":9})"));
+  CHECK(Encode(Heartbeat{
+            .run_id = "r", .node_id = "n", .generation = 3, .step = 9, .compute_us = {1500, 0}}) ==
+        EncodeFrame(
+            0x03, R"({"compute_us":[1500,0],"generation":3,"node_id":"n","run_id":"r","step":9})"));
   const std::string head = R"({"generation":3,"node_id":"n","run_id":"r","compute_us":)";
   for (const std::string bad : {"[-1]", "[1.5]", "[\"1\"]", "7", "[[1]]"}) {
     INFO(bad);

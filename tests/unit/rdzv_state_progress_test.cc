@@ -78,8 +78,7 @@ TEST_CASE("ranks that compute alike are not flagged, and a node's extra entries 
   c.JoinAll();
   c.ExpectNewGeneration();
   // Node 2 claims a second rank it does not have, and a slow one: ignored.
-  const Actions actions =
-      Train(c, {{30'000}, {31'000}, {29'500, 900'000}}, milliseconds(20'000));
+  const Actions actions = Train(c, {{30'000}, {31'000}, {29'500, 900'000}}, milliseconds(20'000));
   CHECK_FALSE(Logged(actions, "event=straggler"));
   const RunStatus run = c.core().Status("job", c.now()).runs.at(0);
   CHECK(run.slow_ranks.empty());
@@ -119,8 +118,7 @@ TEST_CASE("goodput: a run's time to its first step, and each generation's stands
   CHECK(run.goodput->redone > milliseconds(0));  // its steps count from 0 again
 }
 
-TEST_CASE("a run without step reports has no goodput and no compute figures",
-          "[rdzv][progress]") {
+TEST_CASE("a run without step reports has no goodput and no compute figures", "[rdzv][progress]") {
   FakeCluster c(2, 2);
   c.AddAgents(2);
   c.JoinAll();

@@ -145,10 +145,10 @@ struct Agent {
   // by an assignment; cleared by Waiting (it stops them, and heartbeats at
   // once, as muster's agent does) or by reporting a failure.
   uint64_t running = 0;
-  uint64_t step = 0;               // Heartbeat::step its heartbeats carry (0: none reported)
+  uint64_t step = 0;                 // Heartbeat::step its heartbeats carry (0: none reported)
   std::vector<uint64_t> compute_us;  // Heartbeat::compute_us its heartbeats carry
-  bool stopping = false;           // told to stop by Waiting; heartbeats once delivery ends
-  std::optional<Waiting> waiting;  // the latest Waiting since that assignment
+  bool stopping = false;             // told to stop by Waiting; heartbeats once delivery ends
+  std::optional<Waiting> waiting;    // the latest Waiting since that assignment
   std::optional<RunEnded> ended;
   std::vector<Error> errors;
   std::vector<HeartbeatAck> acks;  // every one received
