@@ -153,6 +153,14 @@ Status Agent::PrepareRunDirectory() {
 Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(int attempt, const std::string& attempt_dir,
                                                        const std::vector<int>& local_ranks) {
   std::vector<WorkerSpec> specs;
+  // Where a hang's NCCL flight-recorder dumps are asked for and written:
+  // one place for the run (survivors kept in place keep their pipes).
+  const bool watches_hangs = options_.hang_auto || options_.hang_timeout_s > 0;
+  FlightRecorderSetup flight_recorder;
+  if (watches_hangs) {
+    flight_recorder = SetUpFlightRecorder(run_dir_.path(), inherited_env_);
+    hang_evidence_.SetFlightRecorder(flight_recorder.files);
+  }
   for (const int local_rank : local_ranks) {
     const std::string rank_dir = attempt_dir + "/" + std::to_string(local_rank);
     std::error_code ec;
@@ -182,6 +190,7 @@ Result<std::vector<WorkerSpec>> Agent::MakeWorkerSpecs(int attempt, const std::s
     spec.request.argv = launch.argv;
     auto variables = WorkerVariables(node_, id, env_);
     variables["MUSTER_STACK_SIGNAL"] = std::to_string(StackDumpSignal());
+    variables.insert(flight_recorder.variables.begin(), flight_recorder.variables.end());
     if (faults_) faults_->AddVariables(variables);
     spec.request.env = MergeEnvironment(inherited_env_, variables);
     spec.request.tag = WorkerGroup::MakeTag(static_cast<uint32_t>(attempt), local_rank);

@@ -142,17 +142,17 @@ void HangEvidence::Cancel() {
 }
 
 void HangEvidence::Judge() {
-  std::vector<RankEvidence> evidence;
-  std::vector<std::string> seconds;
+  evidence_.clear();
+  seconds_.clear();
   for (size_t i = 0; i < ranks_.size(); ++i) {
     const Gathered& rank = ranks_[i];
     const HangSubject& worker = rank.worker;
-    seconds.push_back(ReadFrom(rank.worker.stack_file, rank.offset));
+    seconds_.push_back(ReadFrom(rank.worker.stack_file, rank.offset));
     RankEvidence e;
     e.global_rank = worker.global_rank;
     e.dumps_stacks = worker.dumps_stacks;
     e.first = ParseStackDump(rank.first);
-    e.second = ParseStackDump(seconds.back());
+    e.second = ParseStackDump(seconds_.back());
     // An idle process still takes a tick now and then (its runtime's
     // threads): working is a share of the window, or bytes in earnest.
     const double cpu_ms = static_cast<double>(Growth(rank.first_sample, rank.second_sample,
@@ -161,24 +161,61 @@ void HangEvidence::Judge() {
     e.used_cpu = cpu_ms >= kBusyShare * static_cast<double>(timing_.window.count());
     e.did_io =
         Growth(rank.first_sample, rank.second_sample, &ProcessActivity::io_bytes) >= kBusyBytes;
-    evidence.push_back(std::move(e));
+    evidence_.push_back(std::move(e));
   }
-  const HangVerdict verdict = JudgeHang(evidence);
+  verdict_ = JudgeHang(evidence_);
+  dumps_.clear();
+  dump_sizes_.clear();
+  dumps_asked_.clear();
+  // Asked only once judged hung: a dump's own writing would read as the
+  // ranks' I/O, and a live job needs none.
+  if (!verdict_.alive) {
+    std::vector<int> ranks;
+    for (const Gathered& rank : ranks_) ranks.push_back(rank.worker.global_rank);
+    dumps_asked_ = AskForDumps(flight_recorder_, ranks);
+    dumps_asked_at_ = std::chrono::system_clock::now();
+  }
+  if (dumps_asked_.empty()) return Report();
+  WaitForDumps(std::chrono::steady_clock::now() + kDumpWait);
+}
+
+void HangEvidence::WaitForDumps(std::chrono::steady_clock::time_point deadline) {
+  After(kDumpPoll, [this, deadline] {
+    dumps_ = FinishedDumps(flight_recorder_, dumps_asked_, dumps_asked_at_, dump_sizes_);
+    if (dumps_.size() == dumps_asked_.size() || std::chrono::steady_clock::now() >= deadline) {
+      return Report();
+    }
+    WaitForDumps(deadline);
+  });
+}
+
+void HangEvidence::Report() {
   std::string written;
-  if (!verdict.alive && !report_path_.empty()) {
+  if (!verdict_.alive && !report_path_.empty()) {
     std::ofstream out(report_path_, std::ios::trunc);
-    out << "muster: hang evidence\nverdict: " << verdict.summary << "\n";
+    out << "muster: hang evidence\nverdict: " << verdict_.summary << "\n";
     for (size_t i = 0; i < ranks_.size(); ++i) {
       const HangSubject& worker = ranks_[i].worker;
       out << "\n== rank " << worker.global_rank << " (local_rank " << worker.local_rank << ", pid "
-          << worker.pid << ")" << (evidence[i].used_cpu ? ", used CPU" : "")
-          << (evidence[i].did_io ? ", did I/O" : "") << "\n";
+          << worker.pid << ")" << (evidence_[i].used_cpu ? ", used CPU" : "")
+          << (evidence_[i].did_io ? ", did I/O" : "") << "\n";
       if (!worker.dumps_stacks) {
         out << "(no stacks: not a warm-started Python worker)\n";
-      } else if (seconds[i].empty()) {
+      } else if (seconds_[i].empty()) {
         out << "(no dump: stopped, or blocked in the kernel)\n";
       } else {
-        out << seconds[i];
+        out << seconds_[i];
+      }
+    }
+    if (!dumps_asked_.empty()) {
+      out << "\n== NCCL flight recorder (torch's dump of each rank's last collectives)\n";
+      for (int rank : dumps_asked_) {
+        const auto dump = dumps_.find(rank);
+        out << "rank " << rank << ": "
+            << (dump != dumps_.end()
+                    ? dump->second
+                    : "asked, not written within " + std::to_string(kDumpWait.count()) + " ms")
+            << "\n";
       }
     }
     out.flush();
@@ -188,10 +225,15 @@ void HangEvidence::Judge() {
       spdlog::warn("could not write the hang's stacks to {}", report_path_);
     }
   }
+  if (!dumps_.empty()) {
+    std::string list;
+    for (const auto& [rank, path] : dumps_) list += (list.empty() ? "" : ",") + path;
+    spdlog::info("event=nccl_flight_recorder dumps={}", list);
+  }
   busy_ = false;
   Done done = std::move(done_);
   done_ = nullptr;
-  if (done) done(verdict, written);
+  if (done) done(verdict_, written);
 }
 
 }  // namespace muster

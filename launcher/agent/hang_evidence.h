@@ -11,7 +11,11 @@
 //              still takes a clock tick now and then);
 //   t = 1.6 s  both dumps read from each worker's stack file (the bytes
 //              each signal added), the verdict judged; when hung, every
-//              rank's stacks and the verdict are written to `report_path`.
+//              rank's stacks and the verdict are written to `report_path`;
+//   then       when hung, each rank's NCCL process group is asked for its
+//              flight recorder's dump (flight_recorder.h); the report
+//              waits for those asked, up to kDumpWait, and names them (a
+//              CPU run has none to ask: no wait).
 // The activity window holds no dump, so a dump's own write is not taken
 // for the rank's I/O. A worker that is stopped or blocked in the kernel
 // writes nothing: it answered no dump.
@@ -30,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/agent/flight_recorder.h"
 #include "launcher/process/hang_judge.h"
 #include "launcher/process/worker_group.h"
 
@@ -50,6 +55,8 @@ class HangEvidence {
   using Done = std::function<void(const HangVerdict&, const std::string& report_path)>;
 
   static constexpr double kBusyShare = 0.05;
+  static constexpr std::chrono::milliseconds kDumpWait{3'000};
+  static constexpr std::chrono::milliseconds kDumpPoll{200};
   static constexpr uint64_t kBusyBytes = 64 * 1024;
 
   struct Timing {
@@ -66,6 +73,8 @@ class HangEvidence {
   void Gather(std::vector<HangSubject> subjects, std::string report_path, Done done);
   // Drops the gathering under way (the group it was for is gone).
   void Cancel();
+  // Where the workers' flight recorders are asked for dumps (empty: not asked).
+  void SetFlightRecorder(FlightRecorderFiles files) { flight_recorder_ = std::move(files); }
   bool busy() const { return busy_; }
 
  private:
@@ -79,6 +88,10 @@ class HangEvidence {
   void SignalAll(std::vector<Gathered>& ranks);
   void After(std::chrono::milliseconds delay, std::function<void()> then);
   void Judge();
+  // Hung: waits for the flight recorders' dumps asked for, until `deadline`.
+  void WaitForDumps(std::chrono::steady_clock::time_point deadline);
+  // Writes the report (when hung) and hands the verdict over.
+  void Report();
 
   boost::asio::io_context& io_;
   int stack_signal_;
@@ -89,6 +102,15 @@ class HangEvidence {
   std::vector<Gathered> ranks_;
   std::string report_path_;
   Done done_;
+  // The judgement, kept while the dumps are awaited.
+  HangVerdict verdict_;
+  std::vector<RankEvidence> evidence_;
+  std::vector<std::string> seconds_;  // each rank's second stack dump
+  FlightRecorderFiles flight_recorder_;
+  std::vector<int> dumps_asked_;
+  std::chrono::system_clock::time_point dumps_asked_at_;
+  DumpSizes dump_sizes_;
+  std::map<int, std::string> dumps_;
 };
 
 }  // namespace muster

@@ -56,6 +56,10 @@ class StepTimeLearner {
 
   // A step report at `now`.
   void OnStep(Time now);
+  // Training was interrupted (a pause for a recovery in place): the time
+  // until the next step is the recovery's, not a step's, and is not
+  // learned. What was learned stays.
+  void Interrupt() { last_.reset(); }
   // The silence after which the worker is suspected; meaningful once it
   // reported a step (before, it is not watched).
   std::chrono::milliseconds Timeout(const AutoHangRule& rule) const;

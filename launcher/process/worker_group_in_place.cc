@@ -260,6 +260,8 @@ Status WorkerGroup::Rejoin(const std::vector<Rejoining>& survivors,
     for (auto& w : workers_) {
       if (!w.running || w.spec.local_rank != r.local_rank) continue;
       w.phase = Phase::kJoining;
+      // Its first step in the new generation ends the recovery, not a step.
+      w.steps.Interrupt();
       if (!Send(w, control::FormatAgentMessage(r.join) + "\n", now)) {
         return Status::IoError(fallback_reason_);
       }

@@ -8,7 +8,9 @@
 //             "restart_count":0,"run_id":"job","state":"running"}]}
 //
 // Keys in byte order; a waiting node has no group_rank or global_ranks, a run
-// not ended no result or message. A string that is not UTF-8 (the codec lets
+// not ended no result or message. Progress, once workers report it: steps
+// per second and straggler flags, and progress_json.h's compute times, slow
+// ranks and goodput. A string that is not UTF-8 (the codec lets
 // none in) is written with U+FFFD in place of the bad bytes. Never throws
 // except std::bad_alloc.
 #pragma once

@@ -19,7 +19,10 @@
 // since), "straggler", "member" or "waiting". Members, and the departed that
 // were members, carry group_rank and global_ranks [first, last]; a row has
 // steps_per_second only when the node reports steps, and a run
-// median_steps_per_second only when one of its members does. "replica" is present
+// median_steps_per_second only when one of its members does. The progress
+// fields (compute_ms and slow_ranks of a member row; median_compute_ms,
+// slow_ranks and goodput of a run) are progress_json.h's; a generation has
+// stood_still_ms once its members all stepped. "replica" is present
 // for a replica only. Keys in byte order. Pure; never throws except
 // std::bad_alloc.
 #pragma once

@@ -120,7 +120,8 @@ import chaos_cluster as cluster  # noqa: E402
 import chaos_replicas  # noqa: E402
 import chaos_torch  # noqa: E402
 from chaos_checks import InvariantError  # noqa: E402
-from chaos_common import MUSTER, MUSTERD, OPEN_ENDED_STEPS, TRAIN, WRAPPER  # noqa: E402
+from chaos_common import (AUTO_HANG_EXTRA_S, HANG_TIMEOUT, MUSTER, MUSTERD,  # noqa: E402
+                          OPEN_ENDED_STEPS, TRAIN, WRAPPER)
 from chaos_faults import Faults  # noqa: E402
 from chaos_invariants import Invariants  # noqa: E402
 from chaos_observe import Observer  # noqa: E402
@@ -384,6 +385,10 @@ def main():
     parser.add_argument("--step-sleep-ms", type=int,
                         help="each step's sleep (default 25 with muster-train, 100 with torch)")
     parser.add_argument("--checkpoint-every", type=int, default=20)
+    parser.add_argument("--hang-timeout", default=str(HANG_TIMEOUT),
+                        help="muster's --hang-timeout: seconds, or auto (its default: a "
+                             "worker_hang is found after 20 s at least, so its recovery bound "
+                             f"grows by {AUTO_HANG_EXTRA_S:.0f} s)")
     parser.add_argument("--recovery", choices=("restart", "in-place", "auto"),
                         help="muster's --recovery: restart every worker after a fault, or "
                              "recover the survivors in place (default: restart with "

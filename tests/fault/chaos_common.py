@@ -37,6 +37,10 @@ GEN_RE = re.compile(r"event=generation gen=(\d+) group_rank=(\d+) .*world_size=(
 
 HANG_TIMEOUT = 3.0
 RECOVERY_TIMEOUT = 25.0
+# With --hang-timeout auto a stopped worker is suspected after 20 s at least
+# (max(20 s, 20 x its step, 2 x its longest step): launcher/process/hang_judge.h)
+# and judged over a 1 s window: a worker_hang's recovery bound grows by this.
+AUTO_HANG_EXTRA_S = 30.0
 RESTORE_TIMEOUT = 30.0
 # musterd's default failover_timeout (rendezvous/state/settings.h): a new leader
 # rebuilds the run by then, and an agent left without one fences after it.

@@ -13,7 +13,8 @@ import chaos_cluster as cluster  # noqa: E402
 import chaos_replicas  # noqa: E402
 import chaos_torch  # noqa: E402
 from chaos_checks import InvariantError  # noqa: E402
-from chaos_common import FLOOD, Fault, RECOVERY_TIMEOUT, REPLICA_KINDS  # noqa: E402
+from chaos_common import (AUTO_HANG_EXTRA_S, FLOOD, Fault, RECOVERY_TIMEOUT,  # noqa: E402
+                          REPLICA_KINDS)
 
 
 class Faults:
@@ -121,7 +122,10 @@ class Faults:
             self.wait_daemon_recovered(fault, gen)
             recovered_gen, _ = self.current()
         else:
-            recovered_gen, _ = self.wait_recovered(fault)
+            bound = RECOVERY_TIMEOUT
+            if kind == "worker_hang" and self.args.hang_timeout == "auto":
+                bound += AUTO_HANG_EXTRA_S
+            recovered_gen, _ = self.wait_recovered(fault, bound)
             if restore:
                 restore()
                 fault.restored = time.time()

@@ -13,7 +13,7 @@ import chaos_cluster as cluster  # noqa: E402
 import chaos_replicas  # noqa: E402
 import chaos_torch  # noqa: E402
 from chaos_checks import InvariantError  # noqa: E402
-from chaos_common import (ALL_KINDS, HANG_TIMEOUT, MUSTER, MUSTERD, RDZV_CONF, RUN_ID, TRAIN,
+from chaos_common import (ALL_KINDS, MUSTER, MUSTERD, RDZV_CONF, RUN_ID, TRAIN,
                           WRAPPER)  # noqa: E402
 from testlib.ports import bound_port  # noqa: E402
 
@@ -189,7 +189,7 @@ class Setup:
                 "--nproc-per-node", str(self.nproc), "--rdzv-backend", "c10d",
                 "--rdzv-endpoint", self.rdzv_endpoint(), "--rdzv-id", RUN_ID,
                 "--rdzv-conf", RDZV_CONF, "--max-restarts", "1000",
-                "--local-addr", self.hosts.host_addr(i), "--hang-timeout", str(HANG_TIMEOUT),
+                "--local-addr", self.hosts.host_addr(i), "--hang-timeout", self.args.hang_timeout,
                 "--shutdown-timeout", "3", "--recovery", self.args.recovery]
         if self.torch:
             args += ["--python", chaos_torch.PYTHON]

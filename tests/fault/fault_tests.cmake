@@ -22,9 +22,12 @@ muster_integration_test(chaos_replicas fault/chaos.py
 # peer, and the final weights equal a fault-free run's within 1e-5 absolute.
 # Every kind that applies (no checkpoint: no ckpt_kill or disk_full; flood is
 # the daemon's alone and left to the chaos test; link_down and partition are
-# skipped without root). About 95 s; exits 77, Skipped, without torch.
+# skipped without root). It runs with muster's default hang rule, --hang-timeout
+# auto (the others with a fixed 3 s): no false hang under faults, in-place
+# pauses included, and a stopped worker found by the learned rule. About 95 s;
+# exits 77, Skipped, without torch.
 muster_integration_test(chaos_torch_in_place fault/chaos.py
-                        ARGS --trainer torch --duration 60
+                        ARGS --trainer torch --duration 60 --hang-timeout auto
                              --faults worker_kill,worker_hang,agent_kill,master_kill,daemon_kill,link_down,partition
                         TIMEOUT 180 LABELS fault chaos torch)
 # Never two at once: each loads 2 cores with 3 hosts' workers, and its

@@ -3,7 +3,10 @@
 // does, two waiting in one function and one in another, and a process that
 // dumps no stacks. The verdict names the odd one out, and the stacks file
 // holds every rank's dump.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "launcher/agent/hang_evidence.h"
@@ -92,6 +96,23 @@ TEST_CASE("evidence from real processes names the rank not where the others wait
 
   boost::asio::io_context io;
   HangEvidence evidence(io, StackDumpSignal(), {.settle = 200ms, .window = 300ms});
+  // Rank 11 runs an NCCL process group (a FIFO read as torch's monitor
+  // thread reads it); the others none (gloo): only it is asked for a dump.
+  const FlightRecorderFiles recorder{(dir / "nccl_pipe_rank_").string(),
+                                     (dir / "nccl_trace_rank_").string()};
+  evidence.SetFlightRecorder(recorder);
+  const std::string pipe = recorder.pipe_stem + "11.pipe";
+  REQUIRE(mkfifo(pipe.c_str(), 0666) == 0);
+  std::thread monitor([&] {
+    const int fd = open(pipe.c_str(), O_RDONLY | O_NONBLOCK);
+    if (fd < 0) return;
+    pollfd wait{fd, POLLIN, 0};
+    char byte = 0;
+    if (poll(&wait, 1, 10'000) == 1 && read(fd, &byte, 1) == 1) {
+      std::ofstream(recorder.dump_stem + "11") << "rank 11's last collectives";
+    }
+    close(fd);
+  });
   std::optional<HangVerdict> verdict;
   std::string written;
   const std::string report = (dir / "hang.txt").string();
@@ -112,6 +133,10 @@ TEST_CASE("evidence from real processes names the rank not where the others wait
   CHECK_THAT(text, Catch::Contains("== rank 13 (local_rank 3"));
   CHECK_THAT(text, Catch::Contains("(no stacks: not a warm-started Python worker)"));
   CHECK_THAT(text, Catch::Contains("in wait_here"));
+  monitor.join();
+  CHECK_THAT(text, Catch::Contains("== NCCL flight recorder"));
+  CHECK_THAT(text, Catch::Contains("rank 11: " + recorder.dump_stem + "11\n"));
+  CHECK_THAT(text, !Catch::Contains("rank 10: "));
   // The processes live on: the signal only dumped their stacks.
   for (const Child& child : children) CHECK(kill(child.pid, 0) == 0);
   fs::remove_all(dir);

@@ -34,6 +34,7 @@ muster_unit_test(launcher_unit_tests
     ${CMAKE_CURRENT_LIST_DIR}/launcher_health_verdict_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_hang_judge_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_hang_evidence_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_flight_recorder_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_straggler_watch_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_agent_metrics_test.cc
   LIBS muster_launcher)

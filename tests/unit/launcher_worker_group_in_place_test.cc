@@ -151,6 +151,30 @@ TEST_CASE("the survivors' hang clocks restart when they rejoin", "[group][in-pla
   CHECK(g.group.state() == WorkerGroup::State::kStopping);
 }
 
+TEST_CASE("under the learned hang rule, a recovery's time is not learned as a step",
+          "[group][in-place]") {
+  InPlaceGroup g(2);
+  g.group.EnableAutoHang(AutoHangRule{});
+  Time t = t0;
+  for (int step = 1; step <= 20; ++step) {
+    t += 100ms;
+    for (int lr : {0, 1}) g.group.OnProgress(g.group.TagFor(lr), step, t);
+  }
+  g.group.OnExit(g.group.TagFor(1), ExitStatus::Killed(SIGKILL), t, w0);
+  g.ReadyAll({0});
+  REQUIRE(g.group.Rejoin(g.Joins({0}), g.Replacement(1), t + 1s).ok());
+  g.group.OnControl(g.group.TagFor(0), control::Joined{5}, t + 22s);
+  g.group.OnControl(g.group.TagFor(1), control::Joined{5}, t + 22s);
+  REQUIRE(g.group.state() == WorkerGroup::State::kRunning);
+  // The survivor's first step after 22 s of recovery, then 100 ms steps:
+  // still the rule's floor (20 s), not 2 x 22 s.
+  const Time resumed = t + 22s + 100ms;
+  g.group.OnProgress(g.group.TagFor(0), 21, resumed);
+  g.group.OnProgress(g.group.TagFor(0), 22, resumed + 100ms);
+  REQUIRE(g.group.deadline());
+  CHECK(*g.group.deadline() <= resumed + 100ms + 20s);
+}
+
 TEST_CASE("a group restarts every worker as before when any cannot recover in place",
           "[group][in-place]") {
   SECTION("one never said hello") {
