@@ -27,26 +27,23 @@ std::string Inherited(const std::vector<std::string>& env, std::string_view name
 FlightRecorderSetup SetUpFlightRecorder(const std::string& attempt_dir,
                                         const std::vector<std::string>& inherited_env) {
   FlightRecorderSetup setup;
-  // The ring is on by default in recent torch; earlier ones need a size.
-  // A user's 0 turns it, and the pipe, off: kept.
-  if (Inherited(inherited_env, "TORCH_NCCL_TRACE_BUFFER_SIZE").empty() &&
-      Inherited(inherited_env, "TORCH_FR_BUFFER_SIZE").empty()) {
-    setup.variables["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "2000";
-  }
+  // The ring's size is the user's: its name changed across torch versions
+  // (TORCH_NCCL_TRACE_BUFFER_SIZE, later TORCH_FR_BUFFER_SIZE, the old one
+  // then warned about on every rank), and without one torch makes no pipe,
+  // so nothing is asked and nothing waits.
   setup.files.pipe_stem = Inherited(inherited_env, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE");
   if (setup.files.pipe_stem.empty()) {
     setup.files.pipe_stem = attempt_dir + "/nccl_pipe_rank_";
     setup.variables["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] = setup.files.pipe_stem;
   }
-  // Later torch reads TORCH_FR_DUMP_TEMP_FILE first.
+  // Where torch writes the dump, under either of its names (later torch
+  // reads TORCH_FR_DUMP_TEMP_FILE first), else its default. Not set by
+  // muster, for the same reason as the size.
   setup.files.dump_stem = Inherited(inherited_env, "TORCH_FR_DUMP_TEMP_FILE");
   if (setup.files.dump_stem.empty()) {
     setup.files.dump_stem = Inherited(inherited_env, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
   }
-  if (setup.files.dump_stem.empty()) {
-    setup.files.dump_stem = attempt_dir + "/nccl_trace_rank_";
-    setup.variables["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = setup.files.dump_stem;
-  }
+  if (setup.files.dump_stem.empty()) setup.files.dump_stem = kDefaultDumpStem;
   return setup;
 }
 

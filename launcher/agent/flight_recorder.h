@@ -2,17 +2,20 @@
 // and later), dumped when the agent finds a hang, so the report says which
 // collective each rank was in, not only its Python line.
 //
-// torch's part: a process group made with TORCH_NCCL_TRACE_BUFFER_SIZE > 0
-// and TORCH_NCCL_DEBUG_INFO_PIPE_FILE=STEM creates the FIFO STEM<rank>.pipe
-// (rank: the global rank) and, for each write to it, dumps its last
-// collectives to TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank> (TORCH_FR_DUMP_TEMP_FILE
-// in later versions; default /tmp/nccl_trace_rank_).
+// torch's part: a process group made with a flight recorder (its ring's
+// size, TORCH_NCCL_TRACE_BUFFER_SIZE or in later versions
+// TORCH_FR_BUFFER_SIZE, above 0) and TORCH_NCCL_DEBUG_INFO_PIPE_FILE=STEM
+// creates the FIFO STEM<rank>.pipe (rank: the global rank) and, for each
+// write to it, dumps its last collectives to TORCH_FR_DUMP_TEMP_FILE<rank>
+// (TORCH_NCCL_DEBUG_INFO_TEMP_FILE in earlier versions; default
+// /tmp/nccl_trace_rank_).
 //
 // muster's part:
-//   - FlightRecorderSetup() chooses the variables a worker gets: the
-//     buffer, the pipe and the dump file in the attempt's log directory,
-//     each only where the user set none (a user's own stems are used as
-//     they are);
+//   - SetUpFlightRecorder() gives workers the pipe's stem, in the run's
+//     log directory, unless the user set one (then the user's is used).
+//     The ring's size and the dump's place stay the user's and torch's:
+//     their names changed across versions, and an old name set makes
+//     later torch warn on every rank;
 //   - AskForDumps() writes one byte to each rank's FIFO, without blocking:
 //     a missing pipe (gloo, torch 1.x, no NCCL process group yet), a path
 //     that is not a FIFO and a FIFO nobody reads (ENXIO) are skipped;
@@ -43,6 +46,8 @@ struct FlightRecorderSetup {
   FlightRecorderFiles files;
   std::map<std::string, std::string> variables;  // to add to the worker's environment
 };
+
+inline constexpr char kDefaultDumpStem[] = "/tmp/nccl_trace_rank_";
 
 // The setup for workers whose logs go to `attempt_dir`, given the
 // environment they inherit ("NAME=VALUE" entries).

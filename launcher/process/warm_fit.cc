@@ -38,6 +38,9 @@ std::string Shown(const std::optional<std::string_view>& value) {
 
 bool ReadAtImport(std::string_view name) {
   if (name == "LANG") return true;
+  // Read when an NCCL process group is made, after the script started
+  // (muster sets it per run: launcher/agent/flight_recorder.h).
+  if (name == "TORCH_NCCL_DEBUG_INFO_PIPE_FILE") return false;
   for (const std::string_view prefix : kImportTimePrefixes) {
     if (name.substr(0, prefix.size()) == prefix) return true;
   }

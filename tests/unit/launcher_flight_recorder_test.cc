@@ -48,22 +48,24 @@ std::thread TorchMonitor(const FlightRecorderFiles& files, int rank) {
   });
 }
 
-TEST_CASE("workers get the flight recorder's pipe and dump in the run's directory, or the user's",
+TEST_CASE("workers get the flight recorder's pipe in the run's directory, or the user's",
           "[flight-recorder]") {
   const FlightRecorderSetup fresh = SetUpFlightRecorder("/logs/run", {"PATH=/bin"});
   CHECK(fresh.files.pipe_stem == "/logs/run/nccl_pipe_rank_");
-  CHECK(fresh.files.dump_stem == "/logs/run/nccl_trace_rank_");
+  CHECK(fresh.files.dump_stem == "/tmp/nccl_trace_rank_");  // torch's default
+  // The ring's size and the dump's place stay torch's: only the pipe is set.
   CHECK(fresh.variables == std::map<std::string, std::string>{
-                               {"TORCH_NCCL_TRACE_BUFFER_SIZE", "2000"},
-                               {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "/logs/run/nccl_pipe_rank_"},
-                               {"TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "/logs/run/nccl_trace_rank_"}});
+                               {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "/logs/run/nccl_pipe_rank_"}});
   // What the user set stays, and is where muster looks.
   const FlightRecorderSetup own = SetUpFlightRecorder(
-      "/logs/run", {"TORCH_NCCL_TRACE_BUFFER_SIZE=0", "TORCH_NCCL_DEBUG_INFO_PIPE_FILE=/mine/p_",
+      "/logs/run", {"TORCH_FR_BUFFER_SIZE=100", "TORCH_NCCL_DEBUG_INFO_PIPE_FILE=/mine/p_",
                     "TORCH_FR_DUMP_TEMP_FILE=/mine/d_", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/old/d_"});
   CHECK(own.variables.empty());
   CHECK(own.files.pipe_stem == "/mine/p_");
   CHECK(own.files.dump_stem == "/mine/d_");
+  const FlightRecorderSetup old_name =
+      SetUpFlightRecorder("/logs/run", {"TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/old/d_"});
+  CHECK(old_name.files.dump_stem == "/old/d_");
 }
 
 TEST_CASE("a dump is asked of every rank whose pipe is read, and nothing blocks on the others",

@@ -18,7 +18,7 @@ TEST_CASE("variables read at interpreter start or import are told apart from run
   for (const char* name :
        {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "NCCL_DEBUG",
         "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_ERROR_FILE", "MUSTER_PROGRESS_FD", "HOME",
-        "PATH", "LANGUAGE_X", "XPYTHON"}) {
+        "PATH", "LANGUAGE_X", "XPYTHON", "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"}) {
     INFO(name);
     CHECK_FALSE(ReadAtImport(name));
   }
