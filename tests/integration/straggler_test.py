@@ -105,6 +105,17 @@ def read(path):
         return f.read()
 
 
+def logged_musterd(out, extra=()):
+    """musterd with a metrics port, logging to OUT/musterd.log: (port, metrics
+    port, log path)."""
+    log_path = os.path.join(out, "musterd.log")
+    with open(log_path, "w") as log:
+        metrics_port = free_port()
+        _, port = start_musterd(extra=list(extra) + ["--metrics-port", str(metrics_port)],
+                                log=log)
+    return port, metrics_port, log_path
+
+
 def run_metric(metrics_port, family, run_id):
     """The value of family{run="run_id"} in musterd's /metrics; None when absent."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read()
@@ -115,11 +126,8 @@ def run_metric(metrics_port, family, run_id):
 @test
 def a_node_whose_workers_step_slowly_is_flagged_within_the_window_and_no_other():
     out = tempdir()
-    log_path = os.path.join(out, "musterd.log")
-    with open(log_path, "w") as log:
-        metrics_port = free_port()
-        _, port = start_musterd(extra=["--rdzv-conf", f"straggler_window={WINDOW_S}",
-                                       "--metrics-port", str(metrics_port)], log=log)
+    port, metrics_port, log_path = logged_musterd(out, ["--rdzv-conf",
+                                                        f"straggler_window={WINDOW_S}"])
     agents = start_agents(port, out, [FAST_S, FAST_S, SLOW_S], "3:3", "slowjob")
     slow = agents[2]
     wait_rates_known(port, 3)
@@ -161,11 +169,7 @@ def a_fault_free_run_flags_no_straggler():
     out = tempdir()
     config = write_file(out, "musterd.json",
                         json.dumps({"rdzv_conf": {"straggler_window": WINDOW_S}}))
-    log_path = os.path.join(out, "musterd.log")
-    with open(log_path, "w") as log:
-        metrics_port = free_port()
-        _, port = start_musterd(extra=["--config", config, "--metrics-port", str(metrics_port)],
-                                log=log)
+    port, metrics_port, log_path = logged_musterd(out, ["--config", config])
     start_agents(port, out, [FAST_S, FAST_S, FAST_S], "3:3", "evenjob")
     wait_rates_known(port, 3)
     time.sleep(WINDOW_S + 3)
@@ -239,10 +243,7 @@ def a_rank_computing_twice_as_long_is_named_on_every_surface():
     # others' compute time per step (as the step hooks would measure it).
     # Neither node can judge alone; musterd, from the heartbeats, can.
     out = tempdir()
-    log_path = os.path.join(out, "musterd.log")
-    with open(log_path, "w") as log:
-        metrics_port = free_port()
-        _, port = start_musterd(extra=["--metrics-port", str(metrics_port)], log=log)
+    port, metrics_port, log_path = logged_musterd(out)
     agents = [start([MUSTER, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
                      "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "computejob",
                      "--rdzv-conf", "last_call_timeout=0.5", "--local-addr", "127.0.0.1",

@@ -17,7 +17,10 @@ STATE = os.path.join(WORKERS, "interpreter_state.py")
 DATALOADER = os.path.join(WORKERS, "dataloader_workers.py")
 # Differ between any two runs, warm or not: the store's port, the run's
 # directory and its id.
-PER_RUN = ("MASTER_PORT", "TORCHELASTIC_ERROR_FILE", "TORCHELASTIC_RUN_ID")
+# Each names something of its own run (its port, its run's directory: the
+# error file, the NCCL flight recorder's pipe), so two runs differ in them.
+PER_RUN = ("MASTER_PORT", "TORCHELASTIC_ERROR_FILE", "TORCHELASTIC_RUN_ID",
+           "TORCH_NCCL_DEBUG_INFO_PIPE_FILE")
 
 
 def states(out_dir, ranks):
