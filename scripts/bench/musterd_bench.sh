@@ -22,7 +22,14 @@ musterd_bench_build() {
   fi
   # The benchmark helpers are built only where asked for (MUSTER_BUILD_BENCHMARKS).
   cmake "$BUILD" -DMUSTER_BUILD_BENCHMARKS=ON >/dev/null
-  cmake --build "$BUILD" --target "$@" >/dev/null
+  # Quiet when it builds; a failure shows the compiler's words (ninja prints
+  # them on stdout), not a silent exit.
+  local out
+  if ! out=$(cmake --build "$BUILD" --target "$@" 2>&1); then
+    printf '%s\n' "$out" | tail -n 30 >&2
+    echo "musterd_bench.sh: building $* in $BUILD failed" >&2
+    return 1
+  fi
 }
 
 musterd_bench_raise_nofile() {

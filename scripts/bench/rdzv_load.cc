@@ -129,6 +129,10 @@ struct Flags {
   muster::rdzv::TlsClientFiles tls{{"", "--tls-ca"}, {"", "--tls-cert"}, {"", "--tls-key"}};
   bool until_assigned = false;
   double progress_steps_per_second = 0;  // 0: heartbeats carry no step
+  // With progress: every other heartbeat (once a second at the default
+  // interval, as an agent whose workers report compute times sends them)
+  // also carries this many ranks' compute times, off the fast path. 0: none.
+  int compute_ranks = 0;
 };
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -205,7 +209,7 @@ class LoadGenerator {
     }
     if (flags_.progress_steps_per_second > 0) {
       // The hand-made frame must be what a real agent sends.
-      const muster::rdzv::Heartbeat sample{flags_.run_id, NodeId(0), 7, 12345};
+      const muster::rdzv::Heartbeat sample{flags_.run_id, NodeId(0), 7, 12345, {}};
       if (ProgressFrame(0, 7, 12345) != Encode(sample)) {
         return Finish("the hand-encoded heartbeat differs from Encode(): run id '" + flags_.run_id +
                       "' needs escaping?");
@@ -253,6 +257,15 @@ class LoadGenerator {
   static std::string NodeId(int i) { return "n" + std::to_string(i); }
   // Agent i's heartbeat of `generation` carrying `step`, as Encode() writes it
   // (keys in byte order, no spaces) for a run id that needs no escaping.
+  // A heartbeat with compute times: 20-30 ms per rank, a little apart.
+  std::string ComputeFrame(int i, uint64_t generation, uint64_t step) const {
+    std::vector<uint64_t> compute_us;
+    for (int r = 0; r < flags_.compute_ranks; ++r) {
+      compute_us.push_back(20'000 + static_cast<uint64_t>((i * 7 + r * 13) % 10'000));
+    }
+    return Encode(muster::rdzv::Heartbeat{flags_.run_id, NodeId(i), generation, step, compute_us});
+  }
+
   std::string ProgressFrame(int i, uint64_t generation, uint64_t step) const {
     const std::string payload = "{\"generation\":" + std::to_string(generation) +
                                 ",\"node_id\":\"" + NodeId(i) + "\",\"run_id\":\"" + flags_.run_id +
@@ -606,7 +619,11 @@ class LoadGenerator {
         const double seconds = std::chrono::duration<double>(now - agent.t_assigned).count();
         const auto step =
             1 + static_cast<uint64_t>(std::max(0.0, seconds) * flags_.progress_steps_per_second);
-        Send(agent, ProgressFrame(agent.index, agent.generation, step));
+        if (flags_.compute_ranks > 0 && agent.heartbeats_sent % 2 == 1) {
+          Send(agent, ComputeFrame(agent.index, agent.generation, step));
+        } else {
+          Send(agent, ProgressFrame(agent.index, agent.generation, step));
+        }
       } else {
         Send(agent, agent.heartbeat);
       }
@@ -698,6 +715,7 @@ class LoadGenerator {
     out["interval_ms"] = flags_.interval_ms;
     out["tls"] = tls_ != nullptr;
     out["progress"] = flags_.progress_steps_per_second > 0;
+    out["compute_ranks"] = flags_.compute_ranks;
     if (flags_.progress_steps_per_second > 0) {
       out["progress_steps_per_second"] = flags_.progress_steps_per_second;
     }
@@ -860,6 +878,10 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", flags.tls.key.path, "the key of --tls-cert (PEM)");
   app.add_flag("--until-assigned", flags.until_assigned,
                "end once every agent has its assignment (no heart-beating phase)");
+  app.add_option("--compute-ranks", flags.compute_ranks,
+                 "with progress: ranks whose compute times every other heartbeat carries "
+                 "(default 0: none)")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--progress-steps-per-second", flags.progress_steps_per_second,
                  "heartbeats carry a step growing at this rate once assigned (default 0: none)")
       ->check(CLI::NonNegativeNumber);

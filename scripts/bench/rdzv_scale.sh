@@ -28,6 +28,12 @@
 # prints the with/without ratio of each metric's median; the 10k targets are
 # the same with progress. Default: off.
 #
+# --compute-ranks R (with progress on): every other heartbeat also carries R
+# ranks' compute times per step (Heartbeat::compute_us, about once a second,
+# as agents whose workers report them send; those heartbeats take the
+# daemon's general decoding path), and musterd judges every rank once a
+# second. Default: 0, none.
+#
 # There is no reference implementation to compare against: torchrun's c10d
 # rendezvous cannot be driven with 10k agents on one machine, so these are
 # absolute numbers against the targets only. The load generator shares the
@@ -41,6 +47,7 @@
 # Usage: scripts/bench/rdzv_scale.sh [--build-dir DIR] [--nodes "1000 4000 10000"]
 #                                    [--steady-seconds S] [--repeat K] [--json FILE]
 #                                    [--tls off|on|both] [--progress off|on|both]
+#                                    [--compute-ranks R]
 # Exits 1 when a run failed (an agent refused or dropped) or a 10k target was
 # missed (by the median, per mode).
 # Builds the rdzv_load target (scripts/bench/CMakeLists.txt, MUSTER_BUILD_BENCHMARKS=ON).
@@ -54,6 +61,7 @@ JSON_OUT=""
 TLS=off
 PROGRESS=off
 PROGRESS_RATE=10  # steps per second each simulated node reports with --progress
+COMPUTE_RANKS=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) BUILD=$2; shift 2 ;;
@@ -63,7 +71,8 @@ while [[ $# -gt 0 ]]; do
     --json) JSON_OUT=$2; shift 2 ;;
     --tls) TLS=$2; shift 2 ;;
     --progress) PROGRESS=$2; shift 2 ;;
-    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
+    --compute-ranks) COMPUTE_RANKS=$2; shift 2 ;;
+    -h|--help) sed -n '2,53p' "$0"; exit 0 ;;
     *) echo "rdzv_scale.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -101,7 +110,8 @@ fi
 # One run of N agents against a fresh daemon; mode plain or tls; progress off or on.
 run_once() {
   local n=$1 mode=$2 progress=$3 daemon_tls=() load_tls=() load_progress=()
-  [[ "$progress" == on ]] && load_progress=(--progress-steps-per-second "$PROGRESS_RATE")
+  [[ "$progress" == on ]] && load_progress=(--progress-steps-per-second "$PROGRESS_RATE"
+                                            --compute-ranks "$COMPUTE_RANKS")
   if [[ "$mode" == tls ]]; then
     daemon_tls=(--tls-cert "$WORK/musterd.pem" --tls-key "$WORK/musterd.key"
                 --tls-client-ca "$WORK/ca.pem")
