@@ -26,6 +26,7 @@ Contract:
 Thread-safety: the main thread calls every method; `on_message` runs on the
 reader thread. Standard library only.
 """
+import faulthandler
 import os
 import queue
 import sys
@@ -109,6 +110,13 @@ def _agent_stores(environ):
     return environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() in ("true", "1")
 
 
+# A paused worker whose main thread has not answered muster's pause this
+# long prints every thread's Python stack (half of muster's default
+# --recovery-timeout, so they come before muster gives up on the worker):
+# where a recovery is stuck says why.
+STUCK_REPORT_S = 5.0
+
+
 def log(message):
     sys.stderr.write(f"muster: {message}\n")
     sys.stderr.flush()
@@ -129,6 +137,8 @@ class Session:
         self._messages = queue.Queue()
         self._waiting = threading.Event()
         self._pause: Optional[Pause] = None  # the pause answered, until a join
+        self._answered = threading.Event()   # clear from a pause until ready is said
+        self._answered.set()
         self.in_place = False
         if channel is not None:
             channel.say_hello()
@@ -159,6 +169,8 @@ class Session:
             # thread forms the new group as soon as it takes the join, and
             # an interrupt then would cut that group's sockets.
             if not isinstance(message, Join):
+                if isinstance(message, Pause):
+                    self._watch_answer(message)
                 try:
                     self._on_message()
                 except Exception as e:  # the interrupt is best effort
@@ -217,7 +229,27 @@ class Session:
             self._channel.say_ready(pause.generation)
         except ChannelClosed as e:
             raise RecoveryExit(str(e)) from None
+        self._answered.set()
         self._pause = pause
+
+    def _watch_answer(self, pause: Pause):
+        """After STUCK_REPORT_S without ready, prints every thread's stack."""
+        self._answered.clear()
+
+        def report():
+            if self._answered.is_set():
+                return
+            log(f"rank {os.environ.get('RANK', '?')}: no answer to muster's pause "
+                f"{pause.generation} after {STUCK_REPORT_S:.0f} s: the main thread is still "
+                f"blocked; every thread's stack follows")
+            try:
+                faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+            except (OSError, ValueError, RuntimeError) as e:  # no real stderr
+                log(f"could not print the stacks: {e}")
+
+        timer = threading.Timer(STUCK_REPORT_S, report)
+        timer.daemon = True
+        timer.start()
 
     def await_join(self) -> Membership:
         """After leave(): the membership of the generation muster joins this

@@ -6,6 +6,7 @@ Run: python3 tests/python/muster_session_test.py (stdlib unittest; exit 0 on suc
 """
 import os
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -18,6 +19,14 @@ from muster.session import Membership, RecoveryExit, Session  # noqa: E402
 
 JOIN_2 = ("join 2 RANK=1 WORLD_SIZE=3 GROUP_RANK=0 LOCAL_RANK=1 MASTER_ADDR=10.0.0.1 "
           "MASTER_PORT=29400 STORE_PREFIX=muster/2/")
+
+
+def read_all(f):
+    """What was written to `f` so far, read through a handle of its own (a
+    seek on `f` would move where faulthandler writes)."""
+    f.flush()
+    with open(f.name) as again:
+        return again.read()
 
 
 class FakeAgent:
@@ -129,6 +138,36 @@ class SessionTest(unittest.TestCase):
                           m.joining), (1, 3, "10.0.0.1", 29400, "muster/2/", 5))
         s.joined()
         self.assertEqual(self.agent.heard(), ["joined 5"])
+
+    def test_a_pause_left_unanswered_prints_every_threads_stack(self):
+        # A main thread still blocked (here: never answering) after
+        # STUCK_REPORT_S says where every thread is, before muster gives up.
+        stuck_after = session.STUCK_REPORT_S
+        session.STUCK_REPORT_S = 0.2
+        self.addCleanup(setattr, session, "STUCK_REPORT_S", stuck_after)
+        err = tempfile.NamedTemporaryFile(mode="w")
+        self.addCleanup(err.close)
+        real_stderr, sys.stderr = sys.stderr, err
+        self.addCleanup(setattr, sys, "stderr", real_stderr)
+        quiet = session.log  # this file silences the package's notes; this one is the point
+        session.log = lambda message: (err.write(f"muster: {message}\n"), err.flush())
+        self.addCleanup(setattr, session, "log", quiet)
+        s = new_session(self.agent)
+        self.agent.heard()
+        self.agent.send("pause 4")
+        self.assertTrue(wait_until(s.message_waiting))
+        self.assertTrue(wait_until(lambda: "Thread" in read_all(err), timeout=3.0),
+                        read_all(err))
+        text = read_all(err)
+        self.assertIn("no answer to muster's pause 4 after 0 s", text)
+        self.assertIn("File ", text)  # faulthandler's frames
+        # Answered in time: nothing more is printed.
+        s.leave(s.take_pause())
+        self.agent.send("pause 5")
+        self.assertTrue(wait_until(s.message_waiting))
+        s.leave(s.take_pause())
+        time.sleep(0.4)
+        self.assertNotIn("pause 5", read_all(err))
 
     def test_a_join_interrupts_nothing(self):
         # The main thread forms the new group as soon as it takes the join:
