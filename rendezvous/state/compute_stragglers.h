@@ -1,6 +1,9 @@
-// ComputeStragglers: which of this node's ranks is the slow one in
-// lock-step training, from each rank's own compute time per step (the step
-// hooks' "STEP COMPUTE_US" lines: launcher/process/warm/step_hooks.py). In
+// ComputeStragglers: which of a set of ranks is the slow one in lock-step
+// training (a node's ranks in its agent: launcher/agent/straggler_watch.h;
+// every rank of a run in musterd: run_state_progress.cc), from each rank's
+// own compute time per step (the step hooks' "STEP COMPUTE_US" lines:
+// launcher/process/warm/step_hooks.py, averaged by the agent and sent on in
+// Heartbeat::compute_us). In
 // data-parallel training every rank steps at the pace of the slowest, so
 // step rates cannot tell it (rendezvous/state/straggler_detector.h); the
 // time a rank spends before it waits for the others can.
@@ -12,7 +15,9 @@
 // least 3 ranks must report (with two, neither is "above the median"). The
 // judging itself is rdzv::StragglerDetector's, fed 1/compute as a rate.
 //
-// Pure; not thread-safe.
+// Cost: O(n) per Evaluate for n ranks (80,000 in a 10,000-node run of 8:
+// docs/benchmarks.md, "With compute times in the heartbeats"). Pure; not
+// thread-safe.
 #pragma once
 
 #include <chrono>
