@@ -46,10 +46,9 @@ struct RunNode {
   StepRate step_rate;                  // from the steps its heartbeats carry
   // Its newest step in the current generation (0: none yet), and its
   // workers' own time per step by local rank (Heartbeat::compute_us, in
-  // ms; 0: unknown) with when it came. Both reset by a new generation.
+  // ms; 0: unknown). Both reset by a new generation.
   uint64_t step = 0;
   std::vector<double> compute_ms;
-  Time compute_at{};
 };
 
 class NodeTable {

@@ -41,7 +41,6 @@ void RunState::NoteProgress(Node& node, const HeartbeatView& hb, Time now) {
     if (ms > 0)
       compute_stragglers_.OnCompute(node.global_rank_offset + static_cast<int>(i), ms, now);
   }
-  node.compute_at = now;
   steps_reported_ = true;
 }
 
