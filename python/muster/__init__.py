@@ -9,13 +9,17 @@ from muster.control import PROTOCOL_VERSION  # noqa: F401 (standard library only
 
 __version__ = "0.1.0"
 
-__all__ = ["InPlace", "StateTransferError", "is_collective_error", "__version__"]
+__all__ = ["InPlace", "ShardedInPlace", "StateTransferError", "is_collective_error",
+           "__version__"]
 
 
 def __getattr__(name):
     if name in ("InPlace", "is_collective_error"):
         from muster import in_place
         return getattr(in_place, name)
+    if name == "ShardedInPlace":
+        from muster import sharded
+        return sharded.ShardedInPlace
     if name == "StateTransferError":
         from muster import state_sync
         return state_sync.StateTransferError

@@ -90,6 +90,8 @@ def _device_of(module):
 
 
 class InPlace:
+    _wrap_phase = "ddp"  # what _wrap does, as the recovery's log line names it
+
     def __init__(self, model: torch.nn.Module, optimizer=None, *, state=None, step: int = 0,
                  backend: str = None, timeout: float = 60.0, ddp: bool = True, **ddp_kwargs):
         """`model`: the bare module (not yet DDP); `optimizer`: over its
@@ -111,6 +113,11 @@ class InPlace:
             backend = "nccl" if self._device.type == "cuda" else "gloo"
         self._use_ddp = ddp
         self._ddp_kwargs = ddp_kwargs
+        self._begin(backend, timeout)
+
+    def _begin(self, backend, timeout):
+        """Joins the job: the session with muster, the first generation's
+        group and state (the rest of __init__, shared with subclasses)."""
         self._model = None
         self._fault = None        # the failure a guard swallowed, until recovered
         self._stepped = False     # the optimizer stepped during the current body
@@ -127,8 +134,7 @@ class InPlace:
             # ends it. A debug dump on the error would hold the group too.
             os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "0"
             os.environ.setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "0")
-        if optimizer is not None and hasattr(optimizer, "register_step_post_hook"):
-            optimizer.register_step_post_hook(self._on_optimizer_step)
+        self._watch_optimizer(self.optimizer)
         if self._rank == 0:
             if self._session.in_place:
                 log("in-place recovery on: a lost peer pauses this job instead of restarting it")
@@ -178,6 +184,7 @@ class InPlace:
             yield self.step
             if self._fault is None:
                 self.step += 1
+                self._after_step()
                 self._session.report_progress(self.step)
 
     @contextlib.contextmanager
@@ -230,6 +237,10 @@ class InPlace:
         log(f"rank {os.environ.get('RANK', '?')}: muster's message interrupted the process "
             f"group ({done}, {time.monotonic() - began:.3f} s)")
 
+    def _watch_optimizer(self, optimizer):
+        if optimizer is not None and hasattr(optimizer, "register_step_post_hook"):
+            optimizer.register_step_post_hook(self._on_optimizer_step)
+
     def _on_optimizer_step(self, *args):
         self._stepped = True
 
@@ -243,15 +254,21 @@ class InPlace:
         self._group.form(self._session.membership)
         self._rank, self._world_size = dist.get_rank(), dist.get_world_size()
         formed = time.monotonic()
-        step, source = agree_on_state(self.step, self.module, self.optimizer, self.state,
-                                      self._device)
+        step, source = self._agree()
         agreed = time.monotonic()
         self.step = step
         self._model = self._wrap()
         self._session.joined()
         self._form_phases = (f": group {formed - began:.3f} s, state {agreed - formed:.3f} s, "
-                             f"ddp {time.monotonic() - agreed:.3f} s")
+                             f"{self._wrap_phase} {time.monotonic() - agreed:.3f} s")
         return source
+
+    def _agree(self):
+        """(the step every rank resumes at, the rank whose state was taken or -1)."""
+        return agree_on_state(self.step, self.module, self.optimizer, self.state, self._device)
+
+    def _after_step(self):
+        """A step's end, once it counted (a subclass's hook)."""
 
     def _wrap(self):
         if not self._use_ddp:
@@ -301,7 +318,8 @@ class InPlace:
         # A full collection (0.2 s with torch loaded) only when it did not.
         if self._fault is not None:
             self._fault.__traceback__ = None
-        old = weakref.ref(self._model) if self._model is not None else None
+        old = (weakref.ref(self._model)
+               if self._model is not None and self._model is not self.module else None)
         self._model = None
         if old is not None and old() is not None:
             gc.collect()

@@ -95,6 +95,17 @@ def _abort_nccl():
     return False  # torch 1.13: its NCCL watchdog's timeout is the bound
 
 
+def _store_client(membership, timeout):
+    """A client of the generation's store. It asks for no libuv where torch
+    has the argument: a client needs none, and Debian's torch 2.x, built
+    without it, refuses a TCPStore that asks for it (its default)."""
+    args = (membership.master_addr, membership.master_port, membership.world_size, False, timeout)
+    try:
+        return dist.TCPStore(*args, use_libuv=False)
+    except TypeError:  # torch < 2.3: no such argument, and no libuv
+        return dist.TCPStore(*args)
+
+
 class ProcessGroup:
     def __init__(self, backend: str, timeout: datetime.timedelta):
         self.backend = backend
@@ -106,8 +117,7 @@ class ProcessGroup:
         self._abort = None      # (done event, result) of this group's NCCL abort
 
     def form(self, membership):
-        store = dist.TCPStore(membership.master_addr, membership.master_port,
-                              membership.world_size, False, self.timeout)
+        store = _store_client(membership, self.timeout)
         prefixed = dist.PrefixStore(membership.store_prefix + "torch/", store)
         self._init(lambda: dist.init_process_group(
             self.backend, store=prefixed, rank=membership.rank,
@@ -115,6 +125,21 @@ class ProcessGroup:
 
     def form_from_env(self):
         self._init(lambda: dist.init_process_group(self.backend, timeout=self.timeout))
+
+    def extend(self, build):
+        """Runs `build` (it forms subgroups of the default group: a
+        DeviceMesh, new_group) and counts the sockets it opened as the
+        group's, so that interrupt() reaches the subgroups' collectives too.
+        Returns what `build` returned."""
+        with self._lock:
+            before = _socket_inodes()
+        result = build()
+        with self._lock:
+            opened = {fd: inode for fd, inode in _socket_inodes().items()
+                      if before.get(fd) != inode}
+            if self._sockets is not None:
+                self._sockets.update(opened)
+        return result
 
     def _init(self, init):
         with self._lock:

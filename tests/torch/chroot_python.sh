@@ -15,7 +15,9 @@
 # open.
 #
 # The interpreter runs tests/torch/no_libuv.py first: the one change made to
-# Debian's torch 2.x (see that file).
+# Debian's torch 2.x (see that file). MUSTER_CHROOT_UNWRAPPED=1 runs the
+# script as it is, with Debian's torch unchanged (muster's Python package
+# needs no wrapper).
 #
 # Needs root (unshare -m, chroot).
 set -euo pipefail
@@ -27,6 +29,9 @@ if [[ ! -x "$ROOT/usr/bin/python3" ]]; then
   echo "chroot_python.sh: MUSTER_TORCH_CHROOT='$ROOT' has no /usr/bin/python3 (run scripts/torch_chroots.sh)" >&2
   exit 127
 fi
+
+wrapper=("$SOURCE/tests/torch/no_libuv.py")
+[[ ${MUSTER_CHROOT_UNWRAPPED:-0} == 1 ]] && wrapper=()
 
 # Interpreter options (-u, -B, ...) go to python3 itself, before the wrapper.
 opts=()
@@ -51,4 +56,4 @@ exec unshare --mount --propagation private /bin/sh -c '
   case $cwd in /tmp* | "$source"*) ;; *) cwd=/ ;; esac
   exec chroot "$root" /bin/sh -c "cd \"\$0\" && exec \"\$@\"" "$cwd" \
     /usr/bin/python3 "$@"
-' chroot_python "$ROOT" "$SOURCE" "$PWD" "${opts[@]}" "$SOURCE/tests/torch/no_libuv.py" "$@"
+' chroot_python "$ROOT" "$SOURCE" "$PWD" "${opts[@]}" "${wrapper[@]}" "$@"
