@@ -1,6 +1,6 @@
 """A small DistributedDataParallel job that recovers in place under muster.
 
-    ddp_in_place.py --steps N --log FILE [--ckpt FILE --ckpt-every K] [--sleep S]
+    ddp_in_place.py --steps N --log FILE [--ckpt FILE --ckpt-every K] [--sleep S] [--model-mb M]
 
 It trains a small MLP on synthetic data. The batch of step s is drawn from a
 generator seeded with s, so the data order is a function of the step, not
@@ -15,12 +15,15 @@ of the process: a run with faults ends with the weights of a fault-free one.
   script does: under torchrun, or when muster restarts the job, that is how
   it recovers. Under muster, muster.InPlace recovers without it.
 - --sleep S sleeps S seconds after each step (to leave time for faults).
+- --model-mb M adds a hidden layer of about M MiB of parameters (SGD's
+  momentum doubles the state a newcomer takes).
 
 Run: muster --nproc-per-node 3 examples/torch/ddp_in_place.py --steps 100 --log /tmp/steps.log
 with muster's Python package importable (PYTHONPATH=<source>/python for a
 source build; the .deb installs it).
 """
 import argparse
+import math
 import os
 import time
 
@@ -48,7 +51,10 @@ def parse_args():
     parser.add_argument("--ckpt")
     parser.add_argument("--ckpt-every", type=int, default=0)
     parser.add_argument("--sleep", type=float, default=0.0)
+    parser.add_argument("--model-mb", type=float, default=0.0)
     args = parser.parse_args()
+    if args.model_mb < 0:
+        parser.error(f"--model-mb {args.model_mb} is negative")
     if args.steps < 0:
         parser.error(f"--steps {args.steps} is negative")
     if args.ckpt and args.ckpt_every <= 0:
@@ -63,10 +69,13 @@ def save_checkpoint(path, model, optimizer, step):
     os.replace(partial, path)
 
 
-def make_model_and_optimizer(device="cpu"):
+def make_model_and_optimizer(device="cpu", model_mb=0.0):
     torch.manual_seed(0)  # the same initial weights on every rank
-    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.Tanh(),
-                                torch.nn.Linear(HIDDEN, 1)).to(device)
+    hidden = max(HIDDEN, int(math.sqrt(model_mb * (1 << 20) / 4))) if model_mb > 0 else HIDDEN
+    layers = [torch.nn.Linear(FEATURES, hidden), torch.nn.Tanh()]
+    if hidden > HIDDEN:
+        layers += [torch.nn.Linear(hidden, hidden), torch.nn.Tanh()]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(hidden, 1)).to(device)
     return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
 
@@ -92,7 +101,7 @@ def write_weights(path, model):
 
 def main():
     args = parse_args()
-    model, optimizer = make_model_and_optimizer()
+    model, optimizer = make_model_and_optimizer(model_mb=args.model_mb)
     start = 0
     if args.ckpt and os.path.exists(args.ckpt):
         saved = torch.load(args.ckpt)

@@ -203,7 +203,8 @@ class ShardedInPlace(InPlace):
         elif source.kind == HELD:
             install(self._peer.held_image(), model, optimizer, self.state, clone=True)
         # else: the first generation, every rank keeps what it built
-        del outgoing, old_model, old_optimizer
+        outgoing.clear()  # the old model and optimizer go with the last references
+        old_model = old_optimizer = None
         self._peer.forget_after(decided.step)  # an abandoned timeline's
         self.module, self.optimizer = model, optimizer
         self._watch_optimizer(optimizer)

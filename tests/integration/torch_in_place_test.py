@@ -23,12 +23,13 @@ size) sums the same numbers in another order.
 import functools
 import os
 import signal
-import struct
 
 from elastic_harness import MUSTERD, start_musterd
-from harness import (MUSTER, SOURCE_DIR, Skip, check, descendants, kill_tree, run, run_tests,
+from harness import (MUSTER, SOURCE_DIR, Skip, check, descendants, run, run_tests,
                      start, tempdir, wait_for, write_file)
 from netns_harness import DAEMON_ADDR, Hosts, host_addr, remove_stale_hosts
+from step_log import (check_every_step_done, pids_of, read_steps, read_weights, redone_steps,
+                      steps_logged, wait_done)
 from torch_versions import each_version
 
 EXAMPLE = os.path.join(SOURCE_DIR, "examples", "torch", "ddp_in_place.py")
@@ -41,21 +42,6 @@ def env_for(version, **extra):
     return version.env(PYTHONPATH=PACKAGE, **extra)
 
 
-def read_steps(log):
-    """{rank: [(step, pid), ...]} in the order the rank wrote them."""
-    found = {}
-    with open(log) as f:
-        for line in f:
-            tag, rank, step, pid, _ = line.split()
-            check(tag == "STEP", f"a step log line {line!r}")
-            found.setdefault(int(rank), []).append((int(step), int(pid)))
-    return found
-
-
-def read_weights(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    return struct.unpack(f"<{len(data) // 4}f", data)
 
 
 @functools.lru_cache(maxsize=None)
@@ -77,23 +63,7 @@ def check_weights(version, log, steps=STEPS, nproc=3):
     return worst
 
 
-def check_every_step_done(steps_by_rank, world, steps=STEPS):
-    for rank in range(world):
-        done = [s for s, _ in steps_by_rank.get(rank, [])]
-        check(done and done[-1] == steps, f"rank {rank} ended at step {done[-1:]} of {steps}")
 
-
-def redone_steps(steps_by_rank):
-    """The most steps any rank wrote twice (a step redone after a fault)."""
-    worst = 0
-    for entries in steps_by_rank.values():
-        done = [s for s, _ in entries]
-        worst = max(worst, len(done) - len(set(done)))
-    return worst
-
-
-def pids_of(steps_by_rank, rank):
-    return list(dict.fromkeys(pid for _, pid in steps_by_rank[rank]))
 
 
 def single_node_fault(version, fault, extra=()):
@@ -111,7 +81,7 @@ def check_replaced_alone(log, out, err, replaced):
     processes and the survivors each as one, and at most one step was redone."""
     check("event=in_place_fallback" not in err, "the recovery fell back", err)
     steps = read_steps(log)
-    check_every_step_done(steps, 3)
+    check_every_step_done(steps, 3, STEPS)
     for rank in (r for r in range(3) if r != replaced):
         check(len(pids_of(steps, rank)) == 1, f"survivor rank {rank} ran as {pids_of(steps, rank)}")
     check(len(pids_of(steps, replaced)) == 2,
@@ -154,7 +124,7 @@ def under_recovery_restart_the_module_is_off_and_the_checkpoint_resumes(version)
     check("event=in_place" not in err, "muster recovered in place under --recovery restart", err)
     check("restarting workers: attempt=1" in err, "the workers were not restarted", err)
     steps = read_steps(log)
-    check_every_step_done(steps, 3)
+    check_every_step_done(steps, 3, STEPS)
     for rank in range(3):
         check(len(pids_of(steps, rank)) == 2, f"rank {rank} ran as {pids_of(steps, rank)}")
     check(min(s for s, _ in steps[0] if s > 0) == 1, "the first start did not begin at step 1")
@@ -184,23 +154,6 @@ def elastic_agent(port, script_args, nnodes="2:3"):
             "--max-restarts", "3"] + list(script_args)
 
 
-def wait_done(procs, timeout):
-    results = []
-    for proc in procs:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except Exception:
-            kill_tree(proc.pid)
-            out, err = proc.communicate()
-        results.append((proc.returncode, out, err))
-    return results
-
-
-def steps_logged(log, at_least):
-    if not os.path.exists(log):
-        return False
-    with open(log) as f:
-        return sum(1 for _ in f) >= at_least
 
 
 class ElasticJob:
