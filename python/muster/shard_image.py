@@ -41,8 +41,13 @@ from muster.state_sync import (BUCKET_BYTES, HEADER_LIMIT, StateTransferError, d
 
 try:  # torch >= 2.5
     from torch.distributed.tensor import DTensor
-except ImportError:  # pragma: no cover (older 2.x)
-    from torch.distributed._tensor import DTensor
+except ImportError:
+    try:  # torch 2.0-2.4
+        from torch.distributed._tensor import DTensor
+    except ImportError:  # torch 1.13: plain tensors only
+
+        class DTensor:  # nothing is an instance
+            pass
 
 ALIGN = 64
 SEGMENT_BYTES = 64 << 20
