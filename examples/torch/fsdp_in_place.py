@@ -2,6 +2,7 @@
 over every rank, or HSDP with --mesh REPLICATE,SHARD.
 
     fsdp_in_place.py --steps N --log FILE [--mesh REPLICATE,SHARD] [--model-mb M] [--sleep S]
+                     [--peer-copy on|off]
 
 It trains an MLP with Adam on synthetic data. The batch of step s is drawn
 from a generator seeded with s, so a run with faults ends with the weights
@@ -14,7 +15,9 @@ of a fault-free one.
 - --mesh R,S: R replica groups of S shards (R*S ranks); without it, one
   group sharded over every rank. --model-mb M: about M MiB of parameters
   (a hidden layer of that size; Adam's state is twice that). --sleep S
-  sleeps S seconds after each step (to leave time for faults).
+  sleeps S seconds after each step (to leave time for faults). --peer-copy
+  turns the copy of each shard in a peer's memory on or off (default: on
+  without replicas).
 
 Run: muster --nproc-per-node 4 examples/torch/fsdp_in_place.py --steps 100 --log /tmp/steps.log
      --mesh 2,2  (muster's Python package importable: PYTHONPATH=<source>/python)
@@ -53,6 +56,7 @@ def parse_args():
     parser.add_argument("--mesh", help="REPLICATE,SHARD (default: 1,world size)")
     parser.add_argument("--model-mb", type=float, default=0.0)
     parser.add_argument("--sleep", type=float, default=0.0)
+    parser.add_argument("--peer-copy", choices=("on", "off"))
     args = parser.parse_args()
     if args.steps < 0:
         parser.error(f"--steps {args.steps} is negative")
@@ -126,7 +130,9 @@ def write_weights(path, model, rank):
 
 def main():
     args = parse_args()
-    job = muster.ShardedInPlace(builder(hidden_for(args.model_mb)), shard=args.shard)
+    peer_copy = None if args.peer_copy is None else args.peer_copy == "on"
+    job = muster.ShardedInPlace(builder(hidden_for(args.model_mb)), shard=args.shard,
+                                peer_copy=peer_copy)
     log = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     for step in job.steps(args.steps):
         with job.guard():

@@ -62,6 +62,8 @@ class PeerCopy:
         self._group = None
         self._rank = self._world = 0
         self.copy_seconds = 0.0             # time spent on the step's path (copy + wait)
+        self.fill_seconds = 0.0             # of which copying into the snapshot
+        self.copy_bytes = 0                 # the last snapshot's size
         self.copies = 0
 
     # --- per generation ------------------------------------------------------
@@ -87,6 +89,7 @@ class PeerCopy:
         began = time.monotonic()
         if not self._join():
             return
+        filling = time.monotonic()
         header, tensors = capture()
         size = sum(t.numel() * t.element_size() for t in tensors)
         if 4 * size > self.budget_bytes:
@@ -99,7 +102,10 @@ class PeerCopy:
         fill_flat(tensors, spare.flat)
         spare.header, spare.step, spare.shard = header, step, shard
         self._own = [acked, spare]
-        self.copy_seconds += time.monotonic() - began
+        now = time.monotonic()
+        self.copy_seconds += now - began
+        self.fill_seconds += now - filling
+        self.copy_bytes = size
         self.copies += 1
         incoming = self._held[1]
         self._result = None

@@ -37,7 +37,7 @@ import torch
 import torch.distributed as dist
 
 from muster.state_sync import (BUCKET_BYTES, HEADER_LIMIT, StateTransferError, decode,
-                               encode_payload, parse_header)
+                               encode_payload, load_optimizer_state, parse_header)
 
 try:  # torch >= 2.5
     from torch.distributed.tensor import DTensor
@@ -311,7 +311,7 @@ def install(image, model, optimizer, state, clone=False):
                       if isinstance(item, torch.Tensor) and key != "step" else
                       (item.clone() if clone and isinstance(item, torch.Tensor) else item))
                 for key, item in entry.items()}
-        optimizer.load_state_dict({"state": loaded, "param_groups": sd["param_groups"]})
+        load_optimizer_state(optimizer, {"state": loaded, "param_groups": sd["param_groups"]})
     if received_state is not state:
         state.clear()
         state.update(received_state)

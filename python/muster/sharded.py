@@ -245,6 +245,15 @@ class ShardedInPlace(InPlace):
             self._copy_group = None
         super()._leave(pause)
 
+    def close(self):
+        peer = self._peer
+        if peer.copies and self.rank == 0:
+            log(f"rank 0: peer copy: {peer.copies} copies of {peer.copy_bytes} bytes, "
+                f"{1000 * peer.copy_seconds / peer.copies:.2f} ms per step on the steps' path "
+                f"(copy {1000 * peer.fill_seconds / peer.copies:.2f} ms, wait for the previous "
+                f"exchange {1000 * (peer.copy_seconds - peer.fill_seconds) / peer.copies:.2f} ms)")
+        super().close()
+
     @property
     def peer_copy_seconds(self):
         """Time the peer copy spent on the steps' path so far (copy + wait)."""

@@ -340,6 +340,30 @@ def _receive(source, device):
     return decode(header.optimizer, tensors, "optimizer"), decode(header.state, tensors, "state")
 
 
+def load_optimizer_state(optimizer, optimizer_state):
+    """optimizer.load_state_dict without its copy of every tensor (torch 1.13
+    deep-copies the whole dict; the state just received is this process's
+    own): the groups' settings are loaded, then each parameter's state is
+    put in place, cast to its parameter's device (and, but for `step`, to
+    a floating parameter's dtype) as load_state_dict would."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    optimizer.load_state_dict({"state": {}, "param_groups": optimizer_state["param_groups"]})
+    for index, entry in optimizer_state["state"].items():
+        index = int(index)
+        if not 0 <= index < len(params):
+            raise StateTransferError(f"optimizer state for parameter {index} of {len(params)}")
+        param = params[index]
+        placed = {}
+        for key, value in entry.items():
+            if isinstance(value, torch.Tensor):
+                if key != "step" and param.is_floating_point():
+                    value = value.to(dtype=param.dtype, device=param.device)
+                elif value.device != param.device and key != "step":
+                    value = value.to(param.device)
+            placed[key] = value
+        optimizer.state[param] = placed
+
+
 def agree_on_state(step, module, optimizer, state, device):
     steps = _gather_steps(step, device)
     top = max(steps)
@@ -355,7 +379,7 @@ def agree_on_state(step, module, optimizer, state, device):
         return top, source
     optimizer_state, received = _receive(source, device)
     if optimizer is not None and optimizer_state is not None:
-        optimizer.load_state_dict(optimizer_state)
+        load_optimizer_state(optimizer, optimizer_state)
     state.clear()
     state.update(received)
     return top, source

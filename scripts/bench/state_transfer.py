@@ -19,8 +19,8 @@ Paths (each timed from both ranks entering it to both leaving it):
 
 The model is one square Linear (SGD with momentum: the optimizer's state
 is as large as the parameters), SIZE MB in all. The newcomer's peak
-resident memory during each path is read from VmHWM (reset before it
-through /proc/self/clear_refs) and reported above what it held before
+resident memory during each path is sampled every millisecond and
+reported above what it held before
 (its own model, plus the optimizer state once it has one).
 
 Prints one line per path and repetition, then per size the medians and
@@ -48,12 +48,26 @@ def vm_kib(field):
     return 0
 
 
-def reset_peak():
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
+class PeakSampler:
+    """The largest VmRSS seen every millisecond while it runs (VmHWM cannot be
+    reset reliably, and a freed buffer's pages leave it high)."""
+
+    def __init__(self):
+        import threading
+        self.peak = vm_kib("VmRSS")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(0.001):
+            self.peak = max(self.peak, vm_kib("VmRSS"))
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, vm_kib("VmRSS"))
+        return self.peak
 
 
 def model_of(size_mb, torch):
@@ -91,7 +105,7 @@ def worker(rank, store_path, sizes, repeats):
                                                                           "bare send") else None
                 dist.barrier()
                 before = vm_kib("VmRSS")
-                reset_peak()
+                sampler = PeakSampler()
                 began = time.monotonic()
                 if path == "broadcast":
                     agree_on_state(1 if rank == 0 else 0, model, optimizer, {}, cpu)
@@ -118,7 +132,7 @@ def worker(rank, store_path, sizes, repeats):
                         shard_image.install(incoming.finish(), model, optimizer, {})
                 dist.barrier()
                 seconds = time.monotonic() - began
-                peak = vm_kib("VmHWM")
+                peak = sampler.stop()
                 if rank == 1:
                     held = len(optimizer.state)
                     print(f"size_mb={size_mb} repeat={repeat} path=\"{path}\" s={seconds:.3f} "
