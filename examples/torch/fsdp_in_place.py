@@ -105,10 +105,10 @@ def builder(hidden):
     return build
 
 
-def loss_of(model, step, rank, world_size):
+def loss_of(model, step, rank, world_size, device):
     """This rank's loss for `step`: its share of the global batch, scaled so
     that the average over ranks is the global batch's mean."""
-    x, y = batch_of(step)
+    x, y = (t.to(device) for t in batch_of(step))
     mine = slice(rank, None, world_size)
     loss = F.mse_loss(model(x[mine]), y[mine], reduction="sum")
     return loss * world_size / GLOBAL_BATCH
@@ -130,13 +130,15 @@ def write_weights(path, model, rank):
 
 def main():
     args = parse_args()
+    if torch.cuda.is_available():  # a GPU per local rank, round-robin; NCCL
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
     peer_copy = None if args.peer_copy is None else args.peer_copy == "on"
     job = muster.ShardedInPlace(builder(hidden_for(args.model_mb)), shard=args.shard,
                                 peer_copy=peer_copy)
     log = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     for step in job.steps(args.steps):
         with job.guard():
-            loss = loss_of(job.model, step, job.rank, job.world_size)
+            loss = loss_of(job.model, step, job.rank, job.world_size, job.mesh.device_type)
             job.optimizer.zero_grad()
             loss.backward()
             job.optimizer.step()

@@ -107,6 +107,7 @@ def worker(rank, store_path, sizes, repeats):
                 before = vm_kib("VmRSS")
                 sampler = PeakSampler()
                 began = time.monotonic()
+                params = exchange = out = incoming = None
                 if path == "broadcast":
                     agree_on_state(1 if rank == 0 else 0, model, optimizer, {}, cpu)
                 elif path == "bare broadcast":
@@ -139,7 +140,9 @@ def worker(rank, store_path, sizes, repeats):
                           f"gb_per_s={nbytes / seconds / 1e9:.2f} "
                           f"peak_above_before_mb={(peak - before) / 1024:.0f} "
                           f"optimizer_state_received={held > 0}", flush=True)
-                del model, optimizer, flat
+                # Nothing of this path outlives it (a buffer left would count in the next
+                # path's starting memory).
+                model = optimizer = flat = params = exchange = out = incoming = None
     dist.destroy_process_group()
 
 
