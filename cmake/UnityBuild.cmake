@@ -18,7 +18,8 @@
 #
 # MUSTER_UNITY=OFF compiles every file alone (for a file's own compile
 # errors, or a debugger's single-file view). Generated sources (the
-# embedded texts) and CUDA files always compile alone.
+# embedded texts), CUDA files and a file with SKIP_UNITY_BUILD_INCLUSION
+# (compile definitions of its own) always compile alone.
 option(MUSTER_UNITY "Compile each target's .cc files in batches (unity build)" ON)
 set(MUSTER_UNITY_BATCH 8 CACHE STRING "Most .cc files in one batch of a unity build")
 if(NOT MUSTER_UNITY_BATCH MATCHES "^[1-9][0-9]*$")
@@ -39,7 +40,8 @@ function(muster_unity_target target)
     endif()
     get_filename_component(path ${source} ABSOLUTE BASE_DIR ${source_dir})
     get_source_file_property(generated ${path} TARGET_DIRECTORY ${target} GENERATED)
-    if(generated OR NOT EXISTS ${path})
+    get_source_file_property(alone ${path} TARGET_DIRECTORY ${target} SKIP_UNITY_BUILD_INCLUSION)
+    if(generated OR alone OR NOT EXISTS ${path})
       list(APPEND kept ${source})
     else()
       list(APPEND batched ${path})

@@ -11,6 +11,8 @@
 #include "launcher/output/console_log_sink.h"
 #include "launcher/plan/dry_run.h"
 #include "launcher/plan/launch_plan.h"
+#include "launcher/plan/python_package.h"
+#include "launcher/plan/worker_env.h"
 #include "launcher/process/command_check.h"
 #include "launcher/process/exit_status.h"
 #include "launcher/process/posix_spawner.h"
@@ -95,6 +97,11 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) inherited.emplace_back(*e);
+  // As torchrun sets them in its own environment: the signals its workers'
+  // torch forwards, and where `import muster` finds this build's package.
+  inherited = muster::MergeEnvironment(inherited,
+                                       muster::AgentVariables(outcome.extras.signals_to_handle,
+                                                              muster::ThisPythonPackageDir(), env));
 
   std::vector<int> handled_signals;
   for (const auto& name : outcome.extras.signals_to_handle) {

@@ -66,6 +66,14 @@ std::optional<Time> ConsoleStream::held_until() const {
   return *held_since_ + kHold;
 }
 
+bool ConsoleStream::CarriesPrefix(std::string_view line) const {
+  // torch 2.x prefixes its own warnings and tracebacks with "[rankN]:" (no
+  // space after it): the same rank's mark twice says nothing more.
+  std::string_view mark = prefix_;
+  while (!mark.empty() && mark.back() == ' ') mark.remove_suffix(1);
+  return !mark.empty() && line.substr(0, mark.size()) == mark;
+}
+
 void ConsoleStream::Render(std::string_view text, std::string& out) {
   while (!text.empty()) {
     const char first = text.front();
@@ -79,7 +87,7 @@ void ConsoleStream::Render(std::string_view text, std::string& out) {
         text.remove_prefix(1);
         continue;
       }
-      out.append(prefix_);
+      if (!CarriesPrefix(text)) out.append(prefix_);
       position_ = Position::kMidLine;
     }
     const size_t end = text.find_first_of("\r\n");

@@ -8,6 +8,8 @@
 // "\r[rank0]:  40%|████      | 4/10" on every redraw. A '\r' at the start of a
 // line, or one directly followed by '\n' ("\r\n"), adds no prefix. A line
 // released in pieces is prefixed once: the state carries over between pieces.
+// A line that already begins with the prefix's mark ("[rank3]:", as torch
+// 2.x marks its own warnings and tracebacks) gets none.
 //
 // Release rule: everything up to the last '\n' of what has arrived goes out at
 // once. The partial line after it is held, so that a line written in several
@@ -66,6 +68,8 @@ class ConsoleStream {
     kAfterCarriageReturn,  // a '\r' ended a segment: prefix before the next byte but '\r', '\n'
   };
   void ReleaseHeld(std::string& out);
+  // The line starting with `line` already carries this stream's mark.
+  bool CarriesPrefix(std::string_view line) const;
   // Appends `text` to `out` with the prefix inserted by the prefix rule.
   void Render(std::string_view text, std::string& out);
 

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "launcher/plan/python_package.h"
+
 namespace muster {
 
 std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
@@ -49,6 +51,17 @@ std::map<std::string, std::string> NodeVariables(int local_world_size, const Env
   // Several workers each spawning one OpenMP thread per core oversubscribe the
   // node; torchrun sets 1 for the same reason.
   if (local_world_size > 1 && !inherited("OMP_NUM_THREADS")) v.emplace("OMP_NUM_THREADS", "1");
+  return v;
+}
+
+std::map<std::string, std::string> AgentVariables(
+    const std::vector<std::string>& signals_to_handle,
+    const std::optional<std::string>& python_package_dir, const EnvLookup& inherited) {
+  std::string signals;
+  for (const auto& name : signals_to_handle) signals += (signals.empty() ? "" : ",") + name;
+  std::map<std::string, std::string> v = {{"TORCHELASTIC_SIGNALS_TO_HANDLE", signals}};
+  if (python_package_dir)
+    v["PYTHONPATH"] = PythonPathWith(inherited("PYTHONPATH"), *python_package_dir);
   return v;
 }
 

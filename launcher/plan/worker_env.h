@@ -61,6 +61,15 @@ std::map<std::string, std::string> WorkerVariables(const rdzv::Assignment& node,
 // OMP_NUM_THREADS=1, each only when `inherited` does not already set it.
 std::map<std::string, std::string> NodeVariables(int local_world_size, const EnvLookup& inherited);
 
+// What the agent adds to its own environment before anything starts, as
+// torchrun sets them in its own: TORCHELASTIC_SIGNALS_TO_HANDLE (the
+// --signals-to-handle names, comma-separated; torch's elastic multiprocessing
+// reads it), and, when `python_package_dir` is set (python_package.h), a
+// PYTHONPATH that ends with it (the user's entries first).
+std::map<std::string, std::string> AgentVariables(
+    const std::vector<std::string>& signals_to_handle,
+    const std::optional<std::string>& python_package_dir, const EnvLookup& inherited);
+
 // `inherited` ("NAME=value" entries, as in environ) with `variables` replacing
 // or adding entries. Order: inherited entries first, then new ones sorted.
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& inherited,

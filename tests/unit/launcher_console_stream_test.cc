@@ -204,3 +204,17 @@ TEST_CASE("muster's own line ends a worker's open line first, and the worker re-
         "muster: warning: a node was lost\n"
         "\r[rank0]:  50%|#####\n");
 }
+
+TEST_CASE("a line torch already marked with this rank gets no second mark", "[console]") {
+  ConsoleStream s("[rank1]: ");
+  CHECK(Feed(s, "[rank1]:[W reducer.cpp:1400] Warning\n") ==
+        "[rank1]:[W reducer.cpp:1400] Warning\n");
+  CHECK(Feed(s, "[rank1]: Traceback (most recent call last):\n") ==
+        "[rank1]: Traceback (most recent call last):\n");
+  // Another rank's mark, or the mark later in the line, is the script's text.
+  CHECK(Feed(s, "[rank10]: x\n") == "[rank1]: [rank10]: x\n");
+  CHECK(Feed(s, "[rank0]: y\n") == "[rank1]: [rank0]: y\n");
+  CHECK(Feed(s, "z [rank1]: w\n") == "[rank1]: z [rank1]: w\n");
+  ConsoleStream bare("");
+  CHECK(Feed(bare, "[rank1]: a\n") == "[rank1]: a\n");
+}

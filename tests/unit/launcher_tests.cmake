@@ -5,6 +5,7 @@
 muster_unit_test(launcher_unit_tests
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/launcher_worker_env_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/launcher_python_package_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_gpu_ids_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_launch_plan_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/launcher_launch_argv_test.cc
