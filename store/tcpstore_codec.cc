@@ -1,5 +1,6 @@
 #include "store/tcpstore_codec.h"
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cstring>
@@ -41,16 +42,34 @@ void RequestDecoder::Feed(std::span<const uint8_t> bytes) {
   Feed(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
+namespace {
+
+// `buffer` with room for exactly `size` bytes. std::string::reserve grows to
+// at least twice the old capacity (libstdc++), which for a 4 MiB value
+// buffered past its announced end would allocate 8.
+void ReserveExactly(std::string& buffer, size_t size) {
+  if (size >= 2 * buffer.capacity()) {
+    buffer.reserve(size);
+    return;
+  }
+  std::string exact;
+  exact.reserve(size);
+  exact.append(buffer);
+  buffer.swap(exact);
+}
+
+}  // namespace
+
 void RequestDecoder::Feed(std::string_view bytes) {
   if (!error_.empty()) return;
   Compact();
   // A body whose length is known is buffered in one allocation of its size,
-  // not grown by doubling to up to twice that.
+  // not grown by doubling to up to twice that; a read that also carries the
+  // next request's first bytes grows it to exactly what it holds (appended
+  // to a full buffer, it would double it: a 4 MiB value held as 8).
   if (have_pending_len_) {
-    const size_t body_end = pos_ + pending_len_;
-    if (body_end > buffer_.capacity() && body_end >= buffer_.size() + bytes.size()) {
-      buffer_.reserve(body_end);
-    }
+    const size_t needed = std::max(pos_ + pending_len_, buffer_.size() + bytes.size());
+    if (needed > buffer_.capacity()) ReserveExactly(buffer_, needed);
   }
   buffer_.append(bytes);
 }
