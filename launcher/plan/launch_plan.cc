@@ -249,7 +249,11 @@ Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& opti
     config.settings = *settings;
     return std::optional<ElasticConfig>(config);
   }
-  if (!elastic_backend || (options.max_nodes == 1 && options.min_nodes == 1)) {
+  // One node and no rendezvous named: nothing to meet, the static path. A
+  // rendezvous named with --rdzv-endpoint is used whatever --nnodes says, as
+  // torchrun's agent uses the one it is given (its TLS and token included).
+  const bool one_node = options.max_nodes == 1 && options.min_nodes == 1;
+  if (!elastic_backend || (one_node && options.rdzv_endpoint.empty())) {
     return std::optional<ElasticConfig>();
   }
   if (options.rdzv_endpoint.empty()) {

@@ -76,8 +76,9 @@ WorkerLaunch PlanWorker(const LaunchPlan& plan, int local_rank);
 Result<rdzv::Assignment> StaticAssignment(const LaunchOptions& options, int local_world_size);
 
 // The elastic rendezvous configuration when the options ask for one
-// (--rdzv-backend c10d|muster across nodes, or an --nnodes range); nullopt
-// for static and single-node runs.
+// (--rdzv-backend c10d|muster across nodes, an --nnodes range, or one node
+// with an --rdzv-endpoint named: that rendezvous is used, as torchrun's
+// agent does); nullopt for static runs and one node with no endpoint.
 Result<std::optional<ElasticConfig>> MakeElasticConfig(const LaunchOptions& options);
 
 // MachineFacts of the machine this runs on.

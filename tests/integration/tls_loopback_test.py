@@ -11,16 +11,22 @@ Checked:
     musterd flips one byte of the agent's TLS stream once the job runs;
     musterd closes that connection with one tls_refused line naming the
     record layer's failure, the agent connects again, and musterd goes on
-    serving (the run is listed, the job ends normally).
+    serving (the run is listed, the job ends normally);
+  - one node (--nnodes 1) with a rendezvous named joins it, under mutual
+    TLS and a token, as torchrun's agent does: the run is in musterd's
+    /status.json while it runs.
 """
+import json
 import os
 import socket
+import ssl
 import subprocess
 import threading
+import urllib.request
 
-from elastic_harness import agent_args, start_musterd, wait_generation
-from harness import (MUSTER, SOURCE_DIR, base_env, check, kill_tree, run, run_tests, start,
-                     tempdir, test, wait_for)
+from elastic_harness import GEN_DUMP, agent_args, start_musterd, wait_generation
+from harness import (MUSTER, SOURCE_DIR, base_env, check, free_port, kill_tree, run, run_tests,
+                     start, tempdir, test, wait_for)
 
 
 def make_certs():
@@ -180,6 +186,39 @@ def a_byte_flipped_in_the_tls_stream_closes_the_connection_and_musterd_goes_on()
         check(code == 0, f"the job ends normally: exit {code}", err, open(daemon_log).read())
     finally:
         proxy.close()
+
+
+@test
+def one_node_with_a_named_rendezvous_joins_it_under_mutual_tls():
+    certs = make_certs()
+    token = write_file(os.path.join(certs, "token"), "s3cret\n")
+    page_port = free_port()
+    daemon, port = start_musterd(extra=tls_flags(certs) + [
+        "--tls-client-ca", f"{certs}/ca.pem", "--token-file", token,
+        "--metrics-port", str(page_port)])
+    out = tempdir()
+    conf = (f"tls_ca={certs}/ca.pem,tls_cert={certs}/agent.pem,tls_key={certs}/agent.key,"
+            f"token_file={token}")
+    agent = start([MUSTER, "--nnodes", "1", "--nproc-per-node", "1", "--rdzv-backend", "muster",
+                   "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "one-node",
+                   "--rdzv-conf", conf, GEN_DUMP, out, "--run", "3"], env=base_env())
+    context = ssl.create_default_context(cafile=f"{certs}/ca.pem")
+    context.load_cert_chain(f"{certs}/agent.pem", f"{certs}/agent.key")
+    request = urllib.request.Request(f"https://127.0.0.1:{page_port}/status.json",
+                                     headers={"Authorization": "Bearer s3cret"})
+
+    def listed():
+        try:
+            status = json.loads(urllib.request.urlopen(request, timeout=5,
+                                                       context=context).read())
+        except OSError:
+            return False
+        return any(r.get("run_id") == "one-node" for r in status.get("runs", []))
+
+    check(wait_for(listed, 15), "the one-node run is not in musterd's /status.json")
+    code, err = finish(agent, 20)
+    check(code == 0, f"the agent exited {code}", err)
+    check(daemon.poll() is None, "musterd died")
 
 
 if __name__ == "__main__":

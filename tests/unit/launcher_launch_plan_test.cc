@@ -220,8 +220,7 @@ TEST_CASE("the static endpoint flag overrides master address and port", "[plan]"
 
 TEST_CASE("a one-node job binds loopback on any port", "[plan]") {
   LaunchOptions o = Script("train.py");
-  o.rdzv_backend = "c10d";
-  o.rdzv_endpoint = "head:29400";  // one node: the store stays local anyway
+  o.rdzv_backend = "c10d";  // one node, no endpoint named: nothing to meet
   // main() runs a one-node c10d job without the elastic rendezvous...
   auto config = MakeElasticConfig(o);
   REQUIRE(config.ok());
@@ -232,6 +231,29 @@ TEST_CASE("a one-node job binds loopback on any port", "[plan]") {
   CHECK(a->master_addr == "127.0.0.1");
   CHECK(a->master_port == 0);
   CHECK(a->world_size == 3);
+}
+
+TEST_CASE("one node with a rendezvous named uses it, as torchrun does", "[plan]") {
+  for (const std::string backend : {"c10d", "muster"}) {
+    LaunchOptions o = Script("train.py");
+    o.rdzv_backend = backend;
+    o.rdzv_endpoint = "head:29400";
+    INFO("--rdzv-backend " << backend);
+    auto config = MakeElasticConfig(o);
+    REQUIRE(config.ok());
+    REQUIRE(config->has_value());
+    CHECK((*config)->host == "head");
+    CHECK((*config)->port == 29400);
+    CHECK_FALSE((*config)->is_host);
+  }
+  // --standalone keeps its embedded rendezvous.
+  LaunchOptions o = Script("train.py");
+  o.standalone = true;
+  o.rdzv_backend = "c10d";
+  auto config = MakeElasticConfig(o);
+  REQUIRE(config.ok());
+  REQUIRE(config->has_value());
+  CHECK((*config)->is_host);
 }
 
 TEST_CASE("standalone embeds the rendezvous on loopback on any port", "[plan]") {
