@@ -19,8 +19,7 @@ of the process: a run with faults ends with the weights of a fault-free one.
   momentum doubles the state a newcomer takes).
 
 Run: muster --nproc-per-node 3 examples/torch/ddp_in_place.py --steps 100 --log /tmp/steps.log
-with muster's Python package importable (PYTHONPATH=<source>/python for a
-source build; the .deb installs it).
+(muster puts its Python package on the workers' path: docs/torch-in-place.md).
 """
 import argparse
 import math

@@ -20,7 +20,7 @@ of a fault-free one.
   without replicas).
 
 Run: muster --nproc-per-node 4 examples/torch/fsdp_in_place.py --steps 100 --log /tmp/steps.log
-     --mesh 2,2  (muster's Python package importable: PYTHONPATH=<source>/python)
+     --mesh 2,2  (muster puts its Python package on the workers' path)
 """
 import argparse
 import math
