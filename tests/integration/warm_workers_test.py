@@ -1,6 +1,7 @@
 """Warm workers (launcher/process/warm_process.h): Python workers forked from the
 node's warm process see what a cold start (--no-warm-workers) sees, field by
-field; a warm process that cannot serve falls back to cold starts with one
+field, and a script that raises prints the same traceback (script, -m,
+--run-path), without the warm process's frames; a warm process that cannot serve falls back to cold starts with one
 event line; nothing outlives the agent's SIGKILL.
 
 Real muster, Debian's python3 with torch 1.13; the torch tests
@@ -14,6 +15,7 @@ from harness import (MUSTER, PYTHON, WORKERS, base_env, check, descendants, kill
                      pid_alive, run_muster, run_tests, start, tempdir, test, wait_for)
 
 STATE = os.path.join(WORKERS, "interpreter_state.py")
+RAISES = os.path.join(WORKERS, "raise_nested.py")
 DATALOADER = os.path.join(WORKERS, "dataloader_workers.py")
 # Differ between any two runs, warm or not: the store's port, the run's
 # directory and its id.
@@ -92,6 +94,46 @@ def a_module_starts_warm_exactly_as_cold():
 def run_path_starts_warm_exactly_as_cold():
     compare_warm_and_cold(["--standalone", "--nproc-per-node", "1", "--run-path", STATE,
                            "{out}"], 1)
+
+
+def traceback_of(args, warm, cwd=None):
+    """(exit code, the worker's traceback: from its first line to the error's)."""
+    flags = [] if warm else ["--no-warm-workers"]
+    p = start([MUSTER] + flags + ["--standalone", "--nproc-per-node", "1", "--no-prefix"] + args,
+              env=base_env(MUSTER_PYTHON=PYTHON), cwd=cwd)
+    out, err = p.communicate(timeout=120)
+    lines = err.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.startswith("Traceback")), None)
+    check(first is not None, f"no traceback ({'warm' if warm else 'cold'})", out, err)
+    last = next(i for i in range(first, len(lines)) if lines[i].startswith("ValueError"))
+    return p.returncode, lines[first:last + 1], err
+
+
+def check_same_traceback(args, cwd=None):
+    warm_code, warm, warm_err = traceback_of(args, True, cwd)
+    cold_code, cold, _ = traceback_of(args, False, cwd)
+    check("event=warm_fallback" not in warm_err, "the warm run fell back", warm_err)
+    check(warm == cold, "warm traceback != cold:\n" + "\n".join(warm) + "\n---\n" +
+          "\n".join(cold))
+    check(warm_code == cold_code == 1, f"exit {warm_code} warm, {cold_code} cold")
+    check("<muster warm process>" not in "\n".join(warm), "\n".join(warm))
+    return warm
+
+
+@test
+def a_scripts_traceback_is_the_same_warm_and_cold():
+    lines = check_same_traceback([RAISES])
+    check(lines[1] == f'  File "{RAISES}", line 14, in <module>', "\n".join(lines))
+
+
+@test
+def a_modules_traceback_is_the_same_warm_and_cold():
+    check_same_traceback(["-m", "raise_nested"], cwd=WORKERS)
+
+
+@test
+def a_run_paths_traceback_is_the_same_warm_and_cold():
+    check_same_traceback(["--run-path", RAISES])
 
 
 @test

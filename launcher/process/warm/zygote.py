@@ -49,6 +49,9 @@ _WORKER_FDS = (1, 2, 3, 4)  # stdout, stderr, progress, control
 # effect once it runs.
 _NEUTRAL_OPTIONS = {"-u"}
 _REPARENT_WAIT_S = 5.0
+# The file name this program runs under (warm_process.cc compiles it so):
+# its frames are left out of a worker's traceback.
+_OWN_FILENAME = "<muster warm process>"
 
 
 def _send(channel, message):
@@ -251,6 +254,22 @@ class _Worker:
         install_stack_dumps()  # noqa: F821
         if hasattr(sys, "orig_argv"):
             sys.orig_argv = [self.argv0] + self.argv
+        try:
+            self._start(kind, target, args)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as error:  # noqa: BLE001 - printed as the interpreter would
+            # A cold interpreter's traceback starts at the script's own first
+            # frame (or runpy's, for -m): this process's frames, below it,
+            # are left out, and the worker exits 1 as `python SCRIPT` does.
+            tb = error.__traceback__
+            while tb is not None and tb.tb_frame.f_code.co_filename == _OWN_FILENAME:
+                tb = tb.tb_next
+            error.__traceback__ = tb
+            sys.excepthook(type(error), error, tb)
+            sys.exit(1)
+
+    def _start(self, kind, target, args):
         if kind == "module" or (kind == "script" and _is_package_path(target)):
             import runpy
 
