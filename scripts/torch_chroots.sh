@@ -9,6 +9,11 @@
 # it (~1.9 GB each). The mirror's Release files are past their Valid-Until
 # date, hence Acquire::Check-Valid-Until=false.
 #
+# sid also gets the framework trainers the tests run (python3-transformers,
+# python3-accelerate: tests/integration/torch_frameworks_test.py), recorded
+# in .muster-extras; a chroot built before they were asked for gets them
+# on the next run (~15 s).
+#
 # Location: ${MUSTER_TORCH_CHROOTS:-/var/cache/muster/torch-chroots}/{trixie,sid}.
 # A finished chroot holds .muster-torch-version (its torch version) and is
 # kept: a second run only prints the versions. A chroot without that marker
@@ -24,6 +29,8 @@ set -euo pipefail
 
 BASE=${MUSTER_TORCH_CHROOTS:-/var/cache/muster/torch-chroots}
 MARKER=.muster-torch-version
+EXTRAS_MARKER=.muster-extras
+declare -A EXTRAS=([sid]="python3-transformers python3-accelerate")
 APT=(apt-get -o Acquire::Check-Valid-Until=false -o Dpkg::Use-Pty=0 -q)
 SUITES=("$@")
 ((${#SUITES[@]} > 0)) || SUITES=(trixie sid)
@@ -52,6 +59,20 @@ unmount_under() {
   done
 }
 
+# Installs the suite's extra packages into chroot $2 unless its marker lists
+# them already (after `apt-get update` when $3 is "update").
+install_extras() {
+  local suite=$1 dir=$2 want=${EXTRAS[$1]:-}
+  [[ -n $want ]] || return 0
+  [[ $(cat "$dir/$EXTRAS_MARKER" 2>/dev/null) == "$want" ]] && return 0
+  echo "== apt-get install $want ($suite)"
+  if [[ ${3:-} == update ]]; then chroot "$dir" "${APT[@]}" update; fi
+  # shellcheck disable=SC2086 # a list of package names
+  DEBIAN_FRONTEND=noninteractive chroot "$dir" "${APT[@]}" install -y --no-install-recommends $want
+  chroot "$dir" apt-get clean
+  echo "$want" >"$dir/$EXTRAS_MARKER"
+}
+
 # Builds one suite into $BASE/$suite (through $BASE/$suite.partial, renamed
 # once complete). Output goes to $BASE/$suite.log; the last lines are shown on failure.
 build_suite() {
@@ -65,6 +86,7 @@ build_suite() {
     chroot "$work" "${APT[@]}" update
     DEBIAN_FRONTEND=noninteractive chroot "$work" "${APT[@]}" install -y --no-install-recommends python3-torch
     chroot "$work" apt-get clean
+    install_extras "$suite" "$work"
     chroot "$work" /usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null | tail -n 1 >"$work/$MARKER.tmp"
     mv "$work/$MARKER.tmp" "$work/$MARKER"
   } >"$log" 2>&1 || {
@@ -87,7 +109,11 @@ mkdir -p "$BASE"
 pids=()
 todo=()
 for suite in "${SUITES[@]}"; do
-  if [[ -s "$BASE/$suite/$MARKER" ]]; then continue; fi
+  if [[ -s "$BASE/$suite/$MARKER" ]]; then
+    install_extras "$suite" "$BASE/$suite" update >>"$BASE/$suite.log" 2>&1 ||
+      echo "$suite: installing ${EXTRAS[$suite]} failed (see $BASE/$suite.log)" >&2
+    continue
+  fi
   unmount_under "$BASE/$suite"
   rm -rf --one-file-system "$BASE/$suite"
   echo "== building $BASE/$suite (log: $BASE/$suite.log)"

@@ -90,7 +90,7 @@ from bench_scenarios import (Scenario, add_keep_and_bin_dir_args, add_wait_args,
                              finish, fmt, med, print_block, print_failures, print_header,
                              print_targets, run_alternated, scenario_parser, span, target_line)
 from testlib.torch_refs import add_reference_args, chroot_unavailable_reason, selected_versions  # noqa: E402
-from torch_recovery_runs import (AGENTS, AGENT_NPROC, LABELS, PHASES, PYTHON, Run, SCENARIOS,
+from torch_recovery_runs import (MUSTER_COLUMNS, AGENTS, AGENT_NPROC, LABELS, PHASES, PYTHON, Run, SCENARIOS,
                                 SURVIVORS)  # noqa: E402
 from torch_recovery_agent_kill import agent_kill  # noqa: E402
 from torch_recovery_first_step import first_step  # noqa: E402
@@ -113,7 +113,7 @@ def report(sc, skipped, runs):
         others = [r for r in sc.results[c] if "total" not in r]
         ratio = f"{med(t) / warm:.1f}x" if (t and warm) else "—"
         print(f"| {LABELS[c]} | {fmt(med(t))} | {span(t)} | {len(t)}/{len(sc.results[c])} | {ratio} |")
-        problems += print_failures(sc, LABELS, c, others, 5, fatal=c in ("warm", "cold"))
+        problems += print_failures(sc, LABELS, c, others, 5, fatal=c in MUSTER_COLUMNS)
     for v, reason in skipped.items():
         print(f"| {LABELS[v]} | not measured: {reason} | | | |")
     print("\nphase breakdown, medians (each phase ends when the last rank reaches it):\n")
@@ -125,7 +125,7 @@ def report(sc, skipped, runs):
             print(f"| {LABELS[c]} | " + " | ".join(fmt(med([r[k] for r in ok])) for k, _ in PHASES)
                   + f" | {fmt(med([r['total'] for r in ok]))} |")
     extra = []
-    for c in ("warm", "cold"):
+    for c in MUSTER_COLUMNS:
         ok = [r for r in sc.results.get(c, []) if "forked" in r]
         if ok:
             forked = sum(r["forked"][0] for r in ok)
@@ -202,11 +202,23 @@ def main():
                              "without which its restarted workers can hang in init_process_group "
                              "on the previous attempt's keys: pytorch/pytorch#135712)")
     parser.add_argument("--columns", default="warm,cold,1.13,2.14",
-                        help="columns to run, of warm, cold, 1.13, 2.14 (default all; which torchruns "
-                             "a scenario compares with by default is said above)")
+                        help="columns to run, of warm, cold, warm-torch (the warm process imports "
+                             "torch's modules only: MUSTER_WARM_IMPORT_SCAN=torch), 1.13, 2.14 "
+                             "(default warm,cold,1.13,2.14; which torchruns a scenario compares "
+                             "with by default is said above)")
+    parser.add_argument("--script", choices=("ddp", "hf"), default="ddp",
+                        help="the workers' script: torch_ddp_ckpt.py (default), or hf: "
+                             "tests/torch/hf_trainer.py, a Hugging Face Trainer (transformers "
+                             "and accelerate from the sid chroot; implies --muster-torch 2.14, "
+                             "no checkpoint: a restart starts training over)")
+    parser.add_argument("--muster-torch", choices=("1.13", "2.14"), default="1.13",
+                        help="torch of muster's workers: this host's 1.13 (default) or the sid "
+                             "chroot's 2.14 (tests/torch/chroot_python.sh)")
     add_keep_and_bin_dir_args(parser)
     add_reference_args(parser)
     args = parser.parse_args()
+    if args.script == "hf":
+        args.muster_torch = "2.14"
     scenario = args.scenario_opt or args.scenario or "all"
     if args.scenario_opt and args.scenario and args.scenario_opt != args.scenario:
         parser.error("the positional scenario and --scenario differ")
@@ -242,7 +254,7 @@ def main():
         LABELS["2.14"] = "torchrun 2.14 (chroot, unshared store)"
 
     def cols_of(refs_cols):
-        return [c for c in ["warm", "cold"] + refs_cols if c in wanted]
+        return [c for c in list(MUSTER_COLUMNS) + refs_cols if c in wanted]
 
     plan = []  # (Scenario, skipped)
     if "worker-kill" in scenarios:

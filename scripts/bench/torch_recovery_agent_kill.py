@@ -8,7 +8,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from bench_procs import alive, free_port, sigkill, tail  # noqa: E402
 from bench_scenarios import RunError  # noqa: E402
-from torch_recovery_runs import (AGENTS, AGENT_NPROC, SURVIVORS, base_env, descendants,
+from torch_recovery_runs import (MUSTER_COLUMNS, AGENTS, AGENT_NPROC, SURVIVORS, base_env, descendants,
                                 listening_inodes, muster_cmd, owns_socket, phases_of, progress,
                                 torchrun_cmd, warm_info)  # noqa: E402
 
@@ -18,15 +18,15 @@ def agent_kill(args, column, run):
     endpoint = f"127.0.0.1:{port}"
     rid = f"bench{os.getpid()}"
     watch = []
-    if column in ("warm", "cold") and args.musterd:
+    if column in MUSTER_COLUMNS and args.musterd:
         daemon = run.spawn([args.musterd_bin, "--host", "127.0.0.1", "--port", str(port)],
                            base_env({"MUSTER_LOG_LEVEL": "info"}), "musterd")
         watch.append(daemon)
         wait_port(port, 10, daemon)
     agents = []
     for i in range(AGENTS):
-        flags = elastic_flags(column in ("warm", "cold"), endpoint, rid, args.last_call_timeout)
-        if column in ("warm", "cold"):
+        flags = elastic_flags(column in MUSTER_COLUMNS, endpoint, rid, args.last_call_timeout)
+        if column in MUSTER_COLUMNS:
             cmd, env = muster_cmd(args, column, flags, run)
         else:
             cmd, env = torchrun_cmd(args, column, flags, run)
@@ -45,13 +45,13 @@ def agent_kill(args, column, run):
     doomed = [victim.pid] + (descendants([victim.pid]) if args.kill == "node" else [])
     killed_at = time.time()
     sigkill(doomed)
-    limit = args.timeout if column in ("warm", "cold") else args.window
+    limit = args.timeout if column in MUSTER_COLUMNS else args.window
     try:
         group = run.wait(f"the {SURVIVORS} surviving ranks stepping in a new generation",
                          lambda: tr.new_group(SURVIVORS, killed_at), limit, watch)
     except RunError as exc:
         exc.args = (f"{exc.args[0]} ({progress(tr, SURVIVORS, killed_at)})",)
-        if column in ("warm", "cold"):
+        if column in MUSTER_COLUMNS:
             raise
         exited = [(p.name, p.returncode) for p in watch if p.poll() is not None]
         orphans = sum(alive(w.pid) for w in workers_of[candidates[0]])
@@ -69,9 +69,9 @@ def agent_kill(args, column, run):
     res = phases_of(group, killed_at)
     res["victim"] = f"agent{candidates[0]} (ranks {victim_ranks}; rendezvous host: "
     res["victim"] += ", ".join(f"agent{h}" for h in hosts) if hosts else (
-        "musterd" if args.musterd and column in ("warm", "cold") else "not found")
+        "musterd" if args.musterd and column in MUSTER_COLUMNS else "not found")
     res["victim"] += ")"
-    if column in ("warm", "cold"):
+    if column in MUSTER_COLUMNS:
         res.update(warm_info(run, list(tr.workers.values())))
     return res
 

@@ -6,11 +6,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from torch_recovery_runs import memory, muster_cmd, phases_of, torchrun_cmd, warm_info  # noqa: E402
+from torch_recovery_runs import MUSTER_COLUMNS, memory, muster_cmd, phases_of, torchrun_cmd, warm_info  # noqa: E402
 
 
 def first_step(args, column, run, nproc):
-    if column in ("warm", "cold"):
+    if column in MUSTER_COLUMNS:
         cmd, env = muster_cmd(args, column, ["--standalone", "--nproc-per-node", str(nproc)], run)
     else:
         cmd, env = torchrun_cmd(args, column, ["--standalone", "--nproc_per_node", str(nproc),
@@ -28,7 +28,7 @@ def first_step(args, column, run, nproc):
         values = [m[key] for m in mems if key in m]
         if values:
             res["worker_" + key] = statistics.median(values)
-    if column in ("warm", "cold"):
+    if column in MUSTER_COLUMNS:
         res.update(warm_info(run, list(tr.workers.values())))
         if res["ready"]:
             pid, rss_mib, import_s = res["ready"][0]

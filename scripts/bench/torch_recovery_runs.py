@@ -21,9 +21,14 @@ from testlib.torch_refs import CHROOT_PYTHON, COMPAT, PYTHON  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 SCRIPT = os.path.join(HERE, "torch_ddp_ckpt.py")
+# --script hf: a Hugging Face Trainer (transformers, accelerate; sid's), no checkpoint.
+HF_SCRIPT = os.path.join(ROOT, "tests", "torch", "hf_trainer.py")
 SCENARIOS = ("worker-kill", "agent-kill", "first-step")
-LABELS = {"warm": "muster warm", "cold": "muster cold", "1.13": "torchrun 1.13",
+LABELS = {"warm": "muster warm", "cold": "muster cold",
+          "warm-torch": "muster warm, torch's imports only", "1.13": "torchrun 1.13",
           "2.14": "torchrun 2.14 (chroot)"}
+# The columns muster runs (the rest are torchruns).
+MUSTER_COLUMNS = ("warm", "cold", "warm-torch")
 PHASES = (("start", "start (detect+stop+start)"), ("import", "import (interpreter+import)"),
           ("pg", "init_process_group"), ("step", "first step"))
 AGENTS, AGENT_NPROC, SURVIVORS = 3, 2, 4
@@ -298,6 +303,9 @@ class Run:
         self.commands = []
 
     def script_args(self, args):
+        if getattr(args, "script", "ddp") == "hf":
+            return [HF_SCRIPT, "--out", os.path.join(self.dir, "out"), "--trace", self.trace_dir,
+                    "--steps", "1000000", "--step-sleep", str(args.step_sleep)]
         return [SCRIPT, "--ckpt", self.ckpt, "--trace", self.trace_dir, "--steps", "1000000",
                 "--step-sleep", str(args.step_sleep)]
 
@@ -398,7 +406,12 @@ class Run:
 
 def muster_cmd(args, column, flags, run):
     cmd = [args.muster] + flags + (["--no-warm-workers"] if column == "cold" else [])
-    return cmd + run.script_args(args), base_env({"MUSTER_LOG_LEVEL": "info"})
+    extra = {"MUSTER_LOG_LEVEL": "info"}
+    if column == "warm-torch":  # the warm process imports torch's modules only, as before
+        extra["MUSTER_WARM_IMPORT_SCAN"] = "torch"
+    if getattr(args, "muster_torch", "1.13") == "2.14":
+        extra.update(MUSTER_PYTHON=CHROOT_PYTHON, MUSTER_TORCH_CHROOT=args.torch_chroot)
+    return cmd + run.script_args(args), base_env(extra)
 
 
 def torchrun_cmd(args, version, flags, run):

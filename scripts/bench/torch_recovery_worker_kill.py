@@ -7,12 +7,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from bench_scenarios import RunError  # noqa: E402
-from torch_recovery_runs import muster_cmd, phases_of, progress, torchrun_cmd, warm_info  # noqa: E402
+from torch_recovery_runs import MUSTER_COLUMNS, muster_cmd, phases_of, progress, torchrun_cmd, warm_info  # noqa: E402
 
 
 def worker_kill(args, column, run):
     n = args.nproc
-    if column in ("warm", "cold"):
+    if column in MUSTER_COLUMNS:
         cmd, env = muster_cmd(args, column, ["--standalone", "--nproc-per-node", str(n),
                                              "--max-restarts", "3"], run)
     else:
@@ -25,7 +25,7 @@ def worker_kill(args, column, run):
     victim = tr.current(n)[1]
     killed_at = time.time()
     os.kill(victim.pid, signal.SIGKILL)
-    muster = column in ("warm", "cold")
+    muster = column in MUSTER_COLUMNS
     try:
         group = run.wait("every rank stepping in a new attempt", lambda: tr.new_group(n, killed_at),
                          args.timeout if muster else args.window, [launcher])
@@ -36,7 +36,7 @@ def worker_kill(args, column, run):
         return {"none": f"did not restart: {exc.args[0]}"}
     res = phases_of(group, killed_at)
     res["resumed_at"] = min(w.first_step[0] for w in group.values())
-    if column in ("warm", "cold"):
+    if column in MUSTER_COLUMNS:
         res.update(warm_info(run, list(tr.workers.values())))
     return res
 

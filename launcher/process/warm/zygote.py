@@ -1,6 +1,10 @@
 """muster's warm process: a Python interpreter that has imported what the
-workers' script imports (torch, and --warm-import) once per node, and forks
-each worker from that state instead of the agent exec'ing a fresh interpreter.
+workers' script imports once per node, and forks each worker from that state
+instead of the agent exec'ing a fresh interpreter. What it imports: every
+module-level import of the script and of the script's own modules that it
+imports (those modules themselves are the script's code and are not), or
+only torch's with MUSTER_WARM_IMPORT_SCAN=torch in the environment; and
+--warm-import's modules.
 
 The agent starts it as `PYTHON -u -c BOOTSTRAP COMMAND...` in the workers'
 environment minus their per-rank variables, with a SOCK_SEQPACKET socket as
@@ -131,24 +135,78 @@ def _source_of(kind, target, args):
 _WARM_WITH = {"muster": ["muster", "muster.in_place"]}
 
 
-def _torch_imports(path):
-    """The torch (and muster) modules a source file imports, in the order it
-    names them."""
+# How far the scan follows the script's own modules (files in its
+# directory that it imports): their imports are imported warm too, they
+# themselves are not (they are the script's code, run in each worker).
+_SCAN_MAX_FILES = 32
+_NEVER_WARM = frozenset({"__future__", "__main__"})
+
+
+def _module_level_imports(path):
+    """The modules a source file imports at module level (also under if,
+    try and with there, not in functions or classes), in order."""
     try:
         with open(path, "rb") as f:
             tree = ast.parse(f.read(), path)
     except (OSError, SyntaxError, ValueError):
         return []
     found = []
-    for node in ast.walk(tree):
-        names = []
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop(0)
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            found += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        for name in names:
-            top = name.split(".")[0]
-            for module in _WARM_WITH.get(top, [name] if top == "torch" else []):
+            # `from pkg import Name`: pkg.Name too, which a lazily loading
+            # package (transformers) imports only when it is asked for.
+            found.append(node.module)
+            found += [f"{node.module}:{alias.name}" for alias in node.names if alias.name != "*"]
+        elif isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
+            inner = list(getattr(node, "body", []))
+            for handler in getattr(node, "handlers", []):
+                inner += handler.body
+            inner += list(getattr(node, "orelse", [])) + list(getattr(node, "finalbody", []))
+            pending[:0] = inner
+    return found
+
+
+def _local_module(name, path0):
+    """The file of a module of the script's own directory, or None."""
+    if not path0:
+        return None
+    stem = os.path.join(path0, *name.split("."))
+    for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _scanned_imports(path, path0, everything=True):
+    """The modules to import warm for a script at `path` whose sys.path[0]
+    is `path0`: every module-level import of the script and of the modules
+    of its own directory that it imports (not those modules themselves),
+    muster's with what it loads on first use; only torch's and muster's
+    when not `everything`."""
+    found, files, seen = [], [path], {os.path.realpath(path)}
+    while files and len(seen) <= _SCAN_MAX_FILES:
+        for name in _module_level_imports(files.pop(0)):
+            top = name.split(":")[0].split(".")[0]
+            if top in _NEVER_WARM:
+                continue
+            local = _local_module(top, path0) if top not in _WARM_WITH else None
+            if local is not None:
+                nested = _local_module(name.split(":")[0], path0) or local
+                if os.path.realpath(nested) not in seen:
+                    seen.add(os.path.realpath(nested))
+                    files.append(nested)
+                continue
+            if top in _WARM_WITH:
+                modules = _WARM_WITH[top]
+            elif everything or top == "torch":
+                modules = [name]
+            else:
+                modules = []
+            for module in modules:
                 if module not in found:
                     found.append(module)
     return found
@@ -192,11 +250,22 @@ def _warm_up(channel):
         return False
     requested = [m for m in os.environ.pop("MUSTER_WARM_IMPORTS", "").split(",") if m]
     source = _source_of(kind, target, args)
-    scanned = _torch_imports(source) if source else []
+    everything = os.environ.pop("MUSTER_WARM_IMPORT_SCAN", "all") != "torch"
     # Imports resolve as they will in a worker: its sys.path[0] first.
     sys.path[0] = _path0(kind, target)
+    scanned = _scanned_imports(source, sys.path[0], everything) if source else []
     imported = []
     for name in dict.fromkeys(scanned + requested):
+        if ":" in name:  # an attribute of a module imported before it
+            module, _, attribute = name.partition(":")
+            if module in sys.modules:
+                try:
+                    getattr(sys.modules[module], attribute)
+                except Exception:  # noqa: BLE001 - the worker meets it itself
+                    pass
+                else:
+                    imported.append(name)
+            continue
         try:
             __import__(name)
         except ModuleNotFoundError as e:
