@@ -137,6 +137,29 @@ def a_run_paths_traceback_is_the_same_warm_and_cold():
 
 
 @test
+def the_warm_process_imports_the_scripts_and_its_modules_imports():
+    script = os.path.join(WORKERS, "scan_job", "train.py")
+    p = start([MUSTER, "--standalone", "--nproc-per-node", "1", "--no-prefix", script],
+              env=base_env(MUSTER_PYTHON=PYTHON, MUSTER_LOG_LEVEL="info"))
+    out, err = p.communicate(timeout=120)
+    check(p.returncode == 0, f"exit {p.returncode}", out, err)
+    ready = next((line for line in err.splitlines() if "event=warm_ready" in line), "")
+    imports = ready.split("imports=[", 1)[-1].split("]", 1)[0].split(",")
+    check({"decimal", "json", "sys", "fractions"} <= set(imports), ready, err)
+    check("helpers" not in imports and "colorsys" not in imports,
+          "the script's own module, or a function's import, was imported warm", ready)
+    preloaded = json.loads(out.strip().splitlines()[-1])["preloaded"]
+    check("fractions" in preloaded and "helpers" in preloaded, str(preloaded))
+    # MUSTER_WARM_IMPORT_SCAN=torch: torch's imports alone (this script has none).
+    p = start([MUSTER, "--standalone", "--nproc-per-node", "1", "--no-prefix", script],
+              env=base_env(MUSTER_PYTHON=PYTHON, MUSTER_LOG_LEVEL="info",
+                           MUSTER_WARM_IMPORT_SCAN="torch"))
+    out, err = p.communicate(timeout=120)
+    ready = next((line for line in err.splitlines() if "event=warm_ready" in line), "")
+    check(p.returncode == 0 and "imports=[]" in ready, ready, err)
+
+
+@test
 def muster_launch_local_rank_starts_warm_exactly_as_cold():
     warm = compare_warm_and_cold(["launch", "--standalone", "--nproc-per-node", "2", STATE,
                                   "{out}"], 2)
