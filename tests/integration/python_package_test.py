@@ -7,7 +7,9 @@ environment (launcher/plan/python_package.h, worker_env.h's AgentVariables):
 - a `cmake --install` under another prefix: the installed muster finds the
   package it installed (<prefix>/lib/python3/dist-packages) with the build
   tree gone from the path;
-- TORCHELASTIC_SIGNALS_TO_HANDLE is the --signals-to-handle list.
+- TORCHELASTIC_SIGNALS_TO_HANDLE is the --signals-to-handle list;
+- `python -m muster ARGS` runs muster ARGS (python/muster/__main__.py), its
+  workers on that interpreter.
 """
 import os
 import shutil
@@ -19,7 +21,8 @@ from harness import (BIN_DIR, MUSTER, PYTHON, SOURCE_DIR, base_env, check, run, 
 WORKER = ("import os, muster\n"
           "print('PACKAGE', os.path.dirname(os.path.dirname(os.path.abspath(muster.__file__))))\n"
           "print('PYTHONPATH', os.environ.get('PYTHONPATH'))\n"
-          "print('SIGNALS', os.environ.get('TORCHELASTIC_SIGNALS_TO_HANDLE'))\n")
+          "print('SIGNALS', os.environ.get('TORCHELASTIC_SIGNALS_TO_HANDLE'))\n"
+          "import sys\nprint('PYTHON', sys.executable)\n")
 
 
 def said(out, key):
@@ -79,6 +82,20 @@ def an_installed_muster_finds_the_package_it_installed():
     check(said(out, "PACKAGE") == package, f"muster was imported from {said(out, 'PACKAGE')}",
           out)
     shutil.rmtree(prefix, ignore_errors=True)
+
+
+@test
+def python_dash_m_muster_runs_muster_on_that_interpreter():
+    script = write_file(tempdir(), "worker.py", WORKER)
+    env = env_without_pythonpath()
+    env.pop("MUSTER_PYTHON", None)
+    env["PYTHONPATH"] = os.path.join(SOURCE_DIR, "python")
+    env["MUSTER_BIN"] = MUSTER
+    code, out, err = run([PYTHON, "-m", "muster", "--nproc-per-node", "1", "--no-prefix", script],
+                         env=env, timeout=60)
+    check(code == 0, f"python -m muster exited {code}", out, err)
+    check(said(out, "PYTHON") == PYTHON, f"the worker ran {said(out, 'PYTHON')}", out)
+    check(said(out, "SIGNALS") == "SIGTERM,SIGINT,SIGHUP,SIGQUIT", out)
 
 
 if __name__ == "__main__":
