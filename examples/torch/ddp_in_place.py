@@ -68,9 +68,17 @@ def save_checkpoint(path, model, optimizer, step):
     os.replace(partial, path)
 
 
+def hidden_for(model_mb):
+    """The hidden width that gives about `model_mb` MiB of float32 parameters
+    (the default model's HIDDEN for 0)."""
+    if model_mb <= 0:
+        return HIDDEN
+    return max(HIDDEN, int(math.sqrt(model_mb * (1 << 20) / 4)))
+
+
 def make_model_and_optimizer(device="cpu", model_mb=0.0):
     torch.manual_seed(0)  # the same initial weights on every rank
-    hidden = max(HIDDEN, int(math.sqrt(model_mb * (1 << 20) / 4))) if model_mb > 0 else HIDDEN
+    hidden = hidden_for(model_mb)
     layers = [torch.nn.Linear(FEATURES, hidden), torch.nn.Tanh()]
     if hidden > HIDDEN:
         layers += [torch.nn.Linear(hidden, hidden), torch.nn.Tanh()]

@@ -23,12 +23,10 @@ Run: muster --nproc-per-node 4 examples/torch/fsdp_in_place.py --steps 100 --log
      --mesh 2,2  (muster puts its Python package on the workers' path)
 """
 import argparse
-import math
 import os
 import time
 
 import torch
-import torch.nn.functional as F
 
 import muster
 
@@ -37,16 +35,9 @@ try:  # torch >= 2.6
 except ImportError:
     from torch.distributed._composable.fsdp import fully_shard
 
-FEATURES, HIDDEN, GLOBAL_BATCH = 16, 32, 24
-
-
-def batch_of(step):
-    """The global batch of `step`: the same on every rank and in every run."""
-    generator = torch.Generator().manual_seed(1000 + step)
-    x = torch.randn(GLOBAL_BATCH, FEATURES, generator=generator)
-    y = x[:, :4].sum(dim=1, keepdim=True) + 0.1 * torch.randn(GLOBAL_BATCH, 1,
-                                                              generator=generator)
-    return x, y
+# The data, loss, step line and model sizing are the DDP example's: the two
+# examples train the same function and can be compared.
+from ddp_in_place import HIDDEN, FEATURES, hidden_for, log_step, loss_of  # noqa: E402
 
 
 def parse_args():
@@ -75,13 +66,6 @@ def parse_args():
     return args
 
 
-def hidden_for(model_mb):
-    """The hidden width that gives about `model_mb` MiB of float32 parameters."""
-    if model_mb <= 0:
-        return HIDDEN
-    return max(HIDDEN, int(math.sqrt(model_mb * (1 << 20) / 4)))
-
-
 def make_model(hidden):
     torch.manual_seed(0)  # the same initial weights on every rank
     layers = [torch.nn.Linear(FEATURES, hidden), torch.nn.Tanh()]
@@ -103,19 +87,6 @@ def builder(hidden):
         fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
         return model, torch.optim.Adam(model.parameters(), lr=0.01)
     return build
-
-
-def loss_of(model, step, rank, world_size, device):
-    """This rank's loss for `step`: its share of the global batch, scaled so
-    that the average over ranks is the global batch's mean."""
-    x, y = (t.to(device) for t in batch_of(step))
-    mine = slice(rank, None, world_size)
-    loss = F.mse_loss(model(x[mine]), y[mine], reduction="sum")
-    return loss * world_size / GLOBAL_BATCH
-
-
-def log_step(log, rank, steps_done):
-    os.write(log, f"STEP {rank} {steps_done} {os.getpid()} {time.time():.6f}\n".encode())
 
 
 def write_weights(path, model, rank):

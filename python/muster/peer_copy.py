@@ -23,8 +23,7 @@ Contract:
 - Memory: 4 buffers of this rank's shard size in host memory (2 own, 2 of
   the neighbour's). `budget_bytes` bounds them: past it the copy is off,
   with one line saying so, and a lost shard means a restart.
-- The copy group is rebuilt for every generation (`start(group)`), and
-  dropped with `stop()`.
+- The copy group is rebuilt for every generation (`start(group)`).
 
 Thread-safety: the main thread calls everything; one exchange thread at
 a time touches the buffers it was given.
@@ -36,7 +35,7 @@ import torch
 import torch.distributed as dist
 
 from muster.session import log
-from muster.shard_image import Outgoing, decode_flat, fill_flat
+from muster.shard_image import Layout, Outgoing, decode_flat, fill_flat
 
 
 class _Buffer:
@@ -72,9 +71,6 @@ class PeerCopy:
         copy of another layout's neighbour is dropped."""
         self._group, self._rank, self._world = group, rank, world
 
-    def stop(self):
-        self.settle()
-        self._group = None
 
     def forget_after(self, step):
         """Drops copies of steps after `step` (the job resumed at `step`)."""
@@ -98,7 +94,7 @@ class PeerCopy:
             log(f"event=peer_copy_off rank={self._rank} reason=\"{self.off_reason}\"")
             return
         acked, spare = self._own[1], self._own[0]  # the one sent last is acked now
-        spare.ensure(size + 64 * len(tensors))
+        spare.ensure(Layout([t.numel() * t.element_size() for t in tensors]).total)
         fill_flat(tensors, spare.flat)
         spare.header, spare.step, spare.shard = header, step, shard
         self._own = [acked, spare]
@@ -179,11 +175,8 @@ class PeerCopy:
 
     def snapshot_outgoing(self, step):
         buffer = self._own_at(step)
-        return _flat_outgoing(buffer)
+        return Outgoing.of_snapshot(buffer.header, buffer.flat)
 
     def held_outgoing(self):
-        return _flat_outgoing(self._held[0])
+        return Outgoing.of_snapshot(self._held[0].header, self._held[0].flat)
 
-
-def _flat_outgoing(buffer):
-    return Outgoing.of_snapshot(buffer.header, buffer.flat)

@@ -31,8 +31,6 @@ Contract:
 Errors: StateTransferError for a header refused (state_sync.py) or a
 parameter list that does not match the model (another architecture).
 """
-import json
-
 import torch
 import torch.distributed as dist
 
@@ -68,9 +66,15 @@ def _local_state_dict(optimizer):
             "param_groups": sd["param_groups"]}
 
 
-def capture(model, optimizer, state):
+def live_value(model, optimizer):
+    """{"params": the parameters' local shards, "optimizer": its state_dict
+    with local shards}: what capture encodes and install takes. No copy."""
     params = [local_of(p.detach()) for _, p in model.named_parameters()]
-    return encode_payload({"params": params, "optimizer": _local_state_dict(optimizer)}, state)
+    return {"params": params, "optimizer": _local_state_dict(optimizer)}
+
+
+def capture(model, optimizer, state):
+    return encode_payload(live_value(model, optimizer), state)
 
 
 class Layout:
@@ -316,7 +320,3 @@ def install(image, model, optimizer, state, clone=False):
         state.clear()
         state.update(received_state)
 
-
-def header_json(header):
-    """The header's JSON (for a log or a test)."""
-    return json.loads(header.decode())

@@ -51,10 +51,6 @@ class Plan(NamedTuple):
     sources: List[Source]                      # per rank: where its shard at T is
     sends: List[List[Tuple[int, str]]]         # per rank: (receiver, kind) it sends, in order
 
-    def receives(self, rank):
-        source = self.sources[rank]
-        return source.rank != rank
-
 
 class NoPlan(NamedTuple):
     reason: str

@@ -51,7 +51,8 @@ from muster import fsdp_compat
 from muster.in_place import InPlace
 from muster.peer_copy import PeerCopy
 from muster.session import RecoveryExit, log
-from muster.shard_image import (Exchange, Incoming, Outgoing, capture, install, local_of)
+from muster.shard_image import (Exchange, Incoming, Outgoing, capture, install, live_value,
+                                 local_of)
 from muster.shard_plan import HELD, LIVE, SNAPSHOT, NoPlan, Offer, from_row, plan, to_row
 from muster.state_sync import check_transferable
 
@@ -195,7 +196,7 @@ class ShardedInPlace(InPlace):
         if incoming is not None:
             install(incoming.finish(), model, optimizer, self.state)
         elif source.kind == LIVE and self._have_state:
-            install(capture_value(old_model, old_optimizer, self.state), model, optimizer,
+            install((live_value(old_model, old_optimizer), self.state), model, optimizer,
                     self.state)
         elif source.kind == SNAPSHOT:
             install(self._peer.snapshot_image(decided.step), model, optimizer, self.state,
@@ -254,10 +255,6 @@ class ShardedInPlace(InPlace):
                 f"exchange {1000 * (peer.copy_seconds - peer.fill_seconds) / peer.copies:.2f} ms)")
         super().close()
 
-    @property
-    def peer_copy_seconds(self):
-        """Time the peer copy spent on the steps' path so far (copy + wait)."""
-        return self._peer.copy_seconds
 
 
 def _reshard(model):
@@ -267,12 +264,3 @@ def _reshard(model):
         reshard = getattr(module, "reshard", None)
         if callable(reshard) and type(module).__name__.startswith("FSDP"):
             reshard()
-
-
-def capture_value(model, optimizer, state):
-    """(value, state) of a live model, as shard_image.install takes it."""
-    from muster.shard_image import _local_state_dict
-    params = [local_of(p.detach()) for _, p in model.named_parameters()]
-    return {"params": params, "optimizer": _local_state_dict(optimizer)}, state
-
-

@@ -2,8 +2,8 @@
 the standard library's `decimal` directly, `fractions` through its own
 module helpers.py, and `colorsys` only inside a function (not scanned)."""
 import decimal  # noqa: F401
-import json
-import sys
+import json  # noqa: F401
+import sys  # noqa: F401
 
 import helpers  # noqa: F401 - the script's own module: scanned, not imported warm
 
@@ -11,7 +11,3 @@ import helpers  # noqa: F401 - the script's own module: scanned, not imported wa
 def later():
     import colorsys  # noqa: F401 - in a function: imported when called, not warm
 
-
-# What this worker found already imported when it started (forked warm: the
-# scan's modules; cold: what the interpreter loads itself).
-print(json.dumps({"preloaded": sorted(sys.modules.keys())}))
